@@ -1,0 +1,101 @@
+"""REST API (FastAPI): documents in, status and results out, health and readiness.
+
+Every error leaves as ``{"error": {"code": ..., "message": ...}}`` with the status
+its class carries.
+"""
+
+from __future__ import annotations
+
+from typing import Literal
+
+from fastapi import FastAPI, File, Form, Query, Request, UploadFile
+from fastapi.exceptions import RequestValidationError
+from fastapi.responses import JSONResponse, Response
+from starlette.exceptions import HTTPException as StarletteHTTPException
+
+from appliance.daemon import Appliance
+from appliance.errors import ApplianceError, InvalidRequest, NotFound
+from appliance.export import render
+from appliance.intake import SubmitOptions
+from appliance.store import queries
+from appliance.store.models import Lane
+from appliance.store.queries import DocumentView
+
+MEDIA_TYPES = {"md": "text/markdown; charset=utf-8", "json": "application/json",
+               "txt": "text/plain; charset=utf-8"}
+
+
+def _error(status: int, code: str, message: str) -> JSONResponse:
+    return JSONResponse({"error": {"code": code, "message": message}}, status_code=status)
+
+
+def document_json(view: DocumentView) -> dict:
+    doc = view.doc
+    body = {
+        "id": doc.id, "name": doc.name, "status": view.status, "kind": doc.kind,
+        "sha256": doc.sha256, "size_bytes": doc.size_bytes, "page_count": doc.page_count,
+        "source": doc.source, "lane": doc.lane, "doc_type": doc.doc_type, "tags": doc.tags,
+        "created_at": doc.created_at, "exported_at": doc.exported_at,
+        "error": {"code": doc.error_code, "message": doc.error_message} if doc.error_code else None,
+    }
+    if view.pages:
+        body["pages"] = [{"number": p.index + 1, "status": p.status, "attempts": p.attempts,
+                          "error": ({"code": p.error_code, "message": p.error_message}
+                                    if p.error_code else None)} for p in view.pages]
+    return body
+
+
+def create_app(appliance: Appliance) -> FastAPI:
+    app = FastAPI(title="OCR Appliance", version="1", docs_url="/docs")
+    db = appliance.db
+
+    @app.exception_handler(ApplianceError)
+    async def _appliance_error(_request: Request, exc: ApplianceError):
+        return _error(exc.http_status, exc.code, exc.message)
+
+    @app.exception_handler(RequestValidationError)
+    async def _validation_error(_request: Request, exc: RequestValidationError):
+        detail = "; ".join(f"{'.'.join(map(str, e['loc']))}: {e['msg']}" for e in exc.errors())
+        return _error(400, InvalidRequest.code, f"invalid request: {detail}")
+
+    @app.exception_handler(StarletteHTTPException)
+    async def _http_error(_request: Request, exc: StarletteHTTPException):
+        code = NotFound.code if exc.status_code == 404 else "http_error"
+        return _error(exc.status_code, code, str(exc.detail))
+
+    @app.get("/healthz", tags=["health"])
+    def healthz():
+        return {"status": "ok"}
+
+    @app.get("/readyz", tags=["health"])
+    def readyz():
+        status = appliance.status()
+        return JSONResponse(status, status_code=200 if status["ready"] else 503)
+
+    @app.post("/api/v1/documents", status_code=201, tags=["documents"])
+    def submit_document(file: UploadFile = File(...),
+                        doc_type: str = Form("generic"),
+                        lane: Lane = Form(Lane.INTERACTIVE)):
+        """Upload one document. A file that cannot be processed is still stored and
+        answered with status `failed` and the reason in `error`."""
+        doc = appliance.submit(file.file, file.filename,
+                               SubmitOptions(source="api", lane=lane, doc_type=doc_type))
+        return document_json(queries.get_document(db, doc.id))
+
+    @app.get("/api/v1/documents", tags=["documents"])
+    def list_documents(limit: int = Query(50, ge=1, le=500), offset: int = Query(0, ge=0)):
+        return {"documents": [document_json(v) for v in queries.list_documents(db, limit, offset)]}
+
+    @app.get("/api/v1/documents/{document_id}", tags=["documents"])
+    def get_document(document_id: str):
+        view = queries.get_document(db, document_id)
+        if view is None:
+            raise NotFound(f"no document with id {document_id}")
+        return document_json(view)
+
+    @app.get("/api/v1/documents/{document_id}/result", tags=["documents"])
+    def get_result(document_id: str, format: Literal["md", "json", "txt"] = "md"):
+        content = render(db, document_id)[format]
+        return Response(content, media_type=MEDIA_TYPES[format])
+
+    return app

@@ -1,0 +1,122 @@
+"""The `appliance` command."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+import tempfile
+import time
+from dataclasses import replace
+from pathlib import Path
+
+from appliance.config import load_settings
+from appliance.errors import ApplianceError
+
+POLL_S = 0.2
+
+
+def _progress(done: int, total: int, width: int = 30) -> None:
+    filled = width * done // max(total, 1)
+    sys.stderr.write(f"\r[{'#' * filled}{'.' * (width - filled)}] {done}/{total} pages")
+    sys.stderr.flush()
+
+
+def cmd_serve(args) -> int:
+    from appliance.daemon import configure_logging, serve
+
+    settings = load_settings(args.config)
+    configure_logging(settings.logging.level)
+    serve(settings)
+    return 0
+
+
+def cmd_ocr(args) -> int:
+    """One-shot: no daemon, a throw-away data directory, the same pipeline."""
+    from appliance.daemon import Appliance, configure_logging
+    from appliance.export import render
+    from appliance.intake import SubmitOptions
+    from appliance.store import queries
+
+    settings = load_settings(args.config)
+    configure_logging("WARNING")
+    with tempfile.TemporaryDirectory(prefix="appliance-ocr-") as tmp:
+        paths = replace(settings.paths, data_dir=Path(tmp) / "data",
+                        output_dir=Path(tmp) / "output")
+        appliance = Appliance(replace(settings, paths=paths))
+        appliance.start()
+        try:
+            docs = [appliance.submit_path(Path(f), SubmitOptions(source="cli"))
+                    for f in args.files]
+            total, shown = sum(d.page_count for d in docs), -1
+            while True:
+                views = [queries.get_document(appliance.db, d.id) for d in docs]
+                done = sum(1 for v in views for p in v.pages if p.status in ("done", "failed"))
+                if done != shown:
+                    _progress(done, total)
+                    shown = done
+                if all(v.is_final for v in views):
+                    break
+                time.sleep(POLL_S)
+            sys.stderr.write("\n")
+            failed = 0
+            for view in views:
+                if view.doc.error_code:
+                    failed += 1
+                    sys.stderr.write(f"{view.doc.name}: failed ({view.doc.error_code}): "
+                                     f"{view.doc.error_message}\n")
+                    continue
+                if len(views) > 1 and args.format != "json":
+                    sys.stdout.write(f"==> {view.doc.name} <==\n")
+                sys.stdout.write(render(appliance.db, view.doc.id)[args.format])
+                failed += view.status != "done"
+            return 1 if failed else 0
+        finally:
+            appliance.stop()
+
+
+def cmd_bench(args) -> int:
+    from appliance.bench import format_report, run_bench
+
+    settings = load_settings(args.config)
+    result = run_bench(settings, pages=args.pages, concurrency=args.concurrency, url=args.url,
+                       report=args.report)
+    sys.stdout.write(format_report(result) + "\n")
+    return 0
+
+
+def build_parser() -> argparse.ArgumentParser:
+    common = argparse.ArgumentParser(add_help=False)
+    common.add_argument("--config", help="config file (default: $APPLIANCE_CONFIG, "
+                                         "else config.toml at the top of the installation)")
+    parser = argparse.ArgumentParser(prog="appliance", description="On-premise document OCR")
+    sub = parser.add_subparsers(dest="command", required=True)
+
+    serve = sub.add_parser("serve", parents=[common], help="run the daemon: REST API and web UI")
+    serve.set_defaults(func=cmd_serve)
+
+    ocr = sub.add_parser("ocr", parents=[common], help="recognise files now, without a daemon; result to stdout")
+    ocr.add_argument("files", nargs="+", type=Path)
+    ocr.add_argument("--format", choices=("md", "json", "txt"), default="md")
+    ocr.set_defaults(func=cmd_ocr)
+
+    bench = sub.add_parser("bench", parents=[common],
+                           help="throughput of the daemon against the bare engine")
+    bench.add_argument("--pages", type=int, default=20, help="one-page documents to send")
+    bench.add_argument("--concurrency", type=int, default=4, help="parallel uploads")
+    bench.add_argument("--url", help="drive this running daemon instead of starting one")
+    bench.add_argument("--report", type=Path, help="also write the result as JSON here")
+    bench.set_defaults(func=cmd_bench)
+    return parser
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = build_parser().parse_args(argv)
+    try:
+        return args.func(args)
+    except ApplianceError as exc:
+        sys.stderr.write(f"error ({exc.code}): {exc.message}\n")
+        return 2
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,171 @@
+"""config.toml -> typed settings.
+
+The file at the top of the repository is the documented default. Every section and
+key is declared here once, as a dataclass field; the loader walks those declarations,
+so an unknown or misspelled key or a value of the wrong type stops start-up with a
+message that names the key and the fix. Relative paths are resolved against the
+directory of the config file, so a config and its data directory move together.
+"""
+
+from __future__ import annotations
+
+import difflib
+import os
+import tomllib
+import typing
+from dataclasses import dataclass, field, fields, is_dataclass
+from pathlib import Path
+from typing import Literal
+
+from appliance.errors import ConfigError
+
+CONFIG_ENV = "APPLIANCE_CONFIG"
+DEFAULT_CONFIG = Path(__file__).resolve().parent.parent / "config.toml"
+
+
+@dataclass
+class ServerSettings:
+    host: str = "127.0.0.1"
+    port: int = field(default=8480, metadata={"min": 0, "max": 65535})
+
+
+@dataclass
+class PathSettings:
+    data_dir: Path = Path("var/data")
+    output_dir: Path = Path("var/output")
+
+
+@dataclass
+class EngineSettings:
+    name: Literal["auto", "classic"] = "auto"
+    classic_threads: int = field(default=2, metadata={"min": 1, "max": 64})
+
+
+@dataclass
+class WorkerSettings:
+    count: int = field(default=1, metadata={"min": 1, "max": 64})
+    page_timeout_s: float = field(default=120.0, metadata={"min": 1})
+    warmup_timeout_s: float = field(default=180.0, metadata={"min": 1})
+    max_attempts: int = field(default=3, metadata={"min": 1, "max": 20})
+
+
+@dataclass
+class RasterSettings:
+    pdf_dpi: int = field(default=200, metadata={"min": 50, "max": 600})
+
+
+@dataclass
+class LimitSettings:
+    max_bytes: int = field(default=200_000_000, metadata={"min": 1})
+    max_pages: int = field(default=2000, metadata={"min": 1})
+    max_pixels: int = field(default=120_000_000, metadata={"min": 10_000})
+
+
+@dataclass
+class LoggingSettings:
+    level: Literal["DEBUG", "INFO", "WARNING", "ERROR"] = "INFO"
+
+
+@dataclass
+class Settings:
+    server: ServerSettings = field(default_factory=ServerSettings)
+    paths: PathSettings = field(default_factory=PathSettings)
+    engine: EngineSettings = field(default_factory=EngineSettings)
+    workers: WorkerSettings = field(default_factory=WorkerSettings)
+    raster: RasterSettings = field(default_factory=RasterSettings)
+    limits: LimitSettings = field(default_factory=LimitSettings)
+    logging: LoggingSettings = field(default_factory=LoggingSettings)
+    source: Path | None = None  # the file these settings came from; not a TOML key
+
+
+def config_path(explicit: str | Path | None = None) -> Path:
+    """--config wins, then $APPLIANCE_CONFIG, then the config.toml shipped at the top."""
+    chosen = explicit or os.environ.get(CONFIG_ENV) or DEFAULT_CONFIG
+    return Path(chosen).expanduser().resolve()
+
+
+def load_settings(explicit: str | Path | None = None) -> Settings:
+    path = config_path(explicit)
+    try:
+        raw = tomllib.loads(path.read_text(encoding="utf-8"))
+    except FileNotFoundError:
+        raise ConfigError(f"config file {path} does not exist: create it (copy config.toml) "
+                          f"or point --config / ${CONFIG_ENV} at an existing file") from None
+    except tomllib.TOMLDecodeError as exc:
+        raise ConfigError(f"{path}: not valid TOML ({exc}); fix the syntax at that line") from None
+    return settings_from_dict(raw, base_dir=path.parent, source=path)
+
+
+def dump_toml(sections: dict[str, dict]) -> str:
+    """Write a config of flat [sections] (what tests and the benchmark generate)."""
+    def value(v) -> str:
+        if isinstance(v, bool):
+            return "true" if v else "false"
+        if isinstance(v, (int, float)):
+            return repr(v)
+        return '"' + str(v).replace("\\", "\\\\").replace('"', '\\"') + '"'
+
+    return "".join(f"[{name}]\n" + "".join(f"{k} = {value(v)}\n" for k, v in body.items()) + "\n"
+                   for name, body in sections.items())
+
+
+def settings_from_dict(raw: dict, base_dir: Path, source: Path | None = None) -> Settings:
+    settings = _build(Settings, raw, prefix="", base_dir=base_dir, where=source or "config")
+    settings.source = source
+    return settings
+
+
+def _build(cls, raw: dict, prefix: str, base_dir: Path, where):
+    known = {f.name: f for f in fields(cls) if f.name != "source"}
+    for key in raw:
+        if key not in known:
+            hint = difflib.get_close_matches(key, known, n=1)
+            fix = f"did you mean '{prefix}{hint[0]}'?" if hint else \
+                f"valid keys here: {', '.join(sorted(known))}"
+            raise ConfigError(f"{where}: unknown key '{prefix}{key}'; {fix} Remove or rename it.")
+    hints = typing.get_type_hints(cls)
+    values = {}
+    for name, spec in known.items():
+        dotted, kind = f"{prefix}{name}", hints[name]
+        if is_dataclass(kind):  # a [section]; a missing one still gets resolved defaults
+            section = raw.get(name, {})
+            if not isinstance(section, dict):
+                raise ConfigError(f"{where}: '{dotted}' must be a [{dotted}] table")
+            values[name] = _build(kind, section, f"{dotted}.", base_dir, where)
+        elif name in raw:
+            values[name] = _coerce(kind, raw[name], dotted, spec.metadata, base_dir, where)
+        elif kind is Path:  # defaults are relative to the config file too
+            values[name] = (base_dir / spec.default).resolve()
+    return cls(**values)
+
+
+def _coerce(kind, value, dotted: str, meta, base_dir: Path, where):
+    if typing.get_origin(kind) is Literal:
+        choices = typing.get_args(kind)
+        if value not in choices:
+            raise ConfigError(f"{where}: '{dotted}' = {value!r} is not allowed; "
+                              f"use one of {', '.join(repr(c) for c in choices)}")
+        return value
+    if kind is Path:
+        if not isinstance(value, str) or not value:
+            raise ConfigError(f"{where}: '{dotted}' must be a non-empty path string")
+        path = Path(value).expanduser()
+        return path if path.is_absolute() else (base_dir / path).resolve()
+    if kind is bool:
+        ok = isinstance(value, bool)
+    elif kind is int:
+        ok = isinstance(value, int) and not isinstance(value, bool)
+    elif kind is float:
+        ok = isinstance(value, (int, float)) and not isinstance(value, bool)
+        value = float(value) if ok else value
+    elif kind is str:
+        ok = isinstance(value, str)
+    else:  # pragma: no cover - a field type this loader does not know is a programming error
+        raise TypeError(f"unsupported config field type {kind} for {dotted}")
+    if not ok:
+        raise ConfigError(f"{where}: '{dotted}' = {value!r} must be of type {kind.__name__}")
+    low, high = meta.get("min"), meta.get("max")
+    if (low is not None and value < low) or (high is not None and value > high):
+        bounds = f">= {low}" if high is None else f"between {low} and {high}"
+        raise ConfigError(f"{where}: '{dotted}' = {value!r} is out of range; use a value {bounds}")
+    return value

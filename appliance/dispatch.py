@@ -1,0 +1,222 @@
+"""The dispatcher: one thread that claims queued pages, hands them to idle workers,
+records what comes back, and supervises the worker processes.
+
+It is also the supervisor: a worker that dies is restarted (its page is retried or
+failed), a page past its deadline gets its worker killed, a worker that cannot start
+is retried with a growing backoff. It sleeps on the workers' pipes and process
+sentinels, so a result or a death wakes it at once.
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+import time
+from multiprocessing.connection import wait
+
+from appliance.config import Settings
+from appliance.engines.host import Job, WorkerHandle, WorkerState
+from appliance.export import Exporter
+from appliance.intake.spool import Spool
+from appliance.store import Database, queries, transitions
+from appliance.store.models import Outcome
+
+log = logging.getLogger(__name__)
+
+TICK_S = 0.25
+LEASE_MARGIN_S = 60.0  # a lease outlives the page deadline: the supervisor acts first
+HOUSEKEEPING_S = 30.0
+RETRY_BASE_S = 1.0
+MAX_RESTART_BACKOFF_S = 60.0
+
+
+class Dispatcher:
+    def __init__(self, settings: Settings, db: Database, spool: Spool,
+                 workers: list[WorkerHandle], exporter: Exporter):
+        self.settings = settings
+        self.db = db
+        self.spool = spool
+        self.workers = workers
+        self.exporter = exporter
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._run, name="dispatcher", daemon=True)
+        self._restart_at: dict[int, float] = {}
+        self._start_failures: dict[int, int] = {}
+        self._next_housekeeping = 0.0
+        self.last_start_error: dict | None = None
+
+    # --- lifecycle ---
+
+    def start(self) -> None:
+        for worker in self.workers:
+            worker.start()
+        self._thread.start()
+
+    def stop(self) -> None:
+        self._stop.set()
+        self._thread.join(timeout=10)
+        for worker in self.workers:
+            worker.stop()
+
+    @property
+    def ready(self) -> bool:
+        """Every worker warmed up once, and one can take a page now."""
+        return (all(w.warmed_up_once for w in self.workers)
+                and any(w.state in (WorkerState.IDLE, WorkerState.BUSY) for w in self.workers))
+
+    # --- the loop ---
+
+    def _run(self) -> None:
+        while not self._stop.is_set():
+            try:
+                for worker in self.workers:
+                    self._supervise(worker)
+                self._dispatch()
+                self._housekeeping()
+            except Exception:  # the loop must survive anything one page or file does
+                log.exception("dispatcher loop error")
+                time.sleep(1)
+            waitables = [w for worker in self.workers for w in worker.waitables()]
+            wait(waitables, timeout=TICK_S) if waitables else self._stop.wait(TICK_S)
+
+    def _supervise(self, worker: WorkerHandle) -> None:
+        now = time.monotonic()
+        if worker.state == WorkerState.DEAD:
+            if now >= self._restart_at.get(worker.slot, 0.0):
+                worker.start()
+            return
+        message = worker.receive()
+        if message is not None:
+            self._on_message(worker, message)
+        elif not worker.is_alive():
+            self._on_death(worker)
+        elif worker.state == WorkerState.BUSY and now > worker.job_deadline:
+            log.warning("page over deadline doc=%s page=%d worker=%s timeout_s=%.0f",
+                        worker.claim.document_id, worker.claim.page_index, worker.worker_id,
+                        self.settings.workers.page_timeout_s)
+            worker.kill()
+            self._fail(worker, Outcome.TIMEOUT, "page_timeout",
+                       f"the page took longer than {self.settings.workers.page_timeout_s:.0f} s; "
+                       f"raise workers.page_timeout_s or check the page", retryable=True)
+        elif (worker.state == WorkerState.STARTING
+              and now - worker.started_at > self.settings.workers.warmup_timeout_s):
+            worker.kill()
+            self._start_failed(worker, {"code": "warmup_timeout", "message":
+                                        "the engine did not finish its warm-up in time"})
+
+    def _on_message(self, worker: WorkerHandle, message: tuple) -> None:
+        kind, body = message
+        if kind == "ready":
+            worker.info = body
+            worker.state = WorkerState.IDLE
+            worker.warmed_up_once = True
+            self._start_failures.pop(worker.slot, None)
+            self.last_start_error = None
+            log.info("worker ready slot=%d pid=%d engine=%s model=%s warmup_ms=%.0f",
+                     worker.slot, body["pid"], body["engine"], body["model_id"],
+                     body["warmup_ms"])
+        elif kind == "failed":
+            worker.kill()
+            self._start_failed(worker, body)
+        elif kind == "result":
+            self._on_result(worker, body)
+
+    def _on_death(self, worker: WorkerHandle) -> None:
+        exitcode = worker.process.exitcode
+        was = worker.state
+        worker.kill()  # reaps it
+        if was == WorkerState.BUSY:
+            log.error("worker died mid-page slot=%d exitcode=%s doc=%s page=%d", worker.slot,
+                      exitcode, worker.claim.document_id, worker.claim.page_index)
+            self._fail(worker, Outcome.CRASHED, "worker_crashed",
+                       f"the engine process died on this page (exit code {exitcode})",
+                       retryable=True)
+        elif was == WorkerState.STARTING:
+            self._start_failed(worker, {"code": "engine_unavailable", "message":
+                                        f"the engine process died while starting "
+                                        f"(exit code {exitcode})"})
+        else:
+            log.error("idle worker died slot=%d exitcode=%s", worker.slot, exitcode)
+
+    def _start_failed(self, worker: WorkerHandle, error: dict) -> None:
+        failures = self._start_failures.get(worker.slot, 0) + 1
+        self._start_failures[worker.slot] = failures
+        backoff = min(MAX_RESTART_BACKOFF_S, 2.0 ** failures)
+        self._restart_at[worker.slot] = time.monotonic() + backoff
+        self.last_start_error = error
+        log.error("worker could not start slot=%d code=%s retry_in_s=%.0f message=%s",
+                  worker.slot, error["code"], backoff, error["message"])
+
+    # --- pages ---
+
+    def _dispatch(self) -> None:
+        for worker in self.workers:
+            if worker.state != WorkerState.IDLE:
+                continue
+            claim = transitions.claim_next_page(
+                self.db, worker.worker_id, self.settings.workers.page_timeout_s + LEASE_MARGIN_S)
+            if claim is None:
+                return
+            job = Job(original=self.spool.original_path(claim.sha256), kind=claim.kind,
+                      page_index=claim.page_index, dpi=self.settings.raster.pdf_dpi,
+                      max_pixels=self.settings.limits.max_pixels,
+                      page_image=self.spool.page_image_path(claim.sha256, claim.page_index,
+                                                            self.settings.raster.pdf_dpi),
+                      doc_type=claim.doc_type)
+            try:
+                worker.send(job, claim, self.settings.workers.page_timeout_s)
+            except (OSError, BrokenPipeError):
+                self._on_death(worker)
+
+    def _on_result(self, worker: WorkerHandle, result: dict) -> None:
+        claim = worker.claim
+        worker.state = WorkerState.IDLE
+        worker.claim = None
+        if result.pop("ok"):
+            transitions.complete_page(self.db, claim, result)
+            log.info("page done doc=%s page=%d attempt=%d engine=%s ms=%.0f", claim.document_id,
+                     claim.page_index, claim.attempt, result["engine"],
+                     sum(result["timings_ms"].values()))
+        else:
+            self._record_failure(claim, Outcome.ERROR, result["code"], result["message"],
+                                 retryable=result["retryable"],
+                                 extra={"timings_ms": result["timings_ms"]})
+        self._export_if_final(claim.document_id)
+
+    def _fail(self, worker: WorkerHandle, outcome: Outcome, code: str, message: str,
+              retryable: bool) -> None:
+        claim = worker.claim
+        worker.claim = None
+        self._record_failure(claim, outcome, code, message, retryable)
+        self._export_if_final(claim.document_id)
+
+    def _record_failure(self, claim, outcome: Outcome, code: str, message: str,
+                        retryable: bool, extra: dict | None = None) -> None:
+        status = transitions.fail_attempt(
+            self.db, claim, outcome, code, message, retryable=retryable,
+            max_attempts=self.settings.workers.max_attempts,
+            backoff_s=RETRY_BASE_S * 2 ** (claim.attempt - 1), result=extra)
+        log.warning("page attempt failed doc=%s page=%d attempt=%d code=%s now=%s",
+                    claim.document_id, claim.page_index, claim.attempt, code, status)
+
+    def _export_if_final(self, document_id: str) -> None:
+        view = queries.get_document(self.db, document_id)
+        if view is not None and view.is_final and not view.doc.exported_at:
+            self._export(document_id)
+
+    def _export(self, document_id: str) -> None:
+        try:
+            self.exporter.export(document_id)
+        except OSError:  # e.g. output disk full; housekeeping retries
+            log.exception("export failed doc=%s", document_id)
+
+    def _housekeeping(self) -> None:
+        now = time.monotonic()
+        if now < self._next_housekeeping:
+            return
+        self._next_housekeeping = now + HOUSEKEEPING_S
+        expired = transitions.requeue_expired_leases(self.db, self.settings.workers.max_attempts)
+        if expired:
+            log.warning("requeued pages with expired leases count=%d", expired)
+        for document_id in queries.final_unexported_documents(self.db):
+            self._export(document_id)

@@ -1,0 +1,51 @@
+"""The Engine protocol: what every recognizer (classic OCR, llama.cpp VLM) offers.
+
+Nothing outside ``appliance/engines`` imports an engine library; the rest of the
+appliance sees only these types.
+"""
+
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass, field
+from typing import Protocol
+
+from PIL import Image
+
+
+@dataclass
+class Line:
+    """One recognised text line: its text, its box [x0, y0, x1, y1] in page pixels, its score."""
+
+    text: str
+    box: list[float]
+    score: float
+
+
+@dataclass
+class PageRequest:
+    doc_type: str = "generic"
+
+
+@dataclass
+class Recognition:
+    """What an engine returns for one page image."""
+
+    text: str
+    markdown: str
+    lines: list[Line] = field(default_factory=list)
+    finish_reason: str = "stop"
+
+    def to_dict(self) -> dict:
+        return asdict(self)
+
+
+class Engine(Protocol):
+    name: str
+
+    @property
+    def model_id(self) -> str:
+        """Identifies the model behind the engine (name and version or file hash)."""
+
+    def recognize(self, image: Image.Image, request: PageRequest) -> Recognition: ...
+
+    def close(self) -> None: ...

@@ -1,0 +1,206 @@
+"""Worker processes: each engine instance lives in its own spawned process.
+
+A native crash, an out-of-memory kill or a stuck page kills only that process; the
+dispatcher (the supervisor) notices through the process sentinel and restarts it.
+The worker loads its engine once, proves it with a warm-up page, and only then
+reports ready. Page images travel as spool paths, never as pickled arrays.
+
+Messages, worker -> supervisor, over a Pipe:
+    ("ready", {"engine", "model_id", "pid", "warmup_ms"})
+    ("failed", {"code", "message"})          the engine could not start
+    ("result", {...})                        one per job, see ``run_job``
+"""
+
+from __future__ import annotations
+
+import logging
+import multiprocessing as mp
+import os
+import threading
+import time
+from dataclasses import dataclass, field
+from enum import StrEnum
+from multiprocessing.connection import Connection
+from pathlib import Path
+
+from PIL import Image
+
+from appliance.engines import create_engine
+from appliance.engines.base import PageRequest
+from appliance.errors import ApplianceError
+from appliance.raster import render_page, save_page_image
+from appliance.raster.synthetic import render_text_page
+
+log = logging.getLogger(__name__)
+
+PARENT_CHECK_S = 1.0
+
+
+@dataclass(frozen=True)
+class WorkerSpec:
+    engine: str
+    options: dict = field(default_factory=dict)
+    log_level: str = "INFO"
+
+
+@dataclass(frozen=True)
+class Job:
+    original: Path
+    kind: str
+    page_index: int
+    dpi: int
+    max_pixels: int
+    page_image: Path
+    doc_type: str
+
+
+def warmup_image() -> Image.Image:
+    """A small built-in page that exercises the full recognition path."""
+    return render_text_page(["Warm-up page", "Invoice 2024", "Total 118.50"],
+                            width=320, height=320, font_size=28, margin=16)
+
+
+def run_job(engine, job: Job) -> dict:
+    """Render (or reuse) the page image, recognise it, and report timings per stage."""
+    timings: dict[str, float] = {}
+    try:
+        start = time.perf_counter()
+        if job.page_image.exists():
+            image = Image.open(job.page_image)
+            image.load()
+        else:
+            image = render_page(job.original, job.kind, job.page_index, job.dpi, job.max_pixels)
+            save_page_image(image, job.page_image)
+        timings["raster_ms"] = (time.perf_counter() - start) * 1000
+        start = time.perf_counter()
+        recognition = engine.recognize(image, PageRequest(doc_type=job.doc_type))
+        timings["inference_ms"] = (time.perf_counter() - start) * 1000
+    except ApplianceError as exc:
+        return {"ok": False, "code": exc.code, "message": exc.message,
+                "retryable": exc.retryable, "timings_ms": timings}
+    except Exception as exc:  # an engine bug must not kill the worker's loop
+        log.exception("page failed in engine %s", engine.name)
+        return {"ok": False, "code": "engine_error", "retryable": True, "timings_ms": timings,
+                "message": f"the engine failed on this page ({type(exc).__name__}: {exc})"}
+    return {"ok": True, "engine": engine.name, "model_id": engine.model_id,
+            "timings_ms": timings, **recognition.to_dict()}
+
+
+def _exit_with_parent(parent_pid: int) -> None:
+    # A worker must not outlive a daemon killed with SIGKILL.
+    while os.getppid() == parent_pid:
+        time.sleep(PARENT_CHECK_S)
+    os._exit(0)
+
+
+def worker_main(spec: WorkerSpec, conn: Connection, parent_pid: int) -> None:
+    logging.basicConfig(level=spec.log_level,
+                        format="%(asctime)s %(levelname)s %(name)s worker: %(message)s")
+    threading.Thread(target=_exit_with_parent, args=(parent_pid,), daemon=True).start()
+
+    try:
+        start = time.perf_counter()
+        engine = create_engine(spec.engine, spec.options)
+        engine.recognize(warmup_image(), PageRequest())
+        warmup_ms = (time.perf_counter() - start) * 1000
+    except Exception as exc:
+        code = exc.code if isinstance(exc, ApplianceError) else "engine_unavailable"
+        conn.send(("failed", {"code": code, "message": f"{type(exc).__name__}: {exc}"}))
+        return
+    conn.send(("ready", {"engine": engine.name, "model_id": engine.model_id,
+                         "pid": os.getpid(), "warmup_ms": warmup_ms}))
+    try:
+        while (job := conn.recv()) is not None:
+            conn.send(("result", run_job(engine, job)))
+    except (EOFError, BrokenPipeError):
+        pass  # the supervisor is gone
+    finally:
+        engine.close()
+
+
+class WorkerState(StrEnum):
+    STARTING = "starting"
+    IDLE = "idle"
+    BUSY = "busy"
+    DEAD = "dead"
+
+
+class WorkerHandle:
+    """The supervisor's side of one worker process."""
+
+    _ctx = mp.get_context("spawn")
+
+    def __init__(self, slot: int, spec: WorkerSpec):
+        self.slot = slot
+        self.spec = spec
+        self.state = WorkerState.DEAD
+        self.process = None
+        self.conn: Connection | None = None
+        self.info: dict = {}
+        self.warmed_up_once = False
+        self.restarts = 0
+        self.started_at = 0.0
+        self.job_deadline = 0.0
+        self.claim = None  # the store's Claim for the page in flight
+
+    @property
+    def worker_id(self) -> str:
+        return f"w{self.slot}:{self.process.pid if self.process else '-'}"
+
+    def start(self) -> None:
+        if self.process is not None:
+            self.restarts += 1
+        parent_conn, child_conn = self._ctx.Pipe()
+        self.process = self._ctx.Process(target=worker_main, name=f"engine-worker-{self.slot}",
+                                         args=(self.spec, child_conn, os.getpid()), daemon=True)
+        self.process.start()
+        child_conn.close()
+        self.conn = parent_conn
+        self.state = WorkerState.STARTING
+        self.started_at = time.monotonic()
+        self.info = {}
+        log.info("worker started slot=%d pid=%d engine=%s", self.slot, self.process.pid,
+                 self.spec.engine)
+
+    def send(self, job: Job, claim, timeout_s: float) -> None:
+        self.claim = claim
+        self.job_deadline = time.monotonic() + timeout_s
+        self.state = WorkerState.BUSY
+        self.conn.send(job)
+
+    def receive(self):
+        """The next message if one is waiting, else None; None too if the pipe broke."""
+        try:
+            return self.conn.recv() if self.conn.poll() else None
+        except (EOFError, OSError):
+            return None
+
+    def is_alive(self) -> bool:
+        return self.process is not None and self.process.is_alive()
+
+    def kill(self) -> None:
+        if self.process is not None and self.process.is_alive():
+            self.process.kill()
+        self._reap()
+
+    def stop(self, timeout_s: float = 5.0) -> None:
+        """Ask an idle worker to exit; kill it if it does not."""
+        if self.process is None:
+            return
+        try:
+            if self.state != WorkerState.BUSY:
+                self.conn.send(None)
+            self.process.join(timeout_s if self.state != WorkerState.BUSY else 0)
+        except (OSError, BrokenPipeError):
+            pass
+        self.kill()
+
+    def _reap(self) -> None:
+        if self.process is not None:
+            self.process.join(5)
+        if self.conn is not None:
+            self.conn.close()
+        self.state = WorkerState.DEAD
+
+    def waitables(self) -> list:
+        return [self.conn, self.process.sentinel] if self.state != WorkerState.DEAD else []

@@ -1,0 +1,459 @@
+"""A tiny random-weight Gemma-3 vision GGUF pair, built from nothing, for tests.
+
+The pair has the real architecture (a ``gemma3`` text model and a ``clip`` mmproj
+with the ``gemma3`` projector), the real gemma-3-it chat template and a
+SentencePiece-style vocabulary holding Gemma's special tokens. llama.cpp therefore
+runs it through the same code paths as a real Gemma 3: mtmd resizes every image
+to 224 px and encodes it into 16 soft tokens, the chat template is rendered from
+the GGUF, tokens are generated. Only the weights are noise. Each file is a few
+hundred kB and loads in milliseconds.
+
+What the model says: greedy decoding without repeat penalty emits printable
+garbage pieces (letters, digits, ``|``, ``#``, ``▁invoice``, newlines, ...) that
+soon fall into a loop, e.g. ``"i6ap666666... |666 |6 |6 |6"`` for seed 0 and the
+tests' image. (With llama-cpp-python's chat default ``repeat_penalty=1.1`` it
+wanders instead: ``"6ap toi2s|$93y name invoiceuxn | page?j..."``.) It never
+emits byte tokens (so no partial UTF-8, which makes llama-cpp-python ignore
+``max_tokens``) and never ``<end_of_turn>``: it is the degenerate-output
+generator for the repetition detector, the token cap and the confidence scorer.
+``eos_bias`` gives a variant that ends its turn instead.
+
+How the output is steered: embedding channel 0 is a bias channel. Every token
+embedding holds a positive value there, high for normal pieces and low for byte
+and control tokens. All four per-layer norms (attention and FFN, before and after)
+have weight 0 in that channel, so the layers neither read nor write it, and the
+final hidden state carries the current token's positive channel-0 value. The
+output matrix is the tied embedding and the output norm amplifies channel 0, so
+every normal piece gets the same lift of about 20 logits over byte and control
+tokens, enough that even sampling at temperature 1 practically never picks one.
+The other channels are seeded noise: they decide which normal piece wins, and,
+being small next to what the layers add, they keep the model from simply copying
+its last token.
+
+Determinism: every random value comes from the raw 64-bit output of a seeded PCG64
+(``bit_generator.random_raw``, not a distribution method whose algorithm numpy may
+change), mapped to floats with exact arithmetic. The files are byte-identical
+across runs, machines and numpy versions, for a given version of the ``gguf``
+package, which lays out the file.
+"""
+
+from __future__ import annotations
+
+import math
+import os
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import gguf
+import numpy as np
+
+TEXT_FILENAME = "tiny-gemma3.gguf"
+MMPROJ_FILENAME = "tiny-gemma3-mmproj.gguf"
+
+# google/gemma-3-4b-it, tokenizer_config.json. MTMDChatHandler renders it with the
+# image parts turned into text parts that hold mtmd's media marker.
+GEMMA3_CHAT_TEMPLATE = (
+    "{{ bos_token }}\n"
+    "{%- if messages[0]['role'] == 'system' -%}\n"
+    "    {%- if messages[0]['content'] is string -%}\n"
+    "        {%- set first_user_prefix = messages[0]['content'] + '\n\n' -%}\n"
+    "    {%- else -%}\n"
+    "        {%- set first_user_prefix = messages[0]['content'][0]['text'] + '\n\n' -%}\n"
+    "    {%- endif -%}\n"
+    "    {%- set loop_messages = messages[1:] -%}\n"
+    "{%- else -%}\n"
+    '    {%- set first_user_prefix = "" -%}\n'
+    "    {%- set loop_messages = messages -%}\n"
+    "{%- endif -%}\n"
+    "{%- for message in loop_messages -%}\n"
+    "    {%- if (message['role'] == 'user') != (loop.index0 % 2 == 0) -%}\n"
+    '        {{ raise_exception("Conversation roles must alternate user/assistant/user/assistant/...") }}\n'
+    "    {%- endif -%}\n"
+    "    {%- if (message['role'] == 'assistant') -%}\n"
+    '        {%- set role = "model" -%}\n'
+    "    {%- else -%}\n"
+    "        {%- set role = message['role'] -%}\n"
+    "    {%- endif -%}\n"
+    "    {{ '<start_of_turn>' + role + '\n' + (first_user_prefix if loop.first else \"\") }}\n"
+    "    {%- if message['content'] is string -%}\n"
+    "        {{ message['content'] | trim }}\n"
+    "    {%- elif message['content'] is iterable -%}\n"
+    "        {%- for item in message['content'] -%}\n"
+    "            {%- if item['type'] == 'image' -%}\n"
+    "                {{ '<start_of_image>' }}\n"
+    "            {%- elif item['type'] == 'text' -%}\n"
+    "                {{ item['text'] | trim }}\n"
+    "            {%- endif -%}\n"
+    "        {%- endfor -%}\n"
+    "    {%- else -%}\n"
+    '        {{ raise_exception("Invalid content type") }}\n'
+    "    {%- endif -%}\n"
+    "    {{ '<end_of_turn>\n' }}\n"
+    "{%- endfor -%}\n"
+    "{%- if add_generation_prompt -%}\n"
+    "    {{'<start_of_turn>model\n'}}\n"
+    "{%- endif -%}\n"
+)
+
+# Gemma's special tokens. Real Gemma 3 has them at scattered ids of a 262k
+# vocabulary; llama.cpp finds them by text, and the ids are written explicitly.
+SPECIAL_TOKENS = (
+    "<pad>",
+    "<eos>",
+    "<bos>",
+    "<unk>",
+    "<start_of_turn>",
+    "<end_of_turn>",
+    "<start_of_image>",
+    "<end_of_image>",
+    "<image_soft_token>",
+)
+PAD_ID, EOS_ID, BOS_ID, UNK_ID = 0, 1, 2, 3
+END_OF_TURN_ID = SPECIAL_TOKENS.index("<end_of_turn>")
+_FIRST_BYTE_ID = len(SPECIAL_TOKENS)
+_FIRST_PIECE_ID = _FIRST_BYTE_ID + 256
+
+_NORMAL_PIECES = (
+    "▁",
+    "\n",
+    "\n\n",
+    *"abcdefghijklmnopqrstuvwxyz",
+    *"0123456789",
+    *".,:;-|#*()/$%'!?",
+    "##",
+    "**",
+    "---",
+    "▁|",
+    "▁the",
+    "▁of",
+    "▁and",
+    "▁to",
+    "▁in",
+    "▁is",
+    "▁for",
+    "▁total",
+    "▁date",
+    "▁invoice",
+    "▁page",
+    "▁amount",
+    "▁name",
+    "▁no",
+)
+
+# Values on the bias channel (embedding channel 0), and the output norm's weight on
+# it. The gap between normal pieces and byte/control tokens, times the gain, is
+# the logit margin that keeps decoding on printable text.
+_BIAS_NORMAL = 1.0
+_BIAS_LOW = 0.2
+_OUTPUT_BIAS_GAIN = 8.0
+_EMBED_NOISE = 0.03  # bound of the uniform noise in the other embedding channels
+_NORM_NOISE = 0.05  # norm weights are 1 +- this
+
+_F32 = np.float32
+_F16 = np.float16
+
+
+@dataclass(frozen=True)
+class TestModelShape:
+    """Hyperparameters of the tiny pair. The defaults are checked to load and run.
+
+    ``head_dim`` differs from ``n_embd // n_head`` as in real Gemma, so code that
+    derives it wrongly fails here too. The checks in ``__post_init__`` cover the
+    values that make llama.cpp abort the process instead of raising.
+    """
+
+    __test__ = False  # a pytest-collectable name, not a test class
+
+    n_embd: int = 64
+    n_layer: int = 2
+    n_head: int = 4
+    n_head_kv: int = 2
+    head_dim: int = 32
+    n_ff: int = 128
+    context_length: int = 8192
+    sliding_window: int = 512
+    sliding_window_pattern: int = 2  # layer 0 local, layer 1 global (Gemma 3: 6, five local then one global)
+    rms_norm_eps: float = 1e-6
+    rope_freq_base: float = 1_000_000.0
+    rope_freq_base_swa: float = 10_000.0
+    # vision tower (SigLIP) and Gemma 3 projector
+    image_size: int = 224
+    patch_size: int = 14
+    n_merge: int = 4
+    vision_n_embd: int = 32
+    vision_n_ff: int = 48
+    vision_n_layer: int = 2
+    vision_n_head: int = 2
+    vision_layer_norm_eps: float = 1e-6
+
+    def __post_init__(self) -> None:
+        problems = []
+        if self.head_dim % 2:
+            problems.append(f"head_dim {self.head_dim} is odd (RoPE aborts at the first decode)")
+        if self.n_head % self.n_head_kv:
+            problems.append(f"n_head {self.n_head} is not a multiple of n_head_kv {self.n_head_kv}")
+        if self.image_size % self.patch_size:
+            problems.append(f"image_size {self.image_size} is not a multiple of patch_size {self.patch_size}")
+        elif (self.image_size // self.patch_size) % self.n_merge:
+            problems.append(f"{self.image_size // self.patch_size} patches per side is not a multiple of n_merge {self.n_merge}")
+        if self.vision_n_ff == self.vision_n_embd:
+            problems.append("vision_n_ff equals vision_n_embd (clip.cpp then swaps ffn_up and ffn_down)")
+        if self.vision_n_embd % self.vision_n_head:
+            problems.append(f"vision_n_embd {self.vision_n_embd} is not a multiple of vision_n_head {self.vision_n_head}")
+        if problems:
+            raise ValueError("bad test model shape: " + "; ".join(problems))
+
+    @property
+    def n_vocab(self) -> int:
+        return len(_vocabulary())
+
+    @property
+    def n_image_tokens(self) -> int:
+        """Soft tokens per image, between ``<start_of_image>`` and ``<end_of_image>``."""
+        return (self.image_size // self.patch_size // self.n_merge) ** 2
+
+
+def write_test_model(
+    dest_dir: Path,
+    *,
+    seed: int = 0,
+    shape: TestModelShape | None = None,
+    eos_bias: float = 0.0,
+) -> tuple[Path, Path]:
+    """Write ``tiny-gemma3.gguf`` and ``tiny-gemma3-mmproj.gguf`` into ``dest_dir``.
+
+    Returns ``(model_path, mmproj_path)``. Same arguments, same bytes. Each file is
+    written to a temporary name and renamed into place.
+
+    ``eos_bias`` moves ``<end_of_turn>`` on the bias channel, in units of the gap
+    between control tokens and normal pieces. 0 (default) keeps it as unlikely as
+    the other control tokens: the model never stops on its own. Near 1 it competes
+    with the normal pieces, and the threshold is sharp (0.01 is about 0.25 logits).
+    Seed 0, the tests' image prompt, greedy, ``repeat_penalty=1.0``: 1.0 does not
+    stop within 64 tokens, 1.01 stops after 45, 1.02 and more stop at once (an
+    empty answer with ``finish_reason == "stop"``).
+    """
+    shape = shape or TestModelShape()
+    dest_dir = Path(dest_dir)
+    dest_dir.mkdir(parents=True, exist_ok=True)
+    text_bits = np.random.PCG64(seed)
+    vision_bits = np.random.PCG64(seed).jumped()  # an independent stream from the same seed
+
+    model_path = dest_dir / TEXT_FILENAME
+    _write_gguf(model_path, "gemma3", _text_metadata(shape), _text_tensors(shape, _Noise(text_bits), eos_bias))
+    mmproj_path = dest_dir / MMPROJ_FILENAME
+    _write_gguf(mmproj_path, "clip", _mmproj_metadata(shape), _mmproj_tensors(shape, _Noise(vision_bits)))
+    return model_path, mmproj_path
+
+
+# --- vocabulary ---------------------------------------------------------------
+
+
+def _vocabulary() -> list[tuple[str, float, int]]:
+    """(piece, score, token type) for every id, in id order."""
+    tt = gguf.TokenType
+    vocab = [(tok, 0.0, tt.UNKNOWN if tok == "<unk>" else tt.CONTROL) for tok in SPECIAL_TOKENS]
+    vocab += [(f"<0x{b:02X}>", 0.0, tt.BYTE) for b in range(256)]
+    # SentencePiece scores are log-probabilities: the earlier a piece, the likelier.
+    vocab += [(piece, -1.0 - i, tt.NORMAL) for i, piece in enumerate(_NORMAL_PIECES)]
+    return vocab
+
+
+def _bias_channel(eos_bias: float) -> np.ndarray:
+    values = np.full(len(_vocabulary()), _BIAS_LOW)
+    values[_FIRST_PIECE_ID:] = _BIAS_NORMAL
+    values[END_OF_TURN_ID] = _BIAS_LOW + eos_bias * (_BIAS_NORMAL - _BIAS_LOW)
+    return values
+
+
+# --- random values --------------------------------------------------------------
+
+
+class _Noise:
+    """Uniform noise from the raw output of a PCG64 bit generator.
+
+    The top 24 bits of each 64-bit word become an integer k in [-2**23, 2**23);
+    the value is k * bound / 2**23. Every step is exact or a single IEEE rounding,
+    so the floats do not depend on the numpy version.
+    """
+
+    def __init__(self, bits: np.random.PCG64):
+        self._bits = bits
+
+    def uniform(self, shape: tuple[int, ...], bound: float) -> np.ndarray:
+        raw = self._bits.random_raw(math.prod(shape))
+        k = (raw >> np.uint64(40)).astype(np.int64) - (1 << 23)
+        return (k.astype(np.float64) * (bound / (1 << 23))).reshape(shape)
+
+    def linear(self, n_out: int, n_in: int) -> np.ndarray:
+        """A weight matrix with unit-variance outputs for unit-variance inputs."""
+        return self.uniform((n_out, n_in), math.sqrt(3.0 / n_in)).astype(_F16)
+
+    def norm(self, n: int) -> np.ndarray:
+        return (1.0 + self.uniform((n,), _NORM_NOISE)).astype(_F32)
+
+    def bias(self, n: int, bound: float = 0.02) -> np.ndarray:
+        return self.uniform((n,), bound).astype(_F32)
+
+
+# --- text model ---------------------------------------------------------------------
+
+
+def _text_metadata(s: TestModelShape) -> list[tuple[str, Any]]:
+    vocab = _vocabulary()
+    return [
+        ("general.name", "tiny-gemma3 (random weights, tests only)"),
+        ("general.file_type", int(gguf.LlamaFileType.MOSTLY_F16)),
+        ("gemma3.context_length", s.context_length),
+        ("gemma3.embedding_length", s.n_embd),
+        ("gemma3.block_count", s.n_layer),
+        ("gemma3.feed_forward_length", s.n_ff),
+        ("gemma3.attention.head_count", s.n_head),
+        ("gemma3.attention.head_count_kv", s.n_head_kv),
+        ("gemma3.attention.key_length", s.head_dim),
+        ("gemma3.attention.value_length", s.head_dim),
+        ("gemma3.attention.layer_norm_rms_epsilon", s.rms_norm_eps),
+        ("gemma3.rope.freq_base", s.rope_freq_base),
+        ("gemma3.rope.freq_base_swa", s.rope_freq_base_swa),
+        ("gemma3.attention.sliding_window", s.sliding_window),
+        ("gemma3.attention.sliding_window_pattern", s.sliding_window_pattern),
+        ("tokenizer.ggml.model", "llama"),
+        ("tokenizer.ggml.tokens", [piece for piece, _, _ in vocab]),
+        ("tokenizer.ggml.scores", [score for _, score, _ in vocab]),
+        ("tokenizer.ggml.token_type", [int(kind) for _, _, kind in vocab]),
+        ("tokenizer.ggml.bos_token_id", BOS_ID),
+        ("tokenizer.ggml.eos_token_id", EOS_ID),
+        ("tokenizer.ggml.unknown_token_id", UNK_ID),
+        ("tokenizer.ggml.padding_token_id", PAD_ID),
+        ("tokenizer.ggml.add_bos_token", True),
+        ("tokenizer.ggml.add_eos_token", False),
+        ("tokenizer.ggml.add_space_prefix", False),
+        ("tokenizer.chat_template", GEMMA3_CHAT_TEMPLATE),
+    ]
+
+
+def _text_tensors(s: TestModelShape, noise: _Noise, eos_bias: float) -> dict[str, np.ndarray]:
+    """Tensors in numpy shape order (ggml's ``ne`` is the reverse)."""
+    q_dim, kv_dim = s.n_head * s.head_dim, s.n_head_kv * s.head_dim
+
+    token_embd = noise.uniform((len(_vocabulary()), s.n_embd), _EMBED_NOISE)
+    token_embd[:, 0] = _bias_channel(eos_bias)
+    tensors = {"token_embd.weight": token_embd.astype(_F16)}  # tied: no output.weight
+
+    def blind_norm() -> np.ndarray:
+        weight = noise.norm(s.n_embd)
+        weight[0] = 0.0  # the layers neither read nor write the bias channel
+        return weight
+
+    for i in range(s.n_layer):
+        blk = f"blk.{i}"
+        tensors |= {
+            f"{blk}.attn_norm.weight": blind_norm(),
+            f"{blk}.attn_q.weight": noise.linear(q_dim, s.n_embd),
+            f"{blk}.attn_k.weight": noise.linear(kv_dim, s.n_embd),
+            f"{blk}.attn_v.weight": noise.linear(kv_dim, s.n_embd),
+            f"{blk}.attn_q_norm.weight": noise.norm(s.head_dim),
+            f"{blk}.attn_k_norm.weight": noise.norm(s.head_dim),
+            f"{blk}.attn_output.weight": noise.linear(s.n_embd, q_dim),
+            f"{blk}.post_attention_norm.weight": blind_norm(),
+            f"{blk}.ffn_norm.weight": blind_norm(),
+            f"{blk}.ffn_gate.weight": noise.linear(s.n_ff, s.n_embd),
+            f"{blk}.ffn_up.weight": noise.linear(s.n_ff, s.n_embd),
+            f"{blk}.ffn_down.weight": noise.linear(s.n_embd, s.n_ff),
+            f"{blk}.post_ffw_norm.weight": blind_norm(),
+        }
+    output_norm = noise.norm(s.n_embd)
+    output_norm[0] = _OUTPUT_BIAS_GAIN
+    tensors["output_norm.weight"] = output_norm
+    return tensors
+
+
+# --- mmproj ---------------------------------------------------------------------------
+
+
+def _mmproj_metadata(s: TestModelShape) -> list[tuple[str, Any]]:
+    return [
+        ("general.name", "tiny-gemma3 mmproj (random weights, tests only)"),
+        ("general.file_type", int(gguf.LlamaFileType.MOSTLY_F16)),
+        ("clip.has_vision_encoder", True),
+        ("clip.projector_type", "gemma3"),
+        ("clip.use_gelu", True),  # SigLIP's GELU; without the key clip.cpp uses quick-GELU
+        ("clip.vision.image_size", s.image_size),
+        ("clip.vision.patch_size", s.patch_size),
+        ("clip.vision.embedding_length", s.vision_n_embd),
+        ("clip.vision.feed_forward_length", s.vision_n_ff),
+        ("clip.vision.block_count", s.vision_n_layer),
+        ("clip.vision.projection_dim", s.n_embd),  # required, value unchecked
+        ("clip.vision.attention.head_count", s.vision_n_head),
+        ("clip.vision.attention.layer_norm_epsilon", s.vision_layer_norm_eps),
+        ("clip.vision.image_mean", [0.5, 0.5, 0.5]),
+        ("clip.vision.image_std", [0.5, 0.5, 0.5]),
+        ("clip.vision.projector.scale_factor", s.n_merge),
+    ]
+
+
+def _mmproj_tensors(s: TestModelShape, noise: _Noise) -> dict[str, np.ndarray]:
+    e, f, p = s.vision_n_embd, s.vision_n_ff, s.patch_size
+    n_patches = (s.image_size // p) ** 2
+    fan_in = 3 * p * p
+    tensors = {
+        "v.patch_embd.weight": noise.uniform((e, 3, p, p), math.sqrt(3.0 / fan_in)).astype(_F32),
+        "v.patch_embd.bias": noise.bias(e),
+        "v.position_embd.weight": noise.uniform((n_patches, e), 0.1).astype(_F32),
+    }
+    for i in range(s.vision_n_layer):
+        blk = f"v.blk.{i}"
+        tensors |= {
+            f"{blk}.ln1.weight": noise.norm(e),
+            f"{blk}.ln1.bias": noise.bias(e),
+            f"{blk}.attn_q.weight": noise.linear(e, e),
+            f"{blk}.attn_q.bias": noise.bias(e),
+            f"{blk}.attn_k.weight": noise.linear(e, e),
+            f"{blk}.attn_k.bias": noise.bias(e),
+            f"{blk}.attn_v.weight": noise.linear(e, e),
+            f"{blk}.attn_v.bias": noise.bias(e),
+            f"{blk}.attn_out.weight": noise.linear(e, e),
+            f"{blk}.attn_out.bias": noise.bias(e),
+            f"{blk}.ln2.weight": noise.norm(e),
+            f"{blk}.ln2.bias": noise.bias(e),
+            f"{blk}.ffn_up.weight": noise.linear(f, e),
+            f"{blk}.ffn_up.bias": noise.bias(f),
+            f"{blk}.ffn_down.weight": noise.linear(e, f),
+            f"{blk}.ffn_down.bias": noise.bias(e),
+        }
+    tensors |= {
+        "v.post_ln.weight": noise.norm(e),
+        "v.post_ln.bias": noise.bias(e),
+        "mm.soft_emb_norm.weight": noise.norm(e),
+        # (vision n_embd, text n_embd), applied transposed: its output must match the
+        # text model's n_embd
+        "mm.input_projection.weight": noise.uniform((e, s.n_embd), math.sqrt(3.0 / e)).astype(_F16),
+    }
+    return tensors
+
+
+# --- file writing ---------------------------------------------------------------------
+
+
+def _write_gguf(path: Path, arch: str, metadata: list[tuple[str, Any]], tensors: dict[str, np.ndarray]) -> None:
+    tmp = path.with_name(path.name + ".tmp")
+    writer = gguf.GGUFWriter(tmp, arch)
+    for key, value in metadata:
+        if isinstance(value, bool):
+            writer.add_bool(key, value)
+        elif isinstance(value, int):
+            writer.add_uint32(key, value)
+        elif isinstance(value, float):
+            writer.add_float32(key, value)
+        elif isinstance(value, str):
+            writer.add_string(key, value)
+        else:
+            writer.add_array(key, value)
+    for name, array in tensors.items():
+        writer.add_tensor(name, np.ascontiguousarray(array))
+    writer.write_header_to_file()
+    writer.write_kv_data_to_file()
+    writer.write_tensors_to_file()
+    writer.close()
+    os.replace(tmp, path)

@@ -1,0 +1,130 @@
+"""Every failure a user can see, one class each.
+
+Each class carries a stable reason ``code`` (stored with the page or document,
+returned by the API, shown in the UI), the HTTP status the API answers with, and a
+message that tells the person what to do. ``retryable`` says whether trying the
+same page again can help: bad input never gets better by retrying.
+"""
+
+from __future__ import annotations
+
+
+class ApplianceError(Exception):
+    code = "internal_error"
+    http_status = 500
+    retryable = False
+
+    def __init__(self, message: str):
+        super().__init__(message)
+        self.message = message
+
+    def to_dict(self) -> dict:
+        return {"code": self.code, "message": self.message}
+
+
+class ConfigError(ApplianceError):
+    code = "config_error"
+
+
+class SchemaMismatch(ApplianceError):
+    code = "schema_mismatch"
+
+
+# --- bad input: the document ends `failed`, the original stays in the spool ---
+
+
+class BadInput(ApplianceError):
+    code = "bad_input"
+    http_status = 422
+
+
+class EmptyFile(BadInput):
+    code = "empty_file"
+
+
+class UnsupportedType(BadInput):
+    code = "unsupported_type"
+    http_status = 415
+
+
+class CorruptFile(BadInput):
+    code = "corrupt_file"
+
+
+class EncryptedPdf(BadInput):
+    code = "encrypted_pdf"
+
+
+class TooLarge(BadInput):
+    code = "too_large"
+    http_status = 413
+
+
+class TooManyPages(BadInput):
+    code = "too_many_pages"
+    http_status = 413
+
+
+class TooManyPixels(BadInput):
+    code = "too_many_pixels"
+    http_status = 413
+
+
+# --- processing ---
+
+
+class EngineError(ApplianceError):
+    code = "engine_error"
+    retryable = True
+
+
+class EngineUnavailable(ApplianceError):
+    code = "engine_unavailable"
+    http_status = 503
+
+
+class PageTimeout(ApplianceError):
+    code = "page_timeout"
+    retryable = True
+
+
+class WorkerCrashed(ApplianceError):
+    code = "worker_crashed"
+    retryable = True
+
+
+class AttemptsExhausted(ApplianceError):
+    code = "attempts_exhausted"
+
+
+# --- API-level ---
+
+
+class NotFound(ApplianceError):
+    code = "not_found"
+    http_status = 404
+
+
+class NotReady(ApplianceError):
+    code = "not_ready"
+    http_status = 409
+
+
+class InvalidRequest(ApplianceError):
+    code = "invalid_request"
+    http_status = 400
+
+
+class AlreadyRunning(ApplianceError):
+    code = "already_running"
+
+
+def error_class_for(code: str) -> type[ApplianceError]:
+    """The class that owns a reason code (used to rebuild errors sent by workers)."""
+    stack = [ApplianceError]
+    while stack:
+        cls = stack.pop()
+        if cls.code == code:
+            return cls
+        stack.extend(cls.__subclasses__())
+    return ApplianceError

@@ -1,0 +1,121 @@
+"""Results of a finished document: rendered from the store, written atomically.
+
+``render`` is the one place that turns stored page results into Markdown, JSON and
+text; the API serves the same renderings the export writes. Files land as
+``<output_dir>/<stem>.{md,json,txt}``; the stem is reserved in the store once, so
+an export repeated after a crash overwrites its own files instead of adding copies.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import os
+import re
+import tempfile
+from pathlib import Path
+
+from appliance.errors import NotFound, NotReady, error_class_for
+from appliance.intake.spool import fsync_dir
+from appliance.store import Database, queries, transitions
+
+log = logging.getLogger(__name__)
+
+FORMATS = ("md", "json", "txt")
+MAX_STEM_CHARS = 120
+
+
+def safe_stem(name: str) -> str:
+    """A file-system-safe stem from a document's display name."""
+    stem = Path(name).stem if "." in name else name
+    stem = re.sub(r"[^\w.-]+", "_", stem).strip("._")
+    return stem[:MAX_STEM_CHARS] or "document"
+
+
+def _comment(text: str) -> str:
+    return text.replace("--", "- -")  # a message must not close the HTML comment early
+
+
+def render(db: Database, document_id: str) -> dict[str, str]:
+    """The document's results in every format. Raises NotReady until it is final."""
+    view = queries.get_document(db, document_id)
+    if view is None:
+        raise NotFound(f"no document with id {document_id}")
+    if not view.is_final:
+        raise NotReady(f"document {document_id} is {view.status}; its result is available "
+                       f"once every page is finished")
+    doc = view.doc
+    if doc.error_code:  # rejected at intake: there is no result, only the reason
+        raise error_class_for(doc.error_code)(doc.error_message)
+    md_parts, txt_parts, json_pages = [], [], []
+    for page, result in queries.accepted_results(db, document_id):
+        number = page.index + 1
+        if result is None:
+            md_parts.append(f"<!-- page {number}: failed ({page.error_code}): "
+                            f"{_comment(page.error_message or '')} -->")
+            txt_parts.append("")
+        else:
+            md_parts.append(f"<!-- page {number} -->\n\n{result.markdown}".rstrip())
+            txt_parts.append(result.text or "")
+        json_pages.append({
+            "number": number,
+            "status": page.status,
+            "attempts": page.attempts,
+            "error": ({"code": page.error_code, "message": page.error_message}
+                      if page.error_code else None),
+            "text": result.text if result else None,
+            "markdown": result.markdown if result else None,
+            "lines": result.lines if result else [],
+            "provenance": ({"engine": result.engine, "model_id": result.model_id,
+                            "finish_reason": result.finish_reason,
+                            "timings_ms": result.timings_ms} if result else None),
+        })
+    document = {
+        "id": doc.id, "name": doc.name, "sha256": doc.sha256, "kind": doc.kind,
+        "size_bytes": doc.size_bytes, "page_count": doc.page_count, "status": view.status,
+        "source": doc.source, "doc_type": doc.doc_type, "tags": doc.tags,
+        "created_at": doc.created_at,
+    }
+    return {
+        "md": "\n\n".join(md_parts) + "\n",
+        "txt": "\f".join(txt_parts) + "\n",  # form feed between pages, as pdftotext does
+        "json": json.dumps({"document": document, "pages": json_pages}, ensure_ascii=False,
+                           indent=2) + "\n",
+    }
+
+
+def write_atomic(path: Path, content: str) -> None:
+    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
+    try:
+        with os.fdopen(fd, "w", encoding="utf-8") as out:
+            out.write(content)
+            out.flush()
+            os.fsync(out.fileno())
+        os.replace(tmp, path)
+    finally:
+        Path(tmp).unlink(missing_ok=True)
+
+
+class Exporter:
+    def __init__(self, db: Database, output_dir: Path):
+        self.db = db
+        self.output_dir = output_dir
+        output_dir.mkdir(parents=True, exist_ok=True)
+
+    def _taken_on_disk(self, stem: str) -> bool:
+        return any((self.output_dir / f"{stem}.{fmt}").exists() for fmt in FORMATS)
+
+    def export(self, document_id: str) -> list[Path]:
+        rendered = render(self.db, document_id)
+        view = queries.get_document(self.db, document_id)
+        stem = transitions.reserve_output_stem(self.db, document_id, safe_stem(view.doc.name),
+                                               self._taken_on_disk)
+        paths = []
+        for fmt in FORMATS:
+            path = self.output_dir / f"{stem}.{fmt}"
+            write_atomic(path, rendered[fmt])
+            paths.append(path)
+        fsync_dir(self.output_dir)
+        transitions.mark_exported(self.db, document_id, [p.name for p in paths])
+        log.info("exported doc=%s stem=%s status=%s", document_id, stem, view.status)
+        return paths

@@ -1,0 +1,76 @@
+"""Intake: the one ``submit()`` path shared by the web UI, the REST API, the CLI and the watcher.
+
+A submission is first copied into the spool (fsynced), then checked: type sniffed
+from the bytes, page and pixel caps. A file that fails a check still becomes a
+document, ``failed`` with its reason code, and its original stays in the spool.
+"""
+
+from __future__ import annotations
+
+import logging
+import re
+import unicodedata
+from dataclasses import dataclass, field
+from typing import BinaryIO
+
+from appliance.config import Settings
+from appliance.errors import BadInput, TooManyPages
+from appliance.intake.sniff import sniff_kind
+from appliance.intake.spool import Spool
+from appliance.raster import count_pages
+from appliance.store import Database, transitions
+from appliance.store.models import Document, Lane
+
+log = logging.getLogger(__name__)
+
+MAX_NAME_CHARS = 200
+SNIFF_BYTES = 1024
+
+
+@dataclass
+class SubmitOptions:
+    source: str  # upload | api | watch | cli
+    lane: Lane = Lane.INTERACTIVE
+    doc_type: str = "generic"
+    engine: str | None = None
+    tags: list[str] = field(default_factory=list)
+
+
+def display_name(name: str | None) -> str:
+    """A submitted file name made safe to show and to derive export names from.
+
+    Only the last path component survives, so an uploaded name can never point
+    anywhere; control characters are dropped.
+    """
+    base = re.split(r"[\\/]", name or "")[-1]
+    base = "".join(ch for ch in base if unicodedata.category(ch)[0] != "C").strip()
+    return base[:MAX_NAME_CHARS] or "document"
+
+
+class Intake:
+    def __init__(self, settings: Settings, db: Database, spool: Spool):
+        self.limits = settings.limits
+        self.db = db
+        self.spool = spool
+
+    def submit(self, stream: BinaryIO, name: str | None, options: SubmitOptions) -> Document:
+        """Spool a file and queue its pages, or record why it cannot be processed."""
+        sha, size, path = self.spool.store(stream, self.limits.max_bytes)
+        doc = Document(name=display_name(name), sha256=sha, size_bytes=size,
+                       source=options.source, lane=options.lane, doc_type=options.doc_type,
+                       engine=options.engine, tags=options.tags)
+        try:
+            with path.open("rb") as fh:
+                doc.kind = sniff_kind(fh.read(SNIFF_BYTES))
+            pages = count_pages(path, doc.kind, self.limits.max_pixels)
+            if pages > self.limits.max_pages:
+                raise TooManyPages(f"the document has {pages} pages, over the limit of "
+                                   f"{self.limits.max_pages}; split it, or raise "
+                                   f"limits.max_pages")
+        except BadInput as exc:
+            log.warning("intake rejected doc=%s code=%s source=%s", doc.id, exc.code,
+                        options.source)
+            return transitions.record_rejected_document(self.db, doc, exc.code, exc.message)
+        log.info("intake accepted doc=%s kind=%s pages=%d bytes=%d source=%s", doc.id,
+                 doc.kind, pages, size, options.source)
+        return transitions.submit_document(self.db, doc, pages)

@@ -1,0 +1,69 @@
+"""The spool: originals stored by content (sha256), and the page images rendered from them.
+
+    <data_dir>/spool/originals/ab/abcdef...   the bytes as received, never modified
+    <data_dir>/spool/pages/<sha256>/<dpi>/page-0001.png
+    <data_dir>/spool/incoming/                 partial writes; same filesystem, so the
+                                               final rename is atomic
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import tempfile
+from pathlib import Path
+from typing import BinaryIO
+
+from appliance.errors import TooLarge
+
+CHUNK_BYTES = 1 << 20
+
+
+def fsync_dir(path: Path) -> None:
+    fd = os.open(path, os.O_RDONLY)
+    try:
+        os.fsync(fd)
+    finally:
+        os.close(fd)
+
+
+class Spool:
+    def __init__(self, root: Path):
+        self.root = root
+        self.incoming = root / "incoming"
+        for sub in (self.incoming, root / "originals", root / "pages"):
+            sub.mkdir(parents=True, exist_ok=True)
+
+    def original_path(self, sha256: str) -> Path:
+        return self.root / "originals" / sha256[:2] / sha256
+
+    def page_image_path(self, sha256: str, index: int, dpi: int) -> Path:
+        return self.root / "pages" / sha256 / str(dpi) / f"page-{index + 1:04d}.png"
+
+    def store(self, stream: BinaryIO, max_bytes: int) -> tuple[str, int, Path]:
+        """Copy a stream into the spool, hashing as it goes; fsynced before it counts.
+
+        Returns (sha256, size, path). Refuses, and keeps nothing, past ``max_bytes``.
+        """
+        digest, size = hashlib.sha256(), 0
+        fd, tmp_name = tempfile.mkstemp(dir=self.incoming)
+        tmp = Path(tmp_name)
+        try:
+            with os.fdopen(fd, "wb") as out:
+                while chunk := stream.read(CHUNK_BYTES):
+                    size += len(chunk)
+                    if size > max_bytes:
+                        raise TooLarge(f"the file is larger than the limit of {max_bytes:,} "
+                                       f"bytes; split it, or raise limits.max_bytes")
+                    digest.update(chunk)
+                    out.write(chunk)
+                out.flush()
+                os.fsync(out.fileno())
+            sha = digest.hexdigest()
+            final = self.original_path(sha)
+            final.parent.mkdir(parents=True, exist_ok=True)
+            os.replace(tmp, final)  # identical content: replacing an existing copy is harmless
+            fsync_dir(final.parent)
+            return sha, size, final
+        finally:
+            tmp.unlink(missing_ok=True)

@@ -1,0 +1,196 @@
+"""PDF and image decoding to RGB page images.
+
+Every input failure becomes the matching ``appliance.errors`` class so the document
+ends ``failed`` with a reason the user can act on. Pixel limits are checked against
+the declared size before any pixel is decoded, so a hostile header cannot make the
+daemon allocate gigabytes.
+"""
+
+from __future__ import annotations
+
+import logging
+import math
+import os
+import tempfile
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Iterator
+
+import pypdfium2 as pdfium
+import pypdfium2.raw as pdfium_c
+from PIL import Image, ImageOps
+
+from appliance.errors import CorruptFile, EncryptedPdf, TooManyPixels
+
+log = logging.getLogger(__name__)
+
+# Restricting Pillow to the sniffed format keeps a file from being decoded by a
+# plugin other than the one its magic bytes promised.
+_PIL_FORMATS = {
+    "png": "PNG",
+    "jpeg": "JPEG",
+    "tiff": "TIFF",
+    "bmp": "BMP",
+    "webp": "WEBP",
+    "gif": "GIF",
+}
+
+_CORRUPT_HINT = "The file is damaged or incomplete; rescan or re-export it and submit it again."
+
+
+def count_pages(path: Path, kind: str, max_pixels: int) -> int:
+    """Number of pages, read from the structure only (no page is rendered or decoded)."""
+    if kind == "pdf":
+        with _open_pdf(path) as pdf:
+            return len(pdf)
+    with _open_image(path, kind, max_pixels) as image:
+        return getattr(image, "n_frames", 1)
+
+
+def render_page(path: Path, kind: str, index: int, dpi: int, max_pixels: int) -> Image.Image:
+    """Page ``index`` (0-based) as an RGB image: PDFs at ``dpi``, images at their own resolution."""
+    if kind == "pdf":
+        return _render_pdf_page(path, index, dpi, max_pixels)
+    return _render_image_frame(path, kind, index, max_pixels)
+
+
+def save_page_image(image: Image.Image, dest: Path) -> None:
+    """Write ``image`` as PNG so that ``dest`` is either absent or complete, even after a crash.
+
+    Creates missing parent folders, since page images live in per-document folders.
+    """
+    dest.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp_name = tempfile.mkstemp(dir=dest.parent, prefix=f".{dest.name}.", suffix=".tmp")
+    try:
+        with os.fdopen(fd, "wb") as tmp:
+            image.save(tmp, format="PNG")
+            tmp.flush()
+            os.fsync(tmp.fileno())
+        os.replace(tmp_name, dest)
+    except BaseException:
+        Path(tmp_name).unlink(missing_ok=True)
+        raise
+    dir_fd = os.open(dest.parent, os.O_RDONLY)
+    try:
+        os.fsync(dir_fd)  # makes the rename itself durable
+    finally:
+        os.close(dir_fd)
+
+
+@contextmanager
+def _open_pdf(path: Path) -> Iterator[pdfium.PdfDocument]:
+    try:
+        pdf = pdfium.PdfDocument(path)
+    except pdfium.PdfiumError as exc:
+        if exc.err_code == pdfium_c.FPDF_ERR_PASSWORD:
+            raise EncryptedPdf(
+                "The PDF is protected by a password. Remove the password (for example with "
+                "`qpdf --decrypt --password=PASSWORD in.pdf out.pdf`) and submit it again."
+            ) from exc
+        raise CorruptFile(f"The PDF cannot be opened ({exc}). {_CORRUPT_HINT}") from exc
+    try:
+        yield pdf
+    finally:
+        pdf.close()
+
+
+def _render_pdf_page(path: Path, index: int, dpi: int, max_pixels: int) -> Image.Image:
+    with _open_pdf(path) as pdf:
+        if not 0 <= index < len(pdf):
+            raise IndexError(f"page {index} out of range: the PDF has {len(pdf)} pages")
+        page = pdf[index]
+        try:
+            width_pt, height_pt = page.get_size()
+            scale = _pdf_scale(width_pt, height_pt, dpi, max_pixels)
+            if scale < dpi / 72:
+                log.info(
+                    "event=pdf_render_capped page=%d dpi=%d effective_dpi=%.0f max_pixels=%d",
+                    index, dpi, scale * 72, max_pixels,
+                )
+            try:
+                bitmap = page.render(scale=scale)
+            except (pdfium.PdfiumError, ValueError) as exc:  # ValueError: a zero-size page
+                raise CorruptFile(f"Page {index + 1} of the PDF cannot be rendered ({exc}). {_CORRUPT_HINT}") from exc
+            try:
+                return bitmap.to_pil().convert("RGB")
+            finally:
+                bitmap.close()
+        finally:
+            page.close()
+
+
+def _pdf_scale(width_pt: float, height_pt: float, dpi: int, max_pixels: int) -> float:
+    """``dpi / 72``, lowered when needed so the rendered bitmap stays within ``max_pixels``.
+
+    A huge page (a poster, a plan) is still read, at a resolution the host can hold.
+    PDFium sizes the bitmap as ceil(side * scale), so the cap solves
+    (w*s + 1) * (h*s + 1) = max_pixels for s.
+    """
+    scale = dpi / 72
+    if math.ceil(width_pt * scale) * math.ceil(height_pt * scale) <= max_pixels:
+        return scale
+    area, perimeter = width_pt * height_pt, width_pt + height_pt
+    return (-perimeter + math.sqrt(perimeter**2 + 4 * area * (max_pixels - 1))) / (2 * area)
+
+
+@contextmanager
+def _open_image(path: Path, kind: str, max_pixels: int) -> Iterator[Image.Image]:
+    """Open (header only) and enforce the pixel limit on the first frame."""
+    try:
+        image = Image.open(path, formats=[_PIL_FORMATS[kind]])
+    except Image.DecompressionBombError as exc:
+        raise TooManyPixels(
+            f"The image is too large to process safely ({exc}). Scan or export it at a lower "
+            "resolution and submit it again."
+        ) from exc
+    except (OSError, SyntaxError, ValueError) as exc:  # Pillow's "cannot identify", bad headers
+        raise CorruptFile(f"The {kind.upper()} image cannot be read ({exc}). {_CORRUPT_HINT}") from exc
+    try:
+        _check_pixels(image, max_pixels)
+        yield image
+    finally:
+        image.close()
+
+
+def _check_pixels(image: Image.Image, max_pixels: int) -> None:
+    width, height = image.size
+    if width * height > max_pixels:
+        raise TooManyPixels(
+            f"The image is {width}x{height} pixels, more than the limit of {max_pixels} pixels. "
+            "Scan or export it at a lower resolution and submit it again."
+        )
+
+
+def _render_image_frame(path: Path, kind: str, index: int, max_pixels: int) -> Image.Image:
+    with _open_image(path, kind, max_pixels) as image:
+        frames = getattr(image, "n_frames", 1)
+        if not 0 <= index < frames:
+            raise IndexError(f"page {index} out of range: the image has {frames} frames")
+        try:
+            if index:
+                image.seek(index)
+                _check_pixels(image, max_pixels)  # frames of a TIFF can differ in size
+            image.load()
+            upright = ImageOps.exif_transpose(image)
+            return _to_rgb(upright)
+        except Image.DecompressionBombError as exc:
+            raise TooManyPixels(f"The image is too large to process safely ({exc}).") from exc
+        except (OSError, SyntaxError, ValueError, EOFError) as exc:
+            raise CorruptFile(
+                f"Page {index + 1} of the {kind.upper()} image cannot be decoded ({exc}). {_CORRUPT_HINT}"
+            ) from exc
+
+
+def _to_rgb(image: Image.Image) -> Image.Image:
+    """RGB with transparency flattened onto white, the colour of paper."""
+    if image.mode in ("I;16", "I;16B", "I;16L", "I"):
+        # 16-bit grey scans: scale to 8 bits instead of clipping to white.
+        image = image.convert("I").point(lambda value: value / 256).convert("L")
+    has_alpha = image.mode in ("RGBA", "LA", "PA", "La", "RGBa") or (
+        image.mode == "P" and "transparency" in image.info
+    )
+    if has_alpha:
+        rgba = image.convert("RGBA")
+        background = Image.new("RGBA", rgba.size, (255, 255, 255, 255))
+        return Image.alpha_composite(background, rgba).convert("RGB")
+    return image.convert("RGB")

@@ -1,0 +1,87 @@
+"""The SQLite engine: WAL, busy timeout, one writer at a time, schema-version check."""
+
+from __future__ import annotations
+
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Iterator
+
+from sqlalchemy import event
+from sqlalchemy.engine import Engine
+from sqlmodel import Session, SQLModel, create_engine, select
+
+from appliance.errors import SchemaMismatch
+from appliance.store.models import SCHEMA_VERSION, SchemaMeta
+
+BUSY_TIMEOUT_MS = 15_000
+
+
+def _sqlite_engine(path: Path, immediate: bool) -> Engine:
+    engine = create_engine(f"sqlite:///{path}", connect_args={
+        "check_same_thread": False, "timeout": BUSY_TIMEOUT_MS / 1000,
+        # We issue BEGIN ourselves (below): pysqlite's implicit transactions would
+        # start too late to hold the write lock for a whole read-modify-write.
+        "isolation_level": None,
+    })
+
+    @event.listens_for(engine, "connect")
+    def _on_connect(dbapi_conn, _record):
+        cur = dbapi_conn.cursor()
+        cur.execute("PRAGMA journal_mode=WAL")
+        cur.execute(f"PRAGMA busy_timeout={BUSY_TIMEOUT_MS}")
+        cur.execute("PRAGMA synchronous=FULL")  # a committed page survives power loss
+        cur.execute("PRAGMA foreign_keys=ON")
+        cur.close()
+
+    @event.listens_for(engine, "begin")
+    def _on_begin(conn):
+        # Writers take the lock up front, so two claimers can never both read the
+        # same queued page; readers stay deferred and never block in WAL mode.
+        conn.exec_driver_sql("BEGIN IMMEDIATE" if immediate else "BEGIN")
+
+    return engine
+
+
+class Database:
+    """Owns the two engines on one SQLite file: one for writes, one for reads."""
+
+    def __init__(self, path: Path):
+        self.path = path
+        path.parent.mkdir(parents=True, exist_ok=True)
+        self._writer = _sqlite_engine(path, immediate=True)
+        self._reader = _sqlite_engine(path, immediate=False)
+        self._init_schema()
+
+    def _init_schema(self) -> None:
+        SQLModel.metadata.create_all(self._writer)
+        with self.write() as session:
+            meta = session.get(SchemaMeta, "schema_version")
+            if meta is None:
+                session.add(SchemaMeta(key="schema_version", value=str(SCHEMA_VERSION)))
+            elif meta.value != str(SCHEMA_VERSION):
+                raise SchemaMismatch(
+                    f"database {self.path} has schema version {meta.value}, this build needs "
+                    f"{SCHEMA_VERSION}; run the matching appliance version or move the data "
+                    f"directory aside to start fresh")
+
+    @contextmanager
+    def write(self) -> Iterator[Session]:
+        """One write transaction: committed on success, rolled back on any error."""
+        with Session(self._writer, expire_on_commit=False) as session:
+            with session.begin():
+                yield session
+
+    @contextmanager
+    def read(self) -> Iterator[Session]:
+        with Session(self._reader, expire_on_commit=False) as session:
+            with session.begin():
+                yield session
+
+    def schema_version(self) -> int:
+        with self.read() as session:
+            return int(session.exec(select(SchemaMeta.value).where(
+                SchemaMeta.key == "schema_version")).one())
+
+    def close(self) -> None:
+        self._writer.dispose()
+        self._reader.dispose()

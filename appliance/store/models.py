@@ -1,0 +1,122 @@
+"""SQLModel tables. Times are UNIX seconds (float, UTC); ids of documents are hex UUIDs."""
+
+from __future__ import annotations
+
+import time
+import uuid
+from enum import StrEnum
+
+from sqlalchemy import JSON, Column, Index
+from sqlmodel import Field, SQLModel
+
+SCHEMA_VERSION = 1
+
+
+class PageStatus(StrEnum):
+    QUEUED = "queued"
+    RUNNING = "running"
+    DONE = "done"
+    REVIEW = "review"
+    FAILED = "failed"
+
+
+FINAL_PAGE_STATUSES = (PageStatus.DONE, PageStatus.FAILED)
+
+
+class DocStatus(StrEnum):
+    QUEUED = "queued"
+    PROCESSING = "processing"
+    REVIEW = "review"
+    DONE = "done"
+    PARTIAL = "partial"  # final, some pages failed
+    FAILED = "failed"
+
+
+class Lane(StrEnum):
+    INTERACTIVE = "interactive"
+    BATCH = "batch"
+
+
+class Outcome(StrEnum):
+    OK = "ok"
+    ERROR = "error"
+    TIMEOUT = "timeout"
+    CRASHED = "crashed"
+
+
+def _now() -> float:
+    return time.time()
+
+
+class SchemaMeta(SQLModel, table=True):
+    key: str = Field(primary_key=True)
+    value: str
+
+
+class Document(SQLModel, table=True):
+    id: str = Field(default_factory=lambda: uuid.uuid4().hex, primary_key=True)
+    name: str  # the submitted file name, for display and export naming only
+    sha256: str = Field(index=True)
+    kind: str | None = None  # pdf, png, ... sniffed from the bytes; None if unknown
+    size_bytes: int
+    page_count: int = 0
+    source: str  # upload | api | watch | cli
+    lane: str = Lane.INTERACTIVE
+    doc_type: str = "generic"
+    engine: str | None = None  # requested engine; None means the configured default
+    tags: list[str] = Field(default_factory=list, sa_column=Column(JSON))
+    error_code: str | None = None  # set when intake itself failed (the document has no pages)
+    error_message: str | None = None
+    created_at: float = Field(default_factory=_now, index=True)
+    output_stem: str | None = None  # chosen once, so a re-export after a crash overwrites
+    exported_at: float | None = None
+
+
+class Page(SQLModel, table=True):
+    __table_args__ = (Index("ix_page_claim", "status", "not_before"),)
+
+    id: int | None = Field(default=None, primary_key=True)
+    document_id: str = Field(foreign_key="document.id", index=True)
+    index: int  # 0-based position in the document
+    status: str = PageStatus.QUEUED
+    attempts: int = 0
+    not_before: float = 0.0  # retry backoff: not claimable before this time
+    lease_owner: str | None = None
+    lease_expires_at: float | None = None
+    result_id: int | None = None  # the accepted PageResult
+    error_code: str | None = None
+    error_message: str | None = None
+    updated_at: float = Field(default_factory=_now)
+
+
+class PageResult(SQLModel, table=True):
+    """One row per attempt, whatever its outcome."""
+
+    id: int | None = Field(default=None, primary_key=True)
+    page_id: int = Field(foreign_key="page.id", index=True)
+    attempt: int
+    outcome: str
+    worker_id: str | None = None
+    engine: str | None = None
+    model_id: str | None = None
+    text: str | None = None
+    markdown: str | None = None
+    lines: list[dict] | None = Field(default=None, sa_column=Column(JSON))
+    finish_reason: str | None = None
+    timings_ms: dict | None = Field(default=None, sa_column=Column(JSON))
+    error_code: str | None = None
+    error_message: str | None = None
+    started_at: float | None = None
+    finished_at: float = Field(default_factory=_now)
+
+
+class Event(SQLModel, table=True):
+    """Audit trail: who did what to which document or page, and when."""
+
+    id: int | None = Field(default=None, primary_key=True)
+    at: float = Field(default_factory=_now, index=True)
+    kind: str
+    document_id: str | None = Field(default=None, index=True)
+    page_id: int | None = None
+    actor: str = "system"
+    detail: dict | None = Field(default=None, sa_column=Column(JSON))

@@ -1,0 +1,218 @@
+"""The page state machine. Every function here is one write transaction.
+
+    queued --claim (lease)--> running --complete--> done
+       ^                         |
+       +-- retryable failure, lease expiry, restart (attempts < max)
+                                 +-- bad input, or attempts exhausted --> failed
+
+A result is accepted only from the lease holder of the current attempt, so a page
+that was requeued (timeout, crash) and finished twice still has one result.
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+from dataclasses import dataclass
+
+from sqlalchemy import case, func
+from sqlmodel import Session, select
+
+from appliance.store.db import Database
+from appliance.store.models import (
+    Document, Event, Lane, Outcome, Page, PageResult, PageStatus,
+)
+
+log = logging.getLogger(__name__)
+
+
+@dataclass(frozen=True)
+class Claim:
+    """A page handed to one worker for one attempt."""
+
+    page_id: int
+    document_id: str
+    page_index: int
+    attempt: int
+    lease_owner: str
+    sha256: str
+    kind: str
+    doc_type: str
+
+
+def _event(session: Session, kind: str, document_id: str | None = None,
+           page_id: int | None = None, actor: str = "system", **detail) -> None:
+    session.add(Event(kind=kind, document_id=document_id, page_id=page_id, actor=actor,
+                      detail=detail or None))
+
+
+def submit_document(db: Database, doc: Document, page_count: int) -> Document:
+    """Store a new document and queue its pages."""
+    doc.page_count = page_count
+    with db.write() as session:
+        session.add(doc)
+        session.flush()
+        session.add_all(Page(document_id=doc.id, index=i) for i in range(page_count))
+        _event(session, "submitted", doc.id, source=doc.source, pages=page_count)
+    return doc
+
+
+def record_rejected_document(db: Database, doc: Document, code: str, message: str) -> Document:
+    """A document whose intake failed: kept with its reason, no pages to process."""
+    doc.error_code, doc.error_message, doc.page_count = code, message, 0
+    with db.write() as session:
+        session.add(doc)
+        session.flush()
+        _event(session, "rejected", doc.id, code=code)
+    return doc
+
+
+def claim_next_page(db: Database, owner: str, lease_s: float) -> Claim | None:
+    """Lease the next claimable page: interactive lane first, then oldest document."""
+    now = time.time()
+    with db.write() as session:
+        row = session.exec(
+            select(Page, Document)
+            .join(Document, Page.document_id == Document.id)
+            .where(Page.status == PageStatus.QUEUED, Page.not_before <= now)
+            .order_by(case((Document.lane == Lane.INTERACTIVE, 0), else_=1),
+                      Document.created_at, Page.index)
+            .limit(1)
+        ).first()
+        if row is None:
+            return None
+        page, doc = row
+        page.status = PageStatus.RUNNING
+        page.attempts += 1
+        page.lease_owner = owner
+        page.lease_expires_at = now + lease_s
+        page.updated_at = now
+        session.add(page)
+        _event(session, "claimed", doc.id, page.id, worker=owner, attempt=page.attempts)
+        return Claim(page.id, doc.id, page.index, page.attempts, owner, doc.sha256, doc.kind,
+                     doc.doc_type)
+
+
+def _held_page(session: Session, claim: Claim) -> Page | None:
+    page = session.get(Page, claim.page_id)
+    if (page is None or page.status != PageStatus.RUNNING
+            or page.lease_owner != claim.lease_owner or page.attempts != claim.attempt):
+        return None
+    return page
+
+
+def complete_page(db: Database, claim: Claim, result: dict) -> bool:
+    """Accept a successful attempt. False if the lease was lost (the result is dropped)."""
+    now = time.time()
+    with db.write() as session:
+        page = _held_page(session, claim)
+        if page is None:
+            _event(session, "stale_result_dropped", claim.document_id, claim.page_id,
+                   worker=claim.lease_owner, attempt=claim.attempt)
+            return False
+        row = PageResult(page_id=page.id, attempt=claim.attempt, outcome=Outcome.OK,
+                         worker_id=claim.lease_owner, finished_at=now, **result)
+        session.add(row)
+        session.flush()
+        page.status = PageStatus.DONE
+        page.result_id = row.id
+        page.lease_owner = page.lease_expires_at = None
+        page.error_code = page.error_message = None
+        page.updated_at = now
+        session.add(page)
+        _event(session, "completed", claim.document_id, page.id, attempt=claim.attempt)
+        return True
+
+
+def fail_attempt(db: Database, claim: Claim, outcome: Outcome, code: str, message: str, *,
+                 retryable: bool, max_attempts: int, backoff_s: float = 0.0,
+                 result: dict | None = None) -> str | None:
+    """Record a failed attempt; requeue the page or fail it for good.
+
+    Returns the page's new status, or None if the lease was already lost.
+    """
+    now = time.time()
+    with db.write() as session:
+        page = _held_page(session, claim)
+        if page is None:
+            return None
+        session.add(PageResult(page_id=page.id, attempt=claim.attempt, outcome=outcome,
+                               worker_id=claim.lease_owner, error_code=code,
+                               error_message=message, finished_at=now, **(result or {})))
+        _settle_failed_attempt(session, page, code, message, retryable, max_attempts,
+                               now + backoff_s)
+        return page.status
+
+
+def _settle_failed_attempt(session: Session, page: Page, code: str, message: str,
+                           retryable: bool, max_attempts: int, not_before: float) -> None:
+    page.lease_owner = page.lease_expires_at = None
+    page.updated_at = time.time()
+    if retryable and page.attempts < max_attempts:
+        page.status = PageStatus.QUEUED
+        page.not_before = not_before
+        _event(session, "requeued", page.document_id, page.id, code=code, attempt=page.attempts)
+    else:
+        page.status = PageStatus.FAILED
+        page.error_code = code
+        page.error_message = (message if not retryable else
+                              f"{message} (gave up after {page.attempts} attempts)")
+        _event(session, "failed", page.document_id, page.id, code=code, attempt=page.attempts)
+    session.add(page)
+
+
+def requeue_expired_leases(db: Database, max_attempts: int) -> int:
+    """Running pages whose lease ran out (their worker vanished) go back to the queue."""
+    now = time.time()
+    with db.write() as session:
+        pages = session.exec(select(Page).where(
+            Page.status == PageStatus.RUNNING, Page.lease_expires_at < now)).all()
+        for page in pages:
+            _settle_failed_attempt(session, page, "lease_expired",
+                                   "the worker holding this page stopped answering",
+                                   retryable=True, max_attempts=max_attempts, not_before=now)
+        return len(pages)
+
+
+def requeue_after_restart(db: Database) -> int:
+    """At start-up every running page belongs to a dead daemon: queue it again.
+
+    The interrupted attempt is not counted against the page: the daemon died, not it.
+    """
+    with db.write() as session:
+        pages = session.exec(select(Page).where(Page.status == PageStatus.RUNNING)).all()
+        for page in pages:
+            page.status = PageStatus.QUEUED
+            page.attempts = max(0, page.attempts - 1)
+            page.lease_owner = page.lease_expires_at = None
+            page.not_before = 0.0
+            session.add(page)
+            _event(session, "requeued_after_restart", page.document_id, page.id)
+        return len(pages)
+
+
+def reserve_output_stem(db: Database, document_id: str, wanted: str, taken_on_disk) -> str:
+    """Choose the document's export name once; later exports reuse it.
+
+    ``taken_on_disk(stem)`` tells whether a file of another origin already uses it.
+    """
+    with db.write() as session:
+        doc = session.get(Document, document_id)
+        if doc.output_stem:
+            return doc.output_stem
+        stem = wanted
+        used = session.exec(select(func.count()).select_from(Document).where(
+            Document.output_stem == stem)).one()
+        if used or taken_on_disk(stem):
+            stem = f"{wanted}-{document_id[:8]}"
+        doc.output_stem = stem
+        session.add(doc)
+        return stem
+
+
+def mark_exported(db: Database, document_id: str, files: list[str]) -> None:
+    with db.write() as session:
+        doc = session.get(Document, document_id)
+        doc.exported_at = time.time()
+        session.add(doc)
+        _event(session, "exported", document_id, files=files)

@@ -1,0 +1,30 @@
+"""Shared fixtures: real SQLite files and real settings in temp directories."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from appliance.config import Settings, settings_from_dict
+from appliance.store import Database
+
+
+def make_settings(tmp: Path, **sections) -> Settings:
+    raw = {"paths": {"data_dir": str(tmp / "data"), "output_dir": str(tmp / "output")},
+           "engine": {"name": "classic", "classic_threads": 1}}
+    for section, values in sections.items():
+        raw.setdefault(section, {}).update(values)
+    return settings_from_dict(raw, base_dir=tmp)
+
+
+@pytest.fixture
+def settings(tmp_path) -> Settings:
+    return make_settings(tmp_path)
+
+
+@pytest.fixture
+def db(tmp_path) -> Database:
+    database = Database(tmp_path / "store.db")
+    yield database
+    database.close()

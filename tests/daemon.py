@@ -1,0 +1,100 @@
+"""A real daemon in a subprocess on a free loopback port, for integration tests."""
+
+from __future__ import annotations
+
+import os
+import signal
+import socket
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import httpx
+
+from appliance.config import dump_toml
+
+READY_TIMEOUT_S = 240
+
+
+def free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return sock.getsockname()[1]
+
+
+class Daemon:
+    def __init__(self, tmp: Path, **sections):
+        self.tmp = tmp
+        self.port = free_port()
+        self.data_dir = tmp / "data"
+        self.output_dir = tmp / "output"
+        config = {"server": {"host": "127.0.0.1", "port": self.port},
+                  "paths": {"data_dir": str(self.data_dir), "output_dir": str(self.output_dir)},
+                  "engine": {"name": "classic", "classic_threads": 1},
+                  "workers": {"count": 1}}
+        for section, values in sections.items():
+            config.setdefault(section, {}).update(values)
+        self.config_path = tmp / "config.toml"
+        self.config_path.write_text(dump_toml(config))
+        self.log_path = tmp / "daemon.log"
+        self.process: subprocess.Popen | None = None
+        self.client = httpx.Client(base_url=f"http://127.0.0.1:{self.port}", timeout=30)
+
+    def start(self) -> "Daemon":
+        log = self.log_path.open("ab")
+        self.process = subprocess.Popen(
+            [sys.executable, "-m", "appliance.cli", "serve", "--config", str(self.config_path)],
+            stdout=log, stderr=subprocess.STDOUT, start_new_session=True)
+        return self
+
+    def wait_ready(self, timeout_s: float = READY_TIMEOUT_S) -> dict:
+        deadline = time.monotonic() + timeout_s
+        while time.monotonic() < deadline:
+            if self.process.poll() is not None:
+                raise AssertionError(f"daemon exited with {self.process.returncode}:\n{self.log()}")
+            try:
+                response = self.client.get("/readyz")
+                if response.status_code == 200:
+                    return response.json()
+            except httpx.TransportError:
+                pass
+            time.sleep(0.3)
+        raise AssertionError(f"daemon not ready after {timeout_s} s:\n{self.log()}")
+
+    def log(self) -> str:
+        return self.log_path.read_text(errors="replace")[-6000:]
+
+    def upload(self, path: Path, **form) -> dict:
+        with path.open("rb") as fh:
+            response = self.client.post("/api/v1/documents", files={"file": (path.name, fh)},
+                                        data=form)
+        assert response.status_code == 201, response.text
+        return response.json()
+
+    def document(self, doc_id: str) -> dict:
+        return self.client.get(f"/api/v1/documents/{doc_id}").json()
+
+    def wait_final(self, doc_ids: list[str], timeout_s: float = 300) -> list[dict]:
+        deadline = time.monotonic() + timeout_s
+        while time.monotonic() < deadline:
+            docs = [self.document(d) for d in doc_ids]
+            if all(d["status"] in ("done", "partial", "failed") for d in docs):
+                return docs
+            time.sleep(0.3)
+        raise AssertionError(f"documents not final after {timeout_s} s: "
+                             f"{[d['status'] for d in docs]}\n{self.log()}")
+
+    def kill9(self) -> None:
+        os.kill(self.process.pid, signal.SIGKILL)
+        self.process.wait()
+
+    def stop(self) -> None:
+        if self.process and self.process.poll() is None:
+            self.process.terminate()
+            try:
+                self.process.wait(timeout=30)
+            except subprocess.TimeoutExpired:
+                os.killpg(self.process.pid, signal.SIGKILL)
+                self.process.wait()
+        self.client.close()

@@ -1,0 +1,54 @@
+"""config.toml loading: the shipped default, typos, bad values, file selection."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from appliance.config import DEFAULT_CONFIG, load_settings, settings_from_dict
+from appliance.errors import ConfigError
+
+
+def test_shipped_default_loads_and_matches_the_code_defaults(tmp_path):
+    shipped = load_settings(DEFAULT_CONFIG)
+    code = settings_from_dict({}, base_dir=DEFAULT_CONFIG.parent)
+    code.source = shipped.source
+    assert shipped == code
+    assert shipped.server.host == "127.0.0.1"
+
+
+@pytest.mark.parametrize("raw, message", [
+    ({"workers": {"cout": 2}}, "unknown key 'workers.cout'; did you mean 'workers.count'"),
+    ({"sever": {"port": 1}}, "unknown key 'sever'; did you mean 'server'"),
+    ({"workers": {"count": "two"}}, "'workers.count' = 'two' must be of type int"),
+    ({"workers": {"count": 0}}, "'workers.count' = 0 is out of range"),
+    ({"engine": {"name": "gpu"}}, "'engine.name' = 'gpu' is not allowed; use one of"),
+    ({"server": "x"}, "'server' must be a [server] table"),
+    ({"paths": {"data_dir": ""}}, "'paths.data_dir' must be a non-empty path"),
+])
+def test_bad_keys_and_values_name_the_key_and_the_fix(raw, message):
+    with pytest.raises(ConfigError, match=message.replace("[", r"\[").replace("]", r"\]")):
+        settings_from_dict(raw, base_dir=Path("/tmp"))
+
+
+def test_relative_paths_resolve_against_the_config_file(tmp_path):
+    (tmp_path / "c.toml").write_text('[paths]\ndata_dir = "d"\noutput_dir = "/abs/out"\n')
+    settings = load_settings(tmp_path / "c.toml")
+    assert settings.paths.data_dir == tmp_path / "d"
+    assert settings.paths.output_dir == Path("/abs/out")
+
+
+def test_env_variable_selects_the_file(tmp_path, monkeypatch):
+    (tmp_path / "c.toml").write_text("[server]\nport = 9999\n")
+    monkeypatch.setenv("APPLIANCE_CONFIG", str(tmp_path / "c.toml"))
+    assert load_settings().server.port == 9999
+    assert load_settings(DEFAULT_CONFIG).server.port == 8480  # --config wins
+
+
+def test_missing_file_and_broken_toml_are_clear(tmp_path):
+    with pytest.raises(ConfigError, match="does not exist"):
+        load_settings(tmp_path / "nope.toml")
+    (tmp_path / "bad.toml").write_text("[server\n")
+    with pytest.raises(ConfigError, match="not valid TOML"):
+        load_settings(tmp_path / "bad.toml")

@@ -1,0 +1,135 @@
+"""The daemon end to end over real HTTP on loopback, with a real RapidOCR worker,
+and its crash safety: kill -9 of a worker mid-page and of the daemon mid-batch."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+
+import psutil
+import pytest
+
+from appliance.store import Database
+from appliance.store.models import Event
+from sqlmodel import select
+from tests.daemon import Daemon
+from tests.fixtures.documents import text_similarity, write_pdf, write_png
+
+PAGE_A = ["Invoice number 4711", "Delivery of office chairs", "Total amount 118.50 EUR"]
+PAGE_B = ["Quarterly report", "Revenue grew by twelve percent", "Signed by the board"]
+PAGE_C = ["Receipt from the bakery", "Two loaves of bread", "Paid in cash"]
+
+
+@pytest.fixture
+def daemon(tmp_path):
+    d = Daemon(tmp_path)
+    d.start()
+    yield d
+    d.stop()
+
+
+def test_api_roundtrip_pdf_and_png(daemon, tmp_path):
+    pdf = write_pdf(tmp_path / "report.pdf", [PAGE_A, PAGE_B])
+    png = write_png(tmp_path / "receipt.png", PAGE_C)
+    daemon.wait_ready()
+    assert daemon.client.get("/healthz").json() == {"status": "ok"}
+    docs = [daemon.upload(pdf), daemon.upload(png)]
+    assert [d["page_count"] for d in docs] == [2, 1]
+    final = daemon.wait_final([d["id"] for d in docs])
+    assert [d["status"] for d in final] == ["done", "done"]
+
+    md = daemon.client.get(f"/api/v1/documents/{docs[0]['id']}/result", params={"format": "md"})
+    assert md.status_code == 200 and md.headers["content-type"].startswith("text/markdown")
+    assert text_similarity(md.text, " ".join(PAGE_A + PAGE_B)) > 0.7
+    txt = daemon.client.get(f"/api/v1/documents/{docs[1]['id']}/result?format=txt").text
+    assert text_similarity(txt, " ".join(PAGE_C)) > 0.7
+    body = daemon.client.get(f"/api/v1/documents/{docs[0]['id']}/result?format=json").json()
+    assert [p["number"] for p in body["pages"]] == [1, 2]
+    assert body["pages"][0]["lines"][0]["box"] and body["pages"][0]["provenance"]["engine"] == "classic"
+
+    exported = sorted(p.name for p in daemon.output_dir.iterdir())
+    assert exported == ["receipt.json", "receipt.md", "receipt.txt",
+                        "report.json", "report.md", "report.txt"]
+    assert (daemon.output_dir / "report.md").read_text() == md.text
+
+
+def test_api_errors_are_json(daemon, tmp_path):
+    daemon.wait_ready()
+    missing = daemon.client.get("/api/v1/documents/nope")
+    assert missing.status_code == 404
+    assert missing.json()["error"]["code"] == "not_found"
+    bad = daemon.client.get("/api/v1/documents/nope/result?format=docx")
+    assert bad.status_code == 400 and bad.json()["error"]["code"] == "invalid_request"
+    (tmp_path / "notes.pdf").write_bytes(b"hello, I am not a PDF")
+    doc = daemon.upload(tmp_path / "notes.pdf")
+    assert doc["status"] == "failed" and doc["error"]["code"] == "unsupported_type"
+    result = daemon.client.get(f"/api/v1/documents/{doc['id']}/result")
+    assert result.status_code == 415 and result.json()["error"]["code"] == "unsupported_type"
+
+
+def test_worker_killed_mid_page_is_restarted_and_the_page_retried(daemon, tmp_path):
+    pdf = write_pdf(tmp_path / "long.pdf", [PAGE_A * 12, PAGE_B * 12, PAGE_C * 12], dpi=200)
+    worker_pid = daemon.wait_ready()["workers"][0]["pid"]
+    doc = daemon.upload(pdf)
+    deadline = time.monotonic() + 60
+    while not any(p["status"] == "running" for p in daemon.document(doc["id"])["pages"]):
+        assert time.monotonic() < deadline, "no page started"
+        time.sleep(0.05)
+    os.kill(worker_pid, signal.SIGKILL)
+
+    final = daemon.wait_final([doc["id"]])[0]
+    assert final["status"] == "done"
+    assert max(p["attempts"] for p in final["pages"]) == 2
+    status = daemon.client.get("/readyz").json()
+    assert status["workers"][0]["restarts"] == 1
+    assert status["workers"][0]["pid"] != worker_pid
+
+
+def test_daemon_killed_mid_batch_completes_every_document_once(tmp_path):
+    paths = [write_pdf(tmp_path / f"batch-{i}.pdf", [PAGE_A, PAGE_B, PAGE_C]) for i in range(4)]
+    first = Daemon(tmp_path).start()
+    try:
+        first.wait_ready()
+        ids = [first.upload(p)["id"] for p in paths]
+        deadline = time.monotonic() + 120
+        while sum(p["status"] == "done" for i in ids for p in first.document(i)["pages"]) < 2:
+            assert time.monotonic() < deadline, first.log()
+            time.sleep(0.1)
+        workers = psutil.Process(first.process.pid).children()
+        first.kill9()
+        psutil.wait_procs(workers, timeout=10)  # orphaned workers exit on their own
+        assert not any(w.is_running() and w.status() != psutil.STATUS_ZOMBIE for w in workers)
+    finally:
+        first.stop()
+
+    second = Daemon(tmp_path).start()
+    try:
+        second.wait_ready()
+        final = second.wait_final(ids)
+        assert [d["status"] for d in final] == ["done"] * 4
+    finally:
+        second.stop()
+    assert sorted(p.name for p in second.output_dir.glob("*.md")) == \
+        [f"batch-{i}.md" for i in range(4)]
+    db = Database(second.data_dir / "appliance.db")
+    with db.read() as session:
+        exports = session.exec(select(Event.document_id).where(Event.kind == "exported")).all()
+    db.close()
+    assert sorted(exports) == sorted(ids)
+
+
+def test_cli_ocr_one_shot(tmp_path):
+    png = write_png(tmp_path / "memo.png", PAGE_B)
+    config = Daemon(tmp_path).config_path
+    run = subprocess.run([sys.executable, "-m", "appliance.cli", "ocr", str(png), "--format",
+                          "json", "--config", str(config)], capture_output=True, text=True,
+                         timeout=300)
+    assert run.returncode == 0, run.stderr
+    assert "1/1 pages" in run.stderr
+    body = json.loads(run.stdout)
+    assert text_similarity(body["pages"][0]["text"], " ".join(PAGE_B)) > 0.7
+    assert not (tmp_path / "data").exists()  # one-shot: nothing left behind

@@ -1,0 +1,160 @@
+"""The page state machine on a real SQLite file."""
+
+from __future__ import annotations
+
+import threading
+import time
+
+import pytest
+
+from appliance.errors import SchemaMismatch
+from appliance.store import Database, queries, transitions
+from appliance.store.models import Document, DocStatus, Lane, Outcome, PageStatus, SchemaMeta
+
+RESULT = {"engine": "classic", "model_id": "m", "text": "hello", "markdown": "hello",
+          "lines": [], "finish_reason": "stop", "timings_ms": {"inference_ms": 1.0}}
+
+
+def new_doc(db, pages=2, lane=Lane.INTERACTIVE, name="a.pdf") -> Document:
+    doc = Document(name=name, sha256="0" * 64, kind="pdf", size_bytes=10, source="api", lane=lane)
+    return transitions.submit_document(db, doc, pages)
+
+
+def status_of(db, doc_id):
+    return queries.get_document(db, doc_id).status
+
+
+def test_wal_mode_and_schema_version(db):
+    with db.read() as session:
+        mode = session.connection().exec_driver_sql("PRAGMA journal_mode").scalar()
+    assert mode == "wal"
+    assert db.schema_version() == 1
+
+
+def test_schema_version_mismatch_refuses_to_open(tmp_path):
+    first = Database(tmp_path / "s.db")
+    with first.write() as session:
+        session.get(SchemaMeta, "schema_version").value = "999"
+    first.close()
+    with pytest.raises(SchemaMismatch, match="schema version 999"):
+        Database(tmp_path / "s.db")
+
+
+def test_submit_claim_complete_derives_document_status(db):
+    doc = new_doc(db, pages=2)
+    assert status_of(db, doc.id) == DocStatus.QUEUED
+    first = transitions.claim_next_page(db, "w1", lease_s=60)
+    assert (first.document_id, first.page_index, first.attempt) == (doc.id, 0, 1)
+    assert status_of(db, doc.id) == DocStatus.PROCESSING
+    assert transitions.complete_page(db, first, RESULT)
+    second = transitions.claim_next_page(db, "w1", lease_s=60)
+    assert second.page_index == 1
+    assert transitions.claim_next_page(db, "w2", lease_s=60) is None
+    assert transitions.complete_page(db, second, RESULT)
+    assert status_of(db, doc.id) == DocStatus.DONE
+    assert [r.text for _, r in queries.accepted_results(db, doc.id)] == ["hello", "hello"]
+
+
+def test_retryable_failure_requeues_until_attempts_run_out(db):
+    doc = new_doc(db, pages=1)
+    for attempt in (1, 2):
+        claim = transitions.claim_next_page(db, "w1", lease_s=60)
+        assert claim.attempt == attempt
+        status = transitions.fail_attempt(db, claim, Outcome.CRASHED, "worker_crashed", "died",
+                                          retryable=True, max_attempts=3)
+        assert status == PageStatus.QUEUED
+    claim = transitions.claim_next_page(db, "w1", lease_s=60)
+    status = transitions.fail_attempt(db, claim, Outcome.CRASHED, "worker_crashed", "died",
+                                      retryable=True, max_attempts=3)
+    assert status == PageStatus.FAILED
+    view = queries.get_document(db, doc.id)
+    assert view.status == DocStatus.FAILED
+    assert view.pages[0].error_code == "worker_crashed"
+    assert "after 3 attempts" in view.pages[0].error_message
+    assert [r.outcome for r in queries.page_attempts(db, view.pages[0].id)] == ["crashed"] * 3
+
+
+def test_bad_input_fails_at_once(db):
+    doc = new_doc(db, pages=2)
+    claim = transitions.claim_next_page(db, "w1", lease_s=60)
+    transitions.fail_attempt(db, claim, Outcome.ERROR, "corrupt_file", "damaged",
+                             retryable=False, max_attempts=3)
+    claim = transitions.claim_next_page(db, "w1", lease_s=60)
+    transitions.complete_page(db, claim, RESULT)
+    assert status_of(db, doc.id) == DocStatus.PARTIAL
+
+
+def test_backoff_delays_the_next_claim(db):
+    new_doc(db, pages=1)
+    claim = transitions.claim_next_page(db, "w1", lease_s=60)
+    transitions.fail_attempt(db, claim, Outcome.ERROR, "engine_error", "x", retryable=True,
+                             max_attempts=3, backoff_s=0.5)
+    assert transitions.claim_next_page(db, "w1", lease_s=60) is None
+    time.sleep(0.6)
+    assert transitions.claim_next_page(db, "w1", lease_s=60).attempt == 2
+
+
+def test_expired_lease_is_requeued_and_late_result_dropped(db):
+    doc = new_doc(db, pages=1)
+    stale = transitions.claim_next_page(db, "w1", lease_s=0.05)
+    time.sleep(0.1)
+    assert transitions.requeue_expired_leases(db, max_attempts=3) == 1
+    fresh = transitions.claim_next_page(db, "w2", lease_s=60)
+    assert fresh.attempt == 2
+    assert not transitions.complete_page(db, stale, RESULT)  # the old holder lost its lease
+    assert transitions.complete_page(db, fresh, RESULT)
+    view = queries.get_document(db, doc.id)
+    assert view.status == DocStatus.DONE
+    assert len([r for r in queries.page_attempts(db, view.pages[0].id) if r.outcome == "ok"]) == 1
+
+
+def test_requeue_after_restart_does_not_charge_an_attempt(db):
+    doc = new_doc(db, pages=1)
+    transitions.claim_next_page(db, "w1", lease_s=600)
+    assert transitions.requeue_after_restart(db) == 1
+    assert status_of(db, doc.id) == DocStatus.QUEUED
+    assert transitions.claim_next_page(db, "w1", lease_s=60).attempt == 1
+
+
+def test_interactive_lane_is_claimed_before_older_batch(db):
+    batch = new_doc(db, pages=3, lane=Lane.BATCH)
+    interactive = new_doc(db, pages=1, lane=Lane.INTERACTIVE)
+    assert transitions.claim_next_page(db, "w", 60).document_id == interactive.id
+    assert transitions.claim_next_page(db, "w", 60).document_id == batch.id
+
+
+def test_concurrent_claimers_never_share_a_page(tmp_path):
+    path = tmp_path / "c.db"
+    setup = Database(path)
+    new_doc(setup, pages=60)
+    claimed: list[int] = []
+    lock = threading.Lock()
+
+    def claimer(name):
+        db = Database(path)  # its own engines, as another process would have
+        while (claim := transitions.claim_next_page(db, name, 60)) is not None:
+            with lock:
+                claimed.append(claim.page_id)
+        db.close()
+
+    threads = [threading.Thread(target=claimer, args=(f"w{i}",)) for i in range(4)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert len(claimed) == 60 and len(set(claimed)) == 60
+
+
+def test_rejected_document_is_failed_with_its_reason(db):
+    doc = Document(name="x.pdf", sha256="1" * 64, size_bytes=0, source="api")
+    transitions.record_rejected_document(db, doc, "empty_file", "the file is empty")
+    view = queries.get_document(db, doc.id)
+    assert view.status == DocStatus.FAILED and view.is_final
+    assert queries.final_unexported_documents(db) == []
+
+
+def test_output_stem_is_reserved_once(db):
+    a, b = new_doc(db, name="scan.pdf"), new_doc(db, name="scan.pdf")
+    assert transitions.reserve_output_stem(db, a.id, "scan", lambda s: False) == "scan"
+    assert transitions.reserve_output_stem(db, a.id, "other", lambda s: True) == "scan"
+    assert transitions.reserve_output_stem(db, b.id, "scan", lambda s: False) == f"scan-{b.id[:8]}"

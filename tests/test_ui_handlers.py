@@ -1,0 +1,221 @@
+"""The web UI's handlers, called directly against a real Appliance (real SQLite, real
+RapidOCR worker), and the Markdown component's sanitising of untrusted OCR text."""
+
+from __future__ import annotations
+
+import json
+import time
+from html.parser import HTMLParser
+from pathlib import Path
+
+import pytest
+
+from appliance.config import settings_from_dict
+from appliance.daemon import Appliance
+from appliance.store import queries
+from tests.fixtures.documents import text_similarity, write_pdf, write_png
+from ui.app import handle_upload, load_recent, document_rows, show_document
+from ui.components import SafeMarkdown, safe_markdown
+
+PAGE_A = ["Invoice number 4711", "Delivery of office chairs", "Total amount 118.50 EUR"]
+PAGE_B = ["Quarterly report", "Revenue grew by twelve percent", "Signed by the board"]
+PAGE_C = ["Receipt from the bakery", "Two loaves of bread", "Paid in cash"]
+READY_TIMEOUT_S = 120
+FINAL_TIMEOUT_S = 180
+
+
+def make_appliance(tmp: Path, **sections) -> Appliance:
+    raw = {"paths": {"data_dir": str(tmp / "data"), "output_dir": str(tmp / "out")},
+           "engine": {"name": "classic", "classic_threads": 1},
+           "workers": {"count": 1}}
+    for section, values in sections.items():
+        raw.setdefault(section, {}).update(values)
+    return Appliance(settings_from_dict(raw, base_dir=tmp))
+
+
+@pytest.fixture
+def running_appliance(tmp_path):
+    appliance = make_appliance(tmp_path)
+    appliance.start()
+    try:
+        deadline = time.monotonic() + READY_TIMEOUT_S
+        while not appliance.ready:
+            assert time.monotonic() < deadline, f"not ready: {appliance.status()}"
+            time.sleep(0.2)
+        yield appliance
+    finally:
+        appliance.stop()
+
+
+def wait_final(appliance: Appliance, doc_ids: list[str]) -> None:
+    deadline = time.monotonic() + FINAL_TIMEOUT_S
+    while True:
+        views = [queries.get_document(appliance.db, d) for d in doc_ids]
+        if all(v.is_final for v in views):
+            return
+        assert time.monotonic() < deadline, [str(v.status) for v in views]
+        time.sleep(0.3)
+
+
+def uploads(tmp: Path) -> Path:
+    """Gradio hands the handler server-side copies named like the originals."""
+    folder = tmp / "gradio-cache" / "0123abcd"
+    folder.mkdir(parents=True)
+    return folder
+
+
+def test_upload_then_show_results(running_appliance, tmp_path):
+    folder = uploads(tmp_path)
+    pdf = write_pdf(folder / "report.pdf", [PAGE_A, PAGE_B])
+    png = write_png(folder / "receipt.png", PAGE_C)
+
+    rows = handle_upload(running_appliance, [str(pdf), str(png)])
+    assert [row[0] for row in rows] == ["report.pdf", "receipt.png"]
+    assert [row[2] for row in rows] == ["2 pages queued", "1 page queued"]
+
+    recent = load_recent(running_appliance)
+    assert {v.doc.name for v in recent} == {"report.pdf", "receipt.png"}
+    doc_ids = {v.doc.name: v.doc.id for v in recent}
+
+    # not final yet (or already final on a fast machine): never a half result
+    early = show_document(running_appliance, doc_ids["report.pdf"], tmp_path / "dl")
+    if not queries.get_document(running_appliance.db, doc_ids["report.pdf"]).is_final:
+        assert "when every page is finished" in early.markdown and not early.files
+
+    wait_final(running_appliance, list(doc_ids.values()))
+    table = {row[0]: row for row in document_rows(load_recent(running_appliance))}
+    assert table["report.pdf"][1:4] == ["done", "2/2", ""]
+    assert table["receipt.png"][1:4] == ["done", "1/1", ""]
+
+    download_dir = tmp_path / "dl"
+    for name, lines in (("report.pdf", PAGE_A + PAGE_B), ("receipt.png", PAGE_C)):
+        panel = show_document(running_appliance, doc_ids[name], download_dir)
+        expected = " ".join(lines)
+        assert text_similarity(panel.text, expected) > 0.7, panel.text
+        shown = rendered_text(SafeMarkdown().postprocess(panel.markdown))
+        assert text_similarity(shown.replace("Page 1", "").replace("Page 2", ""), expected) > 0.7
+        assert set(panel.files) == {"md", "json", "txt"}
+        stem = Path(name).stem
+        assert sorted(p.name for p in panel.files.values()) == sorted(
+            f"{stem}.{fmt}" for fmt in ("md", "json", "txt"))
+        assert all(p.is_file() for p in panel.files.values())
+        assert panel.files["txt"].read_text() == panel.text
+        assert json.loads(panel.files["json"].read_text())["document"]["name"] == name
+        assert f"**done**, {len(lines) // 3}/{len(lines) // 3} pages done" in panel.title
+
+
+def test_upload_errors_are_per_file(tmp_path):
+    """A refused file gets its reason in plain words; the other files still go through.
+    Intake needs no worker, so this appliance is never started."""
+    appliance = make_appliance(tmp_path, limits={"max_bytes": 200_000})
+    try:
+        folder = uploads(tmp_path)
+        big = folder / "big.png"
+        big.write_bytes(b"\x89PNG\r\n\x1a\n" + b"\0" * 300_000)
+        notes = folder / "notes.txt"
+        notes.write_text("just some text, not a scan\n")
+        good = write_png(folder / "receipt.png", PAGE_C)
+        missing = folder / "vanished.pdf"
+
+        rows = handle_upload(appliance, [str(big), str(notes), str(good), str(missing)])
+
+        assert [row[0] for row in rows] == ["big.png", "notes.txt", "receipt.png", "vanished.pdf"]
+        assert rows[0][1] == "refused" and "larger than the limit" in rows[0][2]
+        assert rows[0][2].endswith("[too_large]")
+        assert rows[1][1] == "failed" and "[unsupported_type]" in rows[1][2]
+        assert rows[2][1:] == ["queued", "1 page queued"]
+        assert rows[3][1] == "refused" and "internal error" in rows[3][2]
+
+        table = {row[0]: row for row in document_rows(load_recent(appliance))}
+        assert table["notes.txt"][1:4] == ["failed", "0/0", rows[1][2]]
+        assert table["receipt.png"][1:3] == ["queued", "0/1"]
+        panel = show_document(appliance, table["notes.txt"][4], tmp_path / "dl")
+        assert "could not be processed" in panel.markdown and not panel.files
+        assert "unsupported" in panel.title
+    finally:
+        appliance.db.close()
+
+
+# --- sanitising untrusted Markdown -----------------------------------------------
+
+
+class _Elements(HTMLParser):
+    """Every element and attribute in an HTML fragment, and its visible text."""
+
+    def __init__(self):
+        super().__init__()
+        self.tags: list[tuple[str, dict]] = []
+        self.text: list[str] = []
+
+    def handle_starttag(self, tag, attrs):
+        self.tags.append((tag, dict(attrs)))
+
+    def handle_data(self, data):
+        self.text.append(data)
+
+
+def to_html(markdown: str) -> str:
+    """Markdown rendered as the browser's renderer does: raw HTML allowed, links on."""
+    markdown_it = pytest.importorskip("markdown_it")
+    return markdown_it.MarkdownIt("commonmark", {"html": True}).enable("table").render(markdown)
+
+
+def rendered_text(markdown: str) -> str:
+    parser = _Elements()
+    parser.feed(to_html(markdown))
+    return " ".join(parser.text)
+
+
+HOSTILE = """<!-- page 1 -->
+
+Total <script>alert('x')</script> due
+<img src=x onerror="alert(1)"> and <IMG SRC=y OnError=alert(2)>
+\\\\<svg onload=alert(3)>
+[click me](javascript:alert(4)) ![pixel](http://tracker.example/p.gif)
+[ref]: javascript:alert(5)
+
+[ref] <javascript:alert(6)> <a href="javascript:alert(7)">a</a>
+
+| a | b |
+|---|---|
+| <b onclick=alert(8)>x</b> | 1 < 2 |
+
+```mermaid
+graph TD; A-->B
+```
+
+<!-- page 2: failed (page_timeout): the page took <longer> than 120 s -->
+"""
+
+
+def test_markdown_component_sanitises_untrusted_html():
+    component = SafeMarkdown()
+    assert component.sanitize_html is True  # the browser-side sanitiser stays on
+    assert component.get_block_name() == "markdown"  # drawn by the stock Markdown frontend
+    assert component.latex_delimiters == []
+
+    sent = component.postprocess(HOSTILE)
+    assert "<script" not in sent.lower() and "<img" not in sent.lower()
+    html = to_html(sent)
+    parser = _Elements()
+    parser.feed(html)
+    tags = {tag for tag, _ in parser.tags}
+    assert not tags & {"script", "img", "svg", "a", "b", "iframe"}, html
+    for tag, attrs in parser.tags:
+        assert not any(name.startswith("on") for name in attrs), (tag, attrs)
+    assert "javascript:" not in " ".join(str(a) for _, a in parser.tags)
+    assert "mermaid" not in html
+    # ... while the page's words are all still there, as text
+    text = " ".join(parser.text)
+    for words in ("Total", "alert('x')", "onerror", "click me", "1 < 2", "Page 1",
+                  "Page 2 failed (page_timeout): the page took <longer> than 120 s"):
+        assert words in text, (words, text)
+    assert {"table", "td"} <= tags  # ordinary Markdown still renders
+
+
+def test_safe_markdown_is_idempotent_and_keeps_escapes():
+    once = safe_markdown(HOSTILE)
+    assert safe_markdown(once) == once
+    # what the classic engine writes: already-escaped markup stays exactly as it was
+    assert safe_markdown(r"a \<b\> c \[x\]") == r"a \<b\> c \[x\]"
+    assert rendered_text(safe_markdown(r"a \<b\> c")) .strip() == "a <b> c"

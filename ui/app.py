@@ -1,0 +1,310 @@
+"""The web UI: Gradio Blocks mounted on the daemon's FastAPI app at "/".
+
+Tabs:
+- Documents: drag-and-drop upload, a live status table of recent documents, and
+  the result of a selected document (rendered Markdown, raw text, downloads).
+
+The handlers are plain functions of the ``Appliance`` (``handle_upload``,
+``show_document``, ``load_recent``); the Gradio wiring in ``build_ui`` only adapts
+their results to component updates. The UI reads through ``appliance.store.queries``
+and ``appliance.export`` and never touches SQL.
+"""
+
+from __future__ import annotations
+
+import atexit
+import logging
+import os
+import shutil
+import tempfile
+from collections import Counter
+from dataclasses import dataclass, field
+from datetime import datetime
+from pathlib import Path
+
+import gradio as gr
+from fastapi import FastAPI
+
+from appliance.daemon import Appliance
+from appliance.errors import ApplianceError, NotFound, NotReady
+from appliance.export import FORMATS, render, safe_stem, write_atomic
+from appliance.intake import SubmitOptions
+from appliance.store import queries
+from appliance.store.models import DocStatus, PageStatus
+from appliance.store.queries import DocumentView
+from ui.components import SafeMarkdown, escape_markdown_text
+
+log = logging.getLogger(__name__)
+
+RECENT_LIMIT = 50
+REFRESH_S = 1.0
+UPLOAD_HEADERS = ["File", "Status", "Details"]
+STATUS_HEADERS = ["Name", "Status", "Pages done", "Error", "Document id"]
+DOWNLOAD_LABELS = {"md": "Download Markdown (.md)", "json": "Download JSON (.json)",
+                   "txt": "Download text (.txt)"}
+INTERNAL_ERROR_TEXT = ("the file could not be accepted because of an internal error; "
+                       "the server log has the details")
+
+
+# --- Gradio-independent logic -------------------------------------------------
+
+
+def error_text(code: str | None, message: str | None) -> str:
+    """An error as a person reads it: the message, then the reason code."""
+    if not code and not message:
+        return ""
+    if not code:
+        return message or ""
+    return f"{message or 'failed'} [{code}]"
+
+
+def page_progress(view: DocumentView) -> tuple[int, int]:
+    """(pages done, pages in total). Uses the view's pages when it has them."""
+    if view.pages:
+        done = sum(1 for p in view.pages if p.status == PageStatus.DONE)
+        return done, len(view.pages)
+    total = view.doc.page_count
+    return (total if view.status == DocStatus.DONE else 0), total
+
+
+def document_error(view: DocumentView) -> str:
+    """Why a document (or some of its pages) failed, in plain words; empty if nothing did."""
+    doc = view.doc
+    if doc.error_code:
+        return error_text(doc.error_code, doc.error_message)
+    failed = [p for p in view.pages if p.status == PageStatus.FAILED]
+    if not failed:
+        return ""
+    first = failed[0]
+    reason = error_text(first.error_code, first.error_message)
+    if len(view.pages) == 1:
+        return reason
+    which = (f"page {first.index + 1} failed" if len(failed) == 1 else
+             f"{len(failed)} of {len(view.pages)} pages failed; page {first.index + 1}")
+    return f"{which}: {reason}"
+
+
+def document_row(view: DocumentView) -> list[str]:
+    done, total = page_progress(view)
+    return [view.doc.name, str(view.status), f"{done}/{total}", document_error(view), view.doc.id]
+
+
+def document_rows(views: list[DocumentView]) -> list[list[str]]:
+    return [document_row(v) for v in views]
+
+
+def document_choices(views: list[DocumentView]) -> list[tuple[str, str]]:
+    """Dropdown entries (label, document id); labels do not change while a document runs."""
+    return [(f"{v.doc.name} · {datetime.fromtimestamp(v.doc.created_at):%Y-%m-%d %H:%M:%S}"
+             f" · {v.doc.id[:8]}", v.doc.id) for v in views]
+
+
+def load_recent(appliance: Appliance, limit: int = RECENT_LIMIT) -> list[DocumentView]:
+    """The newest documents; those not plainly done carry their pages for progress and errors."""
+    views = queries.list_documents(appliance.db, limit)
+    detailed = []
+    for view in views:
+        if view.status != DocStatus.DONE and not view.doc.error_code:
+            view = queries.get_document(appliance.db, view.doc.id) or view
+        detailed.append(view)
+    return detailed
+
+
+def upload_row(name: str, view: DocumentView | None) -> list[str]:
+    if view is None:  # pragma: no cover - submit just stored it
+        return [name, "unknown", "the document was stored but cannot be found"]
+    if view.status == DocStatus.FAILED:
+        return [name, str(view.status), document_error(view)]
+    pages = view.doc.page_count
+    return [name, str(view.status), f"{pages} page{'s' if pages != 1 else ''} queued"]
+
+
+def upload_name(item) -> str:
+    """The original base name of an uploaded file.
+
+    Gradio stores each upload as ``<cache>/<hash>/<original base name>`` (minus
+    characters that are unsafe in file names) and hands the handler that server-side
+    path; a client-side path never reaches us. Only the last component is used.
+    """
+    return Path(os.fspath(item)).name
+
+
+def handle_upload(appliance: Appliance, files) -> list[list[str]]:
+    """Submit every uploaded file; one result row (file, status, details) per file.
+
+    A file that is refused (too large, unreadable, ...) gets its reason in plain
+    words and the others still go through.
+    """
+    rows = []
+    for item in files or []:
+        path = Path(os.fspath(item))  # the copy in Gradio's upload cache, on this host
+        name = upload_name(item)
+        try:
+            doc = appliance.submit_path(path, SubmitOptions(source="upload"))
+        except ApplianceError as exc:
+            log.warning("upload refused name=%r code=%s", name, exc.code)
+            rows.append([name, "refused", error_text(exc.code, exc.message)])
+            continue
+        except Exception:
+            log.exception("upload failed name=%r", name)
+            rows.append([name, "refused", INTERNAL_ERROR_TEXT])
+            continue
+        rows.append(upload_row(name, queries.get_document(appliance.db, doc.id)))
+    return rows
+
+
+@dataclass
+class DocumentPanel:
+    """What the result area shows for one document."""
+
+    title: str = ""
+    markdown: str = ""
+    text: str = ""
+    files: dict[str, Path] = field(default_factory=dict)  # format -> file to download
+    key: str = ""  # changes whenever what is shown would change
+
+
+def view_key(view: DocumentView | None) -> str:
+    if view is None:
+        return ""
+    counts = Counter(p.status for p in view.pages)
+    return f"{view.doc.id}:{view.status}:{sorted(counts.items())}:{view.doc.exported_at}"
+
+
+def _title(view: DocumentView) -> str:
+    done, total = page_progress(view)
+    title = f"### {escape_markdown_text(view.doc.name)}\n\n**{view.status}**, {done}/{total} pages done"
+    problem = document_error(view)
+    return title + (f" — {escape_markdown_text(problem)}" if problem else "")
+
+
+def write_downloads(rendered: dict[str, str], download_dir: Path, document_id: str,
+                    name: str) -> dict[str, Path]:
+    """The renderings as files named after the document, in a folder of their own."""
+    folder = download_dir / document_id
+    folder.mkdir(parents=True, exist_ok=True)
+    stem = safe_stem(name)
+    files = {}
+    for fmt in FORMATS:
+        path = folder / f"{stem}.{fmt}"
+        write_atomic(path, rendered[fmt])
+        files[fmt] = path
+    return files
+
+
+def show_document(appliance: Appliance, document_id: str | None,
+                  download_dir: Path) -> DocumentPanel:
+    """The result of one document, or why it is not there yet."""
+    if not document_id:
+        return DocumentPanel(markdown="Select a document to see its result.")
+    view = queries.get_document(appliance.db, document_id)
+    if view is None:
+        return DocumentPanel(markdown="This document no longer exists.")
+    key = view_key(view)
+    if not view.is_final:
+        return DocumentPanel(title=_title(view), key=key,
+                             markdown="The result appears here when every page is finished.")
+    if view.doc.error_code:  # refused at intake: nothing was recognised
+        return DocumentPanel(title=_title(view), key=key,
+                             markdown="This document could not be processed; "
+                                      "the reason is shown above.")
+    try:
+        rendered = render(appliance.db, document_id)
+    except (NotReady, NotFound) as exc:  # changed between the two reads
+        return DocumentPanel(title=_title(view), key=key, markdown=exc.message)
+    files = write_downloads(rendered, download_dir, document_id, view.doc.name)
+    return DocumentPanel(title=_title(view), markdown=rendered["md"], text=rendered["txt"],
+                         files=files, key=key)
+
+
+# --- Gradio wiring ---------------------------------------------------------------
+
+
+def _panel_updates(panel: DocumentPanel) -> list:
+    buttons = [gr.DownloadButton(DOWNLOAD_LABELS[fmt], value=panel.files.get(fmt),
+                                 interactive=fmt in panel.files) for fmt in FORMATS]
+    return [panel.title, panel.markdown, panel.text, *buttons, panel.key]
+
+
+def _documents_tab(appliance: Appliance, download_dir: Path) -> None:
+    with gr.Row():
+        with gr.Column(scale=2):
+            upload = gr.File(label="Drop documents here (PDF, TIFF, PNG, JPEG, ...)",
+                             file_count="multiple", type="filepath")
+        with gr.Column(scale=3):
+            upload_results = gr.Dataframe(headers=UPLOAD_HEADERS, datatype="str",
+                                          label="Last upload", interactive=False,
+                                          column_count=len(UPLOAD_HEADERS), wrap=True)
+    status_table = gr.Dataframe(headers=STATUS_HEADERS, datatype="str", interactive=False,
+                                label="Recent documents (select a row to see its result)",
+                                column_count=len(STATUS_HEADERS), wrap=True, max_height=400)
+    selector = gr.Dropdown(label="Document", choices=[], value=None, interactive=True)
+    title = SafeMarkdown()
+    with gr.Row():
+        buttons = [gr.DownloadButton(DOWNLOAD_LABELS[fmt], interactive=False, size="sm")
+                   for fmt in FORMATS]
+    with gr.Tabs():
+        with gr.Tab("Rendered"):
+            body = SafeMarkdown(value="Select a document to see its result.",
+                                container=True, padding=True, max_height=800)
+        with gr.Tab("Text"):
+            text = gr.Textbox(label="Recognised text", interactive=False, lines=12,
+                              max_lines=40, buttons=["copy"])
+    shown_key = gr.State("")
+    choices_state = gr.State([])
+    timer = gr.Timer(REFRESH_S)
+    panel_outputs = [title, body, text, *buttons, shown_key]
+
+    def on_upload(files):
+        return handle_upload(appliance, files), None
+
+    def on_select_document(document_id):
+        return _panel_updates(show_document(appliance, document_id, download_dir))
+
+    def on_select_row(evt: gr.SelectData):
+        row = evt.row_value or []
+        return row[-1] if row else gr.skip()
+
+    def on_tick(document_id, shown, known_choices):
+        views = load_recent(appliance)
+        choices = document_choices(views)
+        choices_update = (gr.skip(), gr.skip()) if choices == known_choices else \
+            (gr.Dropdown(choices=choices), choices)
+        current = queries.get_document(appliance.db, document_id) if document_id else None
+        if current is not None and view_key(current) != shown:
+            panel = _panel_updates(show_document(appliance, document_id, download_dir))
+        else:
+            panel = [gr.skip()] * len(panel_outputs)
+        return [document_rows(views), *choices_update, *panel]
+
+    upload.upload(on_upload, inputs=upload, outputs=[upload_results, upload],
+                  api_visibility="private")
+    selector.change(on_select_document, inputs=selector, outputs=panel_outputs,
+                    api_visibility="private")
+    status_table.select(on_select_row, inputs=None, outputs=selector, api_visibility="private")
+    timer.tick(on_tick, inputs=[selector, shown_key, choices_state],
+               outputs=[status_table, selector, choices_state, *panel_outputs],
+               show_progress="hidden", trigger_mode="once", api_visibility="private")
+
+
+def build_ui(appliance: Appliance, download_dir: Path) -> gr.Blocks:
+    # analytics off: an on-premise appliance must not call out
+    with gr.Blocks(title="OCR Appliance", analytics_enabled=False,
+                   delete_cache=(3600, 3600)) as blocks:
+        gr.Markdown("## OCR Appliance")
+        with gr.Tabs():
+            with gr.Tab("Documents", id="documents"):
+                _documents_tab(appliance, download_dir)
+    return blocks
+
+
+def mount_ui(app: FastAPI, appliance: Appliance) -> None:
+    """Mount the UI at "/" of ``app``. Call it after every other route is added:
+    the mount catches every path that no earlier route matched."""
+    download_dir = Path(tempfile.mkdtemp(prefix="appliance-ui-"))
+    atexit.register(shutil.rmtree, download_dir, ignore_errors=True)
+    blocks = build_ui(appliance, download_dir)
+    gr.mount_gradio_app(app, blocks, path="/",
+                        max_file_size=appliance.settings.limits.max_bytes,
+                        footer_links=["api", "settings"], run_history=False,
+                        ssr_mode=False, mcp_server=False)

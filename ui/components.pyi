@@ -1,0 +1,83 @@
+"""UI building blocks shared by the tabs.
+
+OCR output is untrusted text: a scanned page can say ``<script>`` or
+``<img src=x onerror=...>`` and an engine may transcribe it verbatim. Gradio's
+Markdown component sanitises HTML in the browser (``sanitize_html=True``);
+``SafeMarkdown`` additionally neutralises everything that could become markup
+before the value leaves the server, so no single layer has to be perfect.
+"""
+
+from __future__ import annotations
+
+import re
+
+import gradio as gr
+
+# A "<" that can open raw HTML (a tag, closing tag, comment, declaration or
+# processing instruction; an autolink too) and is not backslash-escaped already.
+_RAW_HTML_OPEN = re.compile(r"(?<!\\)((?:\\\\)*)<(?=[A-Za-z/!?])")
+# The page markers export.render() writes: "<!-- page 3 -->" or
+# "<!-- page 3: failed (code): message -->".
+_PAGE_COMMENT = re.compile(r"<!--\s*(page \d+)(?::\s*(.*?))?\s*-->", re.DOTALL)
+_LINK_OPEN = re.compile(r"\]\(")  # inline link or image: [text](dest), ![alt](src)
+_LINK_DEFINITION = re.compile(r"\]:")  # reference definition: [label]: dest
+_MERMAID_FENCE = re.compile(r"^([ \t>]*(?:`{3,}|~{3,})[ \t]*)mermaid", re.IGNORECASE | re.MULTILINE)
+_ASCII_PUNCTUATION = re.compile(r"([!-/:-@\[-`{-~])")
+
+
+def escape_markdown_text(text: str) -> str:
+    """``text`` shown literally by any CommonMark renderer (every ASCII punctuation escaped)."""
+    return _ASCII_PUNCTUATION.sub(r"\\\1", " ".join(text.split()))
+
+
+def _page_note(match: re.Match) -> str:
+    page, detail = match.group(1), match.group(2)
+    note = page.capitalize() if not detail else f"{page.capitalize()} {detail}"
+    return f"*{escape_markdown_text(note)}*"
+
+
+def safe_markdown(markdown: str) -> str:
+    """Markdown that renders the same text but can no longer produce HTML of its own.
+
+    - the page markers written by the exporter become visible italic notes;
+    - every unescaped ``<`` that could open a tag, comment or autolink becomes
+      ``&lt;``, so raw HTML (``<script>``, ``<img onerror=...>``) shows as text;
+    - inline links and images lose their destination syntax and reference
+      definitions are broken, so no ``javascript:`` URL or remote image survives;
+    - Mermaid code fences are shown as plain code instead of being drawn.
+
+    Idempotent: sanitising twice gives the same result. Inside code spans an
+    escaped ``<`` shows as ``&lt;``; that cosmetic cost is accepted rather than
+    guessing where code spans are (a wrong guess would let HTML through).
+    """
+    text = _PAGE_COMMENT.sub(_page_note, markdown)
+    text = _RAW_HTML_OPEN.sub(r"\1&lt;", text)
+    text = _LINK_OPEN.sub(r"]\\(", text)
+    text = _LINK_DEFINITION.sub(r"]\\:", text)
+    return _MERMAID_FENCE.sub(r"\1text", text)
+
+from gradio.events import Dependency
+
+class SafeMarkdown(gr.Markdown):
+    """``gr.Markdown`` for untrusted text: sanitised on the server and in the browser.
+
+    LaTeX rendering is off (OCR text with dollar signs is not math, and KaTeX is
+    one more interpreter of untrusted input).
+    """
+
+    is_template = True  # rendered by the frontend's Markdown component
+
+    def __init__(self, value=None, **kwargs):
+        kwargs["sanitize_html"] = True
+        kwargs.setdefault("latex_delimiters", [])
+        super().__init__(value, **kwargs)
+
+    def postprocess(self, value):
+        if isinstance(value, str):
+            value = safe_markdown(value)
+        return super().postprocess(value)
+    from typing import Callable, Literal, Sequence, Any, TYPE_CHECKING
+    from gradio.blocks import Block
+    if TYPE_CHECKING:
+        from gradio.components import Timer
+        from gradio.components.base import Component
