@@ -98,4 +98,10 @@ def create_app(appliance: Appliance) -> FastAPI:
         content = render(db, document_id)[format]
         return Response(content, media_type=MEDIA_TYPES[format])
 
+    @app.api_route("/api/{rest:path}", methods=["GET", "POST", "PUT", "PATCH", "DELETE"],
+                   include_in_schema=False)
+    def unknown_api_route(rest: str):
+        # The web UI is mounted at "/" and would answer unknown API paths otherwise.
+        raise NotFound(f"no API route /api/{rest}; see /docs")
+
     return app

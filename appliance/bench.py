@@ -33,6 +33,7 @@ log = logging.getLogger(__name__)
 
 READY_TIMEOUT_S = 300
 IDLE_SETTLE_S = 3.0
+POLL_S = 0.25
 
 
 def make_pages(directory: Path, count: int) -> list[Path]:
@@ -107,15 +108,14 @@ def _drive(client: httpx.Client, pages: list[Path], concurrency: int) -> dict:
     start = time.monotonic()
     with ThreadPoolExecutor(concurrency) as pool:
         ids = list(pool.map(upload, pages))
-    pending = set(ids)
-    statuses = {}
-    while pending:
-        for doc_id in list(pending):
-            body = client.get(f"/api/v1/documents/{doc_id}").json()
-            if body["status"] in ("done", "partial", "failed"):
-                statuses[doc_id] = body["status"]
-                pending.discard(doc_id)
-        time.sleep(0.1)
+    pending, statuses = set(ids), {}
+    while pending:  # one list call per poll, so polling does not load the daemon
+        listing = client.get("/api/v1/documents", params={"limit": len(ids)}).json()
+        for body in listing["documents"]:
+            if body["id"] in pending and body["status"] in ("done", "partial", "failed"):
+                statuses[body["id"]] = body["status"]
+                pending.discard(body["id"])
+        time.sleep(POLL_S)
     elapsed = time.monotonic() - start
     done_pages = sum(1 for s in statuses.values() if s == "done")
     return {"pages": len(pages), "pages_done": done_pages, "elapsed_s": elapsed,
@@ -124,7 +124,7 @@ def _drive(client: httpx.Client, pages: list[Path], concurrency: int) -> dict:
 
 def _bare(settings: Settings, engine_name: str, pages: list[Path]) -> dict:
     """The same engine, in this process, on the same files: raster + recognise."""
-    engine = create_engine(engine_name, {"threads": settings.engine.classic_threads})
+    engine = create_engine(engine_name, {"threads": settings.engine.threads})
     try:
         start = time.monotonic()
         for path in pages:

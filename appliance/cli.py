@@ -84,6 +84,42 @@ def cmd_bench(args) -> int:
     return 0
 
 
+def cmd_doctor(args) -> int:
+    from appliance.doctor import doctor, exit_code, render
+
+    checks = doctor(load_settings(args.config))
+    sys.stdout.write(render(checks))
+    return exit_code(checks)
+
+
+def cmd_models(args) -> int:
+    from appliance import models
+    from appliance.doctor import exit_code, render
+
+    if args.models_command == "make-test-model":
+        from appliance.engines.llama.testmodel import write_test_model
+
+        for path in write_test_model(args.dir):
+            sys.stdout.write(f"{path}\n")
+        return 0
+    catalog = models.load_catalog(args.catalog)
+    models_dir = args.dir or models.MODELS_DIR
+    if args.models_command == "list":
+        sys.stdout.write(models.format_list(catalog, models_dir))
+        return 0
+    bar = models.ProgressBar()
+    try:
+        if args.models_command == "pull":
+            checks = models.pull(models.find_entry(catalog, args.name), models_dir, progress=bar)
+        else:
+            engine = load_settings(args.config).engine
+            checks = models.verify(models_dir, catalog, engine.model, engine.mmproj, progress=bar)
+    finally:
+        bar.close()
+    sys.stdout.write(render(checks))
+    return exit_code(checks)
+
+
 def build_parser() -> argparse.ArgumentParser:
     common = argparse.ArgumentParser(add_help=False)
     common.add_argument("--config", help="config file (default: $APPLIANCE_CONFIG, "
@@ -106,6 +142,27 @@ def build_parser() -> argparse.ArgumentParser:
     bench.add_argument("--url", help="drive this running daemon instead of starting one")
     bench.add_argument("--report", type=Path, help="also write the result as JSON here")
     bench.set_defaults(func=cmd_bench)
+
+    doctor = sub.add_parser("doctor", parents=[common],
+                            help="check GPU, llama.cpp build, model files and directories")
+    doctor.set_defaults(func=cmd_doctor)
+
+    models = sub.add_parser("models", help="list, download, verify the vision model files")
+    models_sub = models.add_subparsers(dest="models_command", required=True)
+    store = argparse.ArgumentParser(add_help=False)
+    store.add_argument("--dir", type=Path, help="model directory (default: models/ of the "
+                                                "installation)")
+    store.add_argument("--catalog", type=Path, help="catalog file (default: models/catalog.toml)")
+    models_sub.add_parser("list", parents=[store], help="the catalogued model pairs")
+    pull = models_sub.add_parser("pull", parents=[store],
+                                 help="download a catalogued pair (resumes; needs internet)")
+    pull.add_argument("name", help="a name from `appliance models list`")
+    models_sub.add_parser("verify", parents=[store, common],
+                          help="sha256 and header checks of the files present and configured")
+    make = models_sub.add_parser("make-test-model",
+                                 help="write the tiny random-weight Gemma 3 pair (tests, demos)")
+    make.add_argument("dir", type=Path)
+    models.set_defaults(func=cmd_models)
     return parser
 
 

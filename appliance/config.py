@@ -35,10 +35,21 @@ class PathSettings:
     output_dir: Path = Path("var/output")
 
 
+RETRY_RUNGS = ("greedy", "sampled", "tiled")
+
+
 @dataclass
 class EngineSettings:
-    name: Literal["auto", "classic"] = "auto"
-    classic_threads: int = field(default=2, metadata={"min": 1, "max": 64})
+    name: Literal["auto", "llama", "classic"] = "auto"
+    model: Path | None = None
+    mmproj: Path | None = None
+    threads: int = field(default=2, metadata={"min": 1, "max": 256})
+    n_ctx: int = field(default=4096, metadata={"min": 512, "max": 131072})
+    n_batch: int = field(default=512, metadata={"min": 32, "max": 8192})
+    n_gpu_layers: int = field(default=-1, metadata={"min": -1})
+    flash_attn: bool = True
+    retry_ladder: list[str] = field(default_factory=lambda: list(RETRY_RUNGS),
+                                    metadata={"choices": RETRY_RUNGS})
 
 
 @dataclass
@@ -146,6 +157,16 @@ def _coerce(kind, value, dotted: str, meta, base_dir: Path, where):
             raise ConfigError(f"{where}: '{dotted}' = {value!r} is not allowed; "
                               f"use one of {', '.join(repr(c) for c in choices)}")
         return value
+    if kind == Path | None:  # optional file: "" means none
+        return None if value == "" else _coerce(Path, value, dotted, meta, base_dir, where)
+    if typing.get_origin(kind) is list:
+        choices = meta.get("choices")
+        if not isinstance(value, list) or not value or (
+                choices and any(item not in choices for item in value)):
+            allowed = f" of {', '.join(repr(c) for c in choices)}" if choices else ""
+            raise ConfigError(f"{where}: '{dotted}' = {value!r} must be a non-empty list"
+                              f"{allowed}")
+        return list(value)
     if kind is Path:
         if not isinstance(value, str) or not value:
             raise ConfigError(f"{where}: '{dotted}' must be a non-empty path string")

@@ -16,7 +16,8 @@ from typing import BinaryIO
 from appliance.config import Settings
 from appliance.dispatch import Dispatcher
 from appliance.engines.host import WorkerHandle, WorkerSpec
-from appliance.errors import AlreadyRunning
+from appliance.engines.llama.validate import inspect_model
+from appliance.errors import AlreadyRunning, ConfigError, ModelError
 from appliance.export import Exporter
 from appliance.intake import Intake, SubmitOptions
 from appliance.intake.spool import Spool
@@ -30,15 +31,34 @@ def configure_logging(level: str) -> None:
     logging.basicConfig(level=level, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
 
 
-def resolve_engine(settings: Settings) -> WorkerSpec:
-    """Which engine the workers run. `auto` falls back to the embedded classic engine."""
-    name = settings.engine.name
-    if name == "auto":
-        log.warning("engine=auto and no vision model is configured: using the embedded "
-                    "classic engine (RapidOCR); see models/README.md to add one")
-        name = "classic"
-    return WorkerSpec(engine=name, options={"threads": settings.engine.classic_threads},
-                      log_level=settings.logging.level)
+def resolve_engine(settings: Settings) -> tuple[WorkerSpec, str | None]:
+    """Which engine the workers run, and a notice for the operator when `auto` had to
+    fall back to the embedded classic engine."""
+    engine = settings.engine
+    classic = WorkerSpec("classic", {"threads": engine.threads}, settings.logging.level)
+    if engine.name == "classic":
+        return classic, None
+    if not (engine.model and engine.mmproj):
+        if engine.name == "llama":
+            raise ConfigError("engine.name = 'llama' needs engine.model and engine.mmproj; "
+                              "see models/README.md")
+        return classic, ("No vision model is configured, so the embedded classic engine "
+                         "(RapidOCR) is reading pages. To add one, put a Gemma GGUF and its "
+                         "mmproj in models/ and set engine.model and engine.mmproj "
+                         "(see models/README.md).")
+    try:
+        inspect_model(engine.model, engine.mmproj)
+    except ModelError as exc:
+        if engine.name == "llama":
+            raise
+        return classic, (f"The configured vision model failed its checks ({exc.message}), so "
+                         f"the embedded classic engine is reading pages. Run "
+                         f"`appliance doctor` for details.")
+    options = {"model": str(engine.model), "mmproj": str(engine.mmproj), "n_ctx": engine.n_ctx,
+               "n_batch": engine.n_batch, "n_gpu_layers": engine.n_gpu_layers,
+               "flash_attn": engine.flash_attn, "threads": engine.threads,
+               "retry_ladder": engine.retry_ladder}
+    return WorkerSpec("llama", options, settings.logging.level), None
 
 
 class DataDirLock:
@@ -76,7 +96,9 @@ class Appliance:
         self.spool = Spool(data_dir / "spool")
         self.intake = Intake(settings, self.db, self.spool)
         self.exporter = Exporter(self.db, settings.paths.output_dir)
-        self.worker_spec = resolve_engine(settings)
+        self.worker_spec, self.engine_notice = resolve_engine(settings)
+        if self.engine_notice:
+            log.warning("engine fallback: %s", self.engine_notice)
         self.workers = [WorkerHandle(slot, self.worker_spec)
                         for slot in range(settings.workers.count)]
         self.dispatcher = Dispatcher(settings, self.db, self.spool, self.workers, self.exporter)
@@ -116,6 +138,7 @@ class Appliance:
 
     def status(self) -> dict:
         return {"ready": self.ready, "engine": self.worker_spec.engine,
+                "engine_notice": self.engine_notice,
                 "queue_depth": queries.queue_depth(self.db), "workers": self.worker_status(),
                 "last_worker_error": self.dispatcher.last_start_error}
 

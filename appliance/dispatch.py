@@ -16,6 +16,7 @@ from multiprocessing.connection import wait
 
 from appliance.config import Settings
 from appliance.engines.host import Job, WorkerHandle, WorkerState
+from appliance.errors import DegenerateOutput, PageTimeout, WorkerCrashed
 from appliance.export import Exporter
 from appliance.intake.spool import Spool
 from appliance.store import Database, queries, transitions
@@ -24,10 +25,15 @@ from appliance.store.models import Outcome
 log = logging.getLogger(__name__)
 
 TICK_S = 0.25
-LEASE_MARGIN_S = 60.0  # a lease outlives the page deadline: the supervisor acts first
+# The engine stops itself at the page deadline; the supervisor kills the worker only
+# if it has not answered a grace period later (mtmd's image encoding cannot be
+# interrupted): a quarter of the deadline, at most this.
+MAX_KILL_GRACE_S = 10.0
+LEASE_MARGIN_S = 60.0  # a lease outlives the kill deadline: the supervisor acts first
 HOUSEKEEPING_S = 30.0
 RETRY_BASE_S = 1.0
 MAX_RESTART_BACKOFF_S = 60.0
+OUTCOME_BY_CODE = {DegenerateOutput.code: Outcome.DEGENERATE, PageTimeout.code: Outcome.TIMEOUT}
 
 
 class Dispatcher:
@@ -95,7 +101,7 @@ class Dispatcher:
                         worker.claim.document_id, worker.claim.page_index, worker.worker_id,
                         self.settings.workers.page_timeout_s)
             worker.kill()
-            self._fail(worker, Outcome.TIMEOUT, "page_timeout",
+            self._fail(worker, Outcome.TIMEOUT, PageTimeout.code,
                        f"the page took longer than {self.settings.workers.page_timeout_s:.0f} s; "
                        f"raise workers.page_timeout_s or check the page", retryable=True)
         elif (worker.state == WorkerState.STARTING
@@ -128,7 +134,7 @@ class Dispatcher:
         if was == WorkerState.BUSY:
             log.error("worker died mid-page slot=%d exitcode=%s doc=%s page=%d", worker.slot,
                       exitcode, worker.claim.document_id, worker.claim.page_index)
-            self._fail(worker, Outcome.CRASHED, "worker_crashed",
+            self._fail(worker, Outcome.CRASHED, WorkerCrashed.code,
                        f"the engine process died on this page (exit code {exitcode})",
                        retryable=True)
         elif was == WorkerState.STARTING:
@@ -153,8 +159,10 @@ class Dispatcher:
         for worker in self.workers:
             if worker.state != WorkerState.IDLE:
                 continue
-            claim = transitions.claim_next_page(
-                self.db, worker.worker_id, self.settings.workers.page_timeout_s + LEASE_MARGIN_S)
+            timeout_s = self.settings.workers.page_timeout_s
+            kill_after_s = timeout_s + min(MAX_KILL_GRACE_S, timeout_s / 4)
+            claim = transitions.claim_next_page(self.db, worker.worker_id,
+                                                kill_after_s + LEASE_MARGIN_S)
             if claim is None:
                 return
             job = Job(original=self.spool.original_path(claim.sha256), kind=claim.kind,
@@ -162,9 +170,9 @@ class Dispatcher:
                       max_pixels=self.settings.limits.max_pixels,
                       page_image=self.spool.page_image_path(claim.sha256, claim.page_index,
                                                             self.settings.raster.pdf_dpi),
-                      doc_type=claim.doc_type)
+                      doc_type=claim.doc_type, attempt=claim.attempt, deadline_s=timeout_s)
             try:
-                worker.send(job, claim, self.settings.workers.page_timeout_s)
+                worker.send(job, claim, kill_after_s)
             except (OSError, BrokenPipeError):
                 self._on_death(worker)
 
@@ -178,7 +186,8 @@ class Dispatcher:
                      claim.page_index, claim.attempt, result["engine"],
                      sum(result["timings_ms"].values()))
         else:
-            self._record_failure(claim, Outcome.ERROR, result["code"], result["message"],
+            outcome = OUTCOME_BY_CODE.get(result["code"], Outcome.ERROR)
+            self._record_failure(claim, outcome, result["code"], result["message"],
                                  retryable=result["retryable"],
                                  extra={"timings_ms": result["timings_ms"]})
         self._export_if_final(claim.document_id)

@@ -83,6 +83,11 @@ class EngineUnavailable(ApplianceError):
     http_status = 503
 
 
+class DegenerateOutput(ApplianceError):
+    code = "degenerate"
+    retryable = True  # the next rung of the retry ladder decodes differently
+
+
 class PageTimeout(ApplianceError):
     code = "page_timeout"
     retryable = True
@@ -117,6 +122,38 @@ class InvalidRequest(ApplianceError):
 
 class AlreadyRunning(ApplianceError):
     code = "already_running"
+
+
+# --- model files (checked before llama.cpp loads them) and their download ---
+
+
+class ModelError(ApplianceError):
+    """A configured model file cannot be used; also a download that fails its checksum."""
+
+    code = "model_error"
+    http_status = 503
+
+
+class ModelNotGguf(ModelError):
+    code = "model_not_gguf"  # missing, not a GGUF, damaged header, or truncated
+
+
+class ModelNoMmproj(ModelError):
+    code = "model_no_mmproj"  # text model without its vision projector, or the two swapped
+
+
+class ModelMmprojMismatch(ModelError):
+    code = "model_mmproj_mismatch"  # the projector belongs to another model size or family
+
+
+class ModelUnsupportedArch(ModelError):
+    code = "model_unsupported_arch"
+
+
+class NetworkUnavailable(ApplianceError):
+    code = "network_unavailable"
+    http_status = 503
+    retryable = True
 
 
 def error_class_for(code: str) -> type[ApplianceError]:

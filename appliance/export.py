@@ -66,9 +66,11 @@ def render(db: Database, document_id: str) -> dict[str, str]:
             "text": result.text if result else None,
             "markdown": result.markdown if result else None,
             "lines": result.lines if result else [],
+            "flags": result.flags if result else [],
             "provenance": ({"engine": result.engine, "model_id": result.model_id,
                             "finish_reason": result.finish_reason,
-                            "timings_ms": result.timings_ms} if result else None),
+                            "timings_ms": result.timings_ms, **(result.provenance or {})}
+                           if result else None),
         })
     document = {
         "id": doc.id, "name": doc.name, "sha256": doc.sha256, "kind": doc.kind,
@@ -91,6 +93,7 @@ def write_atomic(path: Path, content: str) -> None:
             out.write(content)
             out.flush()
             os.fsync(out.fileno())
+        os.chmod(tmp, 0o644)  # mkstemp makes 0600; results are for the people who fetch them
         os.replace(tmp, path)
     finally:
         Path(tmp).unlink(missing_ok=True)

@@ -12,7 +12,7 @@ from appliance.store import Database
 
 def make_settings(tmp: Path, **sections) -> Settings:
     raw = {"paths": {"data_dir": str(tmp / "data"), "output_dir": str(tmp / "output")},
-           "engine": {"name": "classic", "classic_threads": 1}}
+           "engine": {"name": "classic", "threads": 1}}
     for section, values in sections.items():
         raw.setdefault(section, {}).update(values)
     return settings_from_dict(raw, base_dir=tmp)

@@ -31,7 +31,7 @@ class Daemon:
         self.output_dir = tmp / "output"
         config = {"server": {"host": "127.0.0.1", "port": self.port},
                   "paths": {"data_dir": str(self.data_dir), "output_dir": str(self.output_dir)},
-                  "engine": {"name": "classic", "classic_threads": 1},
+                  "engine": {"name": "classic", "threads": 1},
                   "workers": {"count": 1}}
         for section, values in sections.items():
             config.setdefault(section, {}).update(values)

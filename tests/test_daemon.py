@@ -133,3 +133,23 @@ def test_cli_ocr_one_shot(tmp_path):
     body = json.loads(run.stdout)
     assert text_similarity(body["pages"][0]["text"], " ".join(PAGE_B)) > 0.7
     assert not (tmp_path / "data").exists()  # one-shot: nothing left behind
+
+
+def test_page_over_deadline_kills_the_worker_and_fails_after_max_attempts(tmp_path):
+    dense = [" ".join(PAGE_A + PAGE_B)] * 40  # about 2-4 s of OCR on one thread
+    pdf = write_pdf(tmp_path / "dense.pdf", [dense], dpi=150)
+    daemon = Daemon(tmp_path, workers={"page_timeout_s": 1, "max_attempts": 2}).start()
+    try:
+        daemon.wait_ready()
+        doc = daemon.upload(pdf)
+        final = daemon.wait_final([doc["id"]])[0]
+        page = final["pages"][0]
+        assert final["status"] == "failed"
+        assert (page["attempts"], page["error"]["code"]) == (2, "page_timeout")
+        assert "workers.page_timeout_s" in page["error"]["message"]
+        deadline = time.monotonic() + 30  # the second restart follows the page's failure
+        while daemon.client.get("/readyz").json()["workers"][0]["restarts"] < 2:
+            assert time.monotonic() < deadline
+            time.sleep(0.1)
+    finally:
+        daemon.stop()

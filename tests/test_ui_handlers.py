@@ -14,7 +14,7 @@ from appliance.config import settings_from_dict
 from appliance.daemon import Appliance
 from appliance.store import queries
 from tests.fixtures.documents import text_similarity, write_pdf, write_png
-from ui.app import handle_upload, load_recent, document_rows, show_document
+from ui.app import document_rows, handle_upload, load_recent, show_document
 from ui.components import SafeMarkdown, safe_markdown
 
 PAGE_A = ["Invoice number 4711", "Delivery of office chairs", "Total amount 118.50 EUR"]
@@ -26,7 +26,7 @@ FINAL_TIMEOUT_S = 180
 
 def make_appliance(tmp: Path, **sections) -> Appliance:
     raw = {"paths": {"data_dir": str(tmp / "data"), "output_dir": str(tmp / "out")},
-           "engine": {"name": "classic", "classic_threads": 1},
+           "engine": {"name": "classic", "threads": 1},
            "workers": {"count": 1}}
     for section, values in sections.items():
         raw.setdefault(section, {}).update(values)
@@ -218,4 +218,4 @@ def test_safe_markdown_is_idempotent_and_keeps_escapes():
     assert safe_markdown(once) == once
     # what the classic engine writes: already-escaped markup stays exactly as it was
     assert safe_markdown(r"a \<b\> c \[x\]") == r"a \<b\> c \[x\]"
-    assert rendered_text(safe_markdown(r"a \<b\> c")) .strip() == "a <b> c"
+    assert rendered_text(safe_markdown(r"a \<b\> c")).strip() == "a <b> c"

@@ -17,7 +17,6 @@ import logging
 import os
 import shutil
 import tempfile
-from collections import Counter
 from dataclasses import dataclass, field
 from datetime import datetime
 from pathlib import Path
@@ -59,12 +58,8 @@ def error_text(code: str | None, message: str | None) -> str:
 
 
 def page_progress(view: DocumentView) -> tuple[int, int]:
-    """(pages done, pages in total). Uses the view's pages when it has them."""
-    if view.pages:
-        done = sum(1 for p in view.pages if p.status == PageStatus.DONE)
-        return done, len(view.pages)
-    total = view.doc.page_count
-    return (total if view.status == DocStatus.DONE else 0), total
+    """(pages done, pages in total)."""
+    return view.page_counts[PageStatus.DONE], view.doc.page_count
 
 
 def document_error(view: DocumentView) -> str:
@@ -100,14 +95,10 @@ def document_choices(views: list[DocumentView]) -> list[tuple[str, str]]:
 
 
 def load_recent(appliance: Appliance, limit: int = RECENT_LIMIT) -> list[DocumentView]:
-    """The newest documents; those not plainly done carry their pages for progress and errors."""
-    views = queries.list_documents(appliance.db, limit)
-    detailed = []
-    for view in views:
-        if view.status != DocStatus.DONE and not view.doc.error_code:
-            view = queries.get_document(appliance.db, view.doc.id) or view
-        detailed.append(view)
-    return detailed
+    """The newest documents; those with failed pages carry their pages for the errors."""
+    return [queries.get_document(appliance.db, v.doc.id) or v
+            if v.page_counts[PageStatus.FAILED] else v
+            for v in queries.list_documents(appliance.db, limit)]
 
 
 def upload_row(name: str, view: DocumentView | None) -> list[str]:
@@ -167,8 +158,7 @@ class DocumentPanel:
 def view_key(view: DocumentView | None) -> str:
     if view is None:
         return ""
-    counts = Counter(p.status for p in view.pages)
-    return f"{view.doc.id}:{view.status}:{sorted(counts.items())}:{view.doc.exported_at}"
+    return f"{view.doc.id}:{view.status}:{sorted(view.page_counts.items())}:{view.doc.exported_at}"
 
 
 def _title(view: DocumentView) -> str:
@@ -199,7 +189,7 @@ def show_document(appliance: Appliance, document_id: str | None,
         return DocumentPanel(markdown="Select a document to see its result.")
     view = queries.get_document(appliance.db, document_id)
     if view is None:
-        return DocumentPanel(markdown="This document no longer exists.")
+        return DocumentPanel(markdown="There is no document with this id.")
     key = view_key(view)
     if not view.is_final:
         return DocumentPanel(title=_title(view), key=key,
@@ -238,7 +228,10 @@ def _documents_tab(appliance: Appliance, download_dir: Path) -> None:
     status_table = gr.Dataframe(headers=STATUS_HEADERS, datatype="str", interactive=False,
                                 label="Recent documents (select a row to see its result)",
                                 column_count=len(STATUS_HEADERS), wrap=True, max_height=400)
-    selector = gr.Dropdown(label="Document", choices=[], value=None, interactive=True)
+    # custom values allowed: the choices are refreshed per browser session, and an id from
+    # the table may be selected before its refresh arrives; unknown ids are answered below
+    selector = gr.Dropdown(label="Document", choices=[], value=None, interactive=True,
+                           allow_custom_value=True)
     title = SafeMarkdown()
     with gr.Row():
         buttons = [gr.DownloadButton(DOWNLOAD_LABELS[fmt], interactive=False, size="sm")
@@ -278,13 +271,14 @@ def _documents_tab(appliance: Appliance, download_dir: Path) -> None:
         return [document_rows(views), *choices_update, *panel]
 
     upload.upload(on_upload, inputs=upload, outputs=[upload_results, upload],
-                  api_visibility="private")
+                  concurrency_limit=4, api_visibility="private")
     selector.change(on_select_document, inputs=selector, outputs=panel_outputs,
                     api_visibility="private")
     status_table.select(on_select_row, inputs=None, outputs=selector, api_visibility="private")
     timer.tick(on_tick, inputs=[selector, shown_key, choices_state],
                outputs=[status_table, selector, choices_state, *panel_outputs],
-               show_progress="hidden", trigger_mode="once", api_visibility="private")
+               show_progress="hidden", trigger_mode="once", concurrency_limit=8,
+               concurrency_id="documents-refresh", api_visibility="private")
 
 
 def build_ui(appliance: Appliance, download_dir: Path) -> gr.Blocks:
@@ -292,6 +286,9 @@ def build_ui(appliance: Appliance, download_dir: Path) -> gr.Blocks:
     with gr.Blocks(title="OCR Appliance", analytics_enabled=False,
                    delete_cache=(3600, 3600)) as blocks:
         gr.Markdown("## OCR Appliance")
+        if appliance.engine_notice:  # e.g. running on the classic engine: say how to add a model
+            gr.Markdown(f"**Note:** {escape_markdown_text(appliance.engine_notice)}",
+                        elem_id="engine-notice", container=True, padding=True)
         with gr.Tabs():
             with gr.Tab("Documents", id="documents"):
                 _documents_tab(appliance, download_dir)

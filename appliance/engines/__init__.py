@@ -13,7 +13,11 @@ __all__ = ["Engine", "Line", "PageRequest", "Recognition", "create_engine"]
 
 def create_engine(name: str, options: dict) -> Engine:
     """Build an engine inside the worker process that will own it."""
+    # Heavy imports, done only in the worker that owns the engine.
     if name == "classic":
-        from appliance.engines.classic import ClassicEngine  # heavy import, worker-only
+        from appliance.engines.classic import ClassicEngine
         return ClassicEngine(threads=options.get("threads", 1))
-    raise ConfigError(f"unknown engine '{name}'; use 'classic'")
+    if name == "llama":
+        from appliance.engines.llama.engine import LlamaEngine
+        return LlamaEngine(**options)
+    raise ConfigError(f"unknown engine '{name}'; use 'llama' or 'classic'")

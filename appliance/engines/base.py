@@ -21,9 +21,14 @@ class Line:
     score: float
 
 
+DOC_TYPES = ("generic", "receipt", "invoice", "contract", "report", "table", "handwriting")
+
+
 @dataclass
 class PageRequest:
     doc_type: str = "generic"
+    attempt: int = 1  # 1-based; picks the rung of the engine's retry ladder
+    deadline: float | None = None  # time.monotonic() by which the engine must answer
 
 
 @dataclass
@@ -34,6 +39,9 @@ class Recognition:
     markdown: str
     lines: list[Line] = field(default_factory=list)
     finish_reason: str = "stop"
+    tokens: list[dict] = field(default_factory=list)  # per token: piece, logprob, entropy
+    flags: list[str] = field(default_factory=list)  # e.g. fallback, tiled, truncated
+    provenance: dict = field(default_factory=dict)  # prompt version, ladder rung, ...
 
     def to_dict(self) -> dict:
         return asdict(self)

@@ -52,6 +52,8 @@ class Job:
     max_pixels: int
     page_image: Path
     doc_type: str
+    attempt: int
+    deadline_s: float  # the engine stops itself after this; the supervisor kills later
 
 
 def warmup_image() -> Image.Image:
@@ -64,6 +66,7 @@ def run_job(engine, job: Job) -> dict:
     """Render (or reuse) the page image, recognise it, and report timings per stage."""
     timings: dict[str, float] = {}
     try:
+        deadline = time.monotonic() + job.deadline_s
         start = time.perf_counter()
         if job.page_image.exists():
             image = Image.open(job.page_image)
@@ -73,7 +76,8 @@ def run_job(engine, job: Job) -> dict:
             save_page_image(image, job.page_image)
         timings["raster_ms"] = (time.perf_counter() - start) * 1000
         start = time.perf_counter()
-        recognition = engine.recognize(image, PageRequest(doc_type=job.doc_type))
+        recognition = engine.recognize(image, PageRequest(doc_type=job.doc_type,
+                                                          attempt=job.attempt, deadline=deadline))
         timings["inference_ms"] = (time.perf_counter() - start) * 1000
     except ApplianceError as exc:
         return {"ok": False, "code": exc.code, "message": exc.message,

@@ -63,7 +63,7 @@ def save_page_image(image: Image.Image, dest: Path) -> None:
     fd, tmp_name = tempfile.mkstemp(dir=dest.parent, prefix=f".{dest.name}.", suffix=".tmp")
     try:
         with os.fdopen(fd, "wb") as tmp:
-            image.save(tmp, format="PNG")
+            image.save(tmp, format="PNG", compress_level=1)  # speed over size: spool is short-lived
             tmp.flush()
             os.fsync(tmp.fileno())
         os.replace(tmp_name, dest)

@@ -42,6 +42,7 @@ class Outcome(StrEnum):
     ERROR = "error"
     TIMEOUT = "timeout"
     CRASHED = "crashed"
+    DEGENERATE = "degenerate"
 
 
 def _now() -> float:
@@ -103,6 +104,9 @@ class PageResult(SQLModel, table=True):
     markdown: str | None = None
     lines: list[dict] | None = Field(default=None, sa_column=Column(JSON))
     finish_reason: str | None = None
+    tokens: list[dict] | None = Field(default=None, sa_column=Column(JSON))
+    flags: list[str] | None = Field(default=None, sa_column=Column(JSON))
+    provenance: dict | None = Field(default=None, sa_column=Column(JSON))
     timings_ms: dict | None = Field(default=None, sa_column=Column(JSON))
     error_code: str | None = None
     error_message: str | None = None

@@ -39,7 +39,8 @@ FINAL_DOC_STATUSES = (DocStatus.DONE, DocStatus.PARTIAL, DocStatus.FAILED)
 class DocumentView:
     doc: Document
     status: DocStatus
-    pages: list[Page] = field(default_factory=list)
+    page_counts: Counter  # pages per PageStatus
+    pages: list[Page] = field(default_factory=list)  # filled by get_document only
 
     @property
     def is_final(self) -> bool:
@@ -64,7 +65,7 @@ def get_document(db: Database, document_id: str) -> DocumentView | None:
         pages = session.exec(select(Page).where(Page.document_id == document_id)
                              .order_by(Page.index)).all()
         counts = Counter(PageStatus(p.status) for p in pages)
-        return DocumentView(doc, derive_status(doc, counts), list(pages))
+        return DocumentView(doc, derive_status(doc, counts), counts, list(pages))
 
 
 def list_documents(db: Database, limit: int = 100, offset: int = 0) -> list[DocumentView]:
@@ -72,7 +73,7 @@ def list_documents(db: Database, limit: int = 100, offset: int = 0) -> list[Docu
         docs = session.exec(select(Document).order_by(Document.created_at.desc())
                             .limit(limit).offset(offset)).all()
         counts = _page_counts(session, [d.id for d in docs])
-        return [DocumentView(d, derive_status(d, counts[d.id])) for d in docs]
+        return [DocumentView(d, derive_status(d, counts[d.id]), counts[d.id]) for d in docs]
 
 
 def final_unexported_documents(db: Database) -> list[str]:

@@ -1,0 +1,197 @@
+"""`appliance doctor`: is this host ready to run the appliance?
+
+One line per check, ``ok`` / ``warn`` / ``FAIL`` and what was found. A FAIL is
+something that stops the daemon or the configured engine; a warn is something that
+works, but worse than it could (no GPU: the classic engine runs on the CPU, and so
+would the vision model, slowly). The checks only look: nothing is created except a
+temporary file in each directory the daemon writes to.
+"""
+
+from __future__ import annotations
+
+import importlib.metadata
+import importlib.util
+import shutil
+import tempfile
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Literal
+
+from appliance.config import Settings
+from appliance.engines.llama.validate import human_size, inspect_model
+from appliance.errors import ModelError
+
+Status = Literal["ok", "warn", "FAIL"]
+
+DISK_WARN_BYTES = 2 << 30
+DISK_FAIL_BYTES = 100 << 20
+
+
+@dataclass(frozen=True)
+class Check:
+    status: Status
+    name: str
+    detail: str
+
+    def line(self) -> str:
+        return f"{self.status:<4} {self.name}: {self.detail}"
+
+
+@dataclass(frozen=True)
+class Gpu:
+    index: int
+    name: str
+    total: int
+    free: int
+
+
+def render(checks: list[Check]) -> str:
+    return "".join(check.line() + "\n" for check in checks)
+
+
+def exit_code(checks: list[Check]) -> int:
+    return 1 if any(check.status == "FAIL" for check in checks) else 0
+
+
+def doctor(settings: Settings, model: Path | None = None,
+           mmproj: Path | None = None) -> list[Check]:
+    """Every check, in order. ``model`` / ``mmproj`` override ``engine.model`` / ``.mmproj``."""
+    engine = settings.engine
+    model = model if model is not None else engine.model
+    mmproj = mmproj if mmproj is not None else engine.mmproj
+    uses_vlm = engine.name == "llama" or (engine.name == "auto" and model is not None)
+    checks = [Check("ok", "config", f"{settings.source or 'built-in defaults'}, "
+                                    f"engine.name = {engine.name}")]
+    gpu_checks, gpus = _gpus()
+    checks += gpu_checks
+    checks.append(_llama_build(engine.name, bool(gpus), uses_vlm))
+    checks += _model(settings, model, mmproj, gpus)
+    checks.append(_classic(engine.name))
+    checks.append(_directory("data_dir", settings.paths.data_dir))
+    checks.append(_directory("output_dir", settings.paths.output_dir))
+    return checks
+
+
+def _gpus() -> tuple[list[Check], list[Gpu]]:
+    no_gpu = "the classic engine runs on the CPU; a vision model would too (slowly)"
+    try:
+        import pynvml
+    except ImportError:
+        return [Check("warn", "gpu", f"nvidia-ml-py is not installed, GPUs cannot be "
+                                     f"listed; {no_gpu}")], []
+    try:
+        pynvml.nvmlInit()
+    except pynvml.NVMLError as exc:
+        return [Check("warn", "gpu", f"no NVIDIA GPU / driver found (NVML: {exc}); "
+                                     f"{no_gpu}")], []
+    try:
+        driver = _text(pynvml.nvmlSystemGetDriverVersion())
+        gpus = []
+        for index in range(pynvml.nvmlDeviceGetCount()):
+            handle = pynvml.nvmlDeviceGetHandleByIndex(index)
+            memory = pynvml.nvmlDeviceGetMemoryInfo(handle)
+            gpus.append(Gpu(index, _text(pynvml.nvmlDeviceGetName(handle)),
+                            int(memory.total), int(memory.free)))
+    except pynvml.NVMLError as exc:
+        return [Check("warn", "gpu", f"the NVIDIA driver answered with an error "
+                                     f"({exc}); {no_gpu}")], []
+    finally:
+        pynvml.nvmlShutdown()
+    if not gpus:
+        return [Check("warn", "gpu", f"the NVIDIA driver {driver} sees no GPU; {no_gpu}")], []
+    return [Check("ok", f"gpu{g.index}", f"{g.name}, {human_size(g.free)} free of "
+                                         f"{human_size(g.total)}, driver {driver}")
+            for g in gpus], gpus
+
+
+def _text(value) -> str:
+    return value.decode() if isinstance(value, bytes) else str(value)
+
+
+def _llama_build(engine_name: str, have_gpu: bool, uses_vlm: bool) -> Check:
+    try:
+        import llama_cpp
+    except Exception as exc:  # a broken native library raises OSError, not ImportError
+        status = "FAIL" if uses_vlm else "warn"
+        return Check(status, "llama.cpp", f"llama-cpp-python cannot be loaded ({exc}); "
+                                          f"the vision model cannot run: reinstall it")
+    version = getattr(llama_cpp, "__version__", "?")
+    if llama_cpp.llama_supports_gpu_offload():
+        return Check("ok", "llama.cpp", f"llama-cpp-python {version} can offload to a GPU")
+    if have_gpu:
+        return Check("warn", "llama.cpp",
+                     f"llama-cpp-python {version} is a CPU-only build although a GPU is "
+                     f"present: reinstall it with CUDA (CMAKE_ARGS=\"-DGGML_CUDA=on\" pip "
+                     f"install --force-reinstall --no-cache-dir llama-cpp-python=={version})")
+    return Check("warn" if uses_vlm else "ok", "llama.cpp",
+                 f"llama-cpp-python {version} is a CPU-only build"
+                 + ("; the vision model runs on the CPU (slow)" if uses_vlm else ""))
+
+
+def _model(settings: Settings, model: Path | None, mmproj: Path | None,
+           gpus: list[Gpu]) -> list[Check]:
+    name = settings.engine.name
+    if name == "classic":
+        return [Check("ok", "model", "engine.name = classic: the vision model is not used")]
+    if model is None:
+        if name == "llama":
+            return [Check("FAIL", "model", "engine.name = llama but engine.model is not set: "
+                                           "set engine.model and engine.mmproj (see "
+                                           "models/README.md), or use engine.name = auto")]
+        return [Check("warn", "model", "no vision model configured (engine.model, "
+                                       "engine.mmproj): engine=auto runs the classic engine; "
+                                       "see models/README.md to add one")]
+    try:
+        info = inspect_model(model, mmproj)
+    except ModelError as exc:
+        return [Check("FAIL", "model", f"({exc.code}) {exc.message}")]
+    checks = [Check("ok", "model", f"{info.summary()}; checksums: `appliance models verify`")]
+    need = info.model_size + info.mmproj_size
+    if gpus and settings.engine.n_gpu_layers != 0:
+        best = max(gpus, key=lambda g: g.free)
+        if need > best.free:
+            checks.append(Check("warn", "vram",
+                                f"the model files alone take {human_size(need)} but gpu"
+                                f"{best.index} has {human_size(best.free)} free: lower "
+                                f"engine.n_gpu_layers, or choose a smaller model "
+                                f"(models/README.md has a VRAM table)"))
+        else:
+            checks.append(Check("ok", "vram",
+                                f"the model files ({human_size(need)}) fit in gpu{best.index}'s "
+                                f"{human_size(best.free)} free; the KV cache for "
+                                f"engine.n_ctx = {settings.engine.n_ctx} and buffers come "
+                                f"on top"))
+    return checks
+
+
+def _classic(engine_name: str) -> Check:
+    if importlib.util.find_spec("rapidocr") is None:
+        status = "warn" if engine_name == "llama" else "FAIL"
+        return Check(status, "classic", "rapidocr is not installed: the classic engine (and "
+                                        "the vision model's fallback) cannot run; reinstall "
+                                        "the appliance's dependencies")
+    version = importlib.metadata.version("rapidocr")
+    return Check("ok", "classic", f"rapidocr {version} (CPU, models inside the wheel)")
+
+
+def _directory(label: str, path: Path) -> Check:
+    existing = path
+    while not existing.exists() and existing != existing.parent:
+        existing = existing.parent
+    if not existing.is_dir():
+        return Check("FAIL", label, f"{path} cannot be created: {existing} is not a "
+                                    f"directory; set paths.{label} to a directory")
+    try:
+        with tempfile.NamedTemporaryFile(dir=existing, prefix=".appliance-doctor-"):
+            pass
+    except OSError as exc:
+        return Check("FAIL", label, f"{existing} is not writable ({exc.strerror}): let the "
+                                    f"appliance's user write there, or change paths.{label}")
+    free = shutil.disk_usage(existing).free
+    detail = (f"{path}: writable, {human_size(free)} free"
+              + ("" if existing == path else " (created at first start)"))
+    if free < DISK_FAIL_BYTES:
+        return Check("FAIL", label, detail + ": free some space first")
+    if free < DISK_WARN_BYTES:
+        return Check("warn", label, detail + ": little room for spooled documents and results")
+    return Check("ok", label, detail)

@@ -1,0 +1,234 @@
+"""The ``llama`` engine: a Gemma-class vision GGUF + mmproj through llama-cpp-python.
+
+One page is one chat turn: the page image (resized to the model's square input) and
+the document type's prompt. Decoding is greedy. Generation is watched token by
+token by a logits processor, the only hook that sees every token (``max_tokens`` is
+not enforced while the output ends in an incomplete UTF-8 sequence, and the mtmd
+chat handler drops stopping criteria). It records each chosen token's
+log-probability and the step's entropy, and ends the turn early by forcing the
+end-of-generation token when the page's token cap, its deadline or the repetition
+guard trips.
+
+Each attempt of a page climbs the retry ladder (after olmOCR): greedy, then sampled
+at temperature 0.2 with a mild repeat penalty, then the page in overlapping tiles.
+When the last rung degenerates too, the classic engine reads the page and the
+result is flagged ``fallback``. An answer cut off by the token cap is read again in
+tiles and stitched.
+"""
+
+from __future__ import annotations
+
+import base64
+import io
+import logging
+import math
+import time
+from dataclasses import dataclass, field
+from typing import Callable
+
+import numpy as np
+from PIL import Image
+
+from appliance.engines.base import PageRequest, Recognition
+from appliance.engines.degeneration import RepetitionGuard
+from appliance.engines.llama.prompts import Prompt, prompt_for
+from appliance.engines.llama.validate import inspect_model
+from appliance.engines.tiling import crop_tiles, plan_tiles, stitch
+from appliance.errors import DegenerateOutput, PageTimeout
+from appliance.quality.markdown import markdown_to_text
+
+log = logging.getLogger(__name__)
+
+TILE_OVERLAP = 0.15
+SAMPLED_TEMPERATURE = 0.2
+SAMPLED_REPEAT_PENALTY = 1.05  # mild: a strong penalty corrupts faithful repeated rows
+SEED = 0  # sampled attempts stay reproducible
+
+
+@dataclass
+class Generation:
+    text: str
+    tokens: list[dict]
+    stop: str  # "stop" (end of turn) | "length" | "deadline" | "degenerate"
+    reason: str = ""
+
+
+@dataclass
+class TokenWatch:
+    """The logits processor: per-token confidence, and the early stops.
+
+    ``__call__(input_ids, logits)`` runs once per generated token with the raw
+    logits of that step. The token chosen at step k is ``input_ids[-1]`` at step
+    k + 1, so its log-probability is looked up in the previous step's
+    log-softmax (under greedy decoding it is that row's maximum).
+    """
+
+    detokenize: Callable[[list[int]], bytes]
+    end_token: int
+    max_tokens: int
+    deadline: float | None
+    guard: RepetitionGuard = field(default_factory=RepetitionGuard)
+    tokens: list[dict] = field(default_factory=list)
+    stop: str = "stop"
+    reason: str = ""
+    _prev_logprobs: np.ndarray | None = None
+    _prev_entropy: float = 0.0
+
+    def __call__(self, input_ids: np.ndarray, logits: np.ndarray) -> np.ndarray:
+        if self.stop != "stop":  # already ending: keep forcing the end token
+            return self._force_end(logits)
+        if self._prev_logprobs is not None:
+            self._record(int(input_ids[-1]))
+            if self.reason:
+                return self._force_end(logits)
+        shifted = logits.astype(np.float32) - np.max(logits)
+        log_z = math.log(float(np.sum(np.exp(shifted))))
+        self._prev_logprobs = shifted - log_z
+        probs = np.exp(self._prev_logprobs)
+        self._prev_entropy = float(-np.sum(probs * self._prev_logprobs))
+        if len(self.tokens) >= self.max_tokens:
+            return self._end("length", f"token cap of {self.max_tokens} reached", logits)
+        if self.deadline is not None and time.monotonic() > self.deadline:
+            return self._end("deadline", "page deadline reached during generation", logits)
+        return logits
+
+    def _record(self, token: int) -> None:
+        piece = self.detokenize([token]).decode("utf-8", errors="replace")
+        self.tokens.append({"t": piece, "lp": round(float(self._prev_logprobs[token]), 4),
+                            "h": round(self._prev_entropy, 4)})
+        reason = self.guard.feed(piece)
+        if reason:
+            self.stop, self.reason = "degenerate", reason
+
+    def _end(self, stop: str, reason: str, logits: np.ndarray) -> np.ndarray:
+        self.stop, self.reason = stop, reason
+        return self._force_end(logits)
+
+    def _force_end(self, logits: np.ndarray) -> np.ndarray:
+        forced = np.full_like(logits, -np.inf)
+        forced[self.end_token] = 0.0
+        return forced
+
+
+def _data_uri(image: Image.Image, side: int) -> str:
+    """The image at the model's square input size, as a PNG data URI.
+
+    Resizing here (Lanczos) instead of in mtmd keeps the PNG small and fast to encode.
+    """
+    square = image.convert("RGB").resize((side, side), Image.Resampling.LANCZOS)
+    buffer = io.BytesIO()
+    square.save(buffer, format="PNG", compress_level=1)
+    return "data:image/png;base64," + base64.b64encode(buffer.getvalue()).decode("ascii")
+
+
+class LlamaEngine:
+    name = "llama"
+
+    def __init__(self, model: str, mmproj: str, *, n_ctx: int = 4096, n_batch: int = 512,
+                 n_gpu_layers: int = -1, flash_attn: bool = True, threads: int = 2,
+                 retry_ladder: list[str] | None = None):
+        from llama_cpp import Llama
+        from llama_cpp.llama_chat_format import MTMDChatHandler
+
+        self.info = inspect_model(model, mmproj)  # refuse a bad pair before llama.cpp sees it
+        self.ladder = retry_ladder or ["greedy", "sampled", "tiled"]
+        self._llm = Llama(model_path=str(model),
+                          chat_handler=MTMDChatHandler(clip_model_path=str(mmproj), verbose=False),
+                          n_ctx=n_ctx, n_batch=n_batch, n_gpu_layers=n_gpu_layers,
+                          flash_attn=flash_attn, n_threads=threads, n_threads_batch=threads,
+                          verbose=False)
+        self._end_token = self._llm.token_eos()
+        self._model_id = f"{self.info.name}@{self.info.model_size}"
+        self._classic = None  # the fallback reader, created on first need
+        self._threads = threads
+
+    @property
+    def model_id(self) -> str:
+        return self._model_id
+
+    def recognize(self, image: Image.Image, request: PageRequest) -> Recognition:
+        prompt = prompt_for(request.doc_type)
+        rung = self.ladder[min(request.attempt, len(self.ladder)) - 1]
+        last_rung = request.attempt >= len(self.ladder)
+        provenance = {"prompt_version": prompt.version, "rung": rung}
+        try:
+            if rung == "tiled":
+                return self._read_tiles(image, prompt, request, provenance, flags=["tiled"])
+            sampled = rung == "sampled"
+            generation = self._generate(image, prompt, request, sampled=sampled)
+            if sampled:
+                provenance.update(temperature=SAMPLED_TEMPERATURE,
+                                  repeat_penalty=SAMPLED_REPEAT_PENALTY)
+            if generation.stop == "length":  # too much text for one answer: read in strips
+                log.info("page answer hit its token cap; reading it in tiles")
+                return self._read_tiles(image, prompt, request, provenance,
+                                        flags=["tiled", "truncated_retry"])
+            self._raise_if_failed(generation)
+            return self._recognition(generation.text, generation.tokens, provenance, [])
+        except DegenerateOutput as exc:
+            if not last_rung:
+                raise
+            log.warning("last rung degenerated (%s); using the classic engine", exc.message)
+            return self._fallback(image, request, provenance, exc.message)
+
+    def _read_tiles(self, image, prompt: Prompt, request, provenance, flags) -> Recognition:
+        boxes = plan_tiles(image.width, image.height, tile_height=image.width,
+                           overlap=int(image.width * TILE_OVERLAP))
+        texts, tokens = [], []
+        for tile in crop_tiles(image, boxes):
+            generation = self._generate(tile, prompt, request, sampled=False)
+            self._raise_if_failed(generation)
+            if generation.stop == "length":
+                flags = [*flags, "truncated"]
+            texts.append(generation.text)
+            tokens.extend(generation.tokens)
+        return self._recognition(stitch(texts), tokens, {**provenance, "tiles": len(boxes)},
+                                 flags)
+
+    @staticmethod
+    def _raise_if_failed(generation: Generation) -> None:
+        if generation.stop == "degenerate":
+            raise DegenerateOutput(f"the model's output degenerated ({generation.reason})")
+        if generation.stop == "deadline":
+            raise PageTimeout("the page's deadline passed while the model was writing; "
+                              "raise workers.page_timeout_s or lower the page's size")
+
+    def _generate(self, image: Image.Image, prompt: Prompt, request: PageRequest,
+                  sampled: bool) -> Generation:
+        from llama_cpp import LogitsProcessorList
+
+        watch = TokenWatch(detokenize=self._llm.detokenize, end_token=self._end_token,
+                           max_tokens=prompt.max_tokens, deadline=request.deadline)
+        messages = [{"role": "user", "content": [
+            {"type": "image_url", "image_url": {"url": _data_uri(image, self.info.image_size)}},
+            {"type": "text", "text": prompt.text},
+        ]}]
+        response = self._llm.create_chat_completion(
+            messages=messages, max_tokens=prompt.max_tokens + 8,  # our cap comes first
+            temperature=SAMPLED_TEMPERATURE if sampled else 0.0,
+            repeat_penalty=SAMPLED_REPEAT_PENALTY if sampled else 1.0,
+            seed=SEED, logits_processor=LogitsProcessorList([watch]))
+        text = response["choices"][0]["message"]["content"] or ""
+        return Generation(text.strip(), watch.tokens, watch.stop, watch.reason)
+
+    @staticmethod
+    def _recognition(markdown: str, tokens: list[dict], provenance: dict,
+                     flags: list[str]) -> Recognition:
+        return Recognition(text=markdown_to_text(markdown), markdown=markdown, tokens=tokens,
+                           flags=flags, provenance=provenance)
+
+    def _fallback(self, image, request, provenance, reason: str) -> Recognition:
+        from appliance.engines.classic import ClassicEngine
+
+        if self._classic is None:
+            self._classic = ClassicEngine(threads=self._threads)
+        result = self._classic.recognize(image, request)
+        result.flags = ["fallback"]
+        result.provenance = {**provenance, "fallback_engine": self._classic.model_id,
+                             "fallback_reason": reason}
+        return result
+
+    def close(self) -> None:
+        self._llm.close()
+        if self._classic is not None:
+            self._classic.close()

@@ -1,0 +1,51 @@
+"""Versioned prompt templates, one per document type.
+
+A template's ``version`` goes into every result's provenance and into the result
+cache key: change the wording, bump the version, re-run `appliance eval`.
+``max_tokens`` bounds one page's answer for that type of document.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from appliance.errors import InvalidRequest
+
+_RULES = """Rules:
+- Transcribe every piece of text you can see, in reading order, exactly as written. Do not translate, summarise, correct or complete anything.
+- Use Markdown: # headings for titles, - for bullet lists, **bold** only where the page shows bold.
+- Write every table as a Markdown table (| a | b |, with a | --- | separator row after the header), one row per line, keeping empty cells empty.
+- Where text is unreadable, write [illegible] instead of guessing.
+- Output only the transcription: no preamble, no explanation, no code fences."""
+
+
+@dataclass(frozen=True)
+class Prompt:
+    doc_type: str
+    version: str
+    text: str
+    max_tokens: int
+
+
+def _prompt(doc_type: str, focus: str, max_tokens: int, version: str = "v1") -> Prompt:
+    return Prompt(doc_type, f"{doc_type}/{version}",
+                  f"Transcribe this {focus} into Markdown.\n{_RULES}", max_tokens)
+
+
+PROMPTS: dict[str, Prompt] = {p.doc_type: p for p in (
+    _prompt("generic", "document page", 1200),
+    _prompt("receipt", "receipt, keeping every item line with its price and the totals", 600),
+    _prompt("invoice", "invoice page, keeping the line items as a table and every amount, "
+                       "date and number exactly", 800),
+    _prompt("contract", "contract page, keeping clause numbers and paragraph breaks", 1500),
+    _prompt("report", "report page, keeping headings, lists and tables", 1500),
+    _prompt("table", "page, which is mostly one or more tables, as Markdown tables", 1500),
+    _prompt("handwriting", "handwritten page, line by line", 800),
+)}
+
+def prompt_for(doc_type: str) -> Prompt:
+    try:
+        return PROMPTS[doc_type]
+    except KeyError:
+        raise InvalidRequest(f"unknown doc_type '{doc_type}'; use one of "
+                             f"{', '.join(PROMPTS)}") from None

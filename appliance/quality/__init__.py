@@ -1,0 +1,1 @@
+"""Output quality: Markdown handling, repair and confidence."""
