@@ -34,7 +34,6 @@ CATALOG_PATH = MODELS_DIR / "catalog.toml"
 PART_SUFFIX = ".part"
 HF_TOKEN_ENV = "HF_TOKEN"  # sent to huggingface.co only, for gated repositories
 
-_CHUNK = 1 << 20
 _SHA256 = re.compile(r"[0-9a-f]{64}")
 _NAME = re.compile(r"[a-z0-9][a-z0-9._-]*")
 
@@ -184,7 +183,9 @@ def verify(models_dir: Path, catalog: list[CatalogEntry], model: Path | None = N
                                                        f"{entry.name}`, or copy it into "
                                                        f"{models_dir}"))
         if len(present) == 2:
-            checks.append(_pair_check(entry.name, *paths))
+            in_use = paths[0].resolve() in configured
+            checks.append(_pair_check(f"{entry.name} (configured)" if in_use else entry.name,
+                                      *paths))
             covered.add(paths[0].resolve())
 
     if model is not None and model.resolve() not in covered:
@@ -310,7 +311,7 @@ def _fetch(client, file: ModelFile, dest: Path, progress: Progress | None) -> Ch
                 total = _total(response, have)
                 _check_room(dest.parent, file, total, have)
                 with open(part, "ab" if have else "wb") as out:
-                    for chunk in response.iter_bytes(_CHUNK):
+                    for chunk in response.iter_bytes():  # as it arrives: a cut keeps all
                         out.write(chunk)
                         done += len(chunk)
                         if progress is not None:
@@ -431,14 +432,15 @@ class ProgressBar:
         if now - self._drawn < 0.2 and not finished:
             return
         self._drawn = now
-        rate = (done - self._first) / max(now - self._start, 1e-6)
+        elapsed = now - self._start
+        rate = f" {human_size(int((done - self._first) / elapsed))}/s" if elapsed >= 0.5 else ""
         if total:
             filled = self.width * min(done, total) // total
             bar = f"[{'#' * filled}{'.' * (self.width - filled)}] "
             amount = f"{human_size(done)} / {human_size(total)}"
         else:
             bar, amount = "", human_size(done)
-        self.stream.write(f"\r{name} {bar}{amount} {human_size(int(rate))}/s  ")
+        self.stream.write(f"\r{name} {bar}{amount}{rate}  ")
         self.stream.flush()
 
     def close(self) -> None:

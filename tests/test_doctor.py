@@ -1,0 +1,102 @@
+"""`appliance doctor`, run as operators run it. The GPU's absence on a test host is real."""
+
+from __future__ import annotations
+
+import re
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from appliance.config import dump_toml, load_settings
+from appliance.doctor import doctor, exit_code
+from appliance.engines.llama.testmodel import write_test_model
+
+ROOT = Path(__file__).resolve().parent.parent
+LINE = re.compile(r"(ok  |warn|FAIL) [\w.]+: .+")
+
+
+@pytest.fixture(scope="module")
+def pair(tmp_path_factory) -> tuple[Path, Path]:
+    return write_test_model(tmp_path_factory.mktemp("tiny"))
+
+
+def write_config(tmp_path: Path, paths: dict | None = None, **engine) -> Path:
+    config = tmp_path / "config.toml"
+    config.write_text(dump_toml({
+        "paths": paths or {"data_dir": "var/data", "output_dir": "var/output"},
+        "engine": {"name": "auto", **engine}}), encoding="utf-8")
+    return config
+
+
+def run_doctor(config: Path) -> tuple[int, dict[str, str], list[str]]:
+    """Exit code, {check name: its whole line}, and the lines in order."""
+    done = subprocess.run([sys.executable, "-m", "appliance.cli", "doctor", "--config",
+                           str(config)], cwd=ROOT, capture_output=True, text=True, timeout=120)
+    lines = done.stdout.splitlines()
+    assert lines, done.stderr
+    for line in lines:
+        assert LINE.fullmatch(line), line
+    return done.returncode, {line[5:].split(":", 1)[0]: line for line in lines}, lines
+
+
+def test_a_configured_tiny_model_passes(tmp_path, pair):
+    config = write_config(tmp_path, model=str(pair[0]), mmproj=str(pair[1]))
+    code, checks, lines = run_doctor(config)
+    assert code == 0, lines
+    assert checks["config"].startswith("ok   config: " + str(config))
+    gpu_lines = [line for name, line in checks.items() if name.startswith("gpu")]
+    assert gpu_lines
+    for line in gpu_lines:  # this host has no GPU; a GPU host lists each card
+        assert line.startswith("ok   gpu") or "no NVIDIA GPU / driver found" in line
+        assert not line.startswith("FAIL")
+    assert checks["llama.cpp"].split()[0] in ("ok", "warn")
+    assert checks["model"].startswith("ok   model: tiny-gemma3")
+    assert "n_embd 64" in checks["model"] and "16 tokens per image" in checks["model"]
+    assert checks["classic"].startswith("ok   classic: rapidocr")
+    for name in ("data_dir", "output_dir"):
+        assert checks[name].startswith(f"ok   {name}: {tmp_path / 'var'}")
+        assert "writable" in checks[name] and "(created at first start)" in checks[name]
+    assert not (tmp_path / "var").exists()  # doctor only looks
+    assert not list(tmp_path.glob(".appliance-doctor-*"))  # its probe file is gone
+
+
+def test_no_model_is_a_warning_for_auto_and_a_failure_for_llama(tmp_path):
+    code, checks, _ = run_doctor(write_config(tmp_path))
+    assert code == 0
+    assert checks["model"].startswith("warn model: no vision model configured")
+    code, checks, _ = run_doctor(write_config(tmp_path, name="llama"))
+    assert code == 1
+    assert checks["model"].startswith("FAIL model: engine.name = llama but engine.model")
+
+
+def test_a_broken_model_fails_with_its_reason(tmp_path, pair):
+    junk = tmp_path / "model.gguf"
+    junk.write_bytes(b"\x89PNG not a model" * 100)
+    code, checks, _ = run_doctor(write_config(tmp_path, model=str(junk), mmproj=str(pair[1])))
+    assert code == 1
+    assert checks["model"].startswith("FAIL model: (model_not_gguf)")
+    code, checks, _ = run_doctor(write_config(tmp_path, model=str(pair[0])))
+    assert code == 1
+    assert checks["model"].startswith("FAIL model: (model_no_mmproj)")
+
+
+def test_an_output_dir_that_cannot_be_created_fails(tmp_path):
+    blocker = tmp_path / "a-file"
+    blocker.write_text("in the way")
+    config = write_config(tmp_path, paths={"data_dir": "data",
+                                           "output_dir": str(blocker / "out")})
+    code, checks, _ = run_doctor(config)
+    assert code == 1
+    assert checks["output_dir"].startswith("FAIL output_dir:")
+    assert "is not a directory" in checks["output_dir"]
+    assert checks["data_dir"].startswith("ok   data_dir:")
+
+
+def test_doctor_takes_the_pair_as_parameters(tmp_path, pair):
+    settings = load_settings(write_config(tmp_path))
+    checks = doctor(settings, model=pair[0], mmproj=pair[1])
+    model = next(c for c in checks if c.name == "model")
+    assert model.status == "ok" and "gemma3" in model.detail
+    assert exit_code(checks) == 0
