@@ -22,18 +22,16 @@ from pathlib import Path
 import httpx
 import psutil
 
-from appliance.config import Settings, dump_toml
-from appliance.engines import PageRequest, create_engine
-from appliance.intake import SNIFF_BYTES
-from appliance.intake.sniff import sniff_kind
-from appliance.raster import count_pages, render_page
+from appliance.config import Settings, dump_toml, settings_from_dict
+from appliance.daemon import resolve_engine
+from appliance.engines import bare_loop
 from appliance.raster.synthetic import render_text_page, sample_lines
 
 log = logging.getLogger(__name__)
 
 READY_TIMEOUT_S = 300
 IDLE_SETTLE_S = 3.0
-POLL_S = 0.25
+POLL_S = 0.05
 
 
 def make_pages(directory: Path, count: int) -> list[Path]:
@@ -63,11 +61,10 @@ def _tree_rss_bytes(pid: int) -> tuple[int, int]:
 class LocalDaemon:
     """A daemon in a subprocess with the given config, its data in a temp directory."""
 
-    def __init__(self, settings: Settings, workdir: Path):
-        raw = tomllib.loads(settings.source.read_text()) if settings.source else {}
-        raw.pop("paths", None)
-        raw.setdefault("server", {}).update(host="127.0.0.1", port=_free_port())
-        raw["paths"] = {"data_dir": str(workdir / "data"), "output_dir": str(workdir / "output")}
+    def __init__(self, raw_config: dict, workdir: Path):
+        raw = {**raw_config, "server": {**raw_config.get("server", {}), "host": "127.0.0.1",
+                                        "port": _free_port()},
+               "paths": {"data_dir": str(workdir / "data"), "output_dir": str(workdir / "output")}}
         self.config = workdir / "bench-config.toml"
         self.config.write_text(dump_toml(raw))
         self.url = f"http://127.0.0.1:{raw['server']['port']}"
@@ -119,49 +116,71 @@ def _drive(client: httpx.Client, pages: list[Path], concurrency: int) -> dict:
     elapsed = time.monotonic() - start
     done_pages = sum(1 for s in statuses.values() if s == "done")
     return {"pages": len(pages), "pages_done": done_pages, "elapsed_s": elapsed,
-            "pages_per_min": len(pages) / elapsed * 60}
+            "pages_per_min": len(pages) / elapsed * 60, "ids": ids}
 
 
-def _bare(settings: Settings, engine_name: str, pages: list[Path]) -> dict:
-    """The same engine, in this process, on the same files: raster + recognise."""
-    engine = create_engine(engine_name, {"threads": settings.engine.threads})
-    try:
-        start = time.monotonic()
-        for path in pages:
-            with path.open("rb") as fh:
-                kind = sniff_kind(fh.read(SNIFF_BYTES))
-            for index in range(count_pages(path, kind, settings.limits.max_pixels)):
-                image = render_page(path, kind, index, settings.raster.pdf_dpi,
-                                    settings.limits.max_pixels)
-                engine.recognize(image, PageRequest())
-        elapsed = time.monotonic() - start
-    finally:
-        engine.close()
+def _bare(settings: Settings, pages: list[Path]) -> dict:
+    """The engine's own library on the same page files, in this process."""
+    spec, _notice = resolve_engine(settings)
+    elapsed = bare_loop(spec.engine, spec.options, pages)
     return {"pages": len(pages), "elapsed_s": elapsed, "pages_per_min": len(pages) / elapsed * 60}
 
 
+def bench_config(settings: Settings, tokens: int) -> tuple[dict, Settings]:
+    """The raw config the benchmark's daemon runs with, and the same as settings.
+
+    The model paths in it are made absolute: the daemon's config file lives elsewhere.
+    """
+    raw = tomllib.loads(settings.source.read_text()) if settings.source else {}
+    engine = raw.setdefault("engine", {})
+    for key in ("model", "mmproj"):
+        if getattr(settings.engine, key):
+            engine[key] = str(getattr(settings.engine, key))
+    if tokens:
+        engine["fixed_tokens"] = tokens
+    base_dir = settings.source.parent if settings.source else Path.cwd()
+    return raw, settings_from_dict(raw, base_dir=base_dir, source=settings.source)
+
+
+def _stage_ms(client: httpx.Client, ids: list[str]) -> dict[str, float]:
+    """Mean milliseconds per page of each stage the workers timed."""
+    totals: dict[str, list[float]] = {}
+    for doc_id in ids:
+        body = client.get(f"/api/v1/documents/{doc_id}/result", params={"format": "json"})
+        for page in body.json()["pages"]:
+            for stage, ms in ((page["provenance"] or {}).get("timings_ms") or {}).items():
+                totals.setdefault(stage, []).append(ms)
+    return {stage: sum(values) / len(values) for stage, values in totals.items()}
+
+
 def run_bench(settings: Settings, *, pages: int, concurrency: int, url: str | None,
-              report: Path | None) -> dict:
+              report: Path | None, tokens: int = 0) -> dict:
+    raw, settings = bench_config(settings, tokens)
     with tempfile.TemporaryDirectory(prefix="appliance-bench-") as tmp:
         workdir = Path(tmp)
         files = make_pages(workdir / "pages", pages)
-        daemon = None if url else LocalDaemon(settings, workdir)
+        daemon = None if url else LocalDaemon(raw, workdir)
         try:
             with httpx.Client(base_url=url or daemon.url, timeout=60) as client:
                 ready = _wait_ready(client)
-                engine_name = ready["engine"]
                 idle = None
                 if daemon:
                     time.sleep(IDLE_SETTLE_S)
                     own, tree = _tree_rss_bytes(daemon.process.pid)
-                    idle = {"daemon_rss_mb": own / 2**20, "daemon_with_workers_rss_mb": tree / 2**20}
+                    idle = {"daemon_rss_mb": own / 2**20,
+                            "daemon_with_workers_rss_mb": tree / 2**20}
                 appliance = _drive(client, files, concurrency)
+                stages = _stage_ms(client, appliance.pop("ids"))
         finally:
             if daemon:
                 daemon.stop()
-        bare = _bare(settings, engine_name, files)
-    result = {"engine": engine_name, "concurrency": concurrency, "appliance": appliance,
-              "bare": bare, "idle": idle,
+        bare = _bare(settings, files)
+    per_page_ms = {name: r["elapsed_s"] / r["pages"] * 1000
+                   for name, r in (("appliance", appliance), ("bare", bare))}
+    result = {"engine": ready["engine"], "tokens_per_page": tokens or None,
+              "concurrency": concurrency, "appliance": appliance, "bare": bare, "idle": idle,
+              "stage_ms": stages,
+              "overhead_ms_per_page": per_page_ms["appliance"] - per_page_ms["bare"],
               "ratio_appliance_over_bare": appliance["pages_per_min"] / bare["pages_per_min"]}
     if report:
         report.write_text(json.dumps(result, indent=2) + "\n")
@@ -177,7 +196,12 @@ def format_report(result: dict) -> str:
         f"concurrency {result['concurrency']})",
         f"bare engine pages/min       {b['pages_per_min']:.1f}  ({b['elapsed_s']:.1f} s)",
         f"ratio appliance/bare        {result['ratio_appliance_over_bare']:.3f}",
+        f"overhead per page           {result['overhead_ms_per_page']:+.1f} ms",
+        "stages (mean ms per page)   " + ", ".join(
+            f"{stage.removesuffix('_ms')} {ms:.1f}" for stage, ms in result["stage_ms"].items()),
     ]
+    if result["tokens_per_page"]:
+        rows.insert(1, f"tokens per page             {result['tokens_per_page']} (fixed)")
     if result["idle"]:
         rows.append(f"idle RSS daemon             {result['idle']['daemon_rss_mb']:.0f} MiB "
                     f"(with workers {result['idle']['daemon_with_workers_rss_mb']:.0f} MiB)")

@@ -79,7 +79,7 @@ def cmd_bench(args) -> int:
 
     settings = load_settings(args.config)
     result = run_bench(settings, pages=args.pages, concurrency=args.concurrency, url=args.url,
-                       report=args.report)
+                       report=args.report, tokens=args.tokens)
     sys.stdout.write(format_report(result) + "\n")
     return 0
 
@@ -141,6 +141,8 @@ def build_parser() -> argparse.ArgumentParser:
     bench.add_argument("--concurrency", type=int, default=4, help="parallel uploads")
     bench.add_argument("--url", help="drive this running daemon instead of starting one")
     bench.add_argument("--report", type=Path, help="also write the result as JSON here")
+    bench.add_argument("--tokens", type=int, default=0,
+                       help="vision model: make every answer exactly this many tokens")
     bench.set_defaults(func=cmd_bench)
 
     doctor = sub.add_parser("doctor", parents=[common],

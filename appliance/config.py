@@ -48,6 +48,8 @@ class EngineSettings:
     n_batch: int = field(default=512, metadata={"min": 32, "max": 8192})
     n_gpu_layers: int = field(default=-1, metadata={"min": -1})
     flash_attn: bool = True
+    max_tokens: int = field(default=0, metadata={"min": 0})
+    fixed_tokens: int = field(default=0, metadata={"min": 0})
     retry_ladder: list[str] = field(default_factory=lambda: list(RETRY_RUNGS),
                                     metadata={"choices": RETRY_RUNGS})
 

@@ -57,7 +57,8 @@ def resolve_engine(settings: Settings) -> tuple[WorkerSpec, str | None]:
     options = {"model": str(engine.model), "mmproj": str(engine.mmproj), "n_ctx": engine.n_ctx,
                "n_batch": engine.n_batch, "n_gpu_layers": engine.n_gpu_layers,
                "flash_attn": engine.flash_attn, "threads": engine.threads,
-               "retry_ladder": engine.retry_ladder}
+               "retry_ladder": engine.retry_ladder, "max_tokens": engine.max_tokens,
+               "fixed_tokens": engine.fixed_tokens}
     return WorkerSpec("llama", options, settings.logging.level), None
 
 

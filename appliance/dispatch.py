@@ -49,6 +49,7 @@ class Dispatcher:
         self._restart_at: dict[int, float] = {}
         self._start_failures: dict[int, int] = {}
         self._next_housekeeping = 0.0
+        self._touched: set[str] = set()  # documents with a page settled since the last export
         self.last_start_error: dict | None = None
 
     # --- lifecycle ---
@@ -77,7 +78,8 @@ class Dispatcher:
             try:
                 for worker in self.workers:
                     self._supervise(worker)
-                self._dispatch()
+                self._dispatch()  # workers get their next page before exports are written
+                self._export_finished()
                 self._housekeeping()
             except Exception:  # the loop must survive anything one page or file does
                 log.exception("dispatcher loop error")
@@ -190,14 +192,14 @@ class Dispatcher:
             self._record_failure(claim, outcome, result["code"], result["message"],
                                  retryable=result["retryable"],
                                  extra={"timings_ms": result["timings_ms"]})
-        self._export_if_final(claim.document_id)
+        self._touched.add(claim.document_id)
 
     def _fail(self, worker: WorkerHandle, outcome: Outcome, code: str, message: str,
               retryable: bool) -> None:
         claim = worker.claim
         worker.claim = None
         self._record_failure(claim, outcome, code, message, retryable)
-        self._export_if_final(claim.document_id)
+        self._touched.add(claim.document_id)
 
     def _record_failure(self, claim, outcome: Outcome, code: str, message: str,
                         retryable: bool, extra: dict | None = None) -> None:
@@ -208,10 +210,12 @@ class Dispatcher:
         log.warning("page attempt failed doc=%s page=%d attempt=%d code=%s now=%s",
                     claim.document_id, claim.page_index, claim.attempt, code, status)
 
-    def _export_if_final(self, document_id: str) -> None:
-        view = queries.get_document(self.db, document_id)
-        if view is not None and view.is_final and not view.doc.exported_at:
-            self._export(document_id)
+    def _export_finished(self) -> None:
+        """Export the documents whose pages this tick settled, if they are now final."""
+        while self._touched:
+            view = queries.get_document(self.db, self._touched.pop())
+            if view is not None and view.is_final and not view.doc.exported_at:
+                self._export(view.doc.id)
 
     def _export(self, document_id: str) -> None:
         try:

@@ -28,3 +28,11 @@ def db(tmp_path) -> Database:
     database = Database(tmp_path / "store.db")
     yield database
     database.close()
+
+
+@pytest.fixture(scope="session")
+def tiny_model(tmp_path_factory) -> tuple[Path, Path]:
+    """The deterministic random-weight Gemma-3 vision pair (text GGUF, mmproj GGUF)."""
+    from appliance.engines.llama.testmodel import write_test_model
+
+    return write_test_model(tmp_path_factory.mktemp("tiny-model"))

@@ -33,7 +33,9 @@ def word_pieces(text: str) -> list[str]:
     return [m.group(0) for m in _WORDISH.finditer(text)]
 
 
-def feed_all(pieces: list[str], *, with_ids: bool = True, guard: RepetitionGuard | None = None) -> tuple[int, str] | None:
+def feed_all(
+    pieces: list[str], *, with_ids: bool = True, guard: RepetitionGuard | None = None
+) -> tuple[int, str] | None:
     """Feed pieces until the guard trips: (1-based index of the tripping piece, reason), or None."""
     guard = guard or RepetitionGuard()
     vocab: dict[str, int] = {}

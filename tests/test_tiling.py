@@ -95,6 +95,12 @@ def test_fuzzy_overlap_lines_are_dropped():
     )
 
 
+def test_one_line_read_quite_differently_does_not_break_a_longer_overlap():
+    upper = "Intro.\nClause 4 covers delivery.\nClause 5 covers payment.\nSigned: J. Smith\nDate: 3 May\nWitness: A. Jones"
+    lower = "Clause 4 covers delivery.\nClause 5 covers payment.\nSigned: [illegible]\nDate: 3 May\nWitness: A. Jones\nEnd."
+    assert stitch([upper, lower]) == upper + "\nEnd."
+
+
 def test_text_without_overlap_is_kept_and_joined_with_a_newline():
     upper = "The first strip ends here."
     lower = "An entirely different line starts the next strip.\nAnd another."

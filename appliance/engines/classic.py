@@ -23,6 +23,7 @@ import re
 import statistics
 import time
 from importlib.metadata import version
+from pathlib import Path
 
 import numpy as np
 from PIL import Image
@@ -44,26 +45,41 @@ _LEADING_MARKER = re.compile(r"^(#|-|\+|=)")
 _LEADING_ORDERED = re.compile(r"^(\d+)([.)])")
 
 
+def make_rapidocr(threads: int) -> RapidOCR:
+    # intra_op threads parallelise inside each ONNX node; inter_op only matters in
+    # onnxruntime's parallel execution mode, which RapidOCR does not use.
+    # RapidOCR ignores a value above os.cpu_count() and then uses every core.
+    # The per-line 180-degree classifier is off: the one shipped in the wheel
+    # (ch_ppocr_mobile_v2.0_cls) turns about one upright line per page upside
+    # down; a page's orientation is a whole-page decision, not a per-line guess.
+    return RapidOCR(params={
+        "Global.log_level": "warning",
+        "Global.use_cls": False,
+        "EngineConfig.onnxruntime.intra_op_num_threads": threads,
+        "EngineConfig.onnxruntime.inter_op_num_threads": 1,
+    })
+
+
+def bare_loop(pages: list[Path], *, threads: int = 2, **_engine_options) -> float:
+    """The yardstick for `appliance bench`: RapidOCR on each page file, nothing else.
+    Returns the seconds it took."""
+    ocr = make_rapidocr(threads)
+    with Image.open(pages[0]) as image:
+        ocr(image.convert("RGB"))  # warm-up, as a worker's: models load on first use
+    start = time.perf_counter()
+    for path in pages:
+        with Image.open(path) as image:
+            ocr(image.convert("RGB"))
+    return time.perf_counter() - start
+
+
 class ClassicEngine:
     """RapidOCR behind the Engine protocol; one instance per worker process."""
 
     name = "classic"
 
     def __init__(self, threads: int = 4):
-        # intra_op threads parallelise inside each ONNX node; inter_op only matters in
-        # onnxruntime's parallel execution mode, which RapidOCR does not use.
-        # RapidOCR ignores a value above os.cpu_count() and then uses every core.
-        # The per-line 180-degree classifier is off: the one shipped in the wheel
-        # (ch_ppocr_mobile_v2.0_cls) turns about one upright line per page upside
-        # down, and page orientation is settled in appliance.raster before OCR.
-        self._ocr: RapidOCR | None = RapidOCR(
-            params={
-                "Global.log_level": "warning",
-                "Global.use_cls": False,
-                "EngineConfig.onnxruntime.intra_op_num_threads": threads,
-                "EngineConfig.onnxruntime.inter_op_num_threads": 1,
-            }
-        )
+        self._ocr: RapidOCR | None = make_rapidocr(threads)
         cfg = self._ocr.cfg
         self._model_id = (
             f"rapidocr-{version('rapidocr')}/"

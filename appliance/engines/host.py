@@ -18,6 +18,8 @@ import multiprocessing as mp
 import os
 import threading
 import time
+from concurrent.futures import Future, ThreadPoolExecutor
+from concurrent.futures import wait as wait_futures
 from dataclasses import dataclass, field
 from enum import StrEnum
 from multiprocessing.connection import Connection
@@ -27,7 +29,7 @@ from PIL import Image
 
 from appliance.engines import create_engine
 from appliance.engines.base import PageRequest
-from appliance.errors import ApplianceError
+from appliance.errors import ApplianceError, DegenerateOutput
 from appliance.raster import render_page, save_page_image
 from appliance.raster.synthetic import render_text_page
 
@@ -62,9 +64,10 @@ def warmup_image() -> Image.Image:
                             width=320, height=320, font_size=28, margin=16)
 
 
-def run_job(engine, job: Job) -> dict:
+def run_job(engine, job: Job, background: ThreadPoolExecutor) -> dict:
     """Render (or reuse) the page image, recognise it, and report timings per stage."""
     timings: dict[str, float] = {}
+    saving: Future | None = None
     try:
         deadline = time.monotonic() + job.deadline_s
         start = time.perf_counter()
@@ -73,12 +76,15 @@ def run_job(engine, job: Job) -> dict:
             image.load()
         else:
             image = render_page(job.original, job.kind, job.page_index, job.dpi, job.max_pixels)
-            save_page_image(image, job.page_image)
+            # the spool copy serves review, not recognition: write it while the engine works
+            saving = background.submit(save_page_image, image, job.page_image)
         timings["raster_ms"] = (time.perf_counter() - start) * 1000
         start = time.perf_counter()
         recognition = engine.recognize(image, PageRequest(doc_type=job.doc_type,
                                                           attempt=job.attempt, deadline=deadline))
         timings["inference_ms"] = (time.perf_counter() - start) * 1000
+        if saving is not None:
+            saving.result()
     except ApplianceError as exc:
         return {"ok": False, "code": exc.code, "message": exc.message,
                 "retryable": exc.retryable, "timings_ms": timings}
@@ -86,6 +92,9 @@ def run_job(engine, job: Job) -> dict:
         log.exception("page failed in engine %s", engine.name)
         return {"ok": False, "code": "engine_error", "retryable": True, "timings_ms": timings,
                 "message": f"the engine failed on this page ({type(exc).__name__}: {exc})"}
+    finally:
+        if saving is not None:
+            wait_futures([saving])  # never leave a half-written page image behind a result
     return {"ok": True, "engine": engine.name, "model_id": engine.model_id,
             "timings_ms": timings, **recognition.to_dict()}
 
@@ -105,7 +114,10 @@ def worker_main(spec: WorkerSpec, conn: Connection, parent_pid: int) -> None:
     try:
         start = time.perf_counter()
         engine = create_engine(spec.engine, spec.options)
-        engine.recognize(warmup_image(), PageRequest())
+        try:
+            engine.recognize(warmup_image(), PageRequest())
+        except DegenerateOutput:
+            pass  # the whole path ran; judging the answer is not the warm-up's job
         warmup_ms = (time.perf_counter() - start) * 1000
     except Exception as exc:
         code = exc.code if isinstance(exc, ApplianceError) else "engine_unavailable"
@@ -114,8 +126,9 @@ def worker_main(spec: WorkerSpec, conn: Connection, parent_pid: int) -> None:
     conn.send(("ready", {"engine": engine.name, "model_id": engine.model_id,
                          "pid": os.getpid(), "warmup_ms": warmup_ms}))
     try:
-        while (job := conn.recv()) is not None:
-            conn.send(("result", run_job(engine, job)))
+        with ThreadPoolExecutor(1, thread_name_prefix="spool-writer") as background:
+            while (job := conn.recv()) is not None:
+                conn.send(("result", run_job(engine, job, background)))
     except (EOFError, BrokenPipeError):
         pass  # the supervisor is gone
     finally:

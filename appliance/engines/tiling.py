@@ -233,7 +233,8 @@ def _partial(x: str, y: str) -> bool:
     if len(short) < MIN_PARTIAL_CHARS or len(short) == len(long):
         return False
     numbers = set(_DIGITS.findall(long))
-    if any(m.group() not in numbers for m in _DIGITS.finditer(short) if 0 < m.start() and m.end() < len(short)):
+    inner = (m.group() for m in _DIGITS.finditer(short) if 0 < m.start() and m.end() < len(short))
+    if any(number not in numbers for number in inner):
         return False
     blocks = difflib.SequenceMatcher(None, short, long, autojunk=False).get_matching_blocks()
     return sum(block.size for block in blocks) >= MIN_PARTIAL_COVERAGE * len(short)
@@ -286,7 +287,7 @@ def _drop_leading_separator(lines: list[str]) -> list[str]:
 
 
 def _drop_repeated_table_header(upper: list[str], lower: list[str]) -> list[str]:
-    """Drop a header row plus separator at the top of ``lower`` that repeat the table ``upper`` ends in.
+    """Drop a header and separator atop ``lower`` that repeat those of the table ``upper`` ends in.
 
     A strip that starts inside a table shows the model rows without their header;
     some readings put the header back. If it is the header of the very table the

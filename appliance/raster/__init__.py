@@ -171,8 +171,9 @@ def _render_image_frame(path: Path, kind: str, index: int, max_pixels: int) -> I
                 image.seek(index)
                 _check_pixels(image, max_pixels)  # frames of a TIFF can differ in size
             image.load()
-            upright = ImageOps.exif_transpose(image)
-            return _to_rgb(upright)
+            ImageOps.exif_transpose(image, in_place=True)
+            page = _to_rgb(image)
+            return page if page is not image else image.copy()  # leaving `with` closes image
         except Image.DecompressionBombError as exc:
             raise TooManyPixels(f"The image is too large to process safely ({exc}).") from exc
         except (OSError, SyntaxError, ValueError, EOFError) as exc:
@@ -193,4 +194,4 @@ def _to_rgb(image: Image.Image) -> Image.Image:
         rgba = image.convert("RGBA")
         background = Image.new("RGBA", rgba.size, (255, 255, 255, 255))
         return Image.alpha_composite(background, rgba).convert("RGB")
-    return image.convert("RGB")
+    return image if image.mode == "RGB" else image.convert("RGB")  # a copy costs ~10 ms/page

@@ -24,6 +24,7 @@ import logging
 import math
 import time
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Callable
 
 import numpy as np
@@ -67,41 +68,51 @@ class TokenWatch:
     end_token: int
     max_tokens: int
     deadline: float | None
-    guard: RepetitionGuard = field(default_factory=RepetitionGuard)
+    fixed: bool = False  # benchmark mode: exactly max_tokens tokens, no guard, no early end
+    guard: RepetitionGuard | None = field(default_factory=RepetitionGuard)
     tokens: list[dict] = field(default_factory=list)
     stop: str = "stop"
     reason: str = ""
+    _ending: bool = False
     _prev_logprobs: np.ndarray | None = None
     _prev_entropy: float = 0.0
 
+    def __post_init__(self):
+        if self.fixed:
+            self.guard = None
+
     def __call__(self, input_ids: np.ndarray, logits: np.ndarray) -> np.ndarray:
-        if self.stop != "stop":  # already ending: keep forcing the end token
+        if self._ending:
             return self._force_end(logits)
         if self._prev_logprobs is not None:
             self._record(int(input_ids[-1]))
-            if self.reason:
-                return self._force_end(logits)
+            if self.stop == "degenerate":
+                return self._end(self.stop, self.reason, logits)
         shifted = logits.astype(np.float32) - np.max(logits)
         log_z = math.log(float(np.sum(np.exp(shifted))))
         self._prev_logprobs = shifted - log_z
         probs = np.exp(self._prev_logprobs)
         self._prev_entropy = float(-np.sum(probs * self._prev_logprobs))
         if len(self.tokens) >= self.max_tokens:
-            return self._end("length", f"token cap of {self.max_tokens} reached", logits)
+            return self._end("stop" if self.fixed else "length",
+                             f"token cap of {self.max_tokens} reached", logits)
         if self.deadline is not None and time.monotonic() > self.deadline:
             return self._end("deadline", "page deadline reached during generation", logits)
+        if self.fixed:  # the answer may not end before its fixed length
+            logits = logits.copy()
+            logits[self.end_token] = -np.inf
         return logits
 
     def _record(self, token: int) -> None:
         piece = self.detokenize([token]).decode("utf-8", errors="replace")
         self.tokens.append({"t": piece, "lp": round(float(self._prev_logprobs[token]), 4),
                             "h": round(self._prev_entropy, 4)})
-        reason = self.guard.feed(piece)
+        reason = self.guard.feed(piece, token) if self.guard else None
         if reason:
             self.stop, self.reason = "degenerate", reason
 
     def _end(self, stop: str, reason: str, logits: np.ndarray) -> np.ndarray:
-        self.stop, self.reason = stop, reason
+        self.stop, self.reason, self._ending = stop, reason, True
         return self._force_end(logits)
 
     def _force_end(self, logits: np.ndarray) -> np.ndarray:
@@ -110,15 +121,85 @@ class TokenWatch:
         return forced
 
 
+_NATIVE_WARN, _NATIVE_ERROR = 3, 4  # enum ggml_log_level in ggml.h
+
+
+def _route_native_logs() -> None:
+    """Send llama.cpp's and mtmd's own log lines through `logging`, warnings and errors
+    only: mtmd prints every prompt chunk per call, whatever `verbose` says."""
+    import llama_cpp
+    from llama_cpp import mtmd_cpp
+
+    @llama_cpp.llama_log_callback
+    def forward(level: int, text: bytes, _user_data) -> None:
+        if level in (_NATIVE_WARN, _NATIVE_ERROR):
+            log.log(logging.WARNING if level == _NATIVE_WARN else logging.ERROR, "llama.cpp: %s",
+                    text.decode("utf-8", errors="replace").rstrip())
+
+    _route_native_logs.callback = forward  # ctypes callbacks must outlive their use
+    llama_cpp.llama_log_set(forward, None)
+    mtmd_cpp.mtmd_log_set(forward, None)
+    mtmd_cpp.mtmd_helper_log_set(forward, None)
+
+
 def _data_uri(image: Image.Image, side: int) -> str:
     """The image at the model's square input size, as a PNG data URI.
 
     Resizing here (Lanczos) instead of in mtmd keeps the PNG small and fast to encode.
     """
-    square = image.convert("RGB").resize((side, side), Image.Resampling.LANCZOS)
+    square = image.resize((side, side), Image.Resampling.LANCZOS)
+    if square.mode != "RGB":
+        square = square.convert("RGB")
     buffer = io.BytesIO()
     square.save(buffer, format="PNG", compress_level=1)
     return "data:image/png;base64," + base64.b64encode(buffer.getvalue()).decode("ascii")
+
+
+def load_llama(model: str, mmproj: str, *, n_ctx: int, n_batch: int, n_gpu_layers: int,
+               flash_attn: bool, threads: int):
+    from llama_cpp import Llama
+    from llama_cpp.llama_chat_format import MTMDChatHandler
+
+    _route_native_logs()
+    return Llama(model_path=str(model),
+                 chat_handler=MTMDChatHandler(clip_model_path=str(mmproj), verbose=False),
+                 n_ctx=n_ctx, n_batch=n_batch, n_gpu_layers=n_gpu_layers, flash_attn=flash_attn,
+                 # n_threads_batch defaults to every core, which makes prompt and image
+                 # evaluation erratic next to other workers
+                 n_threads=threads, n_threads_batch=threads, verbose=False)
+
+
+def page_messages(image: Image.Image, prompt: Prompt, side: int) -> list[dict]:
+    """One chat turn: the page image and the document type's instructions."""
+    return [{"role": "user", "content": [
+        {"type": "image_url", "image_url": {"url": _data_uri(image, side)}},
+        {"type": "text", "text": prompt.text},
+    ]}]
+
+
+def bare_loop(pages: list[Path], *, model: str, mmproj: str, n_ctx: int = 4096,
+              n_batch: int = 512, n_gpu_layers: int = -1, flash_attn: bool = True,
+              threads: int = 2, fixed_tokens: int = 0, **_engine_options) -> float:
+    """The yardstick for `appliance bench`: load each page and call
+    ``create_chat_completion`` on it, nothing else. Returns the seconds it took."""
+    llm = load_llama(model, mmproj, n_ctx=n_ctx, n_batch=n_batch, n_gpu_layers=n_gpu_layers,
+                     flash_attn=flash_attn, threads=threads)
+    side = inspect_model(model, mmproj).image_size
+    prompt = prompt_for("generic")
+    def read(path: Path) -> None:
+        with Image.open(path) as image:
+            llm.create_chat_completion(messages=page_messages(image, prompt, side),
+                                       max_tokens=fixed_tokens or prompt.max_tokens,
+                                       temperature=0.0, repeat_penalty=1.0, seed=SEED)
+
+    try:
+        read(pages[0])  # warm-up, as a worker's
+        start = time.perf_counter()
+        for path in pages:
+            read(path)
+        return time.perf_counter() - start
+    finally:
+        llm.close()
 
 
 class LlamaEngine:
@@ -126,17 +207,14 @@ class LlamaEngine:
 
     def __init__(self, model: str, mmproj: str, *, n_ctx: int = 4096, n_batch: int = 512,
                  n_gpu_layers: int = -1, flash_attn: bool = True, threads: int = 2,
-                 retry_ladder: list[str] | None = None):
-        from llama_cpp import Llama
-        from llama_cpp.llama_chat_format import MTMDChatHandler
-
+                 retry_ladder: list[str] | None = None, max_tokens: int = 0,
+                 fixed_tokens: int = 0):
         self.info = inspect_model(model, mmproj)  # refuse a bad pair before llama.cpp sees it
         self.ladder = retry_ladder or ["greedy", "sampled", "tiled"]
-        self._llm = Llama(model_path=str(model),
-                          chat_handler=MTMDChatHandler(clip_model_path=str(mmproj), verbose=False),
-                          n_ctx=n_ctx, n_batch=n_batch, n_gpu_layers=n_gpu_layers,
-                          flash_attn=flash_attn, n_threads=threads, n_threads_batch=threads,
-                          verbose=False)
+        self.max_tokens = max_tokens  # 0: each document type's own cap
+        self.fixed_tokens = fixed_tokens  # benchmarks: every answer exactly this long
+        self._llm = load_llama(model, mmproj, n_ctx=n_ctx, n_batch=n_batch,
+                               n_gpu_layers=n_gpu_layers, flash_attn=flash_attn, threads=threads)
         self._end_token = self._llm.token_eos()
         self._model_id = f"{self.info.name}@{self.info.model_size}"
         self._classic = None  # the fallback reader, created on first need
@@ -155,7 +233,7 @@ class LlamaEngine:
             if rung == "tiled":
                 return self._read_tiles(image, prompt, request, provenance, flags=["tiled"])
             sampled = rung == "sampled"
-            generation = self._generate(image, prompt, request, sampled=sampled)
+            generation = self.generate(image, prompt, request, sampled=sampled)
             if sampled:
                 provenance.update(temperature=SAMPLED_TEMPERATURE,
                                   repeat_penalty=SAMPLED_REPEAT_PENALTY)
@@ -172,18 +250,19 @@ class LlamaEngine:
             return self._fallback(image, request, provenance, exc.message)
 
     def _read_tiles(self, image, prompt: Prompt, request, provenance, flags) -> Recognition:
+        # square strips: the model sees each at its full input resolution, undistorted
         boxes = plan_tiles(image.width, image.height, tile_height=image.width,
-                           overlap=int(image.width * TILE_OVERLAP))
-        texts, tokens = [], []
+                           overlap=TILE_OVERLAP)
+        texts, tokens, truncated = [], [], False
         for tile in crop_tiles(image, boxes):
-            generation = self._generate(tile, prompt, request, sampled=False)
+            generation = self.generate(tile, prompt, request, sampled=False)
             self._raise_if_failed(generation)
-            if generation.stop == "length":
-                flags = [*flags, "truncated"]
+            truncated |= generation.stop == "length"
             texts.append(generation.text)
             tokens.extend(generation.tokens)
         return self._recognition(stitch(texts), tokens, {**provenance, "tiles": len(boxes)},
-                                 flags)
+                                 [*flags, "truncated"] if truncated else flags,
+                                 finish_reason="length" if truncated else "stop")
 
     @staticmethod
     def _raise_if_failed(generation: Generation) -> None:
@@ -193,18 +272,18 @@ class LlamaEngine:
             raise PageTimeout("the page's deadline passed while the model was writing; "
                               "raise workers.page_timeout_s or lower the page's size")
 
-    def _generate(self, image: Image.Image, prompt: Prompt, request: PageRequest,
+    def generate(self, image: Image.Image, prompt: Prompt, request: PageRequest,
                   sampled: bool) -> Generation:
         from llama_cpp import LogitsProcessorList
 
+        max_tokens = (self.fixed_tokens or
+                      min(prompt.max_tokens, self.max_tokens or prompt.max_tokens))
         watch = TokenWatch(detokenize=self._llm.detokenize, end_token=self._end_token,
-                           max_tokens=prompt.max_tokens, deadline=request.deadline)
-        messages = [{"role": "user", "content": [
-            {"type": "image_url", "image_url": {"url": _data_uri(image, self.info.image_size)}},
-            {"type": "text", "text": prompt.text},
-        ]}]
+                           max_tokens=max_tokens, deadline=request.deadline,
+                           fixed=bool(self.fixed_tokens))
         response = self._llm.create_chat_completion(
-            messages=messages, max_tokens=prompt.max_tokens + 8,  # our cap comes first
+            messages=page_messages(image, prompt, self.info.image_size),
+            max_tokens=max_tokens + 8,  # our cap comes first
             temperature=SAMPLED_TEMPERATURE if sampled else 0.0,
             repeat_penalty=SAMPLED_REPEAT_PENALTY if sampled else 1.0,
             seed=SEED, logits_processor=LogitsProcessorList([watch]))
@@ -212,10 +291,10 @@ class LlamaEngine:
         return Generation(text.strip(), watch.tokens, watch.stop, watch.reason)
 
     @staticmethod
-    def _recognition(markdown: str, tokens: list[dict], provenance: dict,
-                     flags: list[str]) -> Recognition:
+    def _recognition(markdown: str, tokens: list[dict], provenance: dict, flags: list[str],
+                     finish_reason: str = "stop") -> Recognition:
         return Recognition(text=markdown_to_text(markdown), markdown=markdown, tokens=tokens,
-                           flags=flags, provenance=provenance)
+                           flags=flags, provenance=provenance, finish_reason=finish_reason)
 
     def _fallback(self, image, request, provenance, reason: str) -> Recognition:
         from appliance.engines.classic import ClassicEngine

@@ -1,0 +1,90 @@
+"""The daemon with the llama engine on the tiny model: engine selection, warm-up
+gating readiness, and the retry ladder end to end."""
+
+from __future__ import annotations
+
+import time
+
+import pytest
+from fastapi.testclient import TestClient
+from sqlmodel import select
+
+from appliance.api import create_app
+from appliance.daemon import Appliance, resolve_engine
+from appliance.errors import ConfigError, ModelError
+from appliance.store import Database
+from appliance.store.models import Page, PageResult
+from tests.conftest import make_settings
+from tests.daemon import Daemon
+from tests.fixtures.documents import write_png
+
+
+def llama_settings(tmp_path, tiny_model, name="llama", **engine):
+    model, mmproj = tiny_model
+    return make_settings(tmp_path, engine={"name": name, "model": str(model),
+                                           "mmproj": str(mmproj), "threads": 1, **engine})
+
+
+def test_auto_uses_a_verified_model_and_otherwise_says_why_not(tmp_path, tiny_model):
+    spec, notice = resolve_engine(llama_settings(tmp_path, tiny_model, name="auto"))
+    assert (spec.engine, notice) == ("llama", None)
+
+    spec, notice = resolve_engine(make_settings(tmp_path, engine={"name": "auto"}))
+    assert spec.engine == "classic" and "No vision model is configured" in notice
+
+    broken = tmp_path / "broken.gguf"
+    broken.write_bytes(b"not a model")
+    spec, notice = resolve_engine(make_settings(tmp_path, engine={
+        "name": "auto", "model": str(broken), "mmproj": str(tiny_model[1])}))
+    assert spec.engine == "classic" and "failed its checks" in notice
+
+    with pytest.raises(ModelError):
+        resolve_engine(make_settings(tmp_path, engine={
+            "name": "llama", "model": str(broken), "mmproj": str(tiny_model[1])}))
+    with pytest.raises(ConfigError, match="needs engine.model and engine.mmproj"):
+        resolve_engine(make_settings(tmp_path, engine={"name": "llama"}))
+
+
+def test_readyz_stays_503_until_the_worker_has_warmed_up(tmp_path, tiny_model):
+    appliance = Appliance(llama_settings(tmp_path, tiny_model))
+    client = TestClient(create_app(appliance))
+    appliance.start()
+    try:
+        early = client.get("/readyz")  # the spawned worker cannot have loaded a model yet
+        assert early.status_code == 503
+        assert early.json()["workers"][0]["warmed_up"] is False
+        deadline = time.monotonic() + 120
+        while client.get("/readyz").status_code != 200:
+            assert time.monotonic() < deadline, "worker never warmed up"
+            time.sleep(0.1)
+        body = client.get("/readyz").json()
+        assert body["engine"] == "llama" and body["workers"][0]["warmed_up"] is True
+        assert body["workers"][0]["model_id"].startswith("tiny")
+    finally:
+        appliance.stop()
+
+
+def test_daemon_climbs_the_retry_ladder_to_the_classic_fallback(tmp_path, tiny_model):
+    model, mmproj = tiny_model
+    png = write_png(tmp_path / "invoice.png", ["Invoice 4711", "Total 118.50 EUR"])
+    daemon = Daemon(tmp_path, engine={"name": "llama", "model": str(model),
+                                      "mmproj": str(mmproj)}).start()
+    try:
+        assert daemon.wait_ready()["engine"] == "llama"
+        doc = daemon.upload(png)
+        final = daemon.wait_final([doc["id"]])[0]
+        assert final["status"] == "done" and final["pages"][0]["attempts"] == 3
+        page = daemon.client.get(f"/api/v1/documents/{doc['id']}/result?format=json").json()
+        assert page["pages"][0]["flags"] == ["fallback"]
+        assert page["pages"][0]["provenance"]["prompt_version"] == "generic/v1"
+        assert "4711" in page["pages"][0]["text"]
+    finally:
+        daemon.stop()
+    db = Database(daemon.data_dir / "appliance.db")
+    with db.read() as session:
+        attempts = session.exec(select(PageResult.attempt, PageResult.outcome)
+                                .join(Page, Page.id == PageResult.page_id)
+                                .where(Page.document_id == doc["id"])
+                                .order_by(PageResult.attempt)).all()
+    db.close()
+    assert attempts == [(1, "degenerate"), (2, "degenerate"), (3, "ok")]
