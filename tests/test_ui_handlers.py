@@ -15,7 +15,7 @@ from appliance.daemon import Appliance
 from appliance.store import queries
 from tests.fixtures.documents import text_similarity, write_pdf, write_png
 from ui.app import document_rows, handle_upload, load_recent, show_document
-from ui.components import SafeMarkdown, safe_markdown
+from ui.components import safe_markdown, safe_markdown_view
 
 PAGE_A = ["Invoice number 4711", "Delivery of office chairs", "Total amount 118.50 EUR"]
 PAGE_B = ["Quarterly report", "Revenue grew by twelve percent", "Signed by the board"]
@@ -92,7 +92,7 @@ def test_upload_then_show_results(running_appliance, tmp_path):
         panel = show_document(running_appliance, doc_ids[name], download_dir)
         expected = " ".join(lines)
         assert text_similarity(panel.text, expected) > 0.7, panel.text
-        shown = rendered_text(SafeMarkdown().postprocess(panel.markdown))
+        shown = rendered_text(safe_markdown(panel.markdown))
         assert text_similarity(shown.replace("Page 1", "").replace("Page 2", ""), expected) > 0.7
         assert set(panel.files) == {"md", "json", "txt"}
         stem = Path(name).stem
@@ -189,12 +189,11 @@ graph TD; A-->B
 
 
 def test_markdown_component_sanitises_untrusted_html():
-    component = SafeMarkdown()
+    component = safe_markdown_view()
     assert component.sanitize_html is True  # the browser-side sanitiser stays on
-    assert component.get_block_name() == "markdown"  # drawn by the stock Markdown frontend
     assert component.latex_delimiters == []
 
-    sent = component.postprocess(HOSTILE)
+    sent = component.postprocess(safe_markdown(HOSTILE))
     assert "<script" not in sent.lower() and "<img" not in sent.lower()
     html = to_html(sent)
     parser = _Elements()

@@ -31,7 +31,7 @@ from appliance.intake import SubmitOptions
 from appliance.store import queries
 from appliance.store.models import DocStatus, PageStatus
 from appliance.store.queries import DocumentView
-from ui.components import SafeMarkdown, escape_markdown_text
+from ui.components import escape_markdown_text, safe_markdown, safe_markdown_view
 
 log = logging.getLogger(__name__)
 
@@ -213,7 +213,8 @@ def show_document(appliance: Appliance, document_id: str | None,
 def _panel_updates(panel: DocumentPanel) -> list:
     buttons = [gr.DownloadButton(DOWNLOAD_LABELS[fmt], value=panel.files.get(fmt),
                                  interactive=fmt in panel.files) for fmt in FORMATS]
-    return [panel.title, panel.markdown, panel.text, *buttons, panel.key]
+    return [safe_markdown(panel.title), safe_markdown(panel.markdown), panel.text, *buttons,
+            panel.key]
 
 
 def _documents_tab(appliance: Appliance, download_dir: Path) -> None:
@@ -232,13 +233,13 @@ def _documents_tab(appliance: Appliance, download_dir: Path) -> None:
     # the table may be selected before its refresh arrives; unknown ids are answered below
     selector = gr.Dropdown(label="Document", choices=[], value=None, interactive=True,
                            allow_custom_value=True)
-    title = SafeMarkdown()
+    title = safe_markdown_view()
     with gr.Row():
         buttons = [gr.DownloadButton(DOWNLOAD_LABELS[fmt], interactive=False, size="sm")
                    for fmt in FORMATS]
     with gr.Tabs():
         with gr.Tab("Rendered"):
-            body = SafeMarkdown(value="Select a document to see its result.",
+            body = safe_markdown_view(value="Select a document to see its result.",
                                 container=True, padding=True, max_height=800)
         with gr.Tab("Text"):
             text = gr.Textbox(label="Recognised text", interactive=False, lines=12,

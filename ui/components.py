@@ -3,7 +3,7 @@
 OCR output is untrusted text: a scanned page can say ``<script>`` or
 ``<img src=x onerror=...>`` and an engine may transcribe it verbatim. Gradio's
 Markdown component sanitises HTML in the browser (``sanitize_html=True``);
-``SafeMarkdown`` additionally neutralises everything that could become markup
+``safe_markdown`` additionally neutralises everything that could become markup
 before the value leaves the server, so no single layer has to be perfect.
 """
 
@@ -57,21 +57,13 @@ def safe_markdown(markdown: str) -> str:
     return _MERMAID_FENCE.sub(r"\1text", text)
 
 
-class SafeMarkdown(gr.Markdown):
-    """``gr.Markdown`` for untrusted text: sanitised on the server and in the browser.
+def safe_markdown_view(**kwargs) -> gr.Markdown:
+    """A Markdown view for untrusted text. Values sent to it must go through
+    ``safe_markdown`` first; the browser-side sanitiser stays on as a second layer.
 
-    LaTeX rendering is off (OCR text with dollar signs is not math, and KaTeX is
-    one more interpreter of untrusted input).
+    LaTeX rendering is off (OCR text with dollar signs is not math, and KaTeX is one
+    more interpreter of untrusted input). A plain function, not a component subclass:
+    Gradio writes a .pyi stub beside every subclass at import time, which fails on
+    a read-only installation.
     """
-
-    is_template = True  # rendered by the frontend's Markdown component
-
-    def __init__(self, value=None, **kwargs):
-        kwargs["sanitize_html"] = True
-        kwargs.setdefault("latex_delimiters", [])
-        super().__init__(value, **kwargs)
-
-    def postprocess(self, value):
-        if isinstance(value, str):
-            value = safe_markdown(value)
-        return super().postprocess(value)
+    return gr.Markdown(sanitize_html=True, latex_delimiters=[], **kwargs)
