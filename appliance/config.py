@@ -116,6 +116,8 @@ def dump_toml(sections: dict[str, dict]) -> str:
             return "true" if v else "false"
         if isinstance(v, (int, float)):
             return repr(v)
+        if isinstance(v, list):
+            return "[" + ", ".join(value(item) for item in v) + "]"
         return '"' + str(v).replace("\\", "\\\\").replace('"', '\\"') + '"'
 
     return "".join(f"[{name}]\n" + "".join(f"{k} = {value(v)}\n" for k, v in body.items()) + "\n"

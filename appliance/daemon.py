@@ -125,7 +125,9 @@ class Appliance:
         return self.dispatcher.ready
 
     def submit(self, stream: BinaryIO, name: str | None, options: SubmitOptions) -> Document:
-        return self.intake.submit(stream, name, options)
+        doc = self.intake.submit(stream, name, options)
+        self.dispatcher.wake()
+        return doc
 
     def submit_path(self, path: Path, options: SubmitOptions) -> Document:
         with path.open("rb") as stream:

@@ -10,6 +10,7 @@ sentinels, so a result or a death wakes it at once.
 from __future__ import annotations
 
 import logging
+import socket
 import threading
 import time
 from multiprocessing.connection import wait
@@ -25,6 +26,7 @@ from appliance.store.models import Outcome
 log = logging.getLogger(__name__)
 
 TICK_S = 0.25
+CLAIM_POLL_S = 2.0
 # The engine stops itself at the page deadline; the supervisor kills the worker only
 # if it has not answered a grace period later (mtmd's image encoding cannot be
 # interrupted): a quarter of the deadline, at most this.
@@ -50,6 +52,11 @@ class Dispatcher:
         self._start_failures: dict[int, int] = {}
         self._next_housekeeping = 0.0
         self._touched: set[str] = set()  # documents with a page settled since the last export
+        self._wakeup, self._wakeup_writer = socket.socketpair()
+        self._wakeup.setblocking(False)
+        self._wakeup_writer.setblocking(False)
+        self._may_have_work = True
+        self._next_claim_poll = 0.0
         self.last_start_error: dict | None = None
 
     # --- lifecycle ---
@@ -61,9 +68,12 @@ class Dispatcher:
 
     def stop(self) -> None:
         self._stop.set()
+        self.wake()
         self._thread.join(timeout=10)
         for worker in self.workers:
             worker.stop()
+        self._wakeup.close()
+        self._wakeup_writer.close()
 
     @property
     def ready(self) -> bool:
@@ -85,7 +95,8 @@ class Dispatcher:
                 log.exception("dispatcher loop error")
                 time.sleep(1)
             waitables = [w for worker in self.workers for w in worker.waitables()]
-            wait(waitables, timeout=TICK_S) if waitables else self._stop.wait(TICK_S)
+            if self._wakeup in wait([self._wakeup, *waitables], timeout=TICK_S):
+                self._drain_wakeups()
 
     def _supervise(self, worker: WorkerHandle) -> None:
         now = time.monotonic()
@@ -118,6 +129,7 @@ class Dispatcher:
             worker.info = body
             worker.state = WorkerState.IDLE
             worker.warmed_up_once = True
+            self._may_have_work = True
             self._start_failures.pop(worker.slot, None)
             self.last_start_error = None
             log.info("worker ready slot=%d pid=%d engine=%s model=%s warmup_ms=%.0f",
@@ -157,7 +169,30 @@ class Dispatcher:
 
     # --- pages ---
 
+    def wake(self) -> None:
+        """New pages were queued: look for work now instead of at the next claim poll."""
+        try:
+            self._wakeup_writer.send(b"\0")
+        except (BlockingIOError, OSError):
+            pass  # a wake-up is already pending, or we are shutting down
+
+    def _drain_wakeups(self) -> None:
+        self._may_have_work = True
+        try:
+            while self._wakeup.recv(4096):
+                pass
+        except (BlockingIOError, OSError):
+            pass
+
     def _dispatch(self) -> None:
+        # Claiming is a write transaction: only try when work may have appeared (a
+        # wake-up, a worker freed by a result), or at the poll that catches retries
+        # whose backoff has run out. An idle daemon then costs no CPU.
+        now = time.monotonic()
+        if not (self._may_have_work or now >= self._next_claim_poll):
+            return
+        self._may_have_work = False
+        self._next_claim_poll = now + CLAIM_POLL_S
         for worker in self.workers:
             if worker.state != WorkerState.IDLE:
                 continue
@@ -182,6 +217,7 @@ class Dispatcher:
         claim = worker.claim
         worker.state = WorkerState.IDLE
         worker.claim = None
+        self._may_have_work = True
         if result.pop("ok"):
             transitions.complete_page(self.db, claim, result)
             log.info("page done doc=%s page=%d attempt=%d engine=%s ms=%.0f", claim.document_id,

@@ -133,9 +133,12 @@ def _pdf_scale(width_pt: float, height_pt: float, dpi: int, max_pixels: int) -> 
     return (-perimeter + math.sqrt(perimeter**2 + 4 * area * (max_pixels - 1))) / (2 * area)
 
 
-@contextmanager
-def _open_image(path: Path, kind: str, max_pixels: int) -> Iterator[Image.Image]:
-    """Open (header only) and enforce the pixel limit on the first frame."""
+def _open_image(path: Path, kind: str, max_pixels: int) -> Image.Image:
+    """Open (header only) and enforce the pixel limit on the first frame.
+
+    The caller closes the image (``with``); only ``_render_image_frame`` keeps a
+    single-frame image open, whose file Pillow closes itself once it is loaded.
+    """
     try:
         image = Image.open(path, formats=[_PIL_FORMATS[kind]])
     except Image.DecompressionBombError as exc:
@@ -147,9 +150,10 @@ def _open_image(path: Path, kind: str, max_pixels: int) -> Iterator[Image.Image]
         raise CorruptFile(f"The {kind.upper()} image cannot be read ({exc}). {_CORRUPT_HINT}") from exc
     try:
         _check_pixels(image, max_pixels)
-        yield image
-    finally:
+    except TooManyPixels:
         image.close()
+        raise
+    return image
 
 
 def _check_pixels(image: Image.Image, max_pixels: int) -> None:
@@ -162,24 +166,31 @@ def _check_pixels(image: Image.Image, max_pixels: int) -> None:
 
 
 def _render_image_frame(path: Path, kind: str, index: int, max_pixels: int) -> Image.Image:
-    with _open_image(path, kind, max_pixels) as image:
+    image = _open_image(path, kind, max_pixels)
+    try:
         frames = getattr(image, "n_frames", 1)
         if not 0 <= index < frames:
             raise IndexError(f"page {index} out of range: the image has {frames} frames")
-        try:
-            if index:
-                image.seek(index)
-                _check_pixels(image, max_pixels)  # frames of a TIFF can differ in size
-            image.load()
-            ImageOps.exif_transpose(image, in_place=True)
-            page = _to_rgb(image)
-            return page if page is not image else image.copy()  # leaving `with` closes image
-        except Image.DecompressionBombError as exc:
+        if index:
+            image.seek(index)
+            _check_pixels(image, max_pixels)  # frames of a TIFF can differ in size
+        image.load()
+        ImageOps.exif_transpose(image, in_place=True)
+        page = _to_rgb(image)
+    except BaseException as exc:
+        image.close()
+        if isinstance(exc, Image.DecompressionBombError):
             raise TooManyPixels(f"The image is too large to process safely ({exc}).") from exc
-        except (OSError, SyntaxError, ValueError, EOFError) as exc:
-            raise CorruptFile(
-                f"Page {index + 1} of the {kind.upper()} image cannot be decoded ({exc}). {_CORRUPT_HINT}"
-            ) from exc
+        if isinstance(exc, (OSError, SyntaxError, ValueError, EOFError)):
+            raise CorruptFile(f"Page {index + 1} of the {kind.upper()} image cannot be decoded "
+                              f"({exc}). {_CORRUPT_HINT}") from exc
+        raise
+    if page is image and frames == 1:
+        return page  # load() closed the file; copying the pixels would cost ~10 ms a page
+    if page is image:
+        page = image.copy()  # a multi-frame file stays open for seeking: detach this frame
+    image.close()
+    return page
 
 
 def _to_rgb(image: Image.Image) -> Image.Image:
