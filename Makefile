@@ -1,12 +1,13 @@
 # Two entry points do all set-up on a fresh machine:
 #   make run   - create .venv on first use, then serve the appliance
-#   make test  - create .venv on first use, then run the test suite
+#   make test  - create .venv on first use, install Chromium if missing (the browser
+#                tests drive it through Playwright), then run the test suite
 PYTHON ?= python3
 VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 
-.PHONY: run test clean
+.PHONY: run test chromium clean
 
 $(STAMP): pyproject.toml
 	test -d $(VENV) || $(PYTHON) -m venv $(VENV)
@@ -18,7 +19,11 @@ $(STAMP): pyproject.toml
 run: $(STAMP)
 	$(BIN)/appliance serve $(if $(CONFIG),--config $(CONFIG))
 
-test: $(STAMP)
+# Debian's Chromium for tests/test_browser.py; Playwright's own browser download is not used.
+chromium:
+	command -v chromium >/dev/null || (apt-get update && apt-get install -y --no-install-recommends chromium)
+
+test: $(STAMP) chromium
 	$(BIN)/python -m pytest $(PYTEST_ARGS)
 
 clean:

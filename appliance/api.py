@@ -9,18 +9,20 @@ from __future__ import annotations
 from typing import Literal
 
 from fastapi import FastAPI, File, Form, Query, Request, UploadFile
+from pydantic import AnyHttpUrl
 from fastapi.exceptions import RequestValidationError
 from fastapi.responses import JSONResponse, Response
 from starlette.exceptions import HTTPException as StarletteHTTPException
 
 from appliance.daemon import Appliance
-from appliance.errors import ApplianceError, InvalidRequest, NotFound
-from appliance.export import render
+from appliance.config import DOC_TYPES
+from appliance.errors import ApplianceError, InvalidRequest, NotFound, QueueFull
+from appliance.export import document_json, render
 from appliance.intake import SubmitOptions
 from appliance.store import queries
 from appliance.store.models import Lane
-from appliance.store.queries import DocumentView
 
+DocType = Literal[DOC_TYPES]
 MEDIA_TYPES = {"md": "text/markdown; charset=utf-8", "json": "application/json",
                "txt": "text/plain; charset=utf-8"}
 
@@ -29,29 +31,16 @@ def _error(status: int, code: str, message: str) -> JSONResponse:
     return JSONResponse({"error": {"code": code, "message": message}}, status_code=status)
 
 
-def document_json(view: DocumentView) -> dict:
-    doc = view.doc
-    body = {
-        "id": doc.id, "name": doc.name, "status": view.status, "kind": doc.kind,
-        "sha256": doc.sha256, "size_bytes": doc.size_bytes, "page_count": doc.page_count,
-        "source": doc.source, "lane": doc.lane, "doc_type": doc.doc_type, "tags": doc.tags,
-        "created_at": doc.created_at, "exported_at": doc.exported_at,
-        "error": {"code": doc.error_code, "message": doc.error_message} if doc.error_code else None,
-    }
-    if view.pages:
-        body["pages"] = [{"number": p.index + 1, "status": p.status, "attempts": p.attempts,
-                          "error": ({"code": p.error_code, "message": p.error_message}
-                                    if p.error_code else None)} for p in view.pages]
-    return body
-
-
 def create_app(appliance: Appliance) -> FastAPI:
     app = FastAPI(title="OCR Appliance", version="1", docs_url="/docs")
     db = appliance.db
 
     @app.exception_handler(ApplianceError)
     async def _appliance_error(_request: Request, exc: ApplianceError):
-        return _error(exc.http_status, exc.code, exc.message)
+        response = _error(exc.http_status, exc.code, exc.message)
+        if isinstance(exc, QueueFull):
+            response.headers["Retry-After"] = str(exc.retry_after_s)
+        return response
 
     @app.exception_handler(RequestValidationError)
     async def _validation_error(_request: Request, exc: RequestValidationError):
@@ -74,13 +63,27 @@ def create_app(appliance: Appliance) -> FastAPI:
 
     @app.post("/api/v1/documents", status_code=201, tags=["documents"])
     def submit_document(file: UploadFile = File(...),
-                        doc_type: str = Form("generic"),
-                        lane: Lane = Form(Lane.INTERACTIVE)):
+                        doc_type: DocType = Form("generic"),
+                        lane: Lane = Form(Lane.INTERACTIVE),
+                        engine: Literal["llama", "classic"] | None = Form(None),
+                        tags: str = Form("", description="comma-separated"),
+                        webhook_url: AnyHttpUrl | None = Form(None)):
         """Upload one document. A file that cannot be processed is still stored and
-        answered with status `failed` and the reason in `error`."""
-        doc = appliance.submit(file.file, file.filename,
-                               SubmitOptions(source="api", lane=lane, doc_type=doc_type))
+        answered with status `failed` and the reason in `error`. While the lane's queue
+        is full the answer is 429 with Retry-After, and nothing is stored."""
+        appliance.check_engine(engine)
+        options = SubmitOptions(source="api", lane=lane, doc_type=doc_type, engine=engine,
+                                tags=[t.strip() for t in tags.split(",") if t.strip()],
+                                webhook_url=str(webhook_url) if webhook_url else None)
+        doc = appliance.submit(file.file, file.filename, options)
+        if doc.error_code:
+            appliance.finish(doc.id)
         return document_json(queries.get_document(db, doc.id))
+
+    @app.post("/api/v1/documents/{document_id}/cancel", tags=["documents"])
+    def cancel_document(document_id: str):
+        """Pages not yet started end `failed: cancelled`; pages being read finish."""
+        return document_json(appliance.cancel(document_id))
 
     @app.get("/api/v1/documents", tags=["documents"])
     def list_documents(limit: int = Query(50, ge=1, le=500), offset: int = Query(0, ge=0)):

@@ -36,6 +36,7 @@ class PathSettings:
 
 
 RETRY_RUNGS = ("greedy", "sampled", "tiled")
+DOC_TYPES = ("generic", "receipt", "invoice", "contract", "report", "table", "handwriting")
 
 
 @dataclass
@@ -75,6 +76,37 @@ class LimitSettings:
 
 
 @dataclass
+class QueueSettings:
+    # Pages waiting per lane before intake answers "busy" (API 429, UI message,
+    # watched files left in place for later).
+    max_queued_pages_interactive: int = field(default=2000, metadata={"min": 1})
+    max_queued_pages_batch: int = field(default=20000, metadata={"min": 1})
+    retry_after_s: int = field(default=30, metadata={"min": 1})
+
+
+@dataclass
+class WatchFolder:
+    """One watched (network) folder, a [[watch]] table."""
+
+    path: Path = field(metadata={"required": True})
+    name: str = ""  # a label for logs, tags and the UI; defaults to the folder's name
+    mode: Literal["auto", "events", "poll"] = "auto"
+    recursive: bool = False
+    stability_s: float = field(default=5.0, metadata={"min": 0})
+    poll_interval_s: float = field(default=5.0, metadata={"min": 0.1})
+    rescan_interval_s: float = field(default=300.0, metadata={"min": 1})
+    ignore: list[str] = field(default_factory=list)  # regexes on the name, added to the defaults
+    doc_type: str = field(default="generic", metadata={"choices": DOC_TYPES})
+    lane: Literal["interactive", "batch"] = "batch"
+    engine: Literal["", "llama", "classic"] = ""
+    on_duplicate: Literal["skip", "reprocess"] = "skip"
+    disposition: Literal["move", "delete", "keep"] = "move"
+    processed_dir: Path | None = None
+    failed_dir: Path | None = None
+    password: str = ""  # for encrypted PDFs dropped in this folder
+
+
+@dataclass
 class LoggingSettings:
     level: Literal["DEBUG", "INFO", "WARNING", "ERROR"] = "INFO"
 
@@ -87,6 +119,8 @@ class Settings:
     workers: WorkerSettings = field(default_factory=WorkerSettings)
     raster: RasterSettings = field(default_factory=RasterSettings)
     limits: LimitSettings = field(default_factory=LimitSettings)
+    queue: QueueSettings = field(default_factory=QueueSettings)
+    watch: list[WatchFolder] = field(default_factory=list)
     logging: LoggingSettings = field(default_factory=LoggingSettings)
     source: Path | None = None  # the file these settings came from; not a TOML key
 
@@ -110,7 +144,8 @@ def load_settings(explicit: str | Path | None = None) -> Settings:
 
 
 def dump_toml(sections: dict[str, dict]) -> str:
-    """Write a config of flat [sections] (what tests and the benchmark generate)."""
+    """Write a config of [sections] and [[lists]] of flat tables (what tests and the
+    benchmark generate)."""
     def value(v) -> str:
         if isinstance(v, bool):
             return "true" if v else "false"
@@ -120,14 +155,49 @@ def dump_toml(sections: dict[str, dict]) -> str:
             return "[" + ", ".join(value(item) for item in v) + "]"
         return '"' + str(v).replace("\\", "\\\\").replace('"', '\\"') + '"'
 
-    return "".join(f"[{name}]\n" + "".join(f"{k} = {value(v)}\n" for k, v in body.items()) + "\n"
+    def table(header: str, body: dict) -> str:
+        return f"{header}\n" + "".join(f"{k} = {value(v)}\n" for k, v in body.items()) + "\n"
+
+    return "".join("".join(table(f"[[{name}]]", item) for item in body)
+                   if isinstance(body, list) else table(f"[{name}]", body)
                    for name, body in sections.items())
 
 
 def settings_from_dict(raw: dict, base_dir: Path, source: Path | None = None) -> Settings:
-    settings = _build(Settings, raw, prefix="", base_dir=base_dir, where=source or "config")
+    where = source or "config"
+    settings = _build(Settings, raw, prefix="", base_dir=base_dir, where=where)
     settings.source = source
+    _check_watch_folders(settings, where)
     return settings
+
+
+def _inside(path: Path, tree: Path) -> bool:
+    return path == tree or tree in path.parents
+
+
+def _check_watch_folders(settings: Settings, where) -> None:
+    """Rules that span keys: a folder the appliance writes to must not be watched,
+    or its own results would come back as new documents."""
+    names = set()
+    for i, folder in enumerate(settings.watch):
+        key = f"watch[{i}]"
+        folder.name = folder.name or folder.path.name
+        if folder.name in names:
+            raise ConfigError(f"{where}: two watched folders are named '{folder.name}'; "
+                              f"give {key} its own name")
+        names.add(folder.name)
+        if folder.disposition == "move" and not (folder.processed_dir and folder.failed_dir):
+            raise ConfigError(f"{where}: {key} has disposition = 'move' but no processed_dir "
+                              f"and failed_dir; set both, or use 'keep' or 'delete'")
+        written = {"paths.output_dir": settings.paths.output_dir,
+                   "paths.data_dir": settings.paths.data_dir,
+                   f"{key}.processed_dir": folder.processed_dir,
+                   f"{key}.failed_dir": folder.failed_dir}
+        for other in settings.watch:
+            for label, target in written.items():
+                if target is not None and _inside(target.resolve(), other.path.resolve()):
+                    raise ConfigError(f"{where}: {label} ({target}) lies inside the watched "
+                                      f"folder {other.path}; move it outside")
 
 
 def _build(cls, raw: dict, prefix: str, base_dir: Path, where):
@@ -147,6 +217,15 @@ def _build(cls, raw: dict, prefix: str, base_dir: Path, where):
             if not isinstance(section, dict):
                 raise ConfigError(f"{where}: '{dotted}' must be a [{dotted}] table")
             values[name] = _build(kind, section, f"{dotted}.", base_dir, where)
+        elif typing.get_origin(kind) is list and is_dataclass(typing.get_args(kind)[0]):
+            tables = raw.get(name, [])  # [[name]] tables
+            if not isinstance(tables, list) or not all(isinstance(t, dict) for t in tables):
+                raise ConfigError(f"{where}: '{dotted}' must be written as [[{dotted}]] tables")
+            item = typing.get_args(kind)[0]
+            values[name] = [_build(item, table, f"{dotted}[{i}].", base_dir, where)
+                            for i, table in enumerate(tables)]
+        elif spec.metadata.get("required") and name not in raw:
+            raise ConfigError(f"{where}: '{dotted}' is required; add it")
         elif name in raw:
             values[name] = _coerce(kind, raw[name], dotted, spec.metadata, base_dir, where)
         elif kind is Path:  # defaults are relative to the config file too
@@ -185,6 +264,9 @@ def _coerce(kind, value, dotted: str, meta, base_dir: Path, where):
         value = float(value) if ok else value
     elif kind is str:
         ok = isinstance(value, str)
+        if ok and meta.get("choices") and value not in meta["choices"]:
+            raise ConfigError(f"{where}: '{dotted}' = {value!r} is not allowed; use one of "
+                              f"{', '.join(repr(c) for c in meta['choices'])}")
     else:  # pragma: no cover - a field type this loader does not know is a programming error
         raise TypeError(f"unsupported config field type {kind} for {dotted}")
     if not ok:

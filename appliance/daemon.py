@@ -13,18 +13,28 @@ import os
 from pathlib import Path
 from typing import BinaryIO
 
+from apscheduler.schedulers.background import BackgroundScheduler
+
 from appliance.config import Settings
 from appliance.dispatch import Dispatcher
 from appliance.engines.host import WorkerHandle, WorkerSpec
 from appliance.engines.llama.validate import inspect_model
-from appliance.errors import AlreadyRunning, ConfigError, ModelError
-from appliance.export import Exporter
+from appliance.errors import (
+    AlreadyRunning, ConfigError, EngineUnavailable, ModelError, NotFound,
+)
+from appliance.export import Exporter, document_json
 from appliance.intake import Intake, SubmitOptions
+from appliance.intake.disposition import dispose
+from appliance.intake.folders import WatchService
 from appliance.intake.spool import Spool
 from appliance.store import Database, queries, transitions
 from appliance.store.models import Document
+from appliance.store.queries import DocumentView
+from appliance.webhooks import WebhookNotifier
 
 log = logging.getLogger(__name__)
+
+FINISH_PENDING_S = 30
 
 
 def configure_logging(level: str) -> None:
@@ -102,20 +112,32 @@ class Appliance:
             log.warning("engine fallback: %s", self.engine_notice)
         self.workers = [WorkerHandle(slot, self.worker_spec)
                         for slot in range(settings.workers.count)]
-        self.dispatcher = Dispatcher(settings, self.db, self.spool, self.workers, self.exporter)
+        self.dispatcher = Dispatcher(settings, self.db, self.spool, self.workers, self.finish)
+        self.webhooks = WebhookNotifier(self.db, self._document_payload)
+        self.watch = WatchService(settings, self.db, self.submit, self.finish)
+        self.scheduler = BackgroundScheduler(daemon=True)
+        self.scheduler.add_job(self.finish_pending, "interval", seconds=FINISH_PENDING_S,
+                               id="finish-pending", max_instances=1, coalesce=True)
 
     def start(self) -> None:
         self._lock.acquire()
         requeued = transitions.requeue_after_restart(self.db)
         if requeued:
             log.warning("requeued pages interrupted by the last shutdown count=%d", requeued)
+        self.webhooks.start()
         self.dispatcher.start()
+        self.finish_pending()  # whatever the last run left unfinished
+        self.scheduler.start()
+        self.watch.start()
         log.info("appliance started engine=%s workers=%d data_dir=%s output_dir=%s",
                  self.worker_spec.engine, len(self.workers), self.settings.paths.data_dir,
                  self.settings.paths.output_dir)
 
     def stop(self) -> None:
+        self.watch.stop()
+        self.scheduler.shutdown(wait=False)
         self.dispatcher.stop()
+        self.webhooks.stop()
         self.db.close()
         self._lock.release()
         log.info("appliance stopped")
@@ -124,10 +146,52 @@ class Appliance:
     def ready(self) -> bool:
         return self.dispatcher.ready
 
+    def check_engine(self, requested: str | None) -> None:
+        """A request may ask for the engine the workers run, or for classic: a vision
+        worker keeps a classic reader for fallbacks."""
+        if requested not in (None, self.worker_spec.engine, "classic"):
+            raise EngineUnavailable(f"engine '{requested}' is not available: the workers run "
+                                    f"'{self.worker_spec.engine}'")
+
     def submit(self, stream: BinaryIO, name: str | None, options: SubmitOptions) -> Document:
         doc = self.intake.submit(stream, name, options)
         self.dispatcher.wake()
         return doc
+
+    def finish(self, document_id: str) -> None:
+        """A final document's remaining steps, each done once: export its results,
+        dispose of its watched original, call its webhook."""
+        view = queries.get_document(self.db, document_id)
+        if view is None or not view.is_final:
+            return
+        doc = view.doc
+        if not doc.exported_at and not doc.error_code:
+            self.exporter.export(document_id)
+        if doc.source_path and not doc.disposed_at and doc.watch_folder in self.watch.folders:
+            dispose(self.db, view, self.watch.folders[doc.watch_folder])
+        if doc.webhook_url and not doc.webhook_done_at:
+            self.webhooks.notify(document_id, doc.webhook_url)
+
+    def finish_pending(self) -> None:
+        """Retry the steps that failed or were cut short (disk full, a crash, a restart)."""
+        pending = set(queries.final_unexported_documents(self.db))
+        pending.update(d.id for d in queries.final_undisposed_documents(self.db))
+        pending.update(queries.final_unnotified_documents(self.db))
+        for document_id in pending:
+            try:
+                self.finish(document_id)
+            except Exception:
+                log.exception("finishing failed doc=%s", document_id)
+
+    def _document_payload(self, document_id: str) -> dict:
+        return document_json(queries.get_document(self.db, document_id))
+
+    def cancel(self, document_id: str) -> DocumentView:
+        if queries.get_document(self.db, document_id) is None:
+            raise NotFound(f"no document with id {document_id}")
+        transitions.cancel_document(self.db, document_id)
+        self.finish(document_id)
+        return queries.get_document(self.db, document_id)
 
     def submit_path(self, path: Path, options: SubmitOptions) -> Document:
         with path.open("rb") as stream:

@@ -14,11 +14,11 @@ import socket
 import threading
 import time
 from multiprocessing.connection import wait
+from typing import Callable
 
 from appliance.config import Settings
 from appliance.engines.host import Job, WorkerHandle, WorkerState
 from appliance.errors import DegenerateOutput, PageTimeout, WorkerCrashed
-from appliance.export import Exporter
 from appliance.intake.spool import Spool
 from appliance.store import Database, queries, transitions
 from appliance.store.models import Outcome
@@ -40,18 +40,18 @@ OUTCOME_BY_CODE = {DegenerateOutput.code: Outcome.DEGENERATE, PageTimeout.code: 
 
 class Dispatcher:
     def __init__(self, settings: Settings, db: Database, spool: Spool,
-                 workers: list[WorkerHandle], exporter: Exporter):
+                 workers: list[WorkerHandle], on_final: Callable[[str], None]):
         self.settings = settings
         self.db = db
         self.spool = spool
         self.workers = workers
-        self.exporter = exporter
+        self.on_final = on_final  # called once a document's last page has settled
         self._stop = threading.Event()
         self._thread = threading.Thread(target=self._run, name="dispatcher", daemon=True)
         self._restart_at: dict[int, float] = {}
         self._start_failures: dict[int, int] = {}
         self._next_housekeeping = 0.0
-        self._touched: set[str] = set()  # documents with a page settled since the last export
+        self._touched: set[str] = set()  # documents with a page settled since the last finish
         self._wakeup, self._wakeup_writer = socket.socketpair()
         self._wakeup.setblocking(False)
         self._wakeup_writer.setblocking(False)
@@ -88,8 +88,8 @@ class Dispatcher:
             try:
                 for worker in self.workers:
                     self._supervise(worker)
-                self._dispatch()  # workers get their next page before exports are written
-                self._export_finished()
+                self._dispatch()  # workers get their next page before results are exported
+                self._finish_documents()
                 self._housekeeping()
             except Exception:  # the loop must survive anything one page or file does
                 log.exception("dispatcher loop error")
@@ -207,7 +207,8 @@ class Dispatcher:
                       max_pixels=self.settings.limits.max_pixels,
                       page_image=self.spool.page_image_path(claim.sha256, claim.page_index,
                                                             self.settings.raster.pdf_dpi),
-                      doc_type=claim.doc_type, attempt=claim.attempt, deadline_s=timeout_s)
+                      doc_type=claim.doc_type, engine=claim.engine, attempt=claim.attempt,
+                      deadline_s=timeout_s)
             try:
                 worker.send(job, claim, kill_after_s)
             except (OSError, BrokenPipeError):
@@ -246,18 +247,15 @@ class Dispatcher:
         log.warning("page attempt failed doc=%s page=%d attempt=%d code=%s now=%s",
                     claim.document_id, claim.page_index, claim.attempt, code, status)
 
-    def _export_finished(self) -> None:
-        """Export the documents whose pages this tick settled, if they are now final."""
+    def _finish_documents(self) -> None:
+        """Hand on the documents whose last page this tick settled."""
         while self._touched:
             view = queries.get_document(self.db, self._touched.pop())
-            if view is not None and view.is_final and not view.doc.exported_at:
-                self._export(view.doc.id)
-
-    def _export(self, document_id: str) -> None:
-        try:
-            self.exporter.export(document_id)
-        except OSError:  # e.g. output disk full; housekeeping retries
-            log.exception("export failed doc=%s", document_id)
+            if view is not None and view.is_final:
+                try:
+                    self.on_final(view.doc.id)
+                except Exception:  # e.g. output disk full: the periodic finish retries
+                    log.exception("finishing failed doc=%s", view.doc.id)
 
     def _housekeeping(self) -> None:
         now = time.monotonic()
@@ -267,5 +265,3 @@ class Dispatcher:
         expired = transitions.requeue_expired_leases(self.db, self.settings.workers.max_attempts)
         if expired:
             log.warning("requeued pages with expired leases count=%d", expired)
-        for document_id in queries.final_unexported_documents(self.db):
-            self._export(document_id)

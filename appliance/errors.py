@@ -70,6 +70,19 @@ class TooManyPixels(BadInput):
     http_status = 413
 
 
+class TruncatedFile(CorruptFile):
+    """The file ends early: an interrupted copy, upload or scan. A CorruptFile too."""
+
+    code = "truncated_file"
+
+
+class UnrecognizedFile(BadInput):
+    """No known file signature at the start: damaged, or not a document at all."""
+
+    code = "unrecognized_file"
+    http_status = 415
+
+
 # --- processing ---
 
 
@@ -113,6 +126,33 @@ class NotFound(ApplianceError):
 class NotReady(ApplianceError):
     code = "not_ready"
     http_status = 409
+
+
+class QueueFull(ApplianceError):
+    """Backpressure: the lane's queue is over its cap. Nothing was stored; try later."""
+
+    code = "queue_full"
+    http_status = 429
+    retryable = True
+
+    def __init__(self, message: str, retry_after_s: int):
+        super().__init__(message)
+        self.retry_after_s = retry_after_s
+
+
+class DuplicateDocument(ApplianceError):
+    """The same content was already read, or is being read (on_duplicate = "skip")."""
+
+    code = "duplicate"
+    http_status = 409
+
+    def __init__(self, message: str, existing_id: str):
+        super().__init__(message)
+        self.existing_id = existing_id
+
+
+class Cancelled(ApplianceError):
+    code = "cancelled"
 
 
 class InvalidRequest(ApplianceError):

@@ -18,6 +18,7 @@ from pathlib import Path
 from appliance.errors import NotFound, NotReady, error_class_for
 from appliance.intake.spool import fsync_dir
 from appliance.store import Database, queries, transitions
+from appliance.store.queries import DocumentView
 
 log = logging.getLogger(__name__)
 
@@ -30,6 +31,22 @@ def safe_stem(name: str) -> str:
     stem = Path(name).stem if "." in name else name
     stem = re.sub(r"[^\w.-]+", "_", stem).strip("._")
     return stem[:MAX_STEM_CHARS] or "document"
+
+
+def document_json(view: DocumentView) -> dict:
+    doc = view.doc
+    body = {
+        "id": doc.id, "name": doc.name, "status": view.status, "kind": doc.kind,
+        "sha256": doc.sha256, "size_bytes": doc.size_bytes, "page_count": doc.page_count,
+        "source": doc.source, "lane": doc.lane, "doc_type": doc.doc_type, "tags": doc.tags,
+        "created_at": doc.created_at, "exported_at": doc.exported_at,
+        "error": {"code": doc.error_code, "message": doc.error_message} if doc.error_code else None,
+    }
+    if view.pages:
+        body["pages"] = [{"number": p.index + 1, "status": p.status, "attempts": p.attempts,
+                          "error": ({"code": p.error_code, "message": p.error_message}
+                                    if p.error_code else None)} for p in view.pages]
+    return body
 
 
 def _comment(text: str) -> str:

@@ -34,7 +34,10 @@ class Daemon:
                   "engine": {"name": "classic", "threads": 1},
                   "workers": {"count": 1}}
         for section, values in sections.items():
-            config.setdefault(section, {}).update(values)
+            if isinstance(values, list):  # [[watch]] tables
+                config[section] = values
+            else:
+                config.setdefault(section, {}).update(values)
         self.config_path = tmp / "config.toml"
         self.config_path.write_text(dump_toml(config))
         self.log_path = tmp / "daemon.log"

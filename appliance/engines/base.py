@@ -21,12 +21,10 @@ class Line:
     score: float
 
 
-DOC_TYPES = ("generic", "receipt", "invoice", "contract", "report", "table", "handwriting")
-
-
 @dataclass
 class PageRequest:
     doc_type: str = "generic"
+    engine: str | None = None  # "classic" asks a vision engine for its classic reading
     attempt: int = 1  # 1-based; picks the rung of the engine's retry ladder
     deadline: float | None = None  # time.monotonic() by which the engine must answer
 

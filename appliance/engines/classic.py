@@ -55,6 +55,11 @@ def make_rapidocr(threads: int) -> RapidOCR:
     return RapidOCR(params={
         "Global.log_level": "warning",
         "Global.use_cls": False,
+        # Detection input: RapidOCR's default scales the SHORT side up to 736 px, so a
+        # 736x100 label strip became 5400x736 (1.6 s instead of 0.1 s). Cap the long
+        # side instead, as for whole pages.
+        "Det.limit_type": "max",
+        "Det.limit_side_len": 2000,
         "EngineConfig.onnxruntime.intra_op_num_threads": threads,
         "EngineConfig.onnxruntime.inter_op_num_threads": 1,
     })

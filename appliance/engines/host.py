@@ -54,6 +54,7 @@ class Job:
     max_pixels: int
     page_image: Path
     doc_type: str
+    engine: str | None
     attempt: int
     deadline_s: float  # the engine stops itself after this; the supervisor kills later
 
@@ -80,8 +81,8 @@ def run_job(engine, job: Job, background: ThreadPoolExecutor) -> dict:
             saving = background.submit(save_page_image, image, job.page_image)
         timings["raster_ms"] = (time.perf_counter() - start) * 1000
         start = time.perf_counter()
-        recognition = engine.recognize(image, PageRequest(doc_type=job.doc_type,
-                                                          attempt=job.attempt, deadline=deadline))
+        recognition = engine.recognize(image, PageRequest(
+            doc_type=job.doc_type, engine=job.engine, attempt=job.attempt, deadline=deadline))
         timings["inference_ms"] = (time.perf_counter() - start) * 1000
         if saving is not None:
             saving.result()

@@ -11,14 +11,15 @@ import logging
 import re
 import unicodedata
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import BinaryIO
 
 from appliance.config import Settings
-from appliance.errors import BadInput, TooManyPages
+from appliance.errors import BadInput, DuplicateDocument, QueueFull, TooManyPages
 from appliance.intake.sniff import sniff_kind
 from appliance.intake.spool import Spool
 from appliance.raster import count_pages
-from appliance.store import Database, transitions
+from appliance.store import Database, queries, transitions
 from appliance.store.models import Document, Lane
 
 log = logging.getLogger(__name__)
@@ -34,6 +35,10 @@ class SubmitOptions:
     doc_type: str = "generic"
     engine: str | None = None
     tags: list[str] = field(default_factory=list)
+    source_path: Path | None = None  # watched files only
+    watch_folder: str | None = None
+    webhook_url: str | None = None
+    skip_duplicates: bool = False  # refuse content already read, or being read, successfully
 
 
 def display_name(name: str | None) -> str:
@@ -50,15 +55,32 @@ def display_name(name: str | None) -> str:
 class Intake:
     def __init__(self, settings: Settings, db: Database, spool: Spool):
         self.limits = settings.limits
+        self.queue = settings.queue
         self.db = db
         self.spool = spool
 
+    def check_capacity(self, lane: Lane) -> None:
+        """Backpressure: refuse, before anything is stored, while the lane is full."""
+        cap = (self.queue.max_queued_pages_interactive if lane == Lane.INTERACTIVE
+               else self.queue.max_queued_pages_batch)
+        waiting = queries.pending_pages(self.db, lane)
+        if waiting >= cap:
+            raise QueueFull(f"the appliance is busy: {waiting} pages are waiting in the {lane} "
+                            f"lane (limit {cap}); try again in {self.queue.retry_after_s} s",
+                            retry_after_s=self.queue.retry_after_s)
+
     def submit(self, stream: BinaryIO, name: str | None, options: SubmitOptions) -> Document:
         """Spool a file and queue its pages, or record why it cannot be processed."""
+        self.check_capacity(options.lane)
         sha, size, path = self.spool.store(stream, self.limits.max_bytes)
+        if options.skip_duplicates and (earlier := queries.same_content(self.db, sha)):
+            raise DuplicateDocument(f"the same content was already submitted as document "
+                                    f"{earlier.id} ({earlier.name})", existing_id=earlier.id)
         doc = Document(name=display_name(name), sha256=sha, size_bytes=size,
                        source=options.source, lane=options.lane, doc_type=options.doc_type,
-                       engine=options.engine, tags=options.tags)
+                       engine=options.engine, tags=options.tags,
+                       source_path=str(options.source_path) if options.source_path else None,
+                       watch_folder=options.watch_folder, webhook_url=options.webhook_url)
         try:
             with path.open("rb") as fh:
                 doc.kind = sniff_kind(fh.read(SNIFF_BYTES))

@@ -2,11 +2,19 @@
 
 The type comes from the content only, never from the file name: scanners and mail
 gateways name files carelessly, and a renamed file must not reach the wrong decoder.
+
+Three outcomes besides a kind: ``EmptyFile`` for no bytes; ``UnsupportedType`` for a
+file we can name but do not read (plain text, an Office document, HTML, ...), whose
+message says what it is; ``UnrecognizedFile`` for bytes with no known signature at
+all, which are usually a damaged file.
 """
 
 from __future__ import annotations
 
-from appliance.errors import EmptyFile, UnsupportedType
+import re
+import unicodedata
+
+from appliance.errors import EmptyFile, TruncatedFile, UnrecognizedFile, UnsupportedType
 
 IMAGE_KINDS: tuple[str, ...] = ("png", "jpeg", "tiff", "bmp", "webp", "gif")
 ALL_KINDS: tuple[str, ...] = ("pdf", *IMAGE_KINDS)
@@ -14,6 +22,8 @@ ALL_KINDS: tuple[str, ...] = ("pdf", *IMAGE_KINDS)
 # How many leading bytes a caller should read; also how far "%PDF-" is searched,
 # because some producers write a little junk (a BOM, a mail header) before it.
 HEAD_BYTES = 1024
+
+SUPPORTED_TEXT = "PDF, PNG, JPEG, TIFF, BMP, WebP and GIF"
 
 _PREFIXES: tuple[tuple[bytes, str], ...] = (
     (b"%PDF-", "pdf"),
@@ -25,14 +35,53 @@ _PREFIXES: tuple[tuple[bytes, str], ...] = (
     (b"MM\x00+", "tiff"),  # BigTIFF
     (b"GIF87a", "gif"),
     (b"GIF89a", "gif"),
-    (b"BM", "bmp"),
 )
+
+# Sizes of the BMP info header that follows the 14-byte file header (core, v1..v5).
+_BMP_INFO_SIZES = frozenset({12, 16, 40, 52, 56, 64, 108, 124})
+
+# Formats people send by mistake, named so the message can say what the file is.
+_OTHER_PREFIXES: tuple[tuple[bytes, str], ...] = (
+    (b"{\\rtf", "an RTF document"),
+    (b"\xd0\xcf\x11\xe0\xa1\xb1\x1a\xe1", "a legacy Microsoft Office document (.doc, .xls or .ppt)"),
+    (b"%!PS", "a PostScript file"),
+    (b"\x00\x00\x00\x0cjP  ", "a JPEG 2000 image"),
+    (b"\xff\x4f\xff\x51", "a JPEG 2000 image"),
+    (b"AT&TFORM", "a DjVu document"),
+    (b"\x1f\x8b", "a gzip archive"),
+    (b"7z\xbc\xaf\x27\x1c", "a 7-Zip archive"),
+    (b"Rar!\x1a\x07", "a RAR archive"),
+)
+
+# Markers inside the first ZIP entries (names, or the stored "mimetype" of ODF/EPUB).
+_ZIP_MEMBERS: tuple[tuple[bytes, str], ...] = (
+    (b"word/", "a Word document (.docx)"),
+    (b"xl/", "an Excel workbook (.xlsx)"),
+    (b"ppt/", "a PowerPoint presentation (.pptx)"),
+    (b"application/vnd.oasis.opendocument", "an OpenDocument file (.odt, .ods or .odp)"),
+    (b"application/epub+zip", "an EPUB e-book"),
+    (b"[Content_Types].xml", "a Microsoft Office document"),
+)
+
+_ISO_BMFF_BRANDS = {b"heic": "a HEIC image", b"heix": "a HEIC image", b"mif1": "a HEIF image",
+                    b"avif": "an AVIF image"}
+
+_BOMS: tuple[tuple[bytes, str], ...] = (
+    (b"\xef\xbb\xbf", "utf-8"),
+    (b"\xff\xfe", "utf-16-le"),
+    (b"\xfe\xff", "utf-16-be"),
+)
+
+# Control characters that ordinary text files contain.
+_TEXT_CONTROLS = frozenset("\t\n\r\f\v\x1b")
+_MIN_PRINTABLE = 0.95  # share of printable characters for a legacy 8-bit text
 
 
 def sniff_kind(head: bytes) -> str:
     """The document kind of a file whose first bytes are ``head`` (read HEAD_BYTES).
 
-    Raises EmptyFile for no bytes and UnsupportedType for anything not in ALL_KINDS.
+    Raises EmptyFile for no bytes, UnsupportedType for a file recognised as something
+    other than a scan or an image we read, and UnrecognizedFile for anything else.
     """
     if not head:
         raise EmptyFile("The file is empty (0 bytes). Check the scanner or upload and send it again.")
@@ -41,9 +90,98 @@ def sniff_kind(head: bytes) -> str:
             return kind
     if head[:4] == b"RIFF" and head[8:12] == b"WEBP":
         return "webp"
+    if head[:2] == b"BM" and int.from_bytes(head[14:18], "little") in _BMP_INFO_SIZES:
+        return "bmp"  # "BM" alone also starts many a text file
     if b"%PDF-" in head[:HEAD_BYTES]:
         return "pdf"
-    raise UnsupportedType(
-        "This file type is not supported. Supported types: PDF, PNG, JPEG, TIFF, BMP, "
-        "WebP and GIF. Convert the file to PDF or PNG and submit it again."
+    if len(head) >= 2 and any(len(head) < len(prefix) and prefix.startswith(head)
+                              for prefix, _kind in _PREFIXES):
+        raise TruncatedFile(
+            f"The file is only {len(head)} bytes long and ends inside its own file signature: "
+            "it ends early, probably an interrupted copy, upload or scan. Copy it again from "
+            "its source (or rescan it) and submit it again."
+        )
+    what = _other_format(head[:HEAD_BYTES])
+    if what is not None:
+        raise UnsupportedType(
+            f"This file is {what}, which the appliance does not read: it reads scanned "
+            f"documents and images ({SUPPORTED_TEXT}). Convert the file to PDF first (for "
+            "example with Print to PDF or Export as PDF) and submit it again."
+        )
+    raise UnrecognizedFile(
+        "The file's content starts with no known file signature: it is damaged (for example "
+        "cut short or overwritten) or it is not a document. Supported types: "
+        f"{SUPPORTED_TEXT}. Check that the file opens on your computer, export it again as "
+        "PDF or PNG, and submit it again."
     )
+
+
+def _other_format(head: bytes) -> str | None:
+    """A short description of a format we recognise but do not read, or None."""
+    for prefix, what in _OTHER_PREFIXES:
+        if head.startswith(prefix):
+            return what
+    if head[:4] in (b"PK\x03\x04", b"PK\x05\x06", b"PK\x07\x08"):
+        for marker, what in _ZIP_MEMBERS:
+            if marker in head:
+                return what
+        return "a ZIP archive (unpack it and submit the scans inside)"
+    if head[4:8] == b"ftyp" and head[8:12] in _ISO_BMFF_BRANDS:
+        return _ISO_BMFF_BRANDS[head[8:12]]
+    text = _as_text(head)
+    if text is None:
+        return None
+    return _markup(text) or "a plain text file"
+
+
+def _markup(text: str) -> str | None:
+    start = text.lstrip().lower()
+    if start.startswith("{\\rtf"):
+        return "an RTF document"
+    if start.startswith(("<!doctype html", "<html", "<head", "<body")):
+        return "an HTML page"
+    if start.startswith("<?xml") or start.startswith("<!doctype") or start.startswith("<svg"):
+        if re.search(r"<svg[\s>]", start):
+            return "an SVG drawing"
+        if re.search(r"<html[\s>]", start):
+            return "an HTML page"
+        return "an XML file"
+    return None
+
+
+def _as_text(head: bytes) -> str | None:
+    """The head decoded as text if it looks like text (printable, no NULs), else None.
+
+    UTF-16 is accepted only with its byte order mark; otherwise a NUL means binary.
+    UTF-8 (and so ASCII) must decode cleanly, except for a character cut at the end of
+    the head; a legacy 8-bit text (Latin-1) must be almost all printable.
+    """
+    for bom, encoding in _BOMS:
+        if head.startswith(bom):
+            body = head[len(bom):]
+            if encoding.startswith("utf-16"):
+                body = body[: len(body) // 2 * 2]
+            text = body.decode(encoding, errors="replace")
+            return text if _printable_share(text) >= _MIN_PRINTABLE else None
+    if b"\x00" in head:
+        return None
+    try:
+        text = head.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        if exc.reason == "unexpected end of data" and exc.start >= len(head) - 3:
+            text = head[: exc.start].decode("utf-8")  # a multi-byte character cut by the head
+        else:
+            try:
+                text = head.decode("cp1252")  # Windows' Latin-1 with its curly quotes
+            except UnicodeDecodeError:
+                text = head.decode("latin-1")
+            return text if _printable_share(text) >= _MIN_PRINTABLE else None
+    return text if text and _printable_share(text) >= _MIN_PRINTABLE else None
+
+
+def _printable_share(text: str) -> float:
+    if not text:
+        return 0.0
+    printable = sum(1 for ch in text
+                    if ch in _TEXT_CONTROLS or unicodedata.category(ch)[0] != "C")
+    return printable / len(text)

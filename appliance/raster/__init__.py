@@ -20,7 +20,7 @@ import pypdfium2 as pdfium
 import pypdfium2.raw as pdfium_c
 from PIL import Image, ImageOps
 
-from appliance.errors import CorruptFile, EncryptedPdf, TooManyPixels
+from appliance.errors import CorruptFile, EncryptedPdf, TooManyPixels, TruncatedFile
 
 log = logging.getLogger(__name__)
 
@@ -36,6 +36,13 @@ _PIL_FORMATS = {
 }
 
 _CORRUPT_HINT = "The file is damaged or incomplete; rescan or re-export it and submit it again."
+_TRUNCATED_HINT = ("The file ends early, probably an interrupted copy, upload or scan. Copy it "
+                   "again from its source (or rescan or re-export it) and submit it again.")
+
+# How Pillow words "the data stopped before the image did" (ImageFile.load, _safe_read,
+# PngImagePlugin's chunk reader); compared in lower case.
+_TRUNCATION_MARKERS = ("truncated", "incomplete checksum")
+_TAIL_BYTES = 4096  # how far from the end an end marker is looked for (trailing junk exists)
 
 
 def count_pages(path: Path, kind: str, max_pixels: int) -> int:
@@ -87,6 +94,9 @@ def _open_pdf(path: Path) -> Iterator[pdfium.PdfDocument]:
                 "The PDF is protected by a password. Remove the password (for example with "
                 "`qpdf --decrypt --password=PASSWORD in.pdf out.pdf`) and submit it again."
             ) from exc
+        if _ends_early(path, "pdf"):
+            raise TruncatedFile(f"The PDF cannot be opened ({exc}) and has no end-of-file "
+                                f"marker. {_TRUNCATED_HINT}") from exc
         raise CorruptFile(f"The PDF cannot be opened ({exc}). {_CORRUPT_HINT}") from exc
     try:
         yield pdf
@@ -146,14 +156,58 @@ def _open_image(path: Path, kind: str, max_pixels: int) -> Image.Image:
             f"The image is too large to process safely ({exc}). Scan or export it at a lower "
             "resolution and submit it again."
         ) from exc
-    except (OSError, SyntaxError, ValueError) as exc:  # Pillow's "cannot identify", bad headers
-        raise CorruptFile(f"The {kind.upper()} image cannot be read ({exc}). {_CORRUPT_HINT}") from exc
+    except (OSError, SyntaxError, ValueError, EOFError) as exc:  # "cannot identify", bad headers
+        raise _decode_error(exc, path, kind, f"The {kind.upper()} image cannot be read") from exc
     try:
         _check_pixels(image, max_pixels)
     except TooManyPixels:
         image.close()
         raise
     return image
+
+
+def _decode_error(exc: BaseException, path: Path, kind: str, what: str) -> CorruptFile:
+    """TruncatedFile when the data stops early (Pillow says so, or the format's end marker
+    is missing), else CorruptFile; ``what`` opens the message."""
+    if any(marker in str(exc).lower() for marker in _TRUNCATION_MARKERS) or _ends_early(path, kind):
+        return TruncatedFile(f"{what} ({exc}). {_TRUNCATED_HINT}")
+    return CorruptFile(f"{what} ({exc}). {_CORRUPT_HINT}")
+
+
+def _ends_early(path: Path, kind: str) -> bool:
+    """Whether a file that failed to decode lacks the end its own structure promises.
+
+    Only used to explain a failure already seen, so a heuristic is enough: a missing
+    end marker (PNG IEND, JPEG EOI, GIF trailer, PDF %%EOF) or a declared size beyond
+    the end of the file (BMP, WebP, the first TIFF directory).
+    """
+    try:
+        size = path.stat().st_size
+        with path.open("rb") as fh:
+            head = fh.read(16)
+            fh.seek(max(0, size - _TAIL_BYTES))
+            tail = fh.read()
+    except OSError:
+        return False
+    if kind == "png":
+        return b"IEND" not in tail
+    if kind == "jpeg":
+        return b"\xff\xd9" not in tail  # 0xFF is byte-stuffed in the data: only EOI matches
+    if kind == "gif":
+        return not tail.rstrip(b"\x00").endswith(b";")
+    if kind == "pdf":
+        return b"%%EOF" not in tail[-1024:]
+    if kind == "bmp" and len(head) >= 6:
+        return int.from_bytes(head[2:6], "little") > size
+    if kind == "webp" and len(head) >= 8:
+        return int.from_bytes(head[4:8], "little") + 8 > size
+    if kind == "tiff" and len(head) >= 8:
+        order = "little" if head[:2] == b"II" else "big"
+        if head[2:4] in (b"*\x00", b"\x00*"):
+            return int.from_bytes(head[4:8], order) + 2 > size
+        if len(head) >= 16:  # BigTIFF: 8-byte offset at 8
+            return int.from_bytes(head[8:16], order) + 8 > size
+    return False
 
 
 def _check_pixels(image: Image.Image, max_pixels: int) -> None:
@@ -182,8 +236,8 @@ def _render_image_frame(path: Path, kind: str, index: int, max_pixels: int) -> I
         if isinstance(exc, Image.DecompressionBombError):
             raise TooManyPixels(f"The image is too large to process safely ({exc}).") from exc
         if isinstance(exc, (OSError, SyntaxError, ValueError, EOFError)):
-            raise CorruptFile(f"Page {index + 1} of the {kind.upper()} image cannot be decoded "
-                              f"({exc}). {_CORRUPT_HINT}") from exc
+            raise _decode_error(exc, path, kind, f"Page {index + 1} of the {kind.upper()} "
+                                                 "image cannot be decoded") from exc
         raise
     if page is image and frames == 1:
         return page  # load() closed the file; copying the pixels would cost ~10 ms a page

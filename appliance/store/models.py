@@ -71,6 +71,11 @@ class Document(SQLModel, table=True):
     created_at: float = Field(default_factory=_now, index=True)
     output_stem: str | None = None  # chosen once, so a re-export after a crash overwrites
     exported_at: float | None = None
+    source_path: str | None = None  # the watched file it came from, for its disposition
+    watch_folder: str | None = None  # the [[watch]] folder's name
+    disposed_at: float | None = None  # when the watched original was moved/deleted/kept
+    webhook_url: str | None = None  # POSTed to when the document is final
+    webhook_done_at: float | None = None  # delivered, or given up on
 
 
 class Page(SQLModel, table=True):
@@ -124,3 +129,14 @@ class Event(SQLModel, table=True):
     page_id: int | None = None
     actor: str = "system"
     detail: dict | None = Field(default=None, sa_column=Column(JSON))
+
+
+class WatchLedger(SQLModel, table=True):
+    """Files of `keep` folders already read: they stay in place and must not come back."""
+
+    folder: str = Field(primary_key=True)
+    path: str = Field(primary_key=True)
+    size_bytes: int
+    mtime_ns: int
+    sha256: str | None  # None when the file was refused before it was hashed
+    at: float = Field(default_factory=_now)

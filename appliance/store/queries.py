@@ -10,7 +10,7 @@ from sqlmodel import select
 
 from appliance.store.db import Database
 from appliance.store.models import (
-    FINAL_PAGE_STATUSES, Document, DocStatus, Page, PageResult, PageStatus,
+    FINAL_PAGE_STATUSES, Document, DocStatus, Page, PageResult, PageStatus, WatchLedger,
 )
 
 
@@ -102,6 +102,60 @@ def page_attempts(db: Database, page_id: int) -> list[PageResult]:
     with db.read() as session:
         return list(session.exec(select(PageResult).where(PageResult.page_id == page_id)
                                  .order_by(PageResult.attempt)).all())
+
+
+def pending_pages(db: Database, lane: str) -> int:
+    """Pages of a lane that are waiting or being read."""
+    with db.read() as session:
+        return session.exec(select(func.count()).select_from(Page)
+                            .join(Document, Page.document_id == Document.id)
+                            .where(Document.lane == lane,
+                                   Page.status.in_((PageStatus.QUEUED, PageStatus.RUNNING)))
+                            ).one()
+
+
+def final_undisposed_documents(db: Database) -> list[Document]:
+    """Final documents from watched folders whose original still awaits its disposition."""
+    with db.read() as session:
+        docs = session.exec(select(Document).where(Document.source_path.is_not(None),
+                                                   Document.disposed_at.is_(None))).all()
+        counts = _page_counts(session, [d.id for d in docs])
+        return [d for d in docs if derive_status(d, counts[d.id]) in FINAL_DOC_STATUSES]
+
+
+def final_unnotified_documents(db: Database) -> list[str]:
+    """Final documents with a webhook that has not been delivered or given up on."""
+    with db.read() as session:
+        docs = session.exec(select(Document).where(Document.webhook_url.is_not(None),
+                                                   Document.webhook_done_at.is_(None))).all()
+        counts = _page_counts(session, [d.id for d in docs])
+        return [d.id for d in docs if derive_status(d, counts[d.id]) in FINAL_DOC_STATUSES]
+
+
+def watched_file_in_flight(db: Database, source_path: str) -> bool:
+    """A document from this watched file exists and its original is not yet disposed of."""
+    with db.read() as session:
+        return session.exec(select(func.count()).select_from(Document).where(
+            Document.source_path == source_path, Document.disposed_at.is_(None))).one() > 0
+
+
+def same_content(db: Database, sha256: str) -> Document | None:
+    """The newest document with this content that is read, or being read, successfully:
+    what a new copy would duplicate. Failed ones do not count, so a retry gets through."""
+    with db.read() as session:
+        docs = session.exec(select(Document).where(Document.sha256 == sha256,
+                                                   Document.error_code.is_(None))
+                            .order_by(Document.created_at.desc())).all()
+        counts = _page_counts(session, [d.id for d in docs])
+        return next((d for d in docs if derive_status(d, counts[d.id])
+                     not in (DocStatus.FAILED, DocStatus.PARTIAL)), None)
+
+
+def kept_file_seen(db: Database, folder: str, path: str, size_bytes: int,
+                   mtime_ns: int) -> bool:
+    with db.read() as session:
+        row = session.get(WatchLedger, (folder, path))
+        return row is not None and (row.size_bytes, row.mtime_ns) == (size_bytes, mtime_ns)
 
 
 def queue_depth(db: Database) -> int:

@@ -20,7 +20,7 @@ from sqlmodel import Session, select
 
 from appliance.store.db import Database
 from appliance.store.models import (
-    Document, Event, Lane, Outcome, Page, PageResult, PageStatus,
+    Document, Event, Lane, Outcome, Page, PageResult, PageStatus, WatchLedger,
 )
 
 log = logging.getLogger(__name__)
@@ -38,6 +38,7 @@ class Claim:
     sha256: str
     kind: str
     doc_type: str
+    engine: str | None  # the engine the submitter asked for, if any
 
 
 def _event(session: Session, kind: str, document_id: str | None = None,
@@ -90,7 +91,7 @@ def claim_next_page(db: Database, owner: str, lease_s: float) -> Claim | None:
         session.add(page)
         _event(session, "claimed", doc.id, page.id, worker=owner, attempt=page.attempts)
         return Claim(page.id, doc.id, page.index, page.attempts, owner, doc.sha256, doc.kind,
-                     doc.doc_type)
+                     doc.doc_type, doc.engine)
 
 
 def _held_page(session: Session, claim: Claim) -> Page | None:
@@ -216,3 +217,42 @@ def mark_exported(db: Database, document_id: str, files: list[str]) -> None:
         doc.exported_at = time.time()
         session.add(doc)
         _event(session, "exported", document_id, files=files)
+
+
+def cancel_document(db: Database, document_id: str, actor: str = "api") -> int:
+    """Fail the document's queued pages as cancelled; pages being read finish."""
+    with db.write() as session:
+        pages = session.exec(select(Page).where(Page.document_id == document_id,
+                                                Page.status == PageStatus.QUEUED)).all()
+        for page in pages:
+            page.status = PageStatus.FAILED
+            page.error_code = "cancelled"
+            page.error_message = "cancelled before it was read"
+            page.updated_at = time.time()
+            session.add(page)
+        _event(session, "cancelled", document_id, actor=actor, pages=len(pages))
+        return len(pages)
+
+
+def mark_disposed(db: Database, document_id: str, disposition: str, target: str | None) -> None:
+    with db.write() as session:
+        doc = session.get(Document, document_id)
+        doc.disposed_at = time.time()
+        session.add(doc)
+        _event(session, "disposed", document_id, disposition=disposition, target=target)
+
+
+def mark_webhook_done(db: Database, document_id: str, delivered: bool, detail: str) -> None:
+    with db.write() as session:
+        doc = session.get(Document, document_id)
+        doc.webhook_done_at = time.time()
+        session.add(doc)
+        _event(session, "webhook_delivered" if delivered else "webhook_failed", document_id,
+               detail=detail)
+
+
+def record_kept_file(db: Database, folder: str, path: str, size_bytes: int, mtime_ns: int,
+                     sha256: str | None) -> None:
+    with db.write() as session:
+        session.merge(WatchLedger(folder=folder, path=path, size_bytes=size_bytes,
+                                  mtime_ns=mtime_ns, sha256=sha256))

@@ -225,6 +225,8 @@ class LlamaEngine:
         return self._model_id
 
     def recognize(self, image: Image.Image, request: PageRequest) -> Recognition:
+        if request.engine == "classic":
+            return self._classic_reader().recognize(image, request)
         prompt = prompt_for(request.doc_type)
         rung = self.ladder[min(request.attempt, len(self.ladder)) - 1]
         last_rung = request.attempt >= len(self.ladder)
@@ -296,12 +298,15 @@ class LlamaEngine:
         return Recognition(text=markdown_to_text(markdown), markdown=markdown, tokens=tokens,
                            flags=flags, provenance=provenance, finish_reason=finish_reason)
 
-    def _fallback(self, image, request, provenance, reason: str) -> Recognition:
+    def _classic_reader(self):
         from appliance.engines.classic import ClassicEngine
 
         if self._classic is None:
             self._classic = ClassicEngine(threads=self._threads)
-        result = self._classic.recognize(image, request)
+        return self._classic
+
+    def _fallback(self, image, request, provenance, reason: str) -> Recognition:
+        result = self._classic_reader().recognize(image, request)
         result.flags = ["fallback"]
         result.provenance = {**provenance, "fallback_engine": self._classic.model_id,
                              "fallback_reason": reason}

@@ -1,0 +1,83 @@
+"""What happens to a watched folder's original once its document is final.
+
+    move    to processed_dir when every page was read, else to failed_dir with
+            <name>.error.txt saying what went wrong and what to do
+    delete  removed from the share
+    keep    left where it is; the ledger of kept files stops it coming back
+
+Nothing is moved or deleted before the document is final: by then the spool copy
+was fsynced and the document row committed long ago.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import shutil
+from pathlib import Path
+
+from appliance.config import WatchFolder
+from appliance.export import write_atomic
+from appliance.store import Database, transitions
+from appliance.store.models import Document, DocStatus
+from appliance.store.queries import DocumentView
+
+log = logging.getLogger(__name__)
+
+
+def _free_name(directory: Path, name: str, tag: str) -> Path:
+    """``name`` in ``directory``, or ``stem-<tag>.suffix`` when that is taken."""
+    target = directory / name
+    if not target.exists():
+        return target
+    stem, dot, suffix = name.partition(".")
+    return directory / f"{stem}-{tag[:8]}{dot}{suffix}"
+
+
+def error_report(view: DocumentView) -> str:
+    """The <name>.error.txt beside a failed original: what failed, and what to do."""
+    doc = view.doc
+    lines = [f"{doc.name} could not be read completely (document {doc.id}).", ""]
+    if doc.error_code:
+        lines.append(f"reason: {doc.error_code}: {doc.error_message}")
+    for page in view.pages:
+        if page.error_code:
+            lines.append(f"page {page.index + 1}: {page.error_code}: {page.error_message}")
+    lines += ["", "Fix the file as the reason says and drop it into the watched folder again."]
+    return "\n".join(lines) + "\n"
+
+
+def dispose(db: Database, view: DocumentView, folder: WatchFolder) -> None:
+    """Apply the folder's disposition to the document's original; record it once."""
+    doc: Document = view.doc
+    source = Path(doc.source_path)
+    target = None
+    if folder.disposition == "move":
+        failed = view.status != DocStatus.DONE
+        directory = folder.failed_dir if failed else folder.processed_dir
+        directory.mkdir(parents=True, exist_ok=True)
+        if source.exists():
+            target = _free_name(directory, source.name, doc.id)
+            shutil.move(source, target)
+        if failed:
+            write_atomic(_free_name(directory, f"{source.name}.error.txt", doc.id),
+                         error_report(view))
+    elif folder.disposition == "delete":
+        source.unlink(missing_ok=True)
+    transitions.mark_disposed(db, doc.id, folder.disposition, str(target) if target else None)
+    log.info("watched original disposed doc=%s folder=%s disposition=%s status=%s", doc.id,
+             folder.name, folder.disposition, view.status)
+
+
+def dispose_refused(folder: WatchFolder, source: Path, code: str, message: str) -> None:
+    """A watched file refused before it became a document (too large, a duplicate)."""
+    if folder.disposition == "move":
+        directory = folder.processed_dir if code == "duplicate" else folder.failed_dir
+        directory.mkdir(parents=True, exist_ok=True)
+        target = _free_name(directory, source.name, os.urandom(4).hex())
+        shutil.move(source, target)
+        if code != "duplicate":
+            write_atomic(directory / f"{target.name}.error.txt", f"{code}: {message}\n")
+    elif folder.disposition == "delete":
+        source.unlink(missing_ok=True)
+    log.info("watched file refused folder=%s file=%s code=%s", folder.name, source.name, code)

@@ -1,0 +1,110 @@
+"""API intake options over real HTTP: per-request options, backpressure (429),
+cancel, and the completion webhook with retries."""
+
+from __future__ import annotations
+
+import json
+import threading
+import time
+from http.server import BaseHTTPRequestHandler, HTTPServer
+
+import pytest
+
+from tests.daemon import Daemon
+from tests.fixtures.documents import write_pdf, write_png
+
+LINES = ["Delivery note 12", "Three boxes of paper"]
+
+
+class Receiver:
+    """A webhook receiver on loopback that fails its first ``fail_first`` calls."""
+
+    def __init__(self, fail_first: int = 0):
+        self.calls: list[dict] = []
+        self.fail_first = fail_first
+        receiver = self
+
+        class Handler(BaseHTTPRequestHandler):
+            def do_POST(self):
+                body = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
+                receiver.calls.append(body)
+                self.send_response(500 if len(receiver.calls) <= receiver.fail_first else 204)
+                self.end_headers()
+
+            def log_message(self, *args):
+                pass
+
+        self.server = HTTPServer(("127.0.0.1", 0), Handler)
+        self.url = f"http://127.0.0.1:{self.server.server_port}/hook"
+        threading.Thread(target=self.server.serve_forever, daemon=True).start()
+
+    def close(self):
+        self.server.shutdown()
+
+
+@pytest.fixture
+def daemon(tmp_path):
+    d = Daemon(tmp_path, queue={"max_queued_pages_interactive": 3, "retry_after_s": 7})
+    d.start()
+    yield d
+    d.stop()
+
+
+def test_per_request_options_and_webhook_with_a_retry(daemon, tmp_path):
+    receiver = Receiver(fail_first=1)
+    try:
+        daemon.wait_ready()
+        png = write_png(tmp_path / "note.png", LINES)
+        with png.open("rb") as fh:
+            response = daemon.client.post("/api/v1/documents", files={"file": ("note.png", fh)},
+                                          data={"doc_type": "receipt", "lane": "batch",
+                                                "tags": "north, urgent",
+                                                "webhook_url": receiver.url})
+        doc = response.json()
+        assert response.status_code == 201
+        assert (doc["doc_type"], doc["lane"], doc["tags"]) == ("receipt", "batch",
+                                                                ["north", "urgent"])
+        daemon.wait_final([doc["id"]])
+        deadline = time.monotonic() + 30
+        while len(receiver.calls) < 2:
+            assert time.monotonic() < deadline, receiver.calls
+            time.sleep(0.1)
+        assert receiver.calls[0] == receiver.calls[1]  # the retry sends the same body
+        body = receiver.calls[1]
+        assert body["event"] == "document.finished"
+        assert body["document"]["id"] == doc["id"] and body["document"]["status"] == "done"
+    finally:
+        receiver.close()
+
+
+def test_bad_options_are_refused_clearly(daemon, tmp_path):
+    daemon.wait_ready()
+    png = write_png(tmp_path / "x.png", LINES)
+    for form, code in (({"doc_type": "poem"}, "invalid_request"),
+                       ({"engine": "llama"}, "engine_unavailable"),
+                       ({"webhook_url": "file:///etc/passwd"}, "invalid_request")):
+        with png.open("rb") as fh:
+            response = daemon.client.post("/api/v1/documents", files={"file": ("x.png", fh)},
+                                          data=form)
+        assert response.json()["error"]["code"] == code, (form, response.text)
+
+
+def test_full_queue_answers_429_and_stores_nothing_then_cancel(daemon, tmp_path):
+    daemon.wait_ready()
+    pages = [LINES * 20] * 4  # dense pages: the queue stays full while we probe it
+    first = daemon.upload(write_pdf(tmp_path / "big.pdf", pages))
+    spool = daemon.data_dir / "spool" / "originals"
+    stored = sorted(p.name for p in spool.rglob("*") if p.is_file())
+    with write_png(tmp_path / "late.png", LINES).open("rb") as fh:
+        busy = daemon.client.post("/api/v1/documents", files={"file": ("late.png", fh)})
+    assert busy.status_code == 429 and busy.headers["Retry-After"] == "7"
+    assert busy.json()["error"]["code"] == "queue_full"
+    assert sorted(p.name for p in spool.rglob("*") if p.is_file()) == stored
+
+    cancelled = daemon.client.post(f"/api/v1/documents/{first['id']}/cancel").json()
+    final = daemon.wait_final([first["id"]])[0]
+    codes = [p["error"]["code"] if p["error"] else None for p in final["pages"]]
+    assert "cancelled" in codes and final["status"] in ("partial", "failed")
+    assert cancelled["id"] == first["id"]
+    missing = daemon.client.post("/api/v1/documents/nope/cancel")
+    assert missing.status_code == 404
