@@ -46,6 +46,8 @@ class Dispatcher:
         self.spool = spool
         self.workers = workers
         self.on_final = on_final  # called once a document's last page has settled
+        # the only secret a page needs: it stays in the config, never in the store
+        self.pdf_passwords = {f.name: f.password for f in settings.watch if f.password}
         self._stop = threading.Event()
         self._thread = threading.Thread(target=self._run, name="dispatcher", daemon=True)
         self._restart_at: dict[int, float] = {}
@@ -208,6 +210,7 @@ class Dispatcher:
                       page_image=self.spool.page_image_path(claim.sha256, claim.page_index,
                                                             self.settings.raster.pdf_dpi),
                       doc_type=claim.doc_type, engine=claim.engine, attempt=claim.attempt,
+                      pdf_password=self.pdf_passwords.get(claim.watch_folder),
                       deadline_s=timeout_s)
             try:
                 worker.send(job, claim, kill_after_s)

@@ -9,7 +9,7 @@ from pathlib import Path
 
 from tests.daemon import Daemon
 from appliance.raster.synthetic import render_text_page
-from tests.fixtures.documents import write_png
+from tests.fixtures.documents import write_encrypted_pdf, write_png
 
 LINES = ["Packing list 77", "Two pallets of paper"]
 
@@ -101,5 +101,27 @@ def test_500_files_dropped_at_once_each_end_once(tmp_path):
         assert sorted(p.name for p in done.iterdir()) == [f"slip-{i:03d}.png" for i in range(500)]
         assert list(inbox.iterdir()) == []
         assert len(list(daemon.output_dir.glob("*.md"))) == 500
+    finally:
+        daemon.stop()
+
+
+def test_a_folder_password_opens_encrypted_pdfs(tmp_path):
+    locked, other, done, failed = (tmp_path / n for n in ("locked", "other", "done", "failed"))
+    for folder in (locked, other):
+        folder.mkdir()
+    common = {"mode": "events", "stability_s": 0.5, "disposition": "delete"}
+    daemon = Daemon(tmp_path, watch=[{"path": str(locked), "password": "secret", **common},
+                                     {"path": str(other), **common}])
+    daemon.start()
+    try:
+        daemon.wait_ready()
+        write_encrypted_pdf(locked / "payslip.pdf", user_password="secret")
+        write_encrypted_pdf(other / "payslip-elsewhere.pdf", user_password="secret")
+        wait_for(lambda: len([d for d in documents(daemon)
+                              if d["status"] in ("done", "failed")]) == 2, what="both final")
+        docs = {d["name"]: d for d in documents(daemon)}
+        assert docs["payslip.pdf"]["status"] == "done"
+        assert docs["payslip-elsewhere.pdf"]["error"]["code"] == "encrypted_pdf"
+        assert not list(locked.iterdir()) and not list(other.iterdir())  # disposition: delete
     finally:
         daemon.stop()

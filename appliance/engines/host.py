@@ -56,6 +56,7 @@ class Job:
     doc_type: str
     engine: str | None
     attempt: int
+    pdf_password: str | None
     deadline_s: float  # the engine stops itself after this; the supervisor kills later
 
 
@@ -76,7 +77,8 @@ def run_job(engine, job: Job, background: ThreadPoolExecutor) -> dict:
             image = Image.open(job.page_image)
             image.load()
         else:
-            image = render_page(job.original, job.kind, job.page_index, job.dpi, job.max_pixels)
+            image = render_page(job.original, job.kind, job.page_index, job.dpi, job.max_pixels,
+                                job.pdf_password)
             # the spool copy serves review, not recognition: write it while the engine works
             saving = background.submit(save_page_image, image, job.page_image)
         timings["raster_ms"] = (time.perf_counter() - start) * 1000

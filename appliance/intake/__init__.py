@@ -38,6 +38,7 @@ class SubmitOptions:
     source_path: Path | None = None  # watched files only
     watch_folder: str | None = None
     webhook_url: str | None = None
+    pdf_password: str | None = None  # the watched folder's, for encrypted PDFs
     skip_duplicates: bool = False  # refuse content already read, or being read, successfully
 
 
@@ -84,7 +85,7 @@ class Intake:
         try:
             with path.open("rb") as fh:
                 doc.kind = sniff_kind(fh.read(SNIFF_BYTES))
-            pages = count_pages(path, doc.kind, self.limits.max_pixels)
+            pages = count_pages(path, doc.kind, self.limits.max_pixels, options.pdf_password)
             if pages > self.limits.max_pages:
                 raise TooManyPages(f"the document has {pages} pages, over the limit of "
                                    f"{self.limits.max_pages}; split it, or raise "

@@ -56,6 +56,7 @@ class WatchService:
         options = SubmitOptions(source="watch", lane=Lane(folder.lane), doc_type=folder.doc_type,
                                 engine=folder.engine or None, tags=[folder.name, *tags],
                                 source_path=path, watch_folder=folder.name,
+                                pdf_password=folder.password or None,
                                 skip_duplicates=folder.on_duplicate == "skip")
         try:
             with path.open("rb") as stream:

@@ -45,19 +45,20 @@ _TRUNCATION_MARKERS = ("truncated", "incomplete checksum")
 _TAIL_BYTES = 4096  # how far from the end an end marker is looked for (trailing junk exists)
 
 
-def count_pages(path: Path, kind: str, max_pixels: int) -> int:
+def count_pages(path: Path, kind: str, max_pixels: int, password: str | None = None) -> int:
     """Number of pages, read from the structure only (no page is rendered or decoded)."""
     if kind == "pdf":
-        with _open_pdf(path) as pdf:
+        with _open_pdf(path, password) as pdf:
             return len(pdf)
     with _open_image(path, kind, max_pixels) as image:
         return getattr(image, "n_frames", 1)
 
 
-def render_page(path: Path, kind: str, index: int, dpi: int, max_pixels: int) -> Image.Image:
+def render_page(path: Path, kind: str, index: int, dpi: int, max_pixels: int,
+                password: str | None = None) -> Image.Image:
     """Page ``index`` (0-based) as an RGB image: PDFs at ``dpi``, images at their own resolution."""
     if kind == "pdf":
-        return _render_pdf_page(path, index, dpi, max_pixels)
+        return _render_pdf_page(path, index, dpi, max_pixels, password)
     return _render_image_frame(path, kind, index, max_pixels)
 
 
@@ -85,14 +86,17 @@ def save_page_image(image: Image.Image, dest: Path) -> None:
 
 
 @contextmanager
-def _open_pdf(path: Path) -> Iterator[pdfium.PdfDocument]:
+def _open_pdf(path: Path, password: str | None = None) -> Iterator[pdfium.PdfDocument]:
     try:
-        pdf = pdfium.PdfDocument(path)
+        pdf = pdfium.PdfDocument(path, password=password or None)
     except pdfium.PdfiumError as exc:
         if exc.err_code == pdfium_c.FPDF_ERR_PASSWORD:
             raise EncryptedPdf(
-                "The PDF is protected by a password. Remove the password (for example with "
-                "`qpdf --decrypt --password=PASSWORD in.pdf out.pdf`) and submit it again."
+                ("The PDF's password does not open it; check the watched folder's password."
+                 if password else "The PDF is protected by a password.") +
+                " Remove the password (for example with `qpdf --decrypt "
+                "--password=PASSWORD in.pdf out.pdf`) and submit it again, or drop it into a "
+                "watched folder configured with its password."
             ) from exc
         if _ends_early(path, "pdf"):
             raise TruncatedFile(f"The PDF cannot be opened ({exc}) and has no end-of-file "
@@ -104,8 +108,9 @@ def _open_pdf(path: Path) -> Iterator[pdfium.PdfDocument]:
         pdf.close()
 
 
-def _render_pdf_page(path: Path, index: int, dpi: int, max_pixels: int) -> Image.Image:
-    with _open_pdf(path) as pdf:
+def _render_pdf_page(path: Path, index: int, dpi: int, max_pixels: int,
+                     password: str | None) -> Image.Image:
+    with _open_pdf(path, password) as pdf:
         if not 0 <= index < len(pdf):
             raise IndexError(f"page {index} out of range: the PDF has {len(pdf)} pages")
         page = pdf[index]

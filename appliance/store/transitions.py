@@ -39,6 +39,7 @@ class Claim:
     kind: str
     doc_type: str
     engine: str | None  # the engine the submitter asked for, if any
+    watch_folder: str | None
 
 
 def _event(session: Session, kind: str, document_id: str | None = None,
@@ -91,7 +92,7 @@ def claim_next_page(db: Database, owner: str, lease_s: float) -> Claim | None:
         session.add(page)
         _event(session, "claimed", doc.id, page.id, worker=owner, attempt=page.attempts)
         return Claim(page.id, doc.id, page.index, page.attempts, owner, doc.sha256, doc.kind,
-                     doc.doc_type, doc.engine)
+                     doc.doc_type, doc.engine, doc.watch_folder)
 
 
 def _held_page(session: Session, claim: Claim) -> Page | None:
