@@ -36,6 +36,7 @@ import stat
 import tempfile
 import threading
 import time
+import warnings
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
 from functools import lru_cache
@@ -65,6 +66,13 @@ from appliance.config import WatchFolder
 from appliance.errors import ConfigError
 
 log = logging.getLogger(__name__)
+
+# watchdog 7.1's recursive inotify setup can register the same new subfolder twice
+# (mkdir -p races its own walk); it then overwrites the identical callback and warns
+# with the whole watch state in the message, once per folder. Harmless, and noise in
+# the journal, so that one warning is silenced.
+warnings.filterwarnings("ignore", message=r"Callback with id '\d+' already exists for watch",
+                        category=RuntimeWarning, module=r"watchdog\.observers\.")
 
 Signature = tuple[int, int]  # (size in bytes, mtime in ns)
 Offer = Callable[[Path, list[str]], bool]
