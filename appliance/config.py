@@ -61,6 +61,9 @@ class WorkerSettings:
     page_timeout_s: float = field(default=120.0, metadata={"min": 1})
     warmup_timeout_s: float = field(default=180.0, metadata={"min": 1})
     max_attempts: int = field(default=3, metadata={"min": 1, "max": 20})
+    poison_crashes: int = field(default=2, metadata={"min": 1, "max": 20})
+    recycle_after_pages: int = field(default=1000, metadata={"min": 0})
+    max_worker_rss_mb: int = field(default=0, metadata={"min": 0})
 
 
 @dataclass
@@ -82,6 +85,12 @@ class QueueSettings:
     max_queued_pages_interactive: int = field(default=2000, metadata={"min": 1})
     max_queued_pages_batch: int = field(default=20000, metadata={"min": 1})
     retry_after_s: int = field(default=30, metadata={"min": 1})
+    # Scheduling: a page's turn is its document's arrival time plus these delays
+    # (lower goes first), so interactive work overtakes batch work and small
+    # documents overtake large ones, while waiting long enough always wins.
+    batch_delay_s: float = field(default=600.0, metadata={"min": 0})
+    per_page_delay_s: float = field(default=2.0, metadata={"min": 0})
+    max_size_delay_s: float = field(default=1800.0, metadata={"min": 0})
 
 
 @dataclass

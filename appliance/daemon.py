@@ -199,7 +199,8 @@ class Appliance:
 
     def worker_status(self) -> list[dict]:
         return [{"slot": w.slot, "state": w.state, "pid": w.process.pid if w.process else None,
-                 "warmed_up": w.warmed_up_once, "restarts": w.restarts,
+                 "warmed_up": w.warmed_up_once, "restarts": w.restarts, "recycled": w.recycled,
+                 "pages_done": w.pages_done,
                  "engine": w.info.get("engine"), "model_id": w.info.get("model_id")}
                 for w in self.workers]
 

@@ -46,6 +46,9 @@ class Dispatcher:
         self.spool = spool
         self.workers = workers
         self.on_final = on_final  # called once a document's last page has settled
+        queue = settings.queue
+        self.priority = transitions.Priority(queue.batch_delay_s, queue.per_page_delay_s,
+                                             queue.max_size_delay_s)
         # the only secret a page needs: it stays in the config, never in the store
         self.pdf_passwords = {f.name: f.password for f in settings.watch if f.password}
         self._stop = threading.Event()
@@ -201,7 +204,7 @@ class Dispatcher:
             timeout_s = self.settings.workers.page_timeout_s
             kill_after_s = timeout_s + min(MAX_KILL_GRACE_S, timeout_s / 4)
             claim = transitions.claim_next_page(self.db, worker.worker_id,
-                                                kill_after_s + LEASE_MARGIN_S)
+                                                kill_after_s + LEASE_MARGIN_S, self.priority)
             if claim is None:
                 return
             job = Job(original=self.spool.original_path(claim.sha256), kind=claim.kind,
@@ -233,6 +236,21 @@ class Dispatcher:
                                  retryable=result["retryable"],
                                  extra={"timings_ms": result["timings_ms"]})
         self._touched.add(claim.document_id)
+        worker.pages_done += 1
+        self._recycle_if_worn(worker)
+
+    def _recycle_if_worn(self, worker: WorkerHandle) -> None:
+        """Leak guard, between pages only: a worker that has read many pages, or whose
+        memory grew past its limit, is replaced by a fresh one."""
+        limits = self.settings.workers
+        reason = None
+        if limits.recycle_after_pages and worker.pages_done >= limits.recycle_after_pages:
+            reason = f"pages={worker.pages_done}"
+        elif limits.max_worker_rss_mb and worker.rss_bytes() > limits.max_worker_rss_mb * 2**20:
+            reason = f"rss_mb={worker.rss_bytes() / 2**20:.0f}"
+        if reason:
+            log.info("recycling worker slot=%d %s", worker.slot, reason)
+            worker.recycle()
 
     def _fail(self, worker: WorkerHandle, outcome: Outcome, code: str, message: str,
               retryable: bool) -> None:
@@ -246,7 +264,8 @@ class Dispatcher:
         status = transitions.fail_attempt(
             self.db, claim, outcome, code, message, retryable=retryable,
             max_attempts=self.settings.workers.max_attempts,
-            backoff_s=RETRY_BASE_S * 2 ** (claim.attempt - 1), result=extra)
+            backoff_s=RETRY_BASE_S * 2 ** (claim.attempt - 1), result=extra,
+            poison_crashes=self.settings.workers.poison_crashes)
         log.warning("page attempt failed doc=%s page=%d attempt=%d code=%s now=%s",
                     claim.document_id, claim.page_index, claim.attempt, code, status)
 

@@ -190,6 +190,17 @@ class ModelUnsupportedArch(ModelError):
     code = "model_unsupported_arch"
 
 
+class ModelDoesNotFit(ApplianceError):
+    """Not even one worker's model, KV cache and buffers fit in free GPU (or host) memory.
+
+    The message states what one worker needs, what is free, and the knobs that shrink
+    it: a smaller quant, engine.n_gpu_layers, engine.n_ctx, workers.count.
+    """
+
+    code = "model_does_not_fit"
+    http_status = 503
+
+
 class NetworkUnavailable(ApplianceError):
     code = "network_unavailable"
     http_status = 503

@@ -153,3 +153,42 @@ def test_page_over_deadline_kills_the_worker_and_fails_after_max_attempts(tmp_pa
             time.sleep(0.1)
     finally:
         daemon.stop()
+
+
+def test_poison_page_is_set_aside_while_the_other_pages_complete(tmp_path):
+    """A page that kills its worker every time (here: killed by us while it runs)."""
+    pdf = write_pdf(tmp_path / "mixed.pdf", [PAGE_A, PAGE_B * 14, PAGE_C], dpi=200)
+    daemon = Daemon(tmp_path, workers={"poison_crashes": 2, "max_attempts": 5}).start()
+    try:
+        daemon.wait_ready()
+        doc = daemon.upload(pdf)
+        killed: set[int] = set()
+        deadline = time.monotonic() + 180
+        while len(killed) < 2:
+            assert time.monotonic() < deadline, daemon.log()
+            page = daemon.document(doc["id"])["pages"][1]
+            pid = daemon.client.get("/readyz").json()["workers"][0]["pid"]
+            if page["status"] == "running" and pid not in killed:
+                os.kill(pid, signal.SIGKILL)
+                killed.add(pid)
+            time.sleep(0.05)
+        final = daemon.wait_final([doc["id"]])[0]
+        assert [p["status"] for p in final["pages"]] == ["done", "failed", "done"]
+        assert final["pages"][1]["error"]["code"] == "crashes_worker"
+        assert final["pages"][1]["attempts"] == 2
+    finally:
+        daemon.stop()
+
+
+def test_leak_guard_recycles_a_worker_between_pages_without_losing_one(tmp_path):
+    pdf = write_pdf(tmp_path / "four.pdf", [PAGE_A, PAGE_B, PAGE_C, PAGE_A])
+    daemon = Daemon(tmp_path, workers={"recycle_after_pages": 2}).start()
+    try:
+        daemon.wait_ready()
+        doc = daemon.upload(pdf)
+        final = daemon.wait_final([doc["id"]])[0]
+        assert final["status"] == "done" and all(p["attempts"] == 1 for p in final["pages"])
+        worker = daemon.client.get("/readyz").json()["workers"][0]
+        assert worker["recycled"] == 2 and worker["restarts"] == 0
+    finally:
+        daemon.stop()

@@ -123,6 +123,31 @@ def test_interactive_lane_is_claimed_before_older_batch(db):
     assert transitions.claim_next_page(db, "w", 60).document_id == batch.id
 
 
+def test_interactive_upload_overtakes_a_200_page_batch_backlog(db):
+    backlog = new_doc(db, pages=200, lane=Lane.BATCH)
+    for _ in range(3):
+        transitions.claim_next_page(db, "w", 60)
+    receipt = new_doc(db, pages=1, lane=Lane.INTERACTIVE, name="receipt.png")
+    assert transitions.claim_next_page(db, "w", 60).document_id == receipt.id
+    assert transitions.claim_next_page(db, "w", 60).document_id == backlog.id
+
+
+def test_small_documents_go_first_within_a_lane_and_waiting_wins_in_the_end(db):
+    big = new_doc(db, pages=300, lane=Lane.BATCH, name="big.pdf")
+    small = new_doc(db, pages=1, lane=Lane.BATCH, name="small.pdf")
+    assert transitions.claim_next_page(db, "w", 60).document_id == small.id
+    # aging: with the delays bounded, a batch document that waited long enough
+    # goes before a newer interactive one
+    priority = transitions.Priority(batch_delay_s=600, per_page_delay_s=2, max_size_delay_s=1800)
+    with db.write() as session:
+        session.get(Document, big.id).created_at -= 3000
+    newer = new_doc(db, pages=1, lane=Lane.INTERACTIVE, name="new.png")
+    assert transitions.claim_next_page(db, "w", 60, priority).document_id == big.id
+    with db.write() as session:
+        session.get(Document, big.id).created_at += 3000
+    assert transitions.claim_next_page(db, "w", 60, priority).document_id == newer.id
+
+
 def test_concurrent_claimers_never_share_a_page(tmp_path):
     path = tmp_path / "c.db"
     setup = Database(path)
@@ -158,3 +183,18 @@ def test_output_stem_is_reserved_once(db):
     assert transitions.reserve_output_stem(db, a.id, "scan", lambda s: False) == "scan"
     assert transitions.reserve_output_stem(db, a.id, "other", lambda s: True) == "scan"
     assert transitions.reserve_output_stem(db, b.id, "scan", lambda s: False) == f"scan-{b.id[:8]}"
+
+
+def test_a_page_that_keeps_crashing_its_worker_is_set_aside(db):
+    doc = new_doc(db, pages=2)
+    for _ in range(2):
+        claim = transitions.claim_next_page(db, "w1", lease_s=60)
+        assert claim.page_index == 0
+        status = transitions.fail_attempt(db, claim, Outcome.CRASHED, "worker_crashed", "died",
+                                          retryable=True, max_attempts=5, poison_crashes=2)
+    assert status == PageStatus.FAILED
+    page = queries.get_document(db, doc.id).pages[0]
+    assert page.error_code == "crashes_worker" and page.attempts == 2
+    other = transitions.claim_next_page(db, "w1", lease_s=60)
+    assert other.page_index == 1 and transitions.complete_page(db, other, RESULT)
+    assert queries.get_document(db, doc.id).status == DocStatus.PARTIAL

@@ -25,6 +25,7 @@ from enum import StrEnum
 from multiprocessing.connection import Connection
 from pathlib import Path
 
+import psutil
 from PIL import Image
 
 from appliance.engines import create_engine
@@ -158,7 +159,10 @@ class WorkerHandle:
         self.conn: Connection | None = None
         self.info: dict = {}
         self.warmed_up_once = False
-        self.restarts = 0
+        self.restarts = 0  # after a crash, a timeout or a failed start
+        self.recycled = 0  # by the leak guard, between pages
+        self.pages_done = 0  # by the current process
+        self._recycling = False
         self.started_at = 0.0
         self.job_deadline = 0.0
         self.claim = None  # the store's Claim for the page in flight
@@ -168,8 +172,10 @@ class WorkerHandle:
         return f"w{self.slot}:{self.process.pid if self.process else '-'}"
 
     def start(self) -> None:
-        if self.process is not None:
+        if self.process is not None and not self._recycling:
             self.restarts += 1
+        self._recycling = False
+        self.pages_done = 0
         parent_conn, child_conn = self._ctx.Pipe()
         self.process = self._ctx.Process(target=worker_main, name=f"engine-worker-{self.slot}",
                                          args=(self.spec, child_conn, os.getpid()), daemon=True)
@@ -202,6 +208,18 @@ class WorkerHandle:
         if self.process is not None and self.process.is_alive():
             self.process.kill()
         self._reap()
+
+    def recycle(self) -> None:
+        """Replace an idle worker by a fresh process (not counted as a restart)."""
+        self._recycling = True
+        self.recycled += 1
+        self.stop()
+
+    def rss_bytes(self) -> int:
+        try:
+            return psutil.Process(self.process.pid).memory_info().rss
+        except (psutil.Error, AttributeError):
+            return 0
 
     def stop(self, timeout_s: float = 5.0) -> None:
         """Ask an idle worker to exit; kill it if it does not."""

@@ -25,6 +25,8 @@ from appliance.store.models import (
 
 log = logging.getLogger(__name__)
 
+POISON_CODE = "crashes_worker"
+
 
 @dataclass(frozen=True)
 class Claim:
@@ -69,16 +71,37 @@ def record_rejected_document(db: Database, doc: Document, code: str, message: st
     return doc
 
 
-def claim_next_page(db: Database, owner: str, lease_s: float) -> Claim | None:
-    """Lease the next claimable page: interactive lane first, then oldest document."""
+@dataclass(frozen=True)
+class Priority:
+    """Which page goes next: the lowest *virtual start time*.
+
+    A document's virtual start is its arrival time plus a delay for its lane and for
+    its size. Interactive work goes before batch work, a receipt before a 300-page
+    PDF, and since the delays are bounded every page's turn comes: batch work ages
+    past newer interactive work once it has waited longer than ``batch_delay_s``.
+    """
+
+    batch_delay_s: float = 600.0
+    per_page_delay_s: float = 2.0
+    max_size_delay_s: float = 1800.0
+
+    def order(self):
+        lane_delay = case((Document.lane == Lane.BATCH, self.batch_delay_s), else_=0.0)
+        size_delay = func.min(Document.page_count * self.per_page_delay_s,
+                              self.max_size_delay_s)
+        return (Document.created_at + lane_delay + size_delay, Document.created_at, Page.index)
+
+
+def claim_next_page(db: Database, owner: str, lease_s: float,
+                    priority: Priority = Priority()) -> Claim | None:
+    """Lease the next claimable page, in ``priority`` order."""
     now = time.time()
     with db.write() as session:
         row = session.exec(
             select(Page, Document)
             .join(Document, Page.document_id == Document.id)
             .where(Page.status == PageStatus.QUEUED, Page.not_before <= now)
-            .order_by(case((Document.lane == Lane.INTERACTIVE, 0), else_=1),
-                      Document.created_at, Page.index)
+            .order_by(*priority.order())
             .limit(1)
         ).first()
         if row is None:
@@ -128,9 +151,11 @@ def complete_page(db: Database, claim: Claim, result: dict) -> bool:
 
 def fail_attempt(db: Database, claim: Claim, outcome: Outcome, code: str, message: str, *,
                  retryable: bool, max_attempts: int, backoff_s: float = 0.0,
-                 result: dict | None = None) -> str | None:
+                 result: dict | None = None, poison_crashes: int = 0) -> str | None:
     """Record a failed attempt; requeue the page or fail it for good.
 
+    A page whose last ``poison_crashes`` attempts all crashed their worker ends
+    ``failed: crashes_worker`` at once, instead of crash-looping the worker.
     Returns the page's new status, or None if the lease was already lost.
     """
     now = time.time()
@@ -141,6 +166,15 @@ def fail_attempt(db: Database, claim: Claim, outcome: Outcome, code: str, messag
         session.add(PageResult(page_id=page.id, attempt=claim.attempt, outcome=outcome,
                                worker_id=claim.lease_owner, error_code=code,
                                error_message=message, finished_at=now, **(result or {})))
+        if outcome == Outcome.CRASHED and poison_crashes:
+            recent = session.exec(select(PageResult.outcome)
+                                  .where(PageResult.page_id == page.id)
+                                  .order_by(PageResult.attempt.desc())
+                                  .limit(poison_crashes)).all()
+            if len(recent) == poison_crashes and all(o == Outcome.CRASHED for o in recent):
+                code, retryable = POISON_CODE, False
+                message = (f"the page crashed the engine {poison_crashes} times in a row and "
+                           f"was set aside; check the file, or try the other engine")
         _settle_failed_attempt(session, page, code, message, retryable, max_attempts,
                                now + backoff_s)
         return page.status
