@@ -64,11 +64,25 @@ class WorkerSettings:
     poison_crashes: int = field(default=2, metadata={"min": 1, "max": 20})
     recycle_after_pages: int = field(default=1000, metadata={"min": 0})
     max_worker_rss_mb: int = field(default=0, metadata={"min": 0})
+    max_worker_vram_mb: int = field(default=0, metadata={"min": 0})
 
 
 @dataclass
 class RasterSettings:
     pdf_dpi: int = field(default=200, metadata={"min": 50, "max": 600})
+
+
+@dataclass
+class MemorySettings:
+    """GPU memory governance (host memory on hosts without an NVIDIA GPU)."""
+
+    device_index: int = field(default=0, metadata={"min": 0})
+    vram_load_limit: float = field(default=0.90, metadata={"min": 0.05, "max": 1.0})
+    vram_high_watermark: float = field(default=0.85, metadata={"min": 0.05, "max": 1.0})
+    vram_low_watermark: float = field(default=0.75, metadata={"min": 0.01, "max": 1.0})
+    vram_critical: float = field(default=0.95, metadata={"min": 0.05, "max": 1.0})
+    critical_samples: int = field(default=3, metadata={"min": 1})
+    sample_interval_s: float = field(default=0.2, metadata={"min": 0.01})
 
 
 @dataclass
@@ -127,6 +141,7 @@ class Settings:
     engine: EngineSettings = field(default_factory=EngineSettings)
     workers: WorkerSettings = field(default_factory=WorkerSettings)
     raster: RasterSettings = field(default_factory=RasterSettings)
+    memory: MemorySettings = field(default_factory=MemorySettings)
     limits: LimitSettings = field(default_factory=LimitSettings)
     queue: QueueSettings = field(default_factory=QueueSettings)
     watch: list[WatchFolder] = field(default_factory=list)

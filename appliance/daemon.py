@@ -23,6 +23,9 @@ from appliance.errors import (
     AlreadyRunning, ConfigError, EngineUnavailable, ModelError, NotFound,
 )
 from appliance.export import Exporter, document_json
+from appliance.gpu import (
+    MemoryDevice, MemorySampler, Watermarks, estimate_worker_bytes, open_device, plan_workers,
+)
 from appliance.intake import Intake, SubmitOptions
 from appliance.intake.disposition import dispose
 from appliance.intake.folders import WatchService
@@ -98,7 +101,7 @@ class DataDirLock:
 
 
 class Appliance:
-    def __init__(self, settings: Settings):
+    def __init__(self, settings: Settings, device: MemoryDevice | None = None):
         self.settings = settings
         data_dir = settings.paths.data_dir
         data_dir.mkdir(parents=True, exist_ok=True)
@@ -110,14 +113,44 @@ class Appliance:
         self.worker_spec, self.engine_notice = resolve_engine(settings)
         if self.engine_notice:
             log.warning("engine fallback: %s", self.engine_notice)
+        memory = settings.memory
+        self.device = device or open_device(memory.device_index)
+        self.memory = MemorySampler(
+            self.device, Watermarks(memory.vram_high_watermark, memory.vram_low_watermark,
+                                    memory.vram_critical, memory.critical_samples),
+            interval_s=memory.sample_interval_s, on_transition=self._on_memory_transition)
         self.workers = [WorkerHandle(slot, self.worker_spec)
-                        for slot in range(settings.workers.count)]
-        self.dispatcher = Dispatcher(settings, self.db, self.spool, self.workers, self.finish)
+                        for slot in range(self._worker_count())]
+        self.dispatcher = Dispatcher(settings, self.db, self.spool, self.workers, self.finish,
+                                     self.memory)
         self.webhooks = WebhookNotifier(self.db, self._document_payload)
         self.watch = WatchService(settings, self.db, self.submit, self.finish)
         self.scheduler = BackgroundScheduler(daemon=True)
         self.scheduler.add_job(self.finish_pending, "interval", seconds=FINISH_PENDING_S,
                                id="finish-pending", max_instances=1, coalesce=True)
+
+    def _worker_count(self) -> int:
+        """The configured count, or fewer if the vision model does not fit that often;
+        refuses (ModelDoesNotFit) when it does not fit once."""
+        configured = self.settings.workers.count
+        if self.worker_spec.engine != "llama":
+            return configured
+        engine = self.settings.engine
+        estimate = estimate_worker_bytes(inspect_model(engine.model, engine.mmproj),
+                                         n_ctx=engine.n_ctx, n_gpu_layers=engine.n_gpu_layers)
+        plan = plan_workers(estimate, self.device.sample(), configured=configured,
+                            load_limit=self.settings.memory.vram_load_limit)
+        log.info("memory plan device=%s %s workers=%d", self.device.name, estimate.describe(),
+                 plan.count)
+        if not plan.refused and plan.count < configured:
+            log.warning("fewer workers than configured: %s", plan.message)
+        return plan.require()
+
+    def _on_memory_transition(self, transition) -> None:
+        if transition.kind == "preempt":  # the sampler has logged and counted it
+            self.dispatcher.request_preemption()
+        elif transition.kind == "resume":
+            self.dispatcher.wake()
 
     def start(self) -> None:
         self._lock.acquire()
@@ -125,6 +158,7 @@ class Appliance:
         if requeued:
             log.warning("requeued pages interrupted by the last shutdown count=%d", requeued)
         self.webhooks.start()
+        self.memory.start()
         self.dispatcher.start()
         self.finish_pending()  # whatever the last run left unfinished
         self.scheduler.start()
@@ -137,6 +171,7 @@ class Appliance:
         self.watch.stop()
         self.scheduler.shutdown(wait=False)
         self.dispatcher.stop()
+        self.memory.stop()
         self.webhooks.stop()
         self.db.close()
         self._lock.release()
@@ -206,7 +241,7 @@ class Appliance:
 
     def status(self) -> dict:
         return {"ready": self.ready, "engine": self.worker_spec.engine,
-                "engine_notice": self.engine_notice,
+                "engine_notice": self.engine_notice, "memory": self.memory.status(),
                 "queue_depth": queries.queue_depth(self.db), "workers": self.worker_status(),
                 "last_worker_error": self.dispatcher.last_start_error}
 

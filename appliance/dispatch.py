@@ -18,6 +18,7 @@ from typing import Callable
 
 from appliance.config import Settings
 from appliance.engines.host import Job, WorkerHandle, WorkerState
+from appliance.gpu import MemorySampler
 from appliance.errors import DegenerateOutput, PageTimeout, WorkerCrashed
 from appliance.intake.spool import Spool
 from appliance.store import Database, queries, transitions
@@ -40,12 +41,15 @@ OUTCOME_BY_CODE = {DegenerateOutput.code: Outcome.DEGENERATE, PageTimeout.code: 
 
 class Dispatcher:
     def __init__(self, settings: Settings, db: Database, spool: Spool,
-                 workers: list[WorkerHandle], on_final: Callable[[str], None]):
+                 workers: list[WorkerHandle], on_final: Callable[[str], None],
+                 memory: MemorySampler | None = None):
         self.settings = settings
         self.db = db
         self.spool = spool
         self.workers = workers
         self.on_final = on_final  # called once a document's last page has settled
+        self.memory = memory  # its watermarks gate dispatch; it asks for preemptions
+        self._preempt_requested = threading.Event()
         queue = settings.queue
         self.priority = transitions.Priority(queue.batch_delay_s, queue.per_page_delay_s,
                                              queue.max_size_delay_s)
@@ -93,6 +97,8 @@ class Dispatcher:
             try:
                 for worker in self.workers:
                     self._supervise(worker)
+                if self._preempt_requested.is_set():
+                    self._preempt_newest()
                 self._dispatch()  # workers get their next page before results are exported
                 self._finish_documents()
                 self._housekeeping()
@@ -135,6 +141,9 @@ class Dispatcher:
             worker.state = WorkerState.IDLE
             worker.warmed_up_once = True
             self._may_have_work = True
+            if self.memory is not None:  # host memory reports these workers' RSS
+                self.memory.device.watch_pids(w.process.pid for w in self.workers
+                                              if w.is_alive())
             self._start_failures.pop(worker.slot, None)
             self.last_start_error = None
             log.info("worker ready slot=%d pid=%d engine=%s model=%s warmup_ms=%.0f",
@@ -189,7 +198,27 @@ class Dispatcher:
         except (BlockingIOError, OSError):
             pass
 
+    def request_preemption(self) -> None:
+        """Memory is critical: stop the newest page in flight (called from the sampler)."""
+        self._preempt_requested.set()
+        self.wake()
+
+    def _preempt_newest(self) -> None:
+        self._preempt_requested.clear()
+        busy = [w for w in self.workers if w.state == WorkerState.BUSY]
+        if not busy:
+            return
+        worker = max(busy, key=lambda w: w.job_started)
+        claim = worker.claim
+        log.warning("preempting the newest page doc=%s page=%d worker=%s reason=memory_critical",
+                    claim.document_id, claim.page_index, worker.worker_id)
+        worker.kill()
+        worker.claim = None
+        transitions.release_claim(self.db, claim, "memory_critical")
+
     def _dispatch(self) -> None:
+        if self.memory is not None and not self.memory.watermarks.dispatch_allowed:
+            return  # paused by the memory watermarks; a resume wakes us
         # Claiming is a write transaction: only try when work may have appeared (a
         # wake-up, a worker freed by a result), or at the poll that catches retries
         # whose backoff has run out. An idle daemon then costs no CPU.
@@ -239,6 +268,10 @@ class Dispatcher:
         worker.pages_done += 1
         self._recycle_if_worn(worker)
 
+    def _vram_bytes(self, worker: WorkerHandle) -> int:
+        latest = self.memory.latest if self.memory else None
+        return latest.per_pid.get(worker.process.pid, 0) if latest else 0
+
     def _recycle_if_worn(self, worker: WorkerHandle) -> None:
         """Leak guard, between pages only: a worker that has read many pages, or whose
         memory grew past its limit, is replaced by a fresh one."""
@@ -248,6 +281,8 @@ class Dispatcher:
             reason = f"pages={worker.pages_done}"
         elif limits.max_worker_rss_mb and worker.rss_bytes() > limits.max_worker_rss_mb * 2**20:
             reason = f"rss_mb={worker.rss_bytes() / 2**20:.0f}"
+        elif limits.max_worker_vram_mb and self._vram_bytes(worker) > limits.max_worker_vram_mb * 2**20:
+            reason = f"vram_mb={self._vram_bytes(worker) / 2**20:.0f}"
         if reason:
             log.info("recycling worker slot=%d %s", worker.slot, reason)
             worker.recycle()

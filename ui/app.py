@@ -37,6 +37,7 @@ log = logging.getLogger(__name__)
 
 RECENT_LIMIT = 50
 REFRESH_S = 1.0
+STATUS_REFRESH_S = 2.0
 UPLOAD_HEADERS = ["File", "Status", "Details"]
 STATUS_HEADERS = ["Name", "Status", "Pages done", "Error", "Document id"]
 DOWNLOAD_LABELS = {"md": "Download Markdown (.md)", "json": "Download JSON (.json)",
@@ -99,6 +100,15 @@ def load_recent(appliance: Appliance, limit: int = RECENT_LIMIT) -> list[Documen
     return [queries.get_document(appliance.db, v.doc.id) or v
             if v.page_counts[PageStatus.FAILED] else v
             for v in queries.list_documents(appliance.db, limit)]
+
+
+def status_line(appliance: Appliance) -> str:
+    """One line on the appliance's state, e.g. "paused: GPU memory 87 %" while memory
+    is above its high watermark and no new pages start."""
+    status = appliance.status()
+    ready = "ready" if status["ready"] else "starting: the engine is warming up"
+    return (f"Engine **{status['engine']}**, {ready} · {status['queue_depth']} pages waiting"
+            f" · {status['memory']['message']}")  # our own words: no escaping needed
 
 
 def upload_row(name: str, view: DocumentView | None) -> list[str]:
@@ -290,6 +300,9 @@ def build_ui(appliance: Appliance, download_dir: Path) -> gr.Blocks:
         if appliance.engine_notice:  # e.g. running on the classic engine: say how to add a model
             gr.Markdown(f"**Note:** {escape_markdown_text(appliance.engine_notice)}",
                         elem_id="engine-notice", container=True, padding=True)
+        health = gr.Markdown(status_line(appliance), elem_id="status-line")
+        gr.Timer(STATUS_REFRESH_S).tick(lambda: status_line(appliance), outputs=health,
+                                        show_progress="hidden", api_visibility="private")
         with gr.Tabs():
             with gr.Tab("Documents", id="documents"):
                 _documents_tab(appliance, download_dir)

@@ -164,6 +164,7 @@ class WorkerHandle:
         self.pages_done = 0  # by the current process
         self._recycling = False
         self.started_at = 0.0
+        self.job_started = 0.0
         self.job_deadline = 0.0
         self.claim = None  # the store's Claim for the page in flight
 
@@ -190,7 +191,8 @@ class WorkerHandle:
 
     def send(self, job: Job, claim, timeout_s: float) -> None:
         self.claim = claim
-        self.job_deadline = time.monotonic() + timeout_s
+        self.job_started = time.monotonic()
+        self.job_deadline = self.job_started + timeout_s
         self.state = WorkerState.BUSY
         self.conn.send(job)
 

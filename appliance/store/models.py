@@ -43,6 +43,7 @@ class Outcome(StrEnum):
     TIMEOUT = "timeout"
     CRASHED = "crashed"
     DEGENERATE = "degenerate"
+    PREEMPTED = "preempted"
 
 
 def _now() -> float:

@@ -197,6 +197,25 @@ def _settle_failed_attempt(session: Session, page: Page, code: str, message: str
     session.add(page)
 
 
+def release_claim(db: Database, claim: Claim, reason: str) -> bool:
+    """The appliance stopped this attempt itself (memory pressure): the page goes back
+    to the queue and the attempt is not charged to it."""
+    with db.write() as session:
+        page = _held_page(session, claim)
+        if page is None:
+            return False
+        session.add(PageResult(page_id=page.id, attempt=claim.attempt,
+                               outcome=Outcome.PREEMPTED, worker_id=claim.lease_owner,
+                               error_code=reason, error_message="stopped to free memory"))
+        page.status = PageStatus.QUEUED
+        page.attempts -= 1
+        page.lease_owner = page.lease_expires_at = None
+        page.updated_at = time.time()
+        session.add(page)
+        _event(session, "preempted", page.document_id, page.id, reason=reason)
+        return True
+
+
 def requeue_expired_leases(db: Database, max_attempts: int) -> int:
     """Running pages whose lease ran out (their worker vanished) go back to the queue."""
     now = time.time()

@@ -1,0 +1,447 @@
+"""GPU memory: sampling, watermarks, and what a model needs before it is loaded.
+
+- ``MemoryDevice``: ``sample()`` used/total and per-process memory. ``NvmlDevice``
+  asks the NVIDIA driver; ``HostMemoryDevice`` reads host RAM (psutil), so the same
+  logic guards CPU-only hosts; ``FakeDevice`` stands in for the card in tests.
+- ``Watermarks``: a pure hysteresis state machine; ``MemorySampler`` drives it.
+- ``estimate_worker_bytes`` / ``plan_workers``: one worker's bytes, how many fit.
+"""
+
+from __future__ import annotations
+
+import logging
+import math
+import threading
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass, field
+from fractions import Fraction
+from typing import TYPE_CHECKING, Protocol
+
+import psutil
+
+from appliance.errors import ConfigError, ModelDoesNotFit
+
+try:
+    import pynvml
+except ImportError:  # nvidia-ml-py missing: only host memory can be watched
+    pynvml = None
+
+if TYPE_CHECKING:
+    from appliance.engines.llama.validate import ModelInfo
+
+log = logging.getLogger(__name__)
+
+GIB = 2**30
+MIB = 2**20
+_LABELS = {"nvml": "GPU memory", "host": "host memory", "fake": "GPU memory"}
+
+
+def _gib(n: float, digits: int = 1) -> str:
+    return f"{n / GIB:.{digits}f} GiB"
+
+
+# --- sampling ------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class MemorySample:
+    used_bytes: int
+    total_bytes: int
+    per_pid: dict[int, int] = field(default_factory=dict)
+    source: str = "fake"  # "nvml", "host" or "fake"
+
+    @property
+    def fraction(self) -> float:
+        return self.used_bytes / self.total_bytes if self.total_bytes > 0 else 0.0
+
+
+class MemoryDevice(Protocol):
+    name: str
+
+    def sample(self) -> MemorySample: ...
+
+    def watch_pids(self, pids: Iterable[int]) -> None: ...  # the worker pids to report
+
+
+class NvmlDevice:
+    """One NVIDIA card through NVML. Per-pid figures are the driver's (host pid namespace)."""
+
+    source = "nvml"
+
+    def __init__(self, index: int = 0):
+        if pynvml is None:
+            raise RuntimeError("nvidia-ml-py is not installed")
+        pynvml.nvmlInit()
+        try:
+            self._handle = pynvml.nvmlDeviceGetHandleByIndex(index)
+            raw = pynvml.nvmlDeviceGetName(self._handle)
+        except pynvml.NVMLError:
+            pynvml.nvmlShutdown()
+            raise
+        self.name = f"gpu{index} {raw.decode() if isinstance(raw, bytes) else raw}"
+
+    @staticmethod
+    def available(index: int = 0) -> bool:
+        """Whether NVML answers and has card ``index``; False without a driver or library."""
+        if pynvml is None:
+            return False
+        try:
+            pynvml.nvmlInit()
+        except pynvml.NVMLError:  # no driver, no library, no permission
+            return False
+        try:
+            return index < pynvml.nvmlDeviceGetCount()
+        except pynvml.NVMLError:
+            return False
+        finally:
+            pynvml.nvmlShutdown()
+
+    def sample(self) -> MemorySample:
+        memory = pynvml.nvmlDeviceGetMemoryInfo(self._handle)
+        try:
+            processes = pynvml.nvmlDeviceGetComputeRunningProcesses(self._handle)
+        except pynvml.NVMLError:  # not supported on this card or driver: totals only
+            processes = []
+        per_pid: dict[int, int] = {}
+        for proc in processes:  # usedGpuMemory is None where the driver cannot tell
+            per_pid[proc.pid] = per_pid.get(proc.pid, 0) + int(proc.usedGpuMemory or 0)
+        return MemorySample(int(memory.used), int(memory.total), per_pid, "nvml")
+
+    def watch_pids(self, pids: Iterable[int]) -> None:
+        pass  # NVML lists every process on the card
+
+    def close(self) -> None:  # once; NVML counts its inits
+        pynvml.nvmlShutdown()
+
+
+class HostMemoryDevice:
+    """Host RAM, for CPU-only hosts: used = total - available; RSS of the watched pids."""
+
+    source = "host"
+    name = "host"
+
+    def __init__(self):
+        self._pids: set[int] = set()
+
+    def watch_pids(self, pids: Iterable[int]) -> None:
+        """Replace the set of pids whose RSS each sample reports."""
+        self._pids = set(pids)
+
+    def sample(self) -> MemorySample:
+        memory = psutil.virtual_memory()
+        per_pid = {}
+        for pid in sorted(self._pids):
+            try:
+                per_pid[pid] = psutil.Process(pid).memory_info().rss
+            except (psutil.NoSuchProcess, psutil.AccessDenied):
+                pass  # a worker that is gone: the supervisor registers its successor
+        return MemorySample(int(memory.total - memory.available), int(memory.total),
+                            per_pid, "host")
+
+
+class FakeDevice:
+    """A card for tests: set the usage by hand, or script one used value per sample
+    (the last value repeats once the script is used up)."""
+
+    source = "fake"
+    name = "fake"
+
+    def __init__(self, total_bytes: int, script: Iterable[int] | None = None):
+        self.total_bytes = total_bytes
+        self.samples = 0  # how many were taken
+        self._script = list(script or [])
+        self._used = 0
+        self._pids: dict[int, int] = {}
+
+    def set_used(self, used_bytes: int) -> None:
+        self._used = used_bytes
+
+    def set_pid(self, pid: int, used_bytes: int) -> None:
+        self._pids[pid] = used_bytes
+
+    def watch_pids(self, pids: Iterable[int]) -> None:
+        pass
+
+    def sample(self) -> MemorySample:
+        if self._script:
+            self._used = self._script.pop(0)
+        self.samples += 1
+        return MemorySample(self._used, self.total_bytes, dict(self._pids), "fake")
+
+
+def open_device(index: int = 0) -> MemoryDevice:
+    """The NVIDIA card when NVML answers, else host memory."""
+    if NvmlDevice.available(index):
+        return NvmlDevice(index)
+    log.info("event=memory_device source=host reason=no_nvml")
+    return HostMemoryDevice()
+
+
+# --- watermarks ----------------------------------------------------------------------
+
+OK, PAUSED, CRITICAL = "ok", "paused", "critical"
+
+
+@dataclass(frozen=True)
+class Transition:
+    from_state: str
+    to_state: str
+    fraction: float
+
+    @property
+    def kind(self) -> str:
+        """pause (stop dispatch), resume, preempt (free memory now), relieve (back to paused)."""
+        if self.to_state == CRITICAL:
+            return "preempt"
+        if self.to_state == OK:
+            return "resume"
+        return "pause" if self.from_state == OK else "relieve"
+
+
+class Watermarks:
+    """Memory-pressure hysteresis: when to stop handing out pages, and when to preempt.
+
+    - ``ok`` -> ``paused`` when the fraction rises above ``high``; back to ``ok`` only
+      once it falls below ``low``. Values wandering between the two never toggle.
+    - ``critical`` (which implies paused) after ``critical_samples`` consecutive
+      samples above ``critical``: one spike is not enough. Entering it is a "preempt"
+      transition the caller acts on (e.g. kill one worker's page); each further run of
+      ``critical_samples`` samples above it repeats the preempt, in case the first
+      freed too little. A sample at or below ``critical`` restarts the count and
+      leaves ``critical`` for ``paused`` (or ``ok`` below ``low``).
+    """
+
+    def __init__(self, high: float = 0.85, low: float = 0.75, critical: float = 0.95,
+                 critical_samples: int = 3):
+        if not (0 < low < high <= critical) or critical_samples < 1:
+            raise ConfigError(f"memory watermarks need 0 < low < high <= critical and "
+                              f"critical_samples >= 1; got low {low}, high {high}, "
+                              f"critical {critical}, critical_samples {critical_samples}")
+        self.high, self.low, self.critical = high, low, critical
+        self.critical_samples = critical_samples
+        self._state = OK
+        self._over = 0  # consecutive samples above `critical`
+        self._counts = {"pause": 0, "resume": 0, "preempt": 0, "relieve": 0}
+
+    @property
+    def state(self) -> str:
+        return self._state
+
+    @property
+    def dispatch_allowed(self) -> bool:
+        return self._state == OK
+
+    @property
+    def counts(self) -> dict[str, int]:
+        return dict(self._counts)
+
+    def observe(self, fraction: float) -> list[Transition]:
+        self._over = self._over + 1 if fraction > self.critical else 0
+        moves = []
+        if self._state == OK and fraction > self.high:
+            moves.append(self._move(PAUSED, fraction))
+        elif self._state != OK and fraction < self.low:
+            moves.append(self._move(OK, fraction))
+        elif self._state == CRITICAL and self._over == 0:
+            moves.append(self._move(PAUSED, fraction))
+        if self._over and self._over % self.critical_samples == 0:
+            moves.append(self._move(CRITICAL, fraction))
+        return moves
+
+    def _move(self, to_state: str, fraction: float) -> Transition:
+        transition = Transition(self._state, to_state, fraction)
+        self._state = to_state
+        self._counts[transition.kind] += 1
+        return transition
+
+
+class MemorySampler:
+    """The thread that samples ``device`` every ``interval_s`` and feeds ``watermarks``.
+
+    ``on_transition(transition)`` runs on this thread for every transition; a callback
+    or sampling error is logged and the loop goes on. ``sample_once()`` is one step of
+    the loop, for callers (and tests) that drive it themselves.
+    """
+
+    def __init__(self, device: MemoryDevice, watermarks: Watermarks | None = None,
+                 interval_s: float = 0.2,
+                 on_transition: Callable[[Transition], None] | None = None):
+        self.device = device
+        self.watermarks = watermarks or Watermarks()
+        self.interval_s = interval_s
+        self.on_transition = on_transition
+        self.latest: MemorySample | None = None
+        self.peak_used_bytes = 0
+        self._lock = threading.Lock()  # one sample and its state change are read together
+        self._stop = threading.Event()
+        self._thread: threading.Thread | None = None
+
+    def sample_once(self) -> list[Transition]:
+        sample = self.device.sample()
+        with self._lock:
+            transitions = self.watermarks.observe(sample.fraction)
+            self.latest = sample
+            self.peak_used_bytes = max(self.peak_used_bytes, sample.used_bytes)
+        for t in transitions:
+            log.log(logging.WARNING if t.kind == "preempt" else logging.INFO,
+                    "event=memory_%s from=%s to=%s fraction=%.3f source=%s", t.kind,
+                    t.from_state, t.to_state, t.fraction, sample.source)
+            if self.on_transition is not None:
+                try:
+                    self.on_transition(t)
+                except Exception:
+                    log.exception("event=memory_callback_failed kind=%s", t.kind)
+        return transitions
+
+    def start(self) -> None:
+        if self._thread is not None and self._thread.is_alive():
+            return
+        self._stop.clear()
+        self._thread = threading.Thread(target=self._run, name="memory-sampler", daemon=True)
+        self._thread.start()
+
+    def stop(self, timeout_s: float = 5.0) -> None:
+        self._stop.set()
+        if self._thread is not None:
+            self._thread.join(timeout_s)
+            self._thread = None
+
+    def _run(self) -> None:
+        last_error = None
+        while not self._stop.is_set():
+            try:
+                self.sample_once()
+                last_error = None
+            except Exception as exc:  # a transient driver error must not end the watch
+                if str(exc) != last_error:  # log each new error once, not every interval
+                    log.warning("event=memory_sample_failed device=%s error=%s",
+                                self.device.name, exc)
+                last_error = str(exc)
+            self._stop.wait(self.interval_s)
+
+    def status(self) -> dict:
+        """For /readyz and the UI."""
+        with self._lock:
+            sample, state = self.latest, self.watermarks.state
+        status = {"device": self.device.name, "state": state,
+                  "dispatch_allowed": state == OK, "peak_used_bytes": self.peak_used_bytes}
+        if sample is None:
+            return status | {"source": None, "used_bytes": None, "total_bytes": None,
+                             "fraction": None, "message": f"{state}: no memory sample yet"}
+        label = _LABELS.get(sample.source, "memory")
+        return status | {"source": sample.source, "used_bytes": sample.used_bytes,
+                         "total_bytes": sample.total_bytes, "fraction": sample.fraction,
+                         "message": f"{state}: {label} {sample.fraction * 100:.0f} %"}
+
+
+# --- what a worker needs -------------------------------------------------------------
+
+# Bytes per KV-cache element for llama.cpp's cache types (block bytes / block size).
+KV_BYTES_PER_ELEMENT = {
+    "f32": Fraction(4), "f16": Fraction(2), "bf16": Fraction(2),
+    "q8_0": Fraction(34, 32), "q5_1": Fraction(24, 32), "q5_0": Fraction(22, 32),
+    "q4_1": Fraction(20, 32), "q4_0": Fraction(18, 32), "iq4_nl": Fraction(18, 32),
+}
+MIN_COMPUTE_MARGIN_BYTES = 256 * MIB
+
+
+@dataclass(frozen=True)
+class WorkerEstimate:
+    """What one engine worker holds on the card, in bytes."""
+
+    weights_bytes: int
+    mmproj_bytes: int
+    kv_cache_bytes: int
+    compute_bytes: int
+    n_ctx: int
+    cache_type: str
+    gpu_layers: int
+    n_layer: int
+    quant: str
+
+    @property
+    def total_bytes(self) -> int:
+        return self.weights_bytes + self.mmproj_bytes + self.kv_cache_bytes + self.compute_bytes
+
+    def describe(self) -> str:
+        return (f"{_gib(self.total_bytes, 2)} per worker = weights "
+                f"{_gib(self.weights_bytes, 2)} ({self.quant}, {self.gpu_layers}/"
+                f"{self.n_layer} layers) + mmproj {_gib(self.mmproj_bytes, 2)} + KV cache "
+                f"{_gib(self.kv_cache_bytes, 2)} (n_ctx {self.n_ctx}, {self.cache_type}) + "
+                f"compute {_gib(self.compute_bytes, 2)}")
+
+
+def estimate_worker_bytes(info: ModelInfo, *, n_ctx: int, n_gpu_layers: int = -1,
+                          cache_type: str = "f16",
+                          compute_margin_bytes: int | None = None) -> WorkerEstimate:
+    """The device memory one worker needs for ``info`` at ``n_ctx``.
+
+    Weights are the model file's size (the tensors, mapped as stored). The KV cache is
+    n_ctx x n_layer x n_head_kv x head_dim x 2 (K and V) x bytes per element: an
+    upper bound for Gemma's sliding-window layers, which llama.cpp may cache shorter.
+    With partial offload (0 <= n_gpu_layers < n_layer) weights and KV cache scale by
+    the offloaded fraction; the mmproj runs on the card either way. The compute
+    margin, unless given, is max(256 MiB, 10 % of the offloaded weights): it covers
+    llama.cpp's compute graph buffer, which grows with the model's width (and so with
+    its size), the vision encoder's activations, and the per-process CUDA context
+    and cuBLAS workspace, none of which the files show; 256 MiB is the floor that a
+    small model still needs.
+    """
+    try:
+        per_element = KV_BYTES_PER_ELEMENT[cache_type.lower()]
+    except KeyError:
+        raise ConfigError(f"unknown KV cache type {cache_type!r}: use one of "
+                          f"{', '.join(KV_BYTES_PER_ELEMENT)}") from None
+    n_ctx = n_ctx if n_ctx > 0 else info.context_length  # llama.cpp: 0 = the model's
+    n_layer = max(info.n_layer, 1)
+    layers = n_layer if n_gpu_layers < 0 else min(n_gpu_layers, n_layer)
+    kv_full = math.ceil(n_ctx * n_layer * info.n_head_kv * info.head_dim * 2 * per_element)
+    weights = info.model_size * layers // n_layer
+    if compute_margin_bytes is None:
+        compute_margin_bytes = max(MIN_COMPUTE_MARGIN_BYTES, weights // 10)
+    return WorkerEstimate(weights, info.mmproj_size, kv_full * layers // n_layer,
+                          compute_margin_bytes, n_ctx, cache_type.lower(), layers,
+                          n_layer, info.quant)
+
+
+@dataclass(frozen=True)
+class WorkerPlan:
+    count: int
+    configured: int
+    fits: int
+    refused: bool
+    message: str
+
+    def require(self) -> int:
+        """The worker count, or ``ModelDoesNotFit`` when not even one fits."""
+        if self.refused:
+            raise ModelDoesNotFit(self.message)
+        return self.count
+
+
+def plan_workers(estimate: WorkerEstimate, sample: MemorySample, *, configured: int,
+                 load_limit: float = 0.90, safety: float = 0.15) -> WorkerPlan:
+    """How many workers fit: used + k x estimate x (1 + safety) <= load_limit x total."""
+    per_worker = estimate.total_bytes * (1 + safety)
+    budget = load_limit * sample.total_bytes - sample.used_bytes
+    fits = max(0, math.floor(budget / per_worker)) if per_worker > 0 else configured
+    count = min(configured, fits)
+    label = _LABELS.get(sample.source, "memory")
+    facts = (f"one worker needs {_gib(per_worker)} with {safety * 100:.0f} % safety "
+             f"({estimate.describe()}); {_gib(max(0.0, budget))} of {label} is free below "
+             f"the {load_limit * 100:.0f} % load limit ({_gib(sample.used_bytes)} of "
+             f"{_gib(sample.total_bytes)} in use)")
+    knobs = (f"a smaller quant than {estimate.quant} (engine.model), fewer offloaded "
+             f"layers (engine.n_gpu_layers), a smaller context (engine.n_ctx = "
+             f"{estimate.n_ctx})")
+    if fits < 1:
+        message = (f"the model does not fit: {facts}. To make it fit, use {knobs}, or "
+                   f"fewer workers (workers.count = {configured}) if other workers "
+                   f"already hold memory")
+    elif count < configured:
+        message = (f"only {fits} of {configured} configured workers fit, running {count}: "
+                   f"{facts}. To run {configured}, use {knobs}; or set workers.count = "
+                   f"{count}")
+    else:
+        message = f"{count} worker(s) fit: {facts}"
+    return WorkerPlan(count, configured, fits, fits < 1, message)
