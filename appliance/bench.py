@@ -9,6 +9,7 @@ are comparable and the ratio is the appliance's own overhead.
 from __future__ import annotations
 
 import json
+import math
 import logging
 import socket
 import subprocess
@@ -25,6 +26,7 @@ import psutil
 from appliance.config import Settings, dump_toml, settings_from_dict
 from appliance.daemon import resolve_engine
 from appliance.engines import bare_loop
+from appliance.errors import InvalidRequest
 from appliance.raster.synthetic import render_text_page, sample_lines
 
 log = logging.getLogger(__name__)
@@ -103,30 +105,93 @@ def _wait_ready(client: httpx.Client, daemon: LocalDaemon | None,
     raise RuntimeError(f"the daemon was not ready after {timeout_s:.0f} s")
 
 
-def _drive(client: httpx.Client, pages: list[Path], concurrency: int) -> dict:
+def _drive(client: httpx.Client, pages: list[Path], concurrency: int,
+           form: dict | None = None) -> dict:
+    """Upload the pages, wait until each is exported; the daemon's timestamps time it."""
     def upload(path: Path) -> str:
         with path.open("rb") as fh:
-            response = client.post("/api/v1/documents", files={"file": (path.name, fh)})
+            response = client.post("/api/v1/documents", files={"file": (path.name, fh)},
+                                   data=form or {})
         response.raise_for_status()
         return response.json()["id"]
 
     with ThreadPoolExecutor(concurrency) as pool:
         ids = list(pool.map(upload, pages))
-    pending, final = set(ids), {}
-    while pending:  # one list call per poll, so polling does not load the daemon
-        listing = client.get("/api/v1/documents", params={"limit": len(ids)}).json()
-        for body in listing["documents"]:
-            if body["id"] in pending and body["exported_at"]:
-                final[body["id"]] = body
-                pending.discard(body["id"])
-        time.sleep(POLL_S)
+    final = _wait_exported(client, ids)
     # The daemon's own clock, from the first intake to the last export: the polling
     # interval and the client's clock do not enter the figure.
     elapsed = (max(b["exported_at"] for b in final.values())
                - min(b["created_at"] for b in final.values()))
     done_pages = sum(1 for b in final.values() if b["status"] == "done")
+    latencies = sorted(b["exported_at"] - b["created_at"] for b in final.values())
     return {"pages": len(pages), "pages_done": done_pages, "elapsed_s": elapsed,
-            "pages_per_min": len(pages) / elapsed * 60, "ids": ids}
+            "pages_per_min": len(pages) / elapsed * 60, "ids": ids,
+            "latency_p50_s": _percentile(latencies, 50),
+            "latency_p95_s": _percentile(latencies, 95)}
+
+
+def _wait_exported(client: httpx.Client, ids: list[str]) -> dict[str, dict]:
+    pending, final = set(ids), {}
+    while pending:  # one list call per poll, so polling does not load the daemon
+        listing = client.get("/api/v1/documents", params={"limit": 500}).json()
+        for body in listing["documents"]:
+            if body["id"] in pending and body["exported_at"]:
+                final[body["id"]] = body
+                pending.discard(body["id"])
+        time.sleep(POLL_S)
+    return final
+
+
+def _percentile(values: list[float], pct: float) -> float:
+    """Nearest-rank percentile of sorted values."""
+    return values[max(0, math.ceil(pct / 100 * len(values)) - 1)]
+
+
+def run_degenerate_experiment(settings: Settings, *, pages: int, concurrency: int) -> dict:
+    """Healthy-page latency with and without a looping page in flight (seed 001).
+
+    Healthy pages are read by the classic reader of the vision workers; the looping
+    page goes to the vision model, which (the tiny test model always does) loops
+    until the repetition guard stops it and then climbs the retry ladder.
+    """
+    raw, settings = bench_config(settings, tokens=0)
+    if resolve_engine(settings)[0].engine != "llama":
+        raise InvalidRequest("--inject-degenerate needs engine.name = 'llama' with a model")
+    with tempfile.TemporaryDirectory(prefix="appliance-bench-") as tmp:
+        workdir = Path(tmp)
+        files = make_pages(workdir / "pages", pages)
+        looping = make_pages(workdir / "looping", 1)
+        daemon = LocalDaemon(raw, workdir)
+        try:
+            with httpx.Client(base_url=daemon.url, timeout=60) as client:
+                _wait_ready(client, daemon)
+                healthy = {"engine": "classic"}
+                baseline = _drive(client, files, concurrency, healthy)
+                with looping[0].open("rb") as fh:
+                    loop_id = client.post("/api/v1/documents",
+                                          files={"file": ("looping.png", fh)}).json()["id"]
+                injected = _drive(client, files, concurrency, healthy)
+                looped = _wait_exported(client, [loop_id])[loop_id]
+        finally:
+            daemon.stop()
+    for run in (baseline, injected):
+        run.pop("ids")
+    return {"pages": pages, "concurrency": concurrency, "workers": settings.workers.count,
+            "without_looping_page": baseline, "with_looping_page": injected,
+            "looping_page_s": looped["exported_at"] - looped["created_at"]}
+
+
+def format_degenerate_report(result: dict) -> str:
+    rows = [f"healthy pages {result['pages']}, workers {result['workers']}, "
+            f"concurrency {result['concurrency']}"]
+    for label, key in (("without a looping page", "without_looping_page"),
+                       ("with a looping page   ", "with_looping_page")):
+        run = result[key]
+        rows.append(f"{label}  healthy latency p50 {run['latency_p50_s'] * 1000:.0f} ms, "
+                    f"p95 {run['latency_p95_s'] * 1000:.0f} ms")
+    rows.append(f"the looping page itself took {result['looping_page_s']:.1f} s "
+                f"(guard, retry ladder, fallback)")
+    return "\n".join(rows)
 
 
 def _bare(settings: Settings, pages: list[Path]) -> dict:

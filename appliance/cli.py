@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import json
 import sys
 import tempfile
 import time
@@ -75,9 +76,18 @@ def cmd_ocr(args) -> int:
 
 
 def cmd_bench(args) -> int:
-    from appliance.bench import format_report, run_bench
+    from appliance.bench import (
+        format_degenerate_report, format_report, run_bench, run_degenerate_experiment,
+    )
 
     settings = load_settings(args.config)
+    if args.inject_degenerate:
+        result = run_degenerate_experiment(settings, pages=args.pages,
+                                           concurrency=args.concurrency)
+        if args.report:
+            args.report.write_text(json.dumps(result, indent=2) + "\n")
+        sys.stdout.write(format_degenerate_report(result) + "\n")
+        return 0
     result = run_bench(settings, pages=args.pages, concurrency=args.concurrency, url=args.url,
                        report=args.report, tokens=args.tokens)
     sys.stdout.write(format_report(result) + "\n")
@@ -141,6 +151,8 @@ def build_parser() -> argparse.ArgumentParser:
     bench.add_argument("--concurrency", type=int, default=4, help="parallel uploads")
     bench.add_argument("--url", help="drive this running daemon instead of starting one")
     bench.add_argument("--report", type=Path, help="also write the result as JSON here")
+    bench.add_argument("--inject-degenerate", action="store_true",
+                       help="healthy-page latency with and without a looping page in flight")
     bench.add_argument("--tokens", type=int, default=0,
                        help="vision model: make every answer exactly this many tokens")
     bench.set_defaults(func=cmd_bench)
