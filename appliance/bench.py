@@ -10,6 +10,8 @@ from __future__ import annotations
 
 import json
 import math
+import random
+import threading
 import logging
 import socket
 import subprocess
@@ -23,10 +25,11 @@ from pathlib import Path
 import httpx
 import psutil
 
-from appliance.config import Settings, dump_toml, settings_from_dict
+from appliance.config import Settings, WatchFolder, dump_toml, settings_from_dict
 from appliance.daemon import resolve_engine
 from appliance.engines import bare_loop
 from appliance.errors import InvalidRequest
+from appliance.intake.watch import FolderWatcher
 from appliance.raster.synthetic import render_text_page, sample_lines
 
 log = logging.getLogger(__name__)
@@ -281,3 +284,70 @@ def format_report(result: dict) -> str:
         rows.append(f"idle RSS daemon             {result['idle']['daemon_rss_mb']:.0f} MiB "
                     f"(with workers {result['idle']['daemon_with_workers_rss_mb']:.0f} MiB)")
     return "\n".join(rows)
+
+
+def measure_detection_latency(mode: str, files: int = 20, stability_s: float = 0.0,
+                              poll_interval_s: float = 1.0, *,
+                              parent: str | Path | None = None) -> dict:
+    """Time from a file's close to its ``offer``, through a real FolderWatcher.
+
+    Creates a temp folder (under ``parent``, e.g. a mounted share, or the system temp
+    dir), writes ``files`` small files one by one at random intervals and returns
+    p50/p95/max in milliseconds. An ``early_offers`` count above zero means a file was
+    offered before it was complete (only possible with ``stability_s`` 0).
+    """
+    payload = bytes(range(256)) * 16  # 4 KiB
+    closed: dict[Path, float] = {}
+    offered: dict[Path, float] = {}
+    early = 0
+    lock = threading.Lock()
+    all_offered = threading.Event()
+
+    def offer(path: Path, tags: list[str]) -> bool:
+        nonlocal early
+        at = time.monotonic()
+        try:
+            complete = path.stat().st_size == len(payload)
+        except OSError:
+            complete = False
+        with lock:
+            if not complete:
+                early += 1
+            elif path not in offered:
+                offered[path] = at
+                if len(offered) == files:
+                    all_offered.set()
+        return True
+
+    rng = random.Random()
+    with tempfile.TemporaryDirectory(prefix="appliance-watch-latency-", dir=parent) as tmp:
+        folder = WatchFolder(path=Path(tmp), name="latency", mode=mode, stability_s=stability_s,
+                             poll_interval_s=poll_interval_s, rescan_interval_s=3600.0,
+                             disposition="keep")
+        watcher = FolderWatcher(folder, offer)
+        watcher.start()
+        try:
+            if not watcher.wait_ready(30):
+                raise RuntimeError(f"the watcher on {tmp} did not start within 30 s")
+            for i in range(files):
+                time.sleep(rng.uniform(0.05, 0.25))
+                path = watcher.root / f"doc-{i:04d}.pdf"
+                with open(path, "wb") as fh:
+                    fh.write(payload)
+                closed[path] = time.monotonic()
+            all_offered.wait(stability_s + 2 * poll_interval_s + 10)
+        finally:
+            watcher.stop()
+        fs_type, used_mode = watcher.fs_type, watcher.mode
+    with lock:
+        latencies = [max(0.0, offered[p] - closed[p]) * 1000 for p in offered if p in closed]
+        early_offers = early
+    result = {"mode": used_mode, "fs": fs_type, "files": files, "offered": len(latencies),
+              "missed": files - len(latencies), "early_offers": early_offers,
+              "stability_s": stability_s, "poll_interval_s": poll_interval_s,
+              "p50_ms": None, "p95_ms": None, "max_ms": None}
+    if latencies:
+        result.update(p50_ms=round(_percentile(sorted(latencies), 50), 1),
+                      p95_ms=round(_percentile(sorted(latencies), 95), 1),
+                      max_ms=round(max(latencies), 1))
+    return result

@@ -77,9 +77,20 @@ def cmd_ocr(args) -> int:
 
 def cmd_bench(args) -> int:
     from appliance.bench import (
-        format_degenerate_report, format_report, run_bench, run_degenerate_experiment,
+        format_degenerate_report, format_report, measure_detection_latency, run_bench,
+        run_degenerate_experiment,
     )
 
+    if args.detection_latency:
+        result = {mode: measure_detection_latency(mode, files=args.pages)
+                  for mode in ("events", "poll")}
+        for mode, run in result.items():
+            sys.stdout.write(f"{mode:6} p50 {run['p50_ms']} ms, p95 {run['p95_ms']} ms "
+                             f"({run['offered']} of {run['files']} files, fs {run['fs']}, "
+                             f"poll interval {run['poll_interval_s']} s)\n")
+        if args.report:
+            args.report.write_text(json.dumps(result, indent=2) + "\n")
+        return 0
     settings = load_settings(args.config)
     if args.inject_degenerate:
         result = run_degenerate_experiment(settings, pages=args.pages,
@@ -151,6 +162,8 @@ def build_parser() -> argparse.ArgumentParser:
     bench.add_argument("--concurrency", type=int, default=4, help="parallel uploads")
     bench.add_argument("--url", help="drive this running daemon instead of starting one")
     bench.add_argument("--report", type=Path, help="also write the result as JSON here")
+    bench.add_argument("--detection-latency", action="store_true",
+                       help="watched-folder detection latency, events and poll mode")
     bench.add_argument("--inject-degenerate", action="store_true",
                        help="healthy-page latency with and without a looping page in flight")
     bench.add_argument("--tokens", type=int, default=0,

@@ -16,16 +16,16 @@ from watchdog.observers.polling import PollingObserverVFS
 
 from appliance.config import WatchFolder
 from appliance.errors import ConfigError
-from appliance.intake.watch import (
+from appliance.bench import measure_detection_latency
+from appliance.intake.folder_rules import (
     DEFAULT_IGNORE,
     NETWORK_FS,
-    FolderWatcher,
-    StabilityTracker,
     choose_mode,
     filesystem_type,
     is_ignored,
-    measure_detection_latency,
 )
+from appliance.intake.stability import StabilityTracker
+from appliance.intake.watch import FolderWatcher
 
 # watch.py silences this harmless watchdog 7.1 warning at import, but pytest drops
 # filters set while it collects; the same filter again for the tests.

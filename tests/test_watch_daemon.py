@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import re
 import time
-from pathlib import Path
 
 from tests.daemon import Daemon
 from appliance.raster.synthetic import render_text_page

@@ -28,18 +28,13 @@ from __future__ import annotations
 import errno
 import json
 import logging
-import math
 import os
-import random
 import re
 import stat
-import tempfile
 import threading
 import time
 import warnings
-from collections.abc import Callable, Iterable, Iterator
-from dataclasses import dataclass
-from functools import lru_cache
+from collections.abc import Callable, Iterator
 from pathlib import Path
 
 from watchdog.events import (
@@ -63,6 +58,10 @@ from watchdog.observers.api import BaseObserver
 from watchdog.observers.polling import PollingObserverVFS
 
 from appliance.config import WatchFolder
+from appliance.intake.folder_rules import (
+    NETWORK_FS, choose_mode, filesystem_type, is_ignored, read_mounts,
+)
+from appliance.intake.stability import Signature, StabilityTracker
 from appliance.errors import ConfigError
 
 log = logging.getLogger(__name__)
@@ -74,211 +73,7 @@ log = logging.getLogger(__name__)
 warnings.filterwarnings("ignore", message=r"Callback with id '\d+' already exists for watch",
                         category=RuntimeWarning, module=r"watchdog\.observers\.")
 
-Signature = tuple[int, int]  # (size in bytes, mtime in ns)
 Offer = Callable[[Path, list[str]], bool]
-
-# --------------------------------------------------------------------------- stability
-
-
-@dataclass(slots=True)
-class _Window:
-    signature: Signature
-    since: float  # monotonic time the signature was first seen (or a retry's start)
-
-
-class StabilityTracker:
-    """Decides when a file has stopped changing. Pure: no filesystem, no clock.
-
-    A caller feeds it observations, ``track(path, size, mtime_ns, now)``, from events,
-    scans and stats, and asks ``stable(now)`` for the files whose (size, mtime) has
-    not changed for ``stability_s``. Time is monotonic seconds, passed in, so tests
-    step it by hand. A file is returned once; it then stays remembered as settled
-    and tracking it again with the same signature does nothing, until a different
-    signature (the file changed) or ``forget`` (it was deleted) re-arms it.
-
-    The real cases it exists for:
-
-    * Network copies written in chunks (SMB, NFS, rsync): the file grows over many
-      seconds with pauses between chunks; every new size or mtime restarts its window.
-    * Scanners and MFPs that open and close the same file several times (one page at
-      a time, then a header rewrite): a close is not the end; only quiet time is.
-    * Temp files renamed into place (``scan.pdf.part`` -> ``scan.pdf``, rsync's
-      ``.scan.pdf.XXXXXX``): the temp name is ignored by the caller's rules; the final
-      name starts its own window when it appears.
-    * Files deleted or moved away before they settle: the caller ``forget``s them
-      (and a stat that finds nothing does the same), so nothing ghostly is offered.
-    * Copies that keep an old mtime (``cp -p``, rsync ``-t``): the window runs on the
-      time a signature was *observed*, never on the file's own mtime, so clock skew
-      between a NAS and this host cannot shorten it.
-    """
-
-    def __init__(self, stability_s: float):
-        if stability_s < 0:
-            raise ValueError(f"stability_s must be >= 0, got {stability_s}")
-        self.stability_s = stability_s
-        self._pending: dict[Path, _Window] = {}
-        self._settled: dict[Path, Signature] = {}
-
-    def track(self, path: Path, size: int, mtime_ns: int, now: float) -> bool:
-        """Record what ``path`` looks like at ``now``; True when its window (re)starts."""
-        signature = (size, mtime_ns)
-        if self._settled.get(path) == signature:
-            return False
-        window = self._pending.get(path)
-        if window is not None and window.signature == signature:
-            return False
-        self._settled.pop(path, None)
-        self._pending[path] = _Window(signature, now)
-        return True
-
-    def stable(self, now: float) -> list[Path]:
-        """Files unchanged for ``stability_s``, oldest first; each is returned once."""
-        ready = sorted((window.since, path) for path, window in self._pending.items()
-                       if now - window.since >= self.stability_s)
-        for _, path in ready:
-            self._settled[path] = self._pending.pop(path).signature
-        return [path for _, path in ready]
-
-    def confirm(self, path: Path, size: int, mtime_ns: int, now: float) -> bool:
-        """Check a file ``stable`` returned against a stat taken just before handing it
-        on: True when it is still settled with exactly this signature; otherwise the
-        new signature is tracked (its window restarts) and the answer is False."""
-        if self._settled.get(path) == (size, mtime_ns):
-            return True
-        self.track(path, size, mtime_ns, now)
-        return False
-
-    def retry(self, path: Path, now: float, after_s: float) -> None:
-        """Return a settled file from ``stable`` again ``after_s`` from ``now``: the
-        owner could not take it yet. A file changed or forgotten meanwhile is left alone."""
-        signature = self._settled.pop(path, None)
-        if signature is not None:
-            self._pending[path] = _Window(signature, now + after_s - self.stability_s)
-
-    def forget(self, path: Path) -> None:
-        """Drop every memory of ``path`` (deleted, moved away, no longer a candidate)."""
-        self._pending.pop(path, None)
-        self._settled.pop(path, None)
-
-    def pending_paths(self, now: float) -> list[Path]:
-        """Files in a running window, the ones worth a stat (a retry's hold excluded)."""
-        return [path for path, window in self._pending.items() if window.since <= now]
-
-    def paths(self) -> list[Path]:
-        """Every file remembered, pending or settled."""
-        return [*self._pending, *self._settled]
-
-    @property
-    def pending_count(self) -> int:
-        return len(self._pending)
-
-
-# --------------------------------------------------------------------------- ignore rules
-
-# Matched against the whole NAME of every path component (files and folders), case-
-# insensitively. Hidden names are ignored in general; the dotted entries below are
-# listed anyway so the reason for each one is written down.
-DEFAULT_IGNORE: tuple[str, ...] = (
-    r"\..*",                    # hidden files and folders in general
-    r"\.DS_Store",              # macOS Finder metadata
-    r"\._.*",                   # macOS AppleDouble resource forks on SMB/NFS shares
-    r"\.Trashes",               # macOS trash on removable and network volumes
-    r"\.stfolder", r"\.stversions",  # Syncthing marker and version folders
-    r"Icon\r",                  # macOS custom folder icon
-    r"__MACOSX",                # macOS zip leftovers
-    r"Thumbs\.db", r"desktop\.ini",  # Windows Explorer
-    r"\$RECYCLE\.BIN", r"System Volume Information",  # Windows volume folders
-    r"@eaDir", r"#recycle", r"#snapshot",  # Synology thumbnails, recycle bin, snapshots
-    r"@Recycle", r"@Recently-Snapshot",    # QNAP recycle bin, snapshots
-    r"lost\+found",             # fsck leftovers at a volume root
-    r"~\$.*",                   # Microsoft Office owner/lock files
-    r".*\.part", r".*\.partial", r".*\.filepart",  # partial transfers (curl, Firefox, WinSCP)
-    r".*\.crdownload", r".*\.download",           # browser downloads in progress
-    r".*\.tmp", r".*\.temp",    # temp files about to be renamed into place
-)
-
-_DEFAULT_RE = tuple(re.compile(pattern, re.IGNORECASE) for pattern in DEFAULT_IGNORE)
-
-
-@lru_cache(maxsize=64)
-def _compile_extra(patterns: tuple[str, ...]) -> tuple[re.Pattern[str], ...]:
-    return tuple(re.compile(pattern) for pattern in patterns)
-
-
-def is_ignored(relative_path: str | Path, extra_patterns: Iterable[str] = ()) -> bool:
-    """True when any component of ``relative_path`` (relative to the watched root) is
-    junk: a ``DEFAULT_IGNORE`` name (whole-name, case-insensitive match) or a name in
-    which one of ``extra_patterns`` is found (``re.search``; anchor with ^...$ to
-    match the whole name)."""
-    extra = _compile_extra(tuple(extra_patterns))
-    for name in Path(relative_path).parts:
-        if any(rx.fullmatch(name) for rx in _DEFAULT_RE) or any(rx.search(name) for rx in extra):
-            return True
-    return False
-
-
-# --------------------------------------------------------------------------- filesystems
-
-# Filesystems whose files may be written by another kernel (a NAS, a file server, a VM
-# host), which inotify never hears about. ``auto`` mode polls on these.
-NETWORK_FS: frozenset[str] = frozenset({
-    "nfs", "nfs4", "cifs", "smb3", "smbfs", "smb2", "ncpfs", "ncp",
-    "fuse.sshfs", "sshfs", "9p", "virtiofs", "vboxsf", "vmhgfs", "fuse.vmhgfs-fuse",
-    "prl_fs", "drvfs",
-    "glusterfs", "fuse.glusterfs", "ceph", "fuse.ceph", "cephfs", "lustre", "gpfs",
-    "beegfs", "ocfs2", "gfs2",
-    "afs", "openafs", "davfs", "fuse.davfs2", "fuse.rclone", "fuse.s3fs", "fuse.gcsfuse",
-    "fuse.smbnetfs", "fuse.juicefs", "fuse.seaweedfs",
-    "autofs",  # an automount point not mounted yet; the real mount listed later wins
-})
-
-_OCTAL_ESCAPE = re.compile(r"\\([0-7]{3})")
-
-
-def _unescape_mount_field(field: str) -> str:
-    return _OCTAL_ESCAPE.sub(lambda m: chr(int(m.group(1), 8)), field)
-
-
-def filesystem_type(path: str | Path, mounts_text: str) -> str:
-    """The type of the filesystem ``path`` lies on, from /proc/mounts text.
-
-    The longest mount point that is ``path`` or one of its parents wins; of equal
-    mount points (a mount on top of another) the later line wins, as the kernel
-    lists them. Octal escapes (``\\040`` for a space) are decoded. The match is
-    lexical: pass a resolved path. "unknown" when nothing matches.
-    """
-    target = os.path.normpath(os.path.abspath(path))
-    best, best_len = "unknown", -1
-    for line in mounts_text.splitlines():
-        fields = line.split()
-        if len(fields) < 3:
-            continue
-        mount_point, fs_type = _unescape_mount_field(fields[1]), _unescape_mount_field(fields[2])
-        mount_point = os.path.normpath(mount_point)
-        prefix = mount_point if mount_point.endswith("/") else mount_point + "/"
-        if (target == mount_point or target.startswith(prefix)) and len(mount_point) >= best_len:
-            best, best_len = fs_type, len(mount_point)
-    return best
-
-
-def _read_mounts() -> str:
-    try:
-        return os.fsdecode(Path("/proc/mounts").read_bytes())
-    except OSError:  # not Linux, or /proc not mounted: nothing known, so events
-        return ""
-
-
-def choose_mode(folder_mode: str, path: str | Path, mounts_text: str | None = None) -> str:
-    """"events" or "poll" for a folder: explicit modes stand; ``auto`` polls on a
-    network filesystem and uses events elsewhere. Reads /proc/mounts when
-    ``mounts_text`` is None."""
-    if folder_mode in ("events", "poll"):
-        return folder_mode
-    if folder_mode != "auto":
-        raise ValueError(f"watch mode must be auto, events or poll, not {folder_mode!r}")
-    text = _read_mounts() if mounts_text is None else mounts_text
-    return "poll" if filesystem_type(path, text) in NETWORK_FS else "events"
-
 
 # --------------------------------------------------------------------------- the watcher
 
@@ -467,7 +262,7 @@ class FolderWatcher:
                     self._missing_logged = True
                 return False
             self._missing_logged = False
-            mounts = _read_mounts()
+            mounts = read_mounts()
             fs_type = filesystem_type(self.root, mounts)
             mode = choose_mode(self.folder.mode, self.root, mounts)
             try:
@@ -779,80 +574,3 @@ def _shutdown(observer: BaseObserver) -> None:
         pass
     except Exception:
         log.exception("watch observer shutdown failed")
-
-
-# --------------------------------------------------------------------------- measurement
-
-
-def _percentile(values: list[float], fraction: float) -> float:
-    """Nearest-rank percentile of a non-empty list."""
-    ordered = sorted(values)
-    rank = min(len(ordered), max(1, math.ceil(fraction * len(ordered))))
-    return ordered[rank - 1]
-
-
-def measure_detection_latency(mode: str, files: int = 20, stability_s: float = 0.0,
-                              poll_interval_s: float = 1.0, *,
-                              parent: str | Path | None = None) -> dict:
-    """Time from a file's close to its ``offer``, through a real FolderWatcher.
-
-    Creates a temp folder (under ``parent``, e.g. a mounted share, or the system temp
-    dir), writes ``files`` small files one by one at random intervals and returns
-    p50/p95/max in milliseconds. An ``early_offers`` count above zero means a file was
-    offered before it was complete (only possible with ``stability_s`` 0).
-    """
-    payload = bytes(range(256)) * 16  # 4 KiB
-    closed: dict[Path, float] = {}
-    offered: dict[Path, float] = {}
-    early = 0
-    lock = threading.Lock()
-    all_offered = threading.Event()
-
-    def offer(path: Path, tags: list[str]) -> bool:
-        nonlocal early
-        at = time.monotonic()
-        try:
-            complete = path.stat().st_size == len(payload)
-        except OSError:
-            complete = False
-        with lock:
-            if not complete:
-                early += 1
-            elif path not in offered:
-                offered[path] = at
-                if len(offered) == files:
-                    all_offered.set()
-        return True
-
-    rng = random.Random()
-    with tempfile.TemporaryDirectory(prefix="appliance-watch-latency-", dir=parent) as tmp:
-        folder = WatchFolder(path=Path(tmp), name="latency", mode=mode, stability_s=stability_s,
-                             poll_interval_s=poll_interval_s, rescan_interval_s=3600.0,
-                             disposition="keep")
-        watcher = FolderWatcher(folder, offer)
-        watcher.start()
-        try:
-            if not watcher.wait_ready(30):
-                raise RuntimeError(f"the watcher on {tmp} did not start within 30 s")
-            for i in range(files):
-                time.sleep(rng.uniform(0.05, 0.25))
-                path = watcher.root / f"doc-{i:04d}.pdf"
-                with open(path, "wb") as fh:
-                    fh.write(payload)
-                closed[path] = time.monotonic()
-            all_offered.wait(stability_s + 2 * poll_interval_s + 10)
-        finally:
-            watcher.stop()
-        fs_type, used_mode = watcher.fs_type, watcher.mode
-    with lock:
-        latencies = [max(0.0, offered[p] - closed[p]) * 1000 for p in offered if p in closed]
-        early_offers = early
-    result = {"mode": used_mode, "fs": fs_type, "files": files, "offered": len(latencies),
-              "missed": files - len(latencies), "early_offers": early_offers,
-              "stability_s": stability_s, "poll_interval_s": poll_interval_s,
-              "p50_ms": None, "p95_ms": None, "max_ms": None}
-    if latencies:
-        result.update(p50_ms=round(_percentile(latencies, 0.50), 1),
-                      p95_ms=round(_percentile(latencies, 0.95), 1),
-                      max_ms=round(max(latencies), 1))
-    return result
