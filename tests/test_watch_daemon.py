@@ -108,7 +108,9 @@ def test_a_folder_password_opens_encrypted_pdfs(tmp_path):
     locked, other, done, failed = (tmp_path / n for n in ("locked", "other", "done", "failed"))
     for folder in (locked, other):
         folder.mkdir()
-    common = {"mode": "events", "stability_s": 0.5, "disposition": "delete"}
+    # the two files have the same bytes: "reprocess", or the second is a duplicate
+    common = {"mode": "events", "stability_s": 0.5, "disposition": "delete",
+              "on_duplicate": "reprocess"}
     daemon = Daemon(tmp_path, watch=[{"path": str(locked), "password": "secret", **common},
                                      {"path": str(other), **common}])
     daemon.start()
@@ -121,6 +123,7 @@ def test_a_folder_password_opens_encrypted_pdfs(tmp_path):
         docs = {d["name"]: d for d in documents(daemon)}
         assert docs["payslip.pdf"]["status"] == "done"
         assert docs["payslip-elsewhere.pdf"]["error"]["code"] == "encrypted_pdf"
-        assert not list(locked.iterdir()) and not list(other.iterdir())  # disposition: delete
+        wait_for(lambda: not list(locked.iterdir()) and not list(other.iterdir()),
+                 timeout_s=10, what="disposition: delete")  # runs just after the final page
     finally:
         daemon.stop()

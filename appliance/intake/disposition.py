@@ -56,12 +56,13 @@ def dispose(db: Database, view: DocumentView, folder: WatchFolder) -> None:
         failed = view.status != DocStatus.DONE
         directory = folder.failed_dir if failed else folder.processed_dir
         directory.mkdir(parents=True, exist_ok=True)
+        target = _free_name(directory, source.name, doc.id)
+        if failed:  # first, so a failed original never sits there without its reason
+            write_atomic(directory / f"{target.name}.error.txt", error_report(view))
         if source.exists():
-            target = _free_name(directory, source.name, doc.id)
             shutil.move(source, target)
-        if failed:
-            write_atomic(_free_name(directory, f"{source.name}.error.txt", doc.id),
-                         error_report(view))
+        else:
+            target = None
     elif folder.disposition == "delete":
         source.unlink(missing_ok=True)
     transitions.mark_disposed(db, doc.id, folder.disposition, str(target) if target else None)
@@ -75,9 +76,9 @@ def dispose_refused(folder: WatchFolder, source: Path, code: str, message: str) 
         directory = folder.processed_dir if code == "duplicate" else folder.failed_dir
         directory.mkdir(parents=True, exist_ok=True)
         target = _free_name(directory, source.name, os.urandom(4).hex())
-        shutil.move(source, target)
         if code != "duplicate":
             write_atomic(directory / f"{target.name}.error.txt", f"{code}: {message}\n")
+        shutil.move(source, target)
     elif folder.disposition == "delete":
         source.unlink(missing_ok=True)
     log.info("watched file refused folder=%s file=%s code=%s", folder.name, source.name, code)
