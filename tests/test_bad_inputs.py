@@ -11,8 +11,6 @@ from __future__ import annotations
 import hashlib
 import io
 import random
-import struct
-import zlib
 from pathlib import Path
 
 import pytest
@@ -29,22 +27,11 @@ from tests.fixtures.documents import (
     write_jpeg,
     write_pdf,
     write_png,
+    write_png_header_only,
 )
 
 MAX_PIXELS = 50_000_000
 GOOD_PAGE = ["Receipt from the bakery", "Two loaves of bread", "Paid in cash"]
-
-
-def _png_header_only(path: Path, width: int, height: int) -> Path:
-    """A PNG whose IHDR declares ``width`` x ``height``, with a token IDAT: under 100 bytes."""
-
-    def chunk(kind: bytes, data: bytes) -> bytes:
-        return struct.pack(">I", len(data)) + kind + data + struct.pack(">I", zlib.crc32(kind + data))
-
-    ihdr = struct.pack(">IIBBBBB", width, height, 8, 2, 0, 0, 0)
-    idat = zlib.compress(b"\x00" * 16)
-    path.write_bytes(b"\x89PNG\r\n\x1a\n" + chunk(b"IHDR", ihdr) + chunk(b"IDAT", idat) + chunk(b"IEND", b""))
-    return path
 
 
 def _cut(path: Path, dest: Path, fraction: float = 0.5) -> Path:
@@ -111,7 +98,7 @@ def _bad_inputs(folder: Path) -> dict[str, tuple[Path, str]]:
         "cut_jpeg": (_cut(full_jpeg, folder / "cut.jpg"), "truncated_file"),
         "random_pdf": (random_pdf, "unrecognized_file"),
         "encrypted": (write_encrypted_pdf(folder / "locked.pdf"), "encrypted_pdf"),
-        "huge": (_png_header_only(folder / "huge.png", 30_000, 30_000), "too_many_pixels"),
+        "huge": (write_png_header_only(folder / "huge.png", 30_000, 30_000), "too_many_pixels"),
         "long": (write_pdf(folder / "long.pdf", [["one"], ["two"], ["three"], ["four"]]),
                  "too_many_pages"),
         "text": (notes, "unsupported_type"),

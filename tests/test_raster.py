@@ -1,9 +1,5 @@
 from __future__ import annotations
 
-import struct
-import zlib
-from pathlib import Path
-
 import pytest
 from PIL import Image, ImageStat
 
@@ -16,6 +12,7 @@ from tests.fixtures.documents import (
     write_multipage_tiff,
     write_pdf,
     write_png,
+    write_png_header_only,
 )
 
 MAX_PIXELS = 50_000_000
@@ -24,18 +21,6 @@ A4_150DPI = (1240, 1754)
 
 def _has_ink(image: Image.Image, box: tuple[int, int, int, int]) -> bool:
     return ImageStat.Stat(image.crop(box).convert("L")).extrema[0][0] < 128
-
-
-def _png_header_only(path: Path, width: int, height: int) -> Path:
-    """A PNG whose IHDR declares ``width`` x ``height``, with a token IDAT and no real pixel data."""
-
-    def chunk(kind: bytes, data: bytes) -> bytes:
-        return struct.pack(">I", len(data)) + kind + data + struct.pack(">I", zlib.crc32(kind + data))
-
-    ihdr = struct.pack(">IIBBBBB", width, height, 8, 2, 0, 0, 0)
-    idat = zlib.compress(b"\x00" * 16)
-    path.write_bytes(b"\x89PNG\r\n\x1a\n" + chunk(b"IHDR", ihdr) + chunk(b"IDAT", idat) + chunk(b"IEND", b""))
-    return path
 
 
 def test_page_counts(tmp_path):
@@ -120,7 +105,7 @@ def test_garbage_named_png_is_corrupt(tmp_path):
 
 def test_huge_declared_size_is_refused_before_decoding(tmp_path):
     # 30000 x 30000 RGB would need 2.7 GB; the file is under 100 bytes.
-    path = _png_header_only(tmp_path / "bomb.png", 30_000, 30_000)
+    path = write_png_header_only(tmp_path / "bomb.png", 30_000, 30_000)
     with pytest.raises(TooManyPixels):
         count_pages(path, "png", MAX_PIXELS)
     with pytest.raises(TooManyPixels):
@@ -128,7 +113,7 @@ def test_huge_declared_size_is_refused_before_decoding(tmp_path):
 
 
 def test_our_pixel_limit_applies_below_pillows(tmp_path):
-    path = _png_header_only(tmp_path / "big.png", 5_000, 5_000)
+    path = write_png_header_only(tmp_path / "big.png", 5_000, 5_000)
     with pytest.raises(TooManyPixels) as caught:
         count_pages(path, "png", max_pixels=10_000_000)
     assert "5000x5000" in caught.value.message
