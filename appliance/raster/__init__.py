@@ -99,9 +99,9 @@ def _open_pdf(path: Path, password: str | None = None) -> Iterator[pdfium.PdfDoc
                 "watched folder configured with its password."
             ) from exc
         if _ends_early(path, "pdf"):
-            raise TruncatedFile(f"The PDF cannot be opened ({exc}) and has no end-of-file "
+            raise TruncatedFile(f"The PDF cannot be opened ({_detail(exc, path)}) and has no end-of-file "
                                 f"marker. {_TRUNCATED_HINT}") from exc
-        raise CorruptFile(f"The PDF cannot be opened ({exc}). {_CORRUPT_HINT}") from exc
+        raise CorruptFile(f"The PDF cannot be opened ({_detail(exc, path)}). {_CORRUPT_HINT}") from exc
     try:
         yield pdf
     finally:
@@ -125,7 +125,8 @@ def _render_pdf_page(path: Path, index: int, dpi: int, max_pixels: int,
             try:
                 bitmap = page.render(scale=scale)
             except (pdfium.PdfiumError, ValueError) as exc:  # ValueError: a zero-size page
-                raise CorruptFile(f"Page {index + 1} of the PDF cannot be rendered ({exc}). {_CORRUPT_HINT}") from exc
+                raise CorruptFile(f"Page {index + 1} of the PDF cannot be rendered "
+                                  f"({_detail(exc, path)}). {_CORRUPT_HINT}") from exc
             try:
                 return bitmap.to_pil().convert("RGB")
             finally:
@@ -175,8 +176,14 @@ def _decode_error(exc: BaseException, path: Path, kind: str, what: str) -> Corru
     """TruncatedFile when the data stops early (Pillow says so, or the format's end marker
     is missing), else CorruptFile; ``what`` opens the message."""
     if any(marker in str(exc).lower() for marker in _TRUNCATION_MARKERS) or _ends_early(path, kind):
-        return TruncatedFile(f"{what} ({exc}). {_TRUNCATED_HINT}")
-    return CorruptFile(f"{what} ({exc}). {_CORRUPT_HINT}")
+        return TruncatedFile(f"{what} ({_detail(exc, path)}). {_TRUNCATED_HINT}")
+    return CorruptFile(f"{what} ({_detail(exc, path)}). {_CORRUPT_HINT}")
+
+
+def _detail(exc: BaseException, path: Path) -> str:
+    """The library's words, without the spool path they sometimes quote: a message is
+    for the person who sent the file, and the server's layout is none of their business."""
+    return str(exc).replace(str(path), "the file")
 
 
 def _ends_early(path: Path, kind: str) -> bool:
