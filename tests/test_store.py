@@ -198,3 +198,17 @@ def test_a_page_that_keeps_crashing_its_worker_is_set_aside(db):
     other = transitions.claim_next_page(db, "w1", lease_s=60)
     assert other.page_index == 1 and transitions.complete_page(db, other, RESULT)
     assert queries.get_document(db, doc.id).status == DocStatus.PARTIAL
+
+
+def test_every_attempt_records_when_it_started_and_ended(db):
+    doc = new_doc(db, pages=1)
+    before = time.time()
+    claim = transitions.claim_next_page(db, "w1", lease_s=60)
+    transitions.fail_attempt(db, claim, Outcome.ERROR, "engine_error", "x", retryable=True,
+                             max_attempts=3)
+    claim = transitions.claim_next_page(db, "w1", lease_s=60)
+    transitions.complete_page(db, claim, RESULT)
+    attempts = queries.page_attempts(db, queries.get_document(db, doc.id).pages[0].id)
+    assert [a.outcome for a in attempts] == ["error", "ok"]
+    for attempt in attempts:
+        assert before <= attempt.started_at <= attempt.finished_at <= time.time()

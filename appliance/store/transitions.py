@@ -42,6 +42,7 @@ class Claim:
     doc_type: str
     engine: str | None  # the engine the submitter asked for, if any
     watch_folder: str | None
+    claimed_at: float  # the attempt's start: queue wait before it, service time after
 
 
 def _event(session: Session, kind: str, document_id: str | None = None,
@@ -115,7 +116,7 @@ def claim_next_page(db: Database, owner: str, lease_s: float,
         session.add(page)
         _event(session, "claimed", doc.id, page.id, worker=owner, attempt=page.attempts)
         return Claim(page.id, doc.id, page.index, page.attempts, owner, doc.sha256, doc.kind,
-                     doc.doc_type, doc.engine, doc.watch_folder)
+                     doc.doc_type, doc.engine, doc.watch_folder, now)
 
 
 def _held_page(session: Session, claim: Claim) -> Page | None:
@@ -136,7 +137,8 @@ def complete_page(db: Database, claim: Claim, result: dict) -> bool:
                    worker=claim.lease_owner, attempt=claim.attempt)
             return False
         row = PageResult(page_id=page.id, attempt=claim.attempt, outcome=Outcome.OK,
-                         worker_id=claim.lease_owner, finished_at=now, **result)
+                         worker_id=claim.lease_owner, started_at=claim.claimed_at,
+                         finished_at=now, **result)
         session.add(row)
         session.flush()
         page.status = PageStatus.DONE
@@ -165,7 +167,8 @@ def fail_attempt(db: Database, claim: Claim, outcome: Outcome, code: str, messag
             return None
         session.add(PageResult(page_id=page.id, attempt=claim.attempt, outcome=outcome,
                                worker_id=claim.lease_owner, error_code=code,
-                               error_message=message, finished_at=now, **(result or {})))
+                               error_message=message, started_at=claim.claimed_at,
+                               finished_at=now, **(result or {})))
         if outcome == Outcome.CRASHED and poison_crashes:
             recent = session.exec(select(PageResult.outcome)
                                   .where(PageResult.page_id == page.id)
@@ -206,6 +209,7 @@ def release_claim(db: Database, claim: Claim, reason: str) -> bool:
             return False
         session.add(PageResult(page_id=page.id, attempt=claim.attempt,
                                outcome=Outcome.PREEMPTED, worker_id=claim.lease_owner,
+                               started_at=claim.claimed_at,
                                error_code=reason, error_message="stopped to free memory"))
         page.status = PageStatus.QUEUED
         page.attempts -= 1
