@@ -16,7 +16,7 @@ from typing import BinaryIO
 
 from appliance.config import Settings
 from appliance.errors import BadInput, DuplicateDocument, QueueFull, TooManyPages
-from appliance.intake.sniff import sniff_kind
+from appliance.intake.sniff import HEAD_BYTES, sniff_kind
 from appliance.intake.spool import Spool
 from appliance.raster import count_pages
 from appliance.store import Database, queries, transitions
@@ -25,7 +25,6 @@ from appliance.store.models import Document, Lane
 log = logging.getLogger(__name__)
 
 MAX_NAME_CHARS = 200
-SNIFF_BYTES = 1024
 
 
 @dataclass
@@ -84,7 +83,7 @@ class Intake:
                        watch_folder=options.watch_folder, webhook_url=options.webhook_url)
         try:
             with path.open("rb") as fh:
-                doc.kind = sniff_kind(fh.read(SNIFF_BYTES))
+                doc.kind = sniff_kind(fh.read(HEAD_BYTES))
             pages = count_pages(path, doc.kind, self.limits.max_pixels, options.pdf_password)
             if pages > self.limits.max_pages:
                 raise TooManyPages(f"the document has {pages} pages, over the limit of "

@@ -394,8 +394,7 @@ class FolderWatcher:
             return
         with self._lock:
             if signature is None:
-                self._tracker.forget(path)
-                self._refusals.pop(path, None)
+                self._drop(path)
                 return
             started = self._tracker.track(path, *signature, time.monotonic())
         if started:
@@ -404,12 +403,16 @@ class FolderWatcher:
             if self.folder.stability_s == 0:
                 self._wake.set()
 
+    def _drop(self, path: Path) -> None:
+        """Forget everything about ``path`` (the caller holds the lock)."""
+        self._tracker.forget(path)
+        self._refusals.pop(path, None)
+
     def _forget(self, path: Path | None, reason: str) -> None:
         if path is None:
             return
         with self._lock:
-            self._tracker.forget(path)
-            self._refusals.pop(path, None)
+            self._drop(path)
         log.debug("watch forgot folder=%s file=%s reason=%s", _kv(self.name),
                   _kv(self._display(path)), reason)
 
@@ -502,8 +505,7 @@ class FolderWatcher:
             now = time.monotonic()
             for path, signature in fresh.items():
                 if signature is None:
-                    self._tracker.forget(path)
-                    self._refusals.pop(path, None)
+                    self._drop(path)
                     vanished.append(path)
                 else:
                     self._tracker.track(path, *signature, now)
@@ -530,8 +532,7 @@ class FolderWatcher:
             return
         with self._lock:
             if signature is None:
-                self._tracker.forget(path)
-                self._refusals.pop(path, None)
+                self._drop(path)
                 return
             if not self._tracker.confirm(path, *signature, time.monotonic()):
                 return  # it changed since the last stat; its window starts again
