@@ -10,10 +10,11 @@ import time
 from dataclasses import replace
 from pathlib import Path
 
-from appliance.config import load_settings
-from appliance.errors import ApplianceError
+from appliance.config import DOC_TYPES, load_settings
+from appliance.errors import ApplianceError, InvalidRequest
 
 POLL_S = 0.2
+SHAPED_MODEL_TOKENS = 600  # per page: about a dense page of Markdown
 
 
 def _progress(done: int, total: int, width: int = 30) -> None:
@@ -76,7 +77,7 @@ def cmd_ocr(args) -> int:
 
 
 def cmd_bench(args) -> int:
-    from appliance.bench import (
+    from appliance.measure.bench import (
         format_degenerate_report, format_report, measure_detection_latency, run_bench,
         run_degenerate_experiment,
     )
@@ -88,21 +89,72 @@ def cmd_bench(args) -> int:
             sys.stdout.write(f"{mode:6} p50 {run['p50_ms']} ms, p95 {run['p95_ms']} ms "
                              f"({run['offered']} of {run['files']} files, fs {run['fs']}, "
                              f"poll interval {run['poll_interval_s']} s)\n")
-        if args.report:
-            args.report.write_text(json.dumps(result, indent=2) + "\n")
+        _write_json(args.report, result)
         return 0
     settings = load_settings(args.config)
     if args.inject_degenerate:
         result = run_degenerate_experiment(settings, pages=args.pages,
                                            concurrency=args.concurrency)
-        if args.report:
-            args.report.write_text(json.dumps(result, indent=2) + "\n")
+        _write_json(args.report, result)
         sys.stdout.write(format_degenerate_report(result) + "\n")
         return 0
+    model, tokens = None, args.tokens
+    if args.shape:
+        from appliance.engines.llama.shapes import SHAPES, build_shaped_model
+
+        if args.shape not in SHAPES:
+            raise InvalidRequest(f"unknown shape '{args.shape}'; known: {', '.join(SHAPES)}")
+        model = build_shaped_model(SHAPES[args.shape], settings.paths.data_dir / "bench-models",
+                                   progress=lambda line: sys.stderr.write(line + "\n"))
+        tokens = tokens or SHAPED_MODEL_TOKENS
     result = run_bench(settings, pages=args.pages, concurrency=args.concurrency, url=args.url,
-                       report=args.report, tokens=args.tokens)
+                       report=args.report, tokens=tokens, dataset=args.dataset,
+                       cost_per_hour=args.cost_per_hour, model=model)
     sys.stdout.write(format_report(result) + "\n")
     return 0
+
+
+def _write_json(path: Path | None, result: dict) -> None:
+    if path:
+        path.write_text(json.dumps(result, indent=2) + "\n")
+
+
+def cmd_eval(args) -> int:
+    from appliance.measure.evaluate import format_table, run_eval
+    from appliance.measure.release import contract_drift, release_gate, snapshot
+
+    contract = baseline = None  # read first: a bad file must fail before a long run
+    if args.check_contract:
+        contract = _read_json(args.check_contract, "contract")
+    if args.baseline:
+        baseline = _read_json(args.baseline, "baseline report")
+    report = run_eval(load_settings(args.config), args.datasets, engine=args.engine,
+                      limit=args.limit, doc_type=args.doc_type, concurrency=args.concurrency)
+    table = format_table(report)
+    sys.stdout.write(table + "\n")
+    for path in args.report or []:
+        path.write_text(table + "\n" if path.suffix == ".md"
+                        else json.dumps(report, indent=2, ensure_ascii=False) + "\n")
+    if args.snapshot:
+        _write_json(args.snapshot, snapshot(report))
+    status = 0
+    if contract is not None:
+        drift = contract_drift(contract, report)
+        for line in drift or ["format contract: no drift"]:
+            sys.stdout.write(f"{line}\n")
+        status |= bool(drift)
+    if baseline is not None:
+        verdict = release_gate(baseline, report)
+        sys.stdout.write("\n".join(verdict.lines) + "\n")
+        status |= verdict.blocked
+    return status
+
+
+def _read_json(path: Path, what: str) -> dict:
+    try:
+        return json.loads(path.read_text())
+    except (OSError, ValueError) as exc:
+        raise InvalidRequest(f"cannot read the {what} {path}: {exc}") from exc
 
 
 def cmd_doctor(args) -> int:
@@ -158,7 +210,10 @@ def build_parser() -> argparse.ArgumentParser:
 
     bench = sub.add_parser("bench", parents=[common],
                            help="throughput of the daemon against the bare engine")
-    bench.add_argument("--pages", type=int, default=20, help="one-page documents to send")
+    bench.add_argument("--pages", "--limit", type=int, default=20,
+                       help="one-page documents to send")
+    bench.add_argument("--dataset", type=Path,
+                       help="send the pages of this eval dataset instead of synthetic ones")
     bench.add_argument("--concurrency", type=int, default=4, help="parallel uploads")
     bench.add_argument("--url", help="drive this running daemon instead of starting one")
     bench.add_argument("--report", type=Path, help="also write the result as JSON here")
@@ -168,7 +223,36 @@ def build_parser() -> argparse.ArgumentParser:
                        help="healthy-page latency with and without a looping page in flight")
     bench.add_argument("--tokens", type=int, default=0,
                        help="vision model: make every answer exactly this many tokens")
+    bench.add_argument("--cost-per-hour", type=float,
+                       help="what the host costs per hour; prints C1M, the cost of 1e6 pages")
+    bench.add_argument("--shape", help="e.g. gemma3-4b: run a random-weight model of this "
+                                       "real shape, Q4_K_M, built once "
+                            f"into <data_dir>/bench-models (default {SHAPED_MODEL_TOKENS} tokens "
+                            "per page; needs disk and time)")
     bench.set_defaults(func=cmd_bench)
+
+    evaluate = sub.add_parser("eval", parents=[common],
+                              help="accuracy on datasets with ground truth, through the daemon")
+    evaluate.add_argument("datasets", nargs="+", type=Path,
+                          help="dataset directories (FUNSD, SROIE or plain layout), or their parent")
+    evaluate.add_argument("--engine", choices=("auto", "llama", "classic"),
+                          help="the engine to evaluate (default: the config's)")
+    evaluate.add_argument("--limit", type=int, help="the first N pages of each dataset")
+    evaluate.add_argument("--doc-type", choices=DOC_TYPES,
+                          help="treat every page as this document type")
+    evaluate.add_argument("--concurrency", type=int, default=4, help="parallel uploads")
+    evaluate.add_argument("--report", type=Path, action="append",
+                          help="write the report here: .json (everything) or .md (the table); "
+                               "may be repeated")
+    evaluate.add_argument("--baseline", type=Path,
+                          help="release gate against this older JSON report: BLOCK and exit 1 "
+                               "when a type drops or the overall score does not improve")
+    evaluate.add_argument("--snapshot", type=Path,
+                          help="save the output structure (block kinds, table shapes) as the "
+                               "format contract")
+    evaluate.add_argument("--check-contract", type=Path,
+                          help="exit 1 when the output structure drifts from this contract")
+    evaluate.set_defaults(func=cmd_eval)
 
     doctor = sub.add_parser("doctor", parents=[common],
                             help="check GPU, llama.cpp build, model files and directories")

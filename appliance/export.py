@@ -84,6 +84,9 @@ def render(db: Database, document_id: str) -> dict[str, str]:
             "markdown": result.markdown if result else None,
             "lines": result.lines if result else [],
             "flags": result.flags if result else [],
+            # the accepted attempt: claimed by a worker, then finished
+            "started_at": result.started_at if result else None,
+            "finished_at": result.finished_at if result else None,
             "provenance": ({"engine": result.engine, "model_id": result.model_id,
                             "finish_reason": result.finish_reason,
                             "timings_ms": result.timings_ms, **(result.provenance or {})}

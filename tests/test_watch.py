@@ -16,7 +16,7 @@ from watchdog.observers.polling import PollingObserverVFS
 
 from appliance.config import WatchFolder
 from appliance.errors import ConfigError
-from appliance.bench import measure_detection_latency
+from appliance.measure.bench import measure_detection_latency
 from appliance.intake.folder_rules import (
     DEFAULT_IGNORE,
     NETWORK_FS,

@@ -1,42 +1,38 @@
-"""`appliance bench`: throughput of the daemon against the bare engine, on the same pages.
+"""`appliance bench`: throughput and latency of the daemon, against the bare engine.
 
-The daemon is driven through its REST API (a daemon started here in a throw-away
-data directory, or one given by --url). The bare loop runs the same engine class in
-this process on the same page files, with the daemon stopped, so the two figures
-are comparable and the ratio is the appliance's own overhead.
+The daemon is driven through its REST API (one started here in a throw-away data
+directory, or one given by --url). Latency is split with the daemon's own clock:
+queue wait (arrival to a worker's claim) and service (claim to stored result), and
+service again by the stages the worker timed. The bare loop then runs the same engine
+class in this process on the same page files, with the daemon stopped, so the two
+figures are comparable and their ratio is the appliance's own overhead.
 """
 
 from __future__ import annotations
 
 import json
+import logging
 import math
 import random
-import threading
-import logging
-import socket
-import subprocess
-import sys
 import tempfile
+import threading
 import time
-import tomllib
-from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
-import httpx
-import psutil
-
-from appliance.config import Settings, WatchFolder, dump_toml, settings_from_dict
+from appliance.config import Settings, WatchFolder
 from appliance.daemon import resolve_engine
 from appliance.engines import bare_loop
 from appliance.errors import InvalidRequest
 from appliance.intake.watch import FolderWatcher
+from appliance.measure.driver import (
+    ApplianceClient, LocalDaemon, PeakMemory, Rejected, daemon_config, tree_rss_bytes,
+)
 from appliance.raster.synthetic import render_text_page, sample_lines
 
 log = logging.getLogger(__name__)
 
-READY_TIMEOUT_S = 300
 IDLE_SETTLE_S = 3.0
-POLL_S = 0.5
+STAGES = ("raster_ms", "preprocess_ms", "inference_ms", "postprocess_ms")  # pipeline order
 
 
 def make_pages(directory: Path, count: int) -> list[Path]:
@@ -50,104 +46,60 @@ def make_pages(directory: Path, count: int) -> list[Path]:
     return paths
 
 
-def _free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return sock.getsockname()[1]
+def dataset_pages(dataset: Path, count: int) -> list[Path]:
+    """The first ``count`` page files of an evaluation dataset (any layout eval reads)."""
+    from appliance.measure.datasets import find_datasets, load_dataset
+
+    images = [s.image for d in find_datasets(dataset) for s in load_dataset(d)][:count]
+    if len(images) < count:
+        raise InvalidRequest(f"{dataset} holds {len(images)} pages; ask for at most that many")
+    return images
 
 
-def _tree_rss_bytes(pid: int) -> tuple[int, int]:
-    """(RSS of the process, RSS of it and its children)."""
-    proc = psutil.Process(pid)
-    own = proc.memory_info().rss
-    return own, own + sum(c.memory_info().rss for c in proc.children(recursive=True))
+def percentiles(values: list[float]) -> dict[str, float | None]:
+    """Nearest-rank P50/P95/P99 of the values (None when there are none)."""
+    ordered = sorted(values)
+
+    def rank(pct: float) -> float | None:
+        return ordered[max(0, math.ceil(pct / 100 * len(ordered)) - 1)] if ordered else None
+
+    return {"p50": rank(50), "p95": rank(95), "p99": rank(99)}
 
 
-class LocalDaemon:
-    """A daemon in a subprocess with the given config, its data in a temp directory."""
-
-    def __init__(self, raw_config: dict, workdir: Path):
-        raw = {**raw_config, "server": {**raw_config.get("server", {}), "host": "127.0.0.1",
-                                        "port": _free_port()},
-               "paths": {"data_dir": str(workdir / "data"), "output_dir": str(workdir / "output")}}
-        self.config = workdir / "bench-config.toml"
-        self.config.write_text(dump_toml(raw))
-        self.url = f"http://127.0.0.1:{raw['server']['port']}"
-        self.log_path = workdir / "daemon.log"
-        self.log = self.log_path.open("wb")
-        self.process = subprocess.Popen(
-            [sys.executable, "-m", "appliance.cli", "serve", "--config", str(self.config)],
-            stdout=self.log, stderr=subprocess.STDOUT)
-
-    def log_tail(self, chars: int = 3000) -> str:
-        return self.log_path.read_text(errors="replace")[-chars:]
-
-    def stop(self) -> None:
-        self.process.terminate()
-        try:
-            self.process.wait(timeout=30)
-        except subprocess.TimeoutExpired:
-            self.process.kill()
-        self.log.close()
-
-
-def _wait_ready(client: httpx.Client, daemon: LocalDaemon | None,
-                timeout_s: float = READY_TIMEOUT_S) -> dict:
-    deadline = time.monotonic() + timeout_s
-    while time.monotonic() < deadline:
-        if daemon is not None and daemon.process.poll() is not None:
-            raise RuntimeError(f"the daemon exited with {daemon.process.returncode}:\n"
-                               f"{daemon.log_tail()}")
-        try:
-            response = client.get("/readyz")
-            if response.status_code == 200:
-                return response.json()
-        except httpx.TransportError:
-            pass
-        time.sleep(0.3)
-    raise RuntimeError(f"the daemon was not ready after {timeout_s:.0f} s")
-
-
-def _drive(client: httpx.Client, pages: list[Path], concurrency: int,
+def _drive(client: ApplianceClient, pages: list[Path], concurrency: int,
            form: dict | None = None) -> dict:
     """Upload the pages, wait until each is exported; the daemon's timestamps time it."""
-    def upload(path: Path) -> str:
-        with path.open("rb") as fh:
-            response = client.post("/api/v1/documents", files={"file": (path.name, fh)},
-                                   data=form or {})
-        response.raise_for_status()
-        return response.json()["id"]
-
-    with ThreadPoolExecutor(concurrency) as pool:
-        ids = list(pool.map(upload, pages))
-    final = _wait_exported(client, ids)
+    ids = client.submit_all([(path, form or {}) for path in pages], concurrency)
+    rejected = [r for r in ids if isinstance(r, Rejected)]
+    if rejected:
+        raise RuntimeError(f"the daemon refused {len(rejected)} of {len(pages)} pages, "
+                           f"e.g. {rejected[0]}")
+    final = client.wait_exported(ids)
     # The daemon's own clock, from the first intake to the last export: the polling
     # interval and the client's clock do not enter the figure.
     elapsed = (max(b["exported_at"] for b in final.values())
                - min(b["created_at"] for b in final.values()))
-    done_pages = sum(1 for b in final.values() if b["status"] == "done")
-    latencies = sorted(b["exported_at"] - b["created_at"] for b in final.values())
-    return {"pages": len(pages), "pages_done": done_pages, "elapsed_s": elapsed,
-            "pages_per_min": len(pages) / elapsed * 60, "ids": ids,
-            "latency_p50_s": _percentile(latencies, 50),
-            "latency_p95_s": _percentile(latencies, 95)}
+    return {"pages": len(pages), "elapsed_s": elapsed, "pages_per_min": len(pages) / elapsed * 60,
+            "pages_done": sum(1 for b in final.values() if b["status"] == "done"),
+            "documents": final}
 
 
-def _wait_exported(client: httpx.Client, ids: list[str]) -> dict[str, dict]:
-    pending, final = set(ids), {}
-    while pending:  # one list call per poll, so polling does not load the daemon
-        listing = client.get("/api/v1/documents", params={"limit": 500}).json()
-        for body in listing["documents"]:
-            if body["id"] in pending and body["exported_at"]:
-                final[body["id"]] = body
-                pending.discard(body["id"])
-        time.sleep(POLL_S)
-    return final
-
-
-def _percentile(values: list[float], pct: float) -> float:
-    """Nearest-rank percentile of sorted values."""
-    return values[max(0, math.ceil(pct / 100 * len(values)) - 1)]
+def _latency_and_stages(client: ApplianceClient, documents: dict[str, dict]) -> tuple[dict, dict]:
+    """Per-page latency split (seconds) and mean milliseconds of each timed stage."""
+    total, wait, service, stages = [], [], [], {}
+    for doc_id, doc in documents.items():
+        total.append(doc["exported_at"] - doc["created_at"])
+        for page in client.result(doc_id)["pages"]:
+            if page["started_at"] is None:
+                continue  # failed page: no accepted attempt to split
+            wait.append(page["started_at"] - doc["created_at"])
+            service.append(page["finished_at"] - page["started_at"])
+            for stage, ms in (page["provenance"].get("timings_ms") or {}).items():
+                stages.setdefault(stage, []).append(ms)
+    latency = {"total": percentiles(total), "queue_wait": percentiles(wait),
+               "service": percentiles(service)}
+    ordered = sorted(stages, key=lambda s: STAGES.index(s) if s in STAGES else len(STAGES))
+    return latency, {stage: sum(stages[stage]) / len(stages[stage]) for stage in ordered}
 
 
 def run_degenerate_experiment(settings: Settings, *, pages: int, concurrency: int) -> dict:
@@ -157,31 +109,26 @@ def run_degenerate_experiment(settings: Settings, *, pages: int, concurrency: in
     page goes to the vision model, which (the tiny test model always does) loops
     until the repetition guard stops it and then climbs the retry ladder.
     """
-    raw, settings = bench_config(settings, tokens=0)
+    raw, settings = daemon_config(settings)
     if resolve_engine(settings)[0].engine != "llama":
         raise InvalidRequest("--inject-degenerate needs engine.name = 'llama' with a model")
     with tempfile.TemporaryDirectory(prefix="appliance-bench-") as tmp:
         workdir = Path(tmp)
         files = make_pages(workdir / "pages", pages)
         looping = make_pages(workdir / "looping", 1)
-        daemon = LocalDaemon(raw, workdir)
-        try:
-            with httpx.Client(base_url=daemon.url, timeout=60) as client:
-                _wait_ready(client, daemon)
-                healthy = {"engine": "classic"}
-                baseline = _drive(client, files, concurrency, healthy)
-                with looping[0].open("rb") as fh:
-                    loop_id = client.post("/api/v1/documents",
-                                          files={"file": ("looping.png", fh)}).json()["id"]
-                injected = _drive(client, files, concurrency, healthy)
-                looped = _wait_exported(client, [loop_id])[loop_id]
-        finally:
-            daemon.stop()
-    for run in (baseline, injected):
-        run.pop("ids")
-    return {"pages": pages, "concurrency": concurrency, "workers": settings.workers.count,
-            "without_looping_page": baseline, "with_looping_page": injected,
-            "looping_page_s": looped["exported_at"] - looped["created_at"]}
+        with LocalDaemon(raw, workdir) as daemon, ApplianceClient(daemon.url, daemon) as client:
+            client.wait_ready()
+            healthy = {"engine": "classic"}
+            runs = {"without_looping_page": _drive(client, files, concurrency, healthy)}
+            loop_id = client.submit(looping[0])
+            runs["with_looping_page"] = _drive(client, files, concurrency, healthy)
+            looped = client.wait_exported([loop_id])[loop_id]
+    result = {"pages": pages, "concurrency": concurrency, "workers": settings.workers.count,
+              "looping_page_s": looped["exported_at"] - looped["created_at"]}
+    for name, run in runs.items():
+        latencies = [b["exported_at"] - b["created_at"] for b in run.pop("documents").values()]
+        result[name] = run | {"latency_s": percentiles(latencies)}
+    return result
 
 
 def format_degenerate_report(result: dict) -> str:
@@ -189,9 +136,9 @@ def format_degenerate_report(result: dict) -> str:
             f"concurrency {result['concurrency']}"]
     for label, key in (("without a looping page", "without_looping_page"),
                        ("with a looping page   ", "with_looping_page")):
-        run = result[key]
-        rows.append(f"{label}  healthy latency p50 {run['latency_p50_s'] * 1000:.0f} ms, "
-                    f"p95 {run['latency_p95_s'] * 1000:.0f} ms")
+        latency = result[key]["latency_s"]
+        rows.append(f"{label}  healthy latency p50 {latency['p50'] * 1000:.0f} ms, "
+                    f"p95 {latency['p95'] * 1000:.0f} ms")
     rows.append(f"the looping page itself took {result['looping_page_s']:.1f} s "
                 f"(guard, retry ladder, fallback)")
     return "\n".join(rows)
@@ -204,51 +151,36 @@ def _bare(settings: Settings, pages: list[Path]) -> dict:
     return {"pages": len(pages), "elapsed_s": elapsed, "pages_per_min": len(pages) / elapsed * 60}
 
 
-def bench_config(settings: Settings, tokens: int) -> tuple[dict, Settings]:
-    """The raw config the benchmark's daemon runs with, and the same as settings.
-
-    The model paths in it are made absolute: the daemon's config file lives elsewhere.
-    """
-    raw = tomllib.loads(settings.source.read_text()) if settings.source else {}
-    engine = raw.setdefault("engine", {})
-    for key in ("model", "mmproj"):
-        if getattr(settings.engine, key):
-            engine[key] = str(getattr(settings.engine, key))
-    if tokens:
-        engine["fixed_tokens"] = tokens
-    base_dir = settings.source.parent if settings.source else Path.cwd()
-    return raw, settings_from_dict(raw, base_dir=base_dir, source=settings.source)
+def cost_per_million(seconds_per_page: float, cost_per_hour: float) -> float:
+    """C1M: what a million pages cost at this speed on a host that costs this per hour
+    (seed 001 §4.1): 1e6 x Tavg / 3600 x cost per hour."""
+    return 1e6 * seconds_per_page / 3600 * cost_per_hour
 
 
-def _stage_ms(client: httpx.Client, ids: list[str]) -> dict[str, float]:
-    """Mean milliseconds per page of each stage the workers timed."""
-    totals: dict[str, list[float]] = {}
-    for doc_id in ids:
-        body = client.get(f"/api/v1/documents/{doc_id}/result", params={"format": "json"})
-        for page in body.json()["pages"]:
-            for stage, ms in ((page["provenance"] or {}).get("timings_ms") or {}).items():
-                totals.setdefault(stage, []).append(ms)
-    return {stage: sum(values) / len(values) for stage, values in totals.items()}
-
-
-def run_bench(settings: Settings, *, pages: int, concurrency: int, url: str | None,
-              report: Path | None, tokens: int = 0) -> dict:
-    raw, settings = bench_config(settings, tokens)
+def run_bench(settings: Settings, *, pages: int, concurrency: int, url: str | None = None,
+              report: Path | None = None, tokens: int = 0, dataset: Path | None = None,
+              cost_per_hour: float | None = None, model: tuple[Path, Path] | None = None) -> dict:
+    """``model``: a (text, mmproj) pair to run instead of the configured engine."""
+    overrides = {"name": "llama", "model": str(model[0]), "mmproj": str(model[1])} if model else {}
+    raw, settings = daemon_config(settings, fixed_tokens=tokens, **overrides)
     with tempfile.TemporaryDirectory(prefix="appliance-bench-") as tmp:
         workdir = Path(tmp)
-        files = make_pages(workdir / "pages", pages)
+        files = (dataset_pages(dataset, pages) if dataset
+                 else make_pages(workdir / "pages", pages))
         daemon = None if url else LocalDaemon(raw, workdir)
         try:
-            with httpx.Client(base_url=url or daemon.url, timeout=60) as client:
-                ready = _wait_ready(client, daemon)
+            with ApplianceClient(url or daemon.url, daemon) as client:
+                ready = client.wait_ready()
                 idle = None
                 if daemon:
                     time.sleep(IDLE_SETTLE_S)
-                    own, tree = _tree_rss_bytes(daemon.process.pid)
+                    own, tree = tree_rss_bytes(daemon.process.pid)
                     idle = {"daemon_rss_mb": own / 2**20,
                             "daemon_with_workers_rss_mb": tree / 2**20}
-                appliance = _drive(client, files, concurrency)
-                stages = _stage_ms(client, appliance.pop("ids"))
+                with PeakMemory(daemon.process.pid if daemon else None,
+                                settings.memory.device_index) as peak:
+                    appliance = _drive(client, files, concurrency)
+                latency, stages = _latency_and_stages(client, appliance.pop("documents"))
         finally:
             if daemon:
                 daemon.stop()
@@ -256,33 +188,59 @@ def run_bench(settings: Settings, *, pages: int, concurrency: int, url: str | No
     per_page_ms = {name: r["elapsed_s"] / r["pages"] * 1000
                    for name, r in (("appliance", appliance), ("bare", bare))}
     result = {"engine": ready["engine"], "tokens_per_page": tokens or None,
-              "concurrency": concurrency, "appliance": appliance, "bare": bare, "idle": idle,
-              "stage_ms": stages,
+              "source": str(dataset) if dataset else "synthetic",
+              "concurrency": concurrency, "appliance": appliance, "bare": bare,
+              "latency_s": latency, "stage_ms": stages,
+              "memory": {"idle": idle, "peak": peak.report()},
               "overhead_ms_per_page": per_page_ms["appliance"] - per_page_ms["bare"],
               "ratio_appliance_over_bare": appliance["pages_per_min"] / bare["pages_per_min"]}
+    if cost_per_hour is not None:
+        seconds_per_page = per_page_ms["appliance"] / 1000
+        result["cost"] = {"cost_per_hour": cost_per_hour, "seconds_per_page": seconds_per_page,
+                          "c1m": cost_per_million(seconds_per_page, cost_per_hour)}
     if report:
         report.write_text(json.dumps(result, indent=2) + "\n")
     return result
+
+
+def _ms(value: float | None) -> str:
+    return "-" if value is None else f"{value * 1000:.0f}"
 
 
 def format_report(result: dict) -> str:
     a, b = result["appliance"], result["bare"]
     rows = [
         f"engine                      {result['engine']}",
-        f"pages                       {a['pages']} (done {a['pages_done']})",
+        f"pages                       {a['pages']} (done {a['pages_done']}, {result['source']})",
         f"appliance pages/min         {a['pages_per_min']:.1f}  ({a['elapsed_s']:.1f} s, "
         f"concurrency {result['concurrency']})",
         f"bare engine pages/min       {b['pages_per_min']:.1f}  ({b['elapsed_s']:.1f} s)",
         f"ratio appliance/bare        {result['ratio_appliance_over_bare']:.3f}",
         f"overhead per page           {result['overhead_ms_per_page']:+.1f} ms",
-        "stages (mean ms per page)   " + ", ".join(
-            f"{stage.removesuffix('_ms')} {ms:.1f}" for stage, ms in result["stage_ms"].items()),
+        "latency ms                  p50    p95    p99",
     ]
+    for name, label in (("total", "  arrival to export"), ("queue_wait", "  queue wait"),
+                        ("service", "  service")):
+        pct = result["latency_s"][name]
+        rows.append(f"{label:<26}{_ms(pct['p50']):>5}  {_ms(pct['p95']):>5}  {_ms(pct['p99']):>5}")
+    rows.append("stages (mean ms per page)   " + ", ".join(
+        f"{stage.removesuffix('_ms')} {ms:.1f}" for stage, ms in result["stage_ms"].items()))
     if result["tokens_per_page"]:
         rows.insert(1, f"tokens per page             {result['tokens_per_page']} (fixed)")
-    if result["idle"]:
-        rows.append(f"idle RSS daemon             {result['idle']['daemon_rss_mb']:.0f} MiB "
-                    f"(with workers {result['idle']['daemon_with_workers_rss_mb']:.0f} MiB)")
+    memory = result["memory"]
+    if memory["idle"]:
+        rows.append(f"idle RSS daemon             {memory['idle']['daemon_rss_mb']:.0f} MiB "
+                    f"(with workers {memory['idle']['daemon_with_workers_rss_mb']:.0f} MiB)")
+    peak = memory["peak"]
+    if peak["rss_peak_mb"] is not None:
+        rows.append(f"peak RSS with workers       {peak['rss_peak_mb']:.0f} MiB")
+    rows.append("peak GPU memory             " + (f"{peak['vram_peak_mb']:.0f} MiB (whole card)"
+                                                  if peak["vram_peak_mb"] is not None
+                                                  else "- (no NVML here)"))
+    if "cost" in result:
+        cost = result["cost"]
+        rows.append(f"C1M                         {cost['c1m']:.2f} per million pages "
+                    f"({cost['seconds_per_page']:.3f} s/page at {cost['cost_per_hour']} per hour)")
     return "\n".join(rows)
 
 
@@ -347,7 +305,7 @@ def measure_detection_latency(mode: str, files: int = 20, stability_s: float = 0
               "stability_s": stability_s, "poll_interval_s": poll_interval_s,
               "p50_ms": None, "p95_ms": None, "max_ms": None}
     if latencies:
-        result.update(p50_ms=round(_percentile(sorted(latencies), 50), 1),
-                      p95_ms=round(_percentile(sorted(latencies), 95), 1),
+        pct = percentiles(latencies)
+        result.update(p50_ms=round(pct["p50"], 1), p95_ms=round(pct["p95"], 1),
                       max_ms=round(max(latencies), 1))
     return result

@@ -1,0 +1,185 @@
+"""`appliance eval`: accuracy against ground truth, through the daemon's own pipeline.
+
+Every sample goes to a daemon started here (throw-away data directory, the operator's
+config with the engine chosen for the run) through its REST API, exactly as a client
+would send it; the stored result is scored. So the figures include everything the
+appliance does to a page, and a change to any stage shows up in them.
+
+Per page, layered from the characters up (seed 000 §3):
+
+- text: CER and WER on whitespace-normalised text, CER without any whitespace (scans'
+  ground truth rarely agrees on spacing), and an order-free bag-of-words F1;
+- reading order: normalised edit distance of the order in which ground-truth units
+  appear in the output (0 = same order);
+- tables: TEDS against ground-truth Markdown tables, when the dataset has them;
+- format: the Markdown has none of ``format_problems``;
+- fields: share of key fields whose normalised value appears exactly.
+
+A page's **score** is 100 x the mean of the components it has: 1 - CER without
+whitespace (capped at 1), 1 - reading-order distance, TEDS, format validity (0 or 1),
+field accuracy. A page that failed scores 0. Groups (overall, per document type, per
+dataset) average their pages; the release gate compares these scores.
+"""
+
+from __future__ import annotations
+
+import logging
+import tempfile
+import time
+from pathlib import Path
+from statistics import mean
+
+from appliance.config import Settings
+from appliance.measure.datasets import Sample, find_datasets, load_dataset
+from appliance.measure.driver import ApplianceClient, LocalDaemon, Rejected, daemon_config
+from appliance.measure.metrics import (
+    bag_of_words_f1, cer, field_accuracy, reading_order_distance, table_similarity, wer,
+)
+from appliance.measure.release import output_structure
+from appliance.quality.blocks import format_problems, parse_blocks
+
+log = logging.getLogger(__name__)
+
+REPORT_VERSION = 1
+# summary columns: (key in the summary, header, format)
+COLUMNS = (("pages", "pages", "{:d}"), ("failed", "failed", "{:d}"), ("score", "score", "{:.2f}"),
+           ("cer", "CER", "{:.2%}"), ("cer_nows", "CER no-ws", "{:.2%}"), ("wer", "WER", "{:.2%}"),
+           ("bow_f1", "BoW F1", "{:.3f}"), ("reading_order", "order dist", "{:.3f}"),
+           ("tables", "TEDS", "{:.3f}"), ("format_validity", "format ok", "{:.0%}"),
+           ("field_accuracy", "fields", "{:.1%}"), ("seconds_per_page", "s/page", "{:.2f}"))
+
+
+def _tables(markdown: str) -> list[list[list[str]]]:
+    return [block.rows for block in parse_blocks(markdown) if block.kind == "table"]
+
+
+def score_page(sample: Sample, markdown: str, text: str, *, failed: bool = False) -> dict:
+    """Every metric of one page's output against its ground truth, and its score."""
+    problems = format_problems(markdown)
+    metrics = {
+        "cer": cer(sample.text, text),
+        "cer_nows": cer(sample.text, text, ignore_whitespace=True),
+        "wer": wer(sample.text, text),
+        "bow_f1": bag_of_words_f1(sample.text, text),
+        "reading_order": reading_order_distance(sample.units, text),
+        "tables": table_similarity(_tables(sample.markdown or ""), _tables(markdown)),
+        "format_valid": not problems,
+        "format_problems": problems,
+        "fields": field_accuracy(sample.fields, text) if sample.fields else {},
+    }
+    parts = [1 - min(1.0, metrics["cer_nows"]), float(metrics["format_valid"])]
+    if metrics["reading_order"] is not None:
+        parts.append(1 - metrics["reading_order"])
+    if metrics["tables"] is not None:
+        parts.append(metrics["tables"])
+    if metrics["fields"]:
+        parts.append(sum(metrics["fields"].values()) / len(metrics["fields"]))
+    metrics["score"] = 0.0 if failed else 100 * mean(parts)
+    return metrics
+
+
+def _mean(values: list) -> float | None:
+    present = [v for v in values if v is not None]
+    return mean(present) if present else None
+
+
+def summarize(pages: list[dict]) -> dict:
+    """One group's figures: means over its pages (fields over all its fields)."""
+    fields = [ok for p in pages for ok in p["fields"].values()]
+    return {
+        "pages": len(pages),
+        "failed": sum(1 for p in pages if p["status"] != "done"),
+        "score": mean(p["score"] for p in pages),
+        **{key: _mean([p[key] for p in pages])
+           for key in ("cer", "cer_nows", "wer", "bow_f1", "reading_order", "tables")},
+        "format_validity": mean(float(p["format_valid"]) for p in pages),
+        "field_accuracy": sum(fields) / len(fields) if fields else None,
+        "seconds_per_page": _mean([p["seconds"] for p in pages]),
+    }
+
+
+def _grouped(pages: list[dict], key: str) -> dict[str, dict]:
+    groups: dict[str, list[dict]] = {}
+    for page in pages:
+        groups.setdefault(page[key], []).append(page)
+    return {name: summarize(members) for name, members in sorted(groups.items())}
+
+
+def load_samples(dataset_dirs: list[Path], *, limit: int | None = None,
+                 doc_type: str | None = None) -> list[Sample]:
+    """The samples of every dataset under the given directories, the first ``limit`` of each."""
+    samples = []
+    for root in dataset_dirs:
+        for dataset in find_datasets(root):
+            samples.extend(load_dataset(dataset, doc_type=doc_type)[:limit])
+    return samples
+
+
+def _page_record(sample: Sample, client: ApplianceClient, outcome: str | Rejected,
+                 listing: dict[str, dict]) -> dict:
+    record = {"dataset": sample.dataset, "stem": sample.stem, "doc_type": sample.doc_type}
+    if isinstance(outcome, Rejected):
+        return record | {"status": "failed", "error": outcome.code, "seconds": None,
+                         "model_id": None, "structure": output_structure(""),
+                         **score_page(sample, "", "", failed=True)}
+    pages = client.result(outcome)["pages"]
+    markdown = "\n\n".join(p["markdown"] or "" for p in pages).strip()
+    text = "\n".join(p["text"] or "" for p in pages).strip()
+    status = listing[outcome]["status"]
+    errors = [p["error"]["code"] for p in pages if p["error"]]
+    accepted = [p for p in pages if p["started_at"] is not None]
+    return record | {
+        "status": status, "error": errors[0] if errors else None,
+        # service time of the accepted attempts: the worker's clock, without queue wait
+        "seconds": sum(p["finished_at"] - p["started_at"] for p in accepted) if accepted else None,
+        "model_id": next((p["provenance"]["model_id"] for p in accepted), None),
+        "structure": output_structure(markdown),
+        **score_page(sample, markdown, text, failed=status != "done"),
+    }
+
+
+def run_eval(settings: Settings, dataset_dirs: list[Path], *, engine: str | None = None,
+             limit: int | None = None, doc_type: str | None = None,
+             concurrency: int = 4) -> dict:
+    samples = load_samples(dataset_dirs, limit=limit, doc_type=doc_type)
+    raw, settings = daemon_config(settings, name=engine)
+    with (tempfile.TemporaryDirectory(prefix="appliance-eval-") as tmp,
+          LocalDaemon(raw, Path(tmp)) as daemon,
+          ApplianceClient(daemon.url, daemon) as client):
+        ready = client.wait_ready()
+        started = time.monotonic()
+        outcomes = client.submit_all(
+            [(s.image, {"doc_type": s.doc_type, "lane": "batch"}) for s in samples], concurrency)
+        listing = client.wait_exported([o for o in outcomes if isinstance(o, str)])
+        elapsed = time.monotonic() - started
+        pages = [_page_record(sample, client, outcome, listing)
+                 for sample, outcome in zip(samples, outcomes)]
+    model_ids = sorted({p["model_id"] for p in pages if p["model_id"]})
+    return {
+        "version": REPORT_VERSION, "created_at": time.time(), "engine": ready["engine"],
+        "model_id": ", ".join(model_ids) or None,
+        "datasets": sorted({s.dataset for s in samples}), "elapsed_s": elapsed,
+        "summary": {"overall": summarize(pages), "by_type": _grouped(pages, "doc_type"),
+                    "by_dataset": _grouped(pages, "dataset")},
+        "pages": pages,
+    }
+
+
+def _cell(value, fmt: str) -> str:
+    return "-" if value is None else fmt.format(value)
+
+
+def format_table(report: dict) -> str:
+    """The summary as a Markdown table: overall, then per type, then per dataset."""
+    header = ["group", *(title for _key, title, _fmt in COLUMNS)]
+    rows = [header, ["---"] * len(header)]
+    summary = report["summary"]
+    groups = [("overall", summary["overall"])]
+    groups += [(f"type {name}", group) for name, group in summary["by_type"].items()]
+    groups += [(f"dataset {name}", group) for name, group in summary["by_dataset"].items()]
+    for name, group in groups:
+        rows.append([name, *(_cell(group[key], fmt) for key, _title, fmt in COLUMNS)])
+    lines = ["| " + " | ".join(row) + " |" for row in rows]
+    return (f"engine {report['engine']}, model {report['model_id'] or '-'}, "
+            f"{summary['overall']['pages']} pages in {report['elapsed_s']:.0f} s\n\n"
+            + "\n".join(lines))
