@@ -8,9 +8,9 @@ from appliance.engines.classic import (
     ClassicEngine,
     bands_to_markdown,
     bands_to_text,
-    escape_markdown,
     reading_order,
 )
+from appliance.quality.markdown import escape_markdown
 from tests.fixtures.documents import render_text_page, text_similarity
 
 PAGE_LINES = [

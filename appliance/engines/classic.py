@@ -19,7 +19,6 @@ with a real layout are the VLM's job.
 from __future__ import annotations
 
 import logging
-import re
 import statistics
 import time
 from importlib.metadata import version
@@ -31,18 +30,13 @@ from rapidocr import RapidOCR
 
 from appliance.engines.base import Line, PageRequest, Recognition
 from appliance.errors import EngineError
+from appliance.quality.markdown import escape_markdown
 
 log = logging.getLogger(__name__)
 
 # A gap between bands wider than this many median line heights starts a paragraph.
 PARAGRAPH_GAP = 1.2
 
-_INLINE_MARKUP = re.compile(r"([\\`*_\[\]<>|~])")
-# Block markers that only mean something at the start of a line: headings, block
-# quotes (already escaped inline), bullets, ordered items ("1." and "1)"), setext
-# underlines ("===").
-_LEADING_MARKER = re.compile(r"^(#|-|\+|=)")
-_LEADING_ORDERED = re.compile(r"^(\d+)([.)])")
 
 
 def make_rapidocr(threads: int) -> RapidOCR:
@@ -78,6 +72,11 @@ def bare_loop(pages: list[Path], *, threads: int = 2, **_engine_options) -> floa
     return time.perf_counter() - start
 
 
+# How lines become text and Markdown (reading_order, bands_to_markdown): bump it when
+# they change, so the result cache does not serve the old rendering.
+RECIPE = "bands/v1"
+
+
 class ClassicEngine:
     """RapidOCR behind the Engine protocol; one instance per worker process."""
 
@@ -95,6 +94,9 @@ class ClassicEngine:
     @property
     def model_id(self) -> str:
         return self._model_id
+
+    def recipe(self, request: PageRequest) -> str:
+        return RECIPE
 
     def recognize(self, image: Image.Image, request: PageRequest) -> Recognition:
         if self._ocr is None:
@@ -165,11 +167,6 @@ def bands_to_markdown(bands: list[list[Line]]) -> str:
     return "\n".join(out)
 
 
-def escape_markdown(text: str) -> str:
-    """``text`` as literal Markdown: inline markup everywhere, block markers at the start."""
-    text = _INLINE_MARKUP.sub(r"\\\1", text.strip())
-    text = _LEADING_MARKER.sub(r"\\\1", text)
-    return _LEADING_ORDERED.sub(r"\1\\\2", text)
 
 
 def _quad_to_box(quad: np.ndarray) -> list[float]:

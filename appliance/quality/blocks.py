@@ -17,7 +17,7 @@ from dataclasses import asdict, dataclass
 from markdown_it import MarkdownIt
 from markdown_it.token import Token
 
-_MD = MarkdownIt("commonmark").enable("table")
+MARKDOWN_PARSER = MarkdownIt("commonmark").enable("table")
 
 _LIST_OPENERS = {"bullet_list_open", "ordered_list_open"}
 _CODE_TOKENS = {"fence", "code_block"}
@@ -48,12 +48,12 @@ class Block:
 def parse_blocks(markdown: str) -> list[Block]:
     """The top-level blocks of `markdown` in source order. A nested list is one "list"
     block; a blockquote is one "quote" block whatever it holds."""
-    return [_block(group) for group in _top_level(_MD.parse(markdown))]
+    return [_block(group) for group in _top_level(MARKDOWN_PARSER.parse(markdown))]
 
 
 def format_problems(markdown: str) -> list[str]:
     """Human-readable format problems, ordered by line; an empty list means valid."""
-    tokens = _MD.parse(markdown)
+    tokens = MARKDOWN_PARSER.parse(markdown)
     lines = _source_lines(markdown)
     code = _covered(tokens, _CODE_TOKENS)
     found = [
@@ -65,6 +65,28 @@ def format_problems(markdown: str) -> list[str]:
         *_html_tables(lines, code),
     ]
     return [message for _, message in sorted(found, key=lambda item: item[0])]
+
+
+def page_tail(markdown: str, max_chars: int = 600) -> str:
+    """The end of a page, as context for reading the next one (seed 003 §5.3).
+
+    A page that ends in a table yields the table's header, delimiter row and last two
+    rows, so the next page can continue the table with the same columns; any other
+    page yields its last lines, up to ``max_chars``.
+    """
+    blocks = parse_blocks(markdown)
+    if blocks and blocks[-1].kind == "table" and blocks[-1].rows:
+        rows = blocks[-1].rows
+        header, body = rows[0], rows[1:][-2:]
+        lines = ["| " + " | ".join(header) + " |", "|" + "---|" * len(header),
+                 *("| " + " | ".join(row) + " |" for row in body)]
+        return "\n".join(lines)[-max_chars:]
+    tail = []
+    for line in reversed(markdown.strip().splitlines()):
+        if sum(len(kept) + 1 for kept in tail) + len(line) > max_chars:
+            break
+        tail.insert(0, line)
+    return "\n".join(tail) or markdown.strip()[-max_chars:]
 
 
 # --- blocks -------------------------------------------------------------------------
@@ -166,7 +188,7 @@ def _covered(tokens: list[Token], types: set[str]) -> set[int]:
     return {i for t in tokens if t.type in types and t.map for i in range(*t.map)}
 
 
-def _cells(line: str) -> list[str]:
+def table_cells(line: str) -> list[str]:
     """A pipe-table row's cells, split the way markdown-it splits them."""
     row = _CONTAINER_PREFIX.sub("", line).strip()
     row = row.removeprefix("|")
@@ -207,9 +229,9 @@ def _ragged_tables(tokens: list[Token], lines: list[str]):
         if token.type != "table_open":
             continue
         start, end = token.map
-        header = len(_cells(lines[start]))
+        header = len(table_cells(lines[start]))
         for i in range(start + 2, end):
-            cells = len(_cells(lines[i]))
+            cells = len(table_cells(lines[i]))
             if cells != header:
                 yield i, f"line {i + 1}: table row has {_count(cells, 'cell')}, header has {header}"
 
@@ -220,7 +242,7 @@ def _unparsed_tables(lines: list[str], skip: set[int]):
             continue
         delimiter = _CONTAINER_PREFIX.sub("", lines[i + 1]).strip()
         if "|" in delimiter and "-" in delimiter and _DELIMITER_ROW.match(delimiter):
-            header, columns = len(_cells(lines[i])), len(_cells(lines[i + 1]))
+            header, columns = len(table_cells(lines[i])), len(table_cells(lines[i + 1]))
             detail = (f"header has {header} cells, delimiter row has {columns}"
                       if header != columns else "malformed delimiter row")
             yield i, f"line {i + 1}: looks like a table but is not one ({detail})"

@@ -1,4 +1,5 @@
-"""Plain text from the Markdown an engine wrote."""
+"""Between Markdown and plain text: the words of an engine's Markdown, and text made
+literal Markdown."""
 
 from __future__ import annotations
 
@@ -10,6 +11,12 @@ _BULLET = re.compile(r"^(\s*)[-*+]\s+")
 _EMPHASIS = re.compile(r"(\*\*|__|\*|_)(?=\S)(.+?)(?<=\S)\1")
 _CELL_BORDER = re.compile(r"(?<!\\)\|")
 _ESCAPE = re.compile(r"\\([\\`*_{}\[\]()#+\-.!|<>~=])")
+_INLINE_MARKUP = re.compile(r"([\\`*_\[\]<>|~])")
+# Block markers that only mean something at the start of a line: headings, block
+# quotes (already escaped inline), bullets, ordered items ("1." and "1)"), setext
+# underlines ("===").
+_LEADING_MARKER = re.compile(r"^(#|-|\+|=)")
+_LEADING_ORDERED = re.compile(r"^(\d+)([.)])")
 
 
 def markdown_to_text(markdown: str) -> str:
@@ -27,3 +34,10 @@ def markdown_to_text(markdown: str) -> str:
         line = _EMPHASIS.sub(r"\2", line)
         lines.append(_ESCAPE.sub(r"\1", line))
     return "\n".join(lines).strip()
+
+
+def escape_markdown(text: str) -> str:
+    """``text`` as literal Markdown: inline markup everywhere, block markers at the start."""
+    text = _INLINE_MARKUP.sub(r"\\\1", text.strip())
+    text = _LEADING_MARKER.sub(r"\\\1", text)
+    return _LEADING_ORDERED.sub(r"\1\\\2", text)

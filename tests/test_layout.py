@@ -1,0 +1,58 @@
+"""The text-layout analysis on rendered pages: lines, print size, direction, skew sign."""
+
+from __future__ import annotations
+
+import pytest
+from PIL import Image
+
+from appliance.raster.layout import analyze
+from appliance.raster.synthetic import MARGIN_PX, render_text_page, sample_lines
+
+LINES = 16
+FONT = 30
+
+
+@pytest.fixture(scope="module")
+def page() -> Image.Image:
+    return render_text_page(sample_lines(11, LINES), font_size=FONT)
+
+
+def test_upright_page(page):
+    layout = analyze(page)
+    assert len(layout.line_boxes) == LINES
+    assert not layout.vertical_lines
+    assert abs(layout.skew_deg) < 0.2
+    assert layout.char_height_px == pytest.approx(FONT, rel=0.15)
+    assert 0.01 < layout.ink_ratio < 0.2
+    assert layout.density == pytest.approx(LINES * 1000 / page.height, rel=0.01)
+    first = layout.line_boxes[0]  # top to bottom, in the input's pixels
+    assert abs(first[0] - MARGIN_PX) <= 3 and abs(first[1] - MARGIN_PX) <= FONT // 2
+
+
+def test_small_input_is_not_upscaled_and_large_is_mapped_back(page):
+    big = page.resize((page.width * 2, page.height * 2), Image.Resampling.BICUBIC)
+    layout = analyze(big)
+    assert layout.char_height_px == pytest.approx(2 * FONT, rel=0.15)
+    assert abs(layout.line_boxes[0][0] - 2 * MARGIN_PX) <= 6
+
+
+@pytest.mark.parametrize("angle", [5.0, -3.0])
+def test_skew_is_counter_clockwise_positive(page, angle):
+    leaning = page.rotate(angle, Image.Resampling.BICUBIC, expand=True, fillcolor="white")
+    layout = analyze(leaning)
+    assert layout.skew_deg == pytest.approx(angle, abs=0.3)
+    assert layout.char_height_px == pytest.approx(FONT, rel=0.15)  # measured across the line
+
+
+@pytest.mark.parametrize("turn", [90, 270])
+def test_page_on_its_side_has_vertical_lines_and_keeps_its_skew(page, turn):
+    sideways = page.rotate(turn + 3, Image.Resampling.BICUBIC, expand=True, fillcolor="white")
+    layout = analyze(sideways)
+    assert layout.vertical_lines
+    assert layout.skew_deg == pytest.approx(3.0, abs=0.3)
+    assert len(layout.line_boxes) == LINES
+
+
+def test_blank_page_has_no_text():
+    layout = analyze(Image.new("L", (800, 1000), 250))
+    assert layout.line_boxes == [] and layout.char_height_px is None and layout.skew_deg is None
