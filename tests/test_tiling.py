@@ -255,3 +255,18 @@ def test_three_strips_of_a_page_stitch_back_into_the_page():
     assert "| 5 | Anchor bolt M10 x 120 | 200 | 0.95 | 190.00 |" in out
     assert "Portsmouth warehouse on 12 March 2024 by road freight. Please check the" in out
     assert out[-1] == "Page 1 of 1"
+
+
+def test_tiling_is_decided_by_print_size_and_line_count():
+    from appliance.engines.tiling import decide_tiling
+
+    # A4 at 150 dpi: 1240 x 1754; the model's input is 896 px square
+    small = decide_tiling(1240, 1754, char_height_px=18, line_count=50, model_side=896)
+    assert small.tile and "print under" in small.reason  # 18 px -> 9.2 px at the model
+    normal = decide_tiling(1240, 1754, char_height_px=30, line_count=30, model_side=896)
+    assert not normal.tile
+    crowded = decide_tiling(1240, 1754, char_height_px=30, line_count=90, model_side=896)
+    assert crowded.tile and "over 70 lines" in crowded.reason
+    landscape = decide_tiling(1754, 1240, char_height_px=10, line_count=90, model_side=896)
+    assert not landscape.tile and "not tall enough" in landscape.reason
+    assert not decide_tiling(1240, 1754, char_height_px=None, line_count=0, model_side=896).tile

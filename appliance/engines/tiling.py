@@ -38,7 +38,7 @@ from dataclasses import dataclass
 
 from PIL import Image
 
-__all__ = ["crop_tiles", "plan_tiles", "stitch"]
+__all__ = ["TilingDecision", "crop_tiles", "decide_tiling", "plan_tiles", "stitch"]
 
 log = logging.getLogger(__name__)
 
@@ -55,11 +55,46 @@ MAX_OVERLAP_LINES = 24
 # the order of the full reading, and be at least this long, to count as the same line.
 MIN_PARTIAL_COVERAGE = 0.8
 MIN_PARTIAL_CHARS = 4
+# Square full-width strips only enlarge the print when the page is taller than wide;
+# on a page less than this much taller, strips gain too little to pay for the seams.
+TILE_MIN_GAIN = 0.2
 
 _SEPARATOR_ROW = re.compile(r"^\s*\|?\s*:?-{3,}:?\s*(\|\s*:?-{3,}:?\s*)*\|?\s*$")
 _HEADING_MARK = re.compile(r"^#{1,6}\s+")
 _SPACES = re.compile(r"\s+")
 _PIPE_SPACING = re.compile(r"\s*\|\s*")
+
+
+# When to read a page in strips from the start (rather than only after an answer hit
+# its token cap). The model sees the whole page squeezed into its square input, so a
+# line of print shrinks by model_side / page height; below MIN_MODEL_CHAR_PX it is
+# too small to read reliably. And a page with more text lines than MAX_LINES_PER_READ
+# would outrun one answer's token budget. Starting points from the geometry of Gemma 3
+# (896 px input, 14 px patches); tune them with `appliance eval` on your model.
+MIN_MODEL_CHAR_PX = 11.0
+MAX_LINES_PER_READ = 70
+
+
+@dataclass(frozen=True)
+class TilingDecision:
+    tile: bool
+    reason: str
+
+
+def decide_tiling(width: int, height: int, *, char_height_px: float | None, line_count: int,
+                  model_side: int) -> TilingDecision:
+    """Whether to read a page as strips, from its print size and how much text it holds."""
+    if char_height_px is None:
+        return TilingDecision(False, "no text lines found")
+    seen = char_height_px * model_side / height  # the squeeze is the page's height
+    found = f"print {seen:.1f} px high at the model's input size, {line_count} text lines"
+    if height <= width * (1 + TILE_MIN_GAIN):
+        return TilingDecision(False, f"{found}; not tall enough for strips to help")
+    if seen < MIN_MODEL_CHAR_PX:
+        return TilingDecision(True, f"{found}; print under {MIN_MODEL_CHAR_PX:.0f} px")
+    if line_count > MAX_LINES_PER_READ:
+        return TilingDecision(True, f"{found}; over {MAX_LINES_PER_READ} lines")
+    return TilingDecision(False, found)
 
 
 def plan_tiles(width: int, height: int, *, tile_height: int, overlap: float = 0.15) -> list[Box]:
