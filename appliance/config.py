@@ -36,7 +36,8 @@ class PathSettings:
 
 
 RETRY_RUNGS = ("greedy", "sampled", "tiled")
-DOC_TYPES = ("generic", "receipt", "invoice", "contract", "report", "table", "handwriting")
+DOC_TYPES = ("generic", "receipt", "invoice", "contract", "report", "table", "handwriting",
+             "id_card")
 
 
 @dataclass
@@ -53,6 +54,9 @@ class EngineSettings:
     fixed_tokens: int = field(default=0, metadata={"min": 0})
     retry_ladder: list[str] = field(default_factory=lambda: list(RETRY_RUNGS),
                                     metadata={"choices": RETRY_RUNGS})
+    auto_tiling: bool = True
+    page_context: bool = True
+    result_cache: bool = True
 
 
 @dataclass
@@ -70,6 +74,20 @@ class WorkerSettings:
 @dataclass
 class RasterSettings:
     pdf_dpi: int = field(default=200, metadata={"min": 50, "max": 600})
+
+
+@dataclass
+class PreprocessSettings:
+    # Page clean-up before recognition, the same for both engines. Each step can be
+    # switched off; what each did is recorded in the page's provenance.
+    enabled: bool = True
+    orientation: bool = True
+    deskew: bool = True
+    deskew_min_angle_deg: float = field(default=1.5, metadata={"min": 0.0, "max": 45.0})
+    crop_borders: bool = True
+    contrast: bool = True
+    denoise: bool = False
+    resolution_profiles: bool = True
 
 
 @dataclass
@@ -141,6 +159,7 @@ class Settings:
     engine: EngineSettings = field(default_factory=EngineSettings)
     workers: WorkerSettings = field(default_factory=WorkerSettings)
     raster: RasterSettings = field(default_factory=RasterSettings)
+    preprocess: PreprocessSettings = field(default_factory=PreprocessSettings)
     memory: MemorySettings = field(default_factory=MemorySettings)
     limits: LimitSettings = field(default_factory=LimitSettings)
     queue: QueueSettings = field(default_factory=QueueSettings)

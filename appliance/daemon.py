@@ -10,6 +10,7 @@ from __future__ import annotations
 import fcntl
 import logging
 import os
+from dataclasses import replace
 from pathlib import Path
 from typing import BinaryIO
 
@@ -18,7 +19,7 @@ from apscheduler.schedulers.background import BackgroundScheduler
 from appliance.config import Settings
 from appliance.dispatch import Dispatcher
 from appliance.engines.host import WorkerHandle, WorkerSpec
-from appliance.engines.llama.validate import inspect_model
+from appliance.engines.llama.validate import cached_sha256, inspect_model
 from appliance.errors import (
     AlreadyRunning, ConfigError, EngineUnavailable, ModelError, NotFound,
 )
@@ -48,7 +49,9 @@ def resolve_engine(settings: Settings) -> tuple[WorkerSpec, str | None]:
     """Which engine the workers run, and a notice for the operator when `auto` had to
     fall back to the embedded classic engine."""
     engine = settings.engine
-    classic = WorkerSpec("classic", {"threads": engine.threads}, settings.logging.level)
+    common = {"log_level": settings.logging.level, "preprocess": settings.preprocess,
+              "cache_dir": settings.paths.data_dir / "cache" if engine.result_cache else None}
+    classic = WorkerSpec("classic", {"threads": engine.threads}, **common)
     if engine.name == "classic":
         return classic, None
     if not (engine.model and engine.mmproj):
@@ -71,8 +74,8 @@ def resolve_engine(settings: Settings) -> tuple[WorkerSpec, str | None]:
                "n_batch": engine.n_batch, "n_gpu_layers": engine.n_gpu_layers,
                "flash_attn": engine.flash_attn, "threads": engine.threads,
                "retry_ladder": engine.retry_ladder, "max_tokens": engine.max_tokens,
-               "fixed_tokens": engine.fixed_tokens}
-    return WorkerSpec("llama", options, settings.logging.level), None
+               "fixed_tokens": engine.fixed_tokens, "auto_tiling": engine.auto_tiling}
+    return WorkerSpec("llama", options, **common), None
 
 
 class DataDirLock:
@@ -111,6 +114,12 @@ class Appliance:
         self.intake = Intake(settings, self.db, self.spool)
         self.exporter = Exporter(self.db, settings.paths.output_dir)
         self.worker_spec, self.engine_notice = resolve_engine(settings)
+        if self.worker_spec.engine == "llama":  # every result names the exact files that read it
+            digests = {f"{key}_sha256": cached_sha256(self.worker_spec.options[key],
+                                                      data_dir / "model-digests.json")
+                       for key in ("model", "mmproj")}
+            self.worker_spec = replace(self.worker_spec,
+                                       options={**self.worker_spec.options, **digests})
         if self.engine_notice:
             log.warning("engine fallback: %s", self.engine_notice)
         memory = settings.memory

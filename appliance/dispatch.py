@@ -21,6 +21,7 @@ from appliance.engines.host import Job, WorkerHandle, WorkerState
 from appliance.gpu import MemorySampler
 from appliance.errors import DegenerateOutput, PageTimeout, WorkerCrashed
 from appliance.intake.spool import Spool
+from appliance.quality.blocks import page_tail
 from appliance.store import Database, queries, transitions
 from appliance.store.models import Outcome
 
@@ -55,6 +56,10 @@ class Dispatcher:
                                              queue.max_size_delay_s)
         # the only secret a page needs: it stays in the config, never in the store
         self.pdf_passwords = {f.name: f.password for f in settings.watch if f.password}
+        # Vision workers read a page with the end of the previous one (multi-page context),
+        # so a document's pages go to them in order.
+        self.page_context = settings.engine.page_context and any(
+            w.spec.engine == "llama" for w in workers)
         self._stop = threading.Event()
         self._thread = threading.Thread(target=self._run, name="dispatcher", daemon=True)
         self._restart_at: dict[int, float] = {}
@@ -233,7 +238,8 @@ class Dispatcher:
             timeout_s = self.settings.workers.page_timeout_s
             kill_after_s = timeout_s + min(MAX_KILL_GRACE_S, timeout_s / 4)
             claim = transitions.claim_next_page(self.db, worker.worker_id,
-                                                kill_after_s + LEASE_MARGIN_S, self.priority)
+                                                kill_after_s + LEASE_MARGIN_S, self.priority,
+                                                in_page_order=self.page_context)
             if claim is None:
                 return
             job = Job(original=self.spool.original_path(claim.sha256), kind=claim.kind,
@@ -243,11 +249,18 @@ class Dispatcher:
                                                             self.settings.raster.pdf_dpi),
                       doc_type=claim.doc_type, engine=claim.engine, attempt=claim.attempt,
                       pdf_password=self.pdf_passwords.get(claim.watch_folder),
-                      deadline_s=timeout_s)
+                      deadline_s=timeout_s, context=self._context(claim))
             try:
                 worker.send(job, claim, kill_after_s)
             except (OSError, BrokenPipeError):
                 self._on_death(worker)
+
+    def _context(self, claim: transitions.Claim) -> str:
+        """The end of the previous page's Markdown, for a vision reading of this page."""
+        if not self.page_context or claim.page_index == 0 or claim.engine == "classic":
+            return ""
+        previous = queries.accepted_markdown(self.db, claim.document_id, claim.page_index - 1)
+        return page_tail(previous) if previous else ""
 
     def _on_result(self, worker: WorkerHandle, result: dict) -> None:
         claim = worker.claim

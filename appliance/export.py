@@ -17,6 +17,7 @@ from pathlib import Path
 
 from appliance.errors import NotFound, NotReady, error_class_for
 from appliance.intake.spool import fsync_dir
+from appliance.quality.blocks import parse_blocks
 from appliance.store import Database, queries, transitions
 from appliance.store.queries import DocumentView
 
@@ -82,6 +83,8 @@ def render(db: Database, document_id: str) -> dict[str, str]:
                       if page.error_code else None),
             "text": result.text if result else None,
             "markdown": result.markdown if result else None,
+            # the Markdown's structure, for systems that want tables as rows and cells
+            "blocks": [b.to_dict() for b in parse_blocks(result.markdown or "")] if result else [],
             "lines": result.lines if result else [],
             "flags": result.flags if result else [],
             # the accepted attempt: claimed by a worker, then finished

@@ -64,7 +64,8 @@ def test_last_rung_falls_back_to_the_classic_engine(engine):
 
 def test_answer_at_the_token_cap_is_read_again_in_tiles(tiny_model):
     model, mmproj = tiny_model
-    capped = LlamaEngine(str(model), str(mmproj), n_ctx=4096, threads=1, max_tokens=12)
+    capped = LlamaEngine(str(model), str(mmproj), n_ctx=4096, threads=1, max_tokens=12,
+                         auto_tiling=False)  # the tiny model's 224 px input would tile at once
     try:
         result = capped.recognize(PAGE, PageRequest(attempt=1))
     finally:
@@ -82,3 +83,28 @@ def test_every_document_type_has_a_versioned_prompt():
     assert PROMPTS["invoice"].max_tokens == 800 and PROMPTS["contract"].max_tokens == 1500
     with pytest.raises(InvalidRequest, match="unknown doc_type"):
         prompt_for("poem")
+
+
+@pytest.fixture(scope="module")
+def ending_engine(tmp_path_factory):
+    """The tiny model's variant that ends its turn: answers, not loops."""
+    from appliance.engines.llama.testmodel import write_test_model
+
+    model, mmproj = write_test_model(tmp_path_factory.mktemp("ending"), eos_bias=2.0)
+    llama = LlamaEngine(str(model), str(mmproj), n_ctx=4096, threads=1)
+    yield llama
+    llama.close()
+
+
+def test_small_dense_print_is_read_in_strips_from_the_first_attempt(ending_engine):
+    dense = render_text_page([f"Line {i} of a dense ledger page" for i in range(60)],
+                             font_size=18)
+    result = ending_engine.recognize(dense, PageRequest(doc_type="report"))
+    assert result.flags == ["tiled"] and result.provenance["tiles"] > 1
+    assert "print under" in result.provenance["tiling"]
+
+    # the tiny model's input is 224 px: print must be about 90 px high to stay readable
+    sparse = render_text_page(["Memo", "Lunch"], font_size=130)
+    result = ending_engine.recognize(sparse, PageRequest(doc_type="generic"))
+    assert "tiled" not in result.flags and "tiles" not in result.provenance
+    assert "print" in result.provenance["tiling"]

@@ -27,6 +27,7 @@ class PageRequest:
     engine: str | None = None  # "classic" asks a vision engine for its classic reading
     attempt: int = 1  # 1-based; picks the rung of the engine's retry ladder
     deadline: float | None = None  # time.monotonic() by which the engine must answer
+    context: str = ""  # the end of the previous page, for engines that can use it
 
 
 @dataclass
@@ -44,6 +45,10 @@ class Recognition:
     def to_dict(self) -> dict:
         return asdict(self)
 
+    @classmethod
+    def from_dict(cls, data: dict) -> Recognition:
+        return cls(**{**data, "lines": [Line(**line) for line in data.get("lines", [])]})
+
 
 class Engine(Protocol):
     name: str
@@ -51,6 +56,10 @@ class Engine(Protocol):
     @property
     def model_id(self) -> str:
         """Identifies the model behind the engine (name and version or file hash)."""
+
+    def recipe(self, request: PageRequest) -> str:
+        """Everything besides the image and the model that decides the answer (prompt
+        version, ...): part of the result cache's key."""
 
     def recognize(self, image: Image.Image, request: PageRequest) -> Recognition: ...
 

@@ -24,14 +24,19 @@ from dataclasses import dataclass, field
 from enum import StrEnum
 from multiprocessing.connection import Connection
 from pathlib import Path
+from typing import Callable
 
 import psutil
 from PIL import Image
 
+from appliance.config import PreprocessSettings
 from appliance.engines import create_engine
-from appliance.engines.base import PageRequest
+from appliance.engines.base import Engine, PageRequest
+from appliance.engines.cache import ResultCache, image_digest
 from appliance.errors import ApplianceError, DegenerateOutput
+from appliance.quality.postprocess import postprocess
 from appliance.raster import render_page, save_page_image
+from appliance.raster.preprocess import preprocess
 from appliance.raster.synthetic import render_text_page
 
 log = logging.getLogger(__name__)
@@ -44,6 +49,8 @@ class WorkerSpec:
     engine: str
     options: dict = field(default_factory=dict)
     log_level: str = "INFO"
+    preprocess: PreprocessSettings = field(default_factory=PreprocessSettings)
+    cache_dir: Path | None = None  # the result cache; None: every page is read
 
 
 @dataclass(frozen=True)
@@ -53,12 +60,24 @@ class Job:
     page_index: int
     dpi: int
     max_pixels: int
-    page_image: Path
+    page_image: Path  # where the page as the engine saw it is kept (review shows it)
     doc_type: str
     engine: str | None
     attempt: int
     pdf_password: str | None
     deadline_s: float  # the engine stops itself after this; the supervisor kills later
+    context: str = ""  # the end of the previous page's Markdown
+
+
+@dataclass
+class PagePipeline:
+    """Everything a worker does to one page besides the engine's own work, with the
+    parts it keeps between pages."""
+
+    engine: Engine
+    preprocess: PreprocessSettings
+    cache: ResultCache | None = None
+    classify_upside_down: Callable | None = None
 
 
 def warmup_image() -> Image.Image:
@@ -67,28 +86,43 @@ def warmup_image() -> Image.Image:
                             width=320, height=320, font_size=28, margin=16)
 
 
-def run_job(engine, job: Job, background: ThreadPoolExecutor) -> dict:
-    """Render (or reuse) the page image, recognise it, and report timings per stage."""
+def run_job(pipeline: PagePipeline, job: Job, background: ThreadPoolExecutor) -> dict:
+    """Render, preprocess, recognise (or find in the cache), repair; time each stage."""
+    engine = pipeline.engine
     timings: dict[str, float] = {}
     saving: Future | None = None
     try:
         deadline = time.monotonic() + job.deadline_s
         start = time.perf_counter()
-        if job.page_image.exists():
-            image = Image.open(job.page_image)
-            image.load()
-        else:
-            image = render_page(job.original, job.kind, job.page_index, job.dpi, job.max_pixels,
-                                job.pdf_password)
-            # the spool copy serves review, not recognition: write it while the engine works
-            saving = background.submit(save_page_image, image, job.page_image)
+        image = render_page(job.original, job.kind, job.page_index, job.dpi, job.max_pixels,
+                            job.pdf_password)
         timings["raster_ms"] = (time.perf_counter() - start) * 1000
         start = time.perf_counter()
-        recognition = engine.recognize(image, PageRequest(
-            doc_type=job.doc_type, engine=job.engine, attempt=job.attempt, deadline=deadline))
-        timings["inference_ms"] = (time.perf_counter() - start) * 1000
-        if saving is not None:
-            saving.result()
+        image, steps = preprocess(image, pipeline.preprocess, doc_type=job.doc_type,
+                                  max_pixels=job.max_pixels,
+                                  classify_upside_down=pipeline.classify_upside_down)
+        timings["preprocess_ms"] = (time.perf_counter() - start) * 1000
+        # the page as the engine sees it serves review: write it while the engine works
+        saving = background.submit(save_page_image, image, job.page_image)
+        request = PageRequest(doc_type=job.doc_type, engine=job.engine, attempt=job.attempt,
+                              deadline=deadline, context=job.context)
+        start = time.perf_counter()
+        key = pipeline.cache.key(image_digest(image), engine, request) if pipeline.cache else None
+        recognition = pipeline.cache.get(key) if key else None
+        if recognition is None:
+            recognition = engine.recognize(image, request)
+            timings["inference_ms"] = (time.perf_counter() - start) * 1000
+            if key:
+                pipeline.cache.put(key, recognition)
+        else:
+            recognition.flags = [*recognition.flags, "cached"]
+            timings["cache_ms"] = (time.perf_counter() - start) * 1000
+        start = time.perf_counter()
+        postprocess(recognition)
+        timings["postprocess_ms"] = (time.perf_counter() - start) * 1000
+        recognition.provenance["preprocess"] = [step.to_dict() for step in steps]
+        recognition.provenance["image_size"] = [image.width, image.height]
+        saving.result()
     except ApplianceError as exc:
         return {"ok": False, "code": exc.code, "message": exc.message,
                 "retryable": exc.retryable, "timings_ms": timings}
@@ -118,6 +152,13 @@ def worker_main(spec: WorkerSpec, conn: Connection, parent_pid: int) -> None:
     try:
         start = time.perf_counter()
         engine = create_engine(spec.engine, spec.options)
+        pipeline = PagePipeline(engine, spec.preprocess,
+                                ResultCache(spec.cache_dir) if spec.cache_dir else None)
+        if spec.preprocess.enabled and spec.preprocess.orientation:
+            from appliance.engines.orientation import UpsideDownClassifier  # the worker's import
+
+            pipeline.classify_upside_down = UpsideDownClassifier(
+                threads=spec.options.get("threads", 1))
         try:
             engine.recognize(warmup_image(), PageRequest())
         except DegenerateOutput:
@@ -132,7 +173,7 @@ def worker_main(spec: WorkerSpec, conn: Connection, parent_pid: int) -> None:
     try:
         with ThreadPoolExecutor(1, thread_name_prefix="spool-writer") as background:
             while (job := conn.recv()) is not None:
-                conn.send(("result", run_job(engine, job, background)))
+                conn.send(("result", run_job(pipeline, job, background)))
     except (EOFError, BrokenPipeError):
         pass  # the supervisor is gone
     finally:

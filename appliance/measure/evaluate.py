@@ -13,7 +13,9 @@ Per page, layered from the characters up (seed 000 §3):
   appear in the output (0 = same order);
 - tables: TEDS against ground-truth Markdown tables, when the dataset has them;
 - format: the Markdown has none of ``format_problems``;
-- fields: share of key fields whose normalised value appears exactly.
+- fields: share of key fields whose normalised value appears exactly;
+- repair: share of pages whose Markdown needed level-1 repair, and of pages degraded
+  to plain text (level 2).
 
 A page's **score** is 100 x the mean of the components it has: 1 - CER without
 whitespace (capped at 1), 1 - reading-order distance, TEDS, format validity (0 or 1),
@@ -36,6 +38,7 @@ from appliance.measure.metrics import (
     bag_of_words_f1, cer, field_accuracy, reading_order_distance, table_similarity, wer,
 )
 from appliance.measure.release import output_structure
+from appliance.quality.repair import repair_rates
 from appliance.quality.blocks import format_problems, parse_blocks
 
 log = logging.getLogger(__name__)
@@ -46,7 +49,8 @@ COLUMNS = (("pages", "pages", "{:d}"), ("failed", "failed", "{:d}"), ("score", "
            ("cer", "CER", "{:.2%}"), ("cer_nows", "CER no-ws", "{:.2%}"), ("wer", "WER", "{:.2%}"),
            ("bow_f1", "BoW F1", "{:.3f}"), ("reading_order", "order dist", "{:.3f}"),
            ("tables", "TEDS", "{:.3f}"), ("format_validity", "format ok", "{:.0%}"),
-           ("field_accuracy", "fields", "{:.1%}"), ("seconds_per_page", "s/page", "{:.2f}"))
+           ("field_accuracy", "fields", "{:.1%}"), ("repaired_rate", "repaired", "{:.1%}"),
+           ("degraded_rate", "degraded", "{:.1%}"), ("seconds_per_page", "s/page", "{:.2f}"))
 
 
 def _tables(markdown: str) -> list[list[list[str]]]:
@@ -86,6 +90,7 @@ def _mean(values: list) -> float | None:
 def summarize(pages: list[dict]) -> dict:
     """One group's figures: means over its pages (fields over all its fields)."""
     fields = [ok for p in pages for ok in p["fields"].values()]
+    repair = repair_rates(p["repair_level"] for p in pages if p["repair_level"] is not None)
     return {
         "pages": len(pages),
         "failed": sum(1 for p in pages if p["status"] != "done"),
@@ -94,6 +99,9 @@ def summarize(pages: list[dict]) -> dict:
            for key in ("cer", "cer_nows", "wer", "bow_f1", "reading_order", "tables")},
         "format_validity": mean(float(p["format_valid"]) for p in pages),
         "field_accuracy": sum(fields) / len(fields) if fields else None,
+        # repair (seed 000 §6.3): healthy is level 1 under 3 % and level 2 under 0.5 %
+        "repaired_rate": repair["level1_rate"], "degraded_rate": repair["level2_rate"],
+        "repair_healthy": repair["healthy"],
         "seconds_per_page": _mean([p["seconds"] for p in pages]),
     }
 
@@ -120,7 +128,8 @@ def _page_record(sample: Sample, client: ApplianceClient, outcome: str | Rejecte
     record = {"dataset": sample.dataset, "stem": sample.stem, "doc_type": sample.doc_type}
     if isinstance(outcome, Rejected):
         return record | {"status": "failed", "error": outcome.code, "seconds": None,
-                         "model_id": None, "structure": output_structure(""),
+                         "model_id": None, "repair_level": None,
+                         "structure": output_structure(""),
                          **score_page(sample, "", "", failed=True)}
     pages = client.result(outcome)["pages"]
     markdown = "\n\n".join(p["markdown"] or "" for p in pages).strip()
@@ -133,6 +142,7 @@ def _page_record(sample: Sample, client: ApplianceClient, outcome: str | Rejecte
         # service time of the accepted attempts: the worker's clock, without queue wait
         "seconds": sum(p["finished_at"] - p["started_at"] for p in accepted) if accepted else None,
         "model_id": next((p["provenance"]["model_id"] for p in accepted), None),
+        "repair_level": max((p["provenance"]["repair"]["level"] for p in accepted), default=None),
         "structure": output_structure(markdown),
         **score_page(sample, markdown, text, failed=status != "done"),
     }

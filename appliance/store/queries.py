@@ -98,6 +98,14 @@ def accepted_results(db: Database, document_id: str) -> list[tuple[Page, PageRes
         return [(page, result) for page, result in rows]
 
 
+def accepted_markdown(db: Database, document_id: str, index: int) -> str | None:
+    """The accepted Markdown of one page of a document (None: not read, or failed)."""
+    with db.read() as session:
+        return session.exec(
+            select(PageResult.markdown).join(Page, Page.result_id == PageResult.id)
+            .where(Page.document_id == document_id, Page.index == index)).first()
+
+
 def page_attempts(db: Database, page_id: int) -> list[PageResult]:
     with db.read() as session:
         return list(session.exec(select(PageResult).where(PageResult.page_id == page_id)

@@ -15,7 +15,8 @@ import logging
 import time
 from dataclasses import dataclass
 
-from sqlalchemy import case, func
+from sqlalchemy import case, exists, func
+from sqlalchemy.orm import aliased
 from sqlmodel import Session, select
 
 from appliance.store.db import Database
@@ -94,17 +95,24 @@ class Priority:
 
 
 def claim_next_page(db: Database, owner: str, lease_s: float,
-                    priority: Priority = Priority()) -> Claim | None:
-    """Lease the next claimable page, in ``priority`` order."""
+                    priority: Priority = Priority(), *, in_page_order: bool = False) -> Claim | None:
+    """Lease the next claimable page, in ``priority`` order.
+
+    ``in_page_order``: a page waits while the page before it is still queued or being
+    read, so that its reader can be given the end of that page (multi-page context).
+    Other documents' pages fill the wait.
+    """
     now = time.time()
+    query = (select(Page, Document)
+             .join(Document, Page.document_id == Document.id)
+             .where(Page.status == PageStatus.QUEUED, Page.not_before <= now))
+    if in_page_order:
+        previous = aliased(Page)
+        query = query.where(~exists().where(
+            previous.document_id == Page.document_id, previous.index == Page.index - 1,
+            previous.status.in_((PageStatus.QUEUED, PageStatus.RUNNING))))
     with db.write() as session:
-        row = session.exec(
-            select(Page, Document)
-            .join(Document, Page.document_id == Document.id)
-            .where(Page.status == PageStatus.QUEUED, Page.not_before <= now)
-            .order_by(*priority.order())
-            .limit(1)
-        ).first()
+        row = session.exec(query.order_by(*priority.order()).limit(1)).first()
         if row is None:
             return None
         page, doc = row

@@ -19,11 +19,12 @@ tiles and stitched.
 from __future__ import annotations
 
 import base64
+import hashlib
 import io
 import logging
 import math
 import time
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Callable
 
@@ -32,11 +33,12 @@ from PIL import Image
 
 from appliance.engines.base import PageRequest, Recognition
 from appliance.engines.degeneration import RepetitionGuard
-from appliance.engines.llama.prompts import Prompt, prompt_for
+from appliance.engines.llama.prompts import CONTEXT_VERSION, Prompt, context_text, prompt_for
 from appliance.engines.llama.validate import inspect_model
-from appliance.engines.tiling import crop_tiles, plan_tiles, stitch
+from appliance.engines.tiling import crop_tiles, decide_tiling, plan_tiles, stitch
 from appliance.errors import DegenerateOutput, PageTimeout
 from appliance.quality.markdown import markdown_to_text
+from appliance.raster.layout import analyze
 
 log = logging.getLogger(__name__)
 
@@ -169,9 +171,13 @@ def load_llama(model: str, mmproj: str, *, n_ctx: int, n_batch: int, n_gpu_layer
                  n_threads=threads, n_threads_batch=threads, verbose=False)
 
 
-def page_messages(image: Image.Image, prompt: Prompt, side: int) -> list[dict]:
-    """One chat turn: the page image and the document type's instructions."""
+def page_messages(image: Image.Image, prompt: Prompt, side: int,
+                  context: str = "") -> list[dict]:
+    """One chat turn: the previous page's end (if any), the page image and the document
+    type's instructions."""
+    parts = [{"type": "text", "text": context_text(context)}] if context else []
     return [{"role": "user", "content": [
+        *parts,
         {"type": "image_url", "image_url": {"url": _data_uri(image, side)}},
         {"type": "text", "text": prompt.text},
     ]}]
@@ -208,15 +214,18 @@ class LlamaEngine:
     def __init__(self, model: str, mmproj: str, *, n_ctx: int = 4096, n_batch: int = 512,
                  n_gpu_layers: int = -1, flash_attn: bool = True, threads: int = 2,
                  retry_ladder: list[str] | None = None, max_tokens: int = 0,
-                 fixed_tokens: int = 0):
+                 fixed_tokens: int = 0, auto_tiling: bool = True, model_sha256: str = "",
+                 mmproj_sha256: str = ""):
         self.info = inspect_model(model, mmproj)  # refuse a bad pair before llama.cpp sees it
         self.ladder = retry_ladder or ["greedy", "sampled", "tiled"]
         self.max_tokens = max_tokens  # 0: each document type's own cap
         self.fixed_tokens = fixed_tokens  # benchmarks: every answer exactly this long
+        self.auto_tiling = auto_tiling  # strips from the first attempt for small or dense print
         self._llm = load_llama(model, mmproj, n_ctx=n_ctx, n_batch=n_batch,
                                n_gpu_layers=n_gpu_layers, flash_attn=flash_attn, threads=threads)
         self._end_token = self._llm.token_eos()
         self._model_id = f"{self.info.name}@{self.info.model_size}"
+        self._files = {"model_sha256": model_sha256, "mmproj_sha256": mmproj_sha256}
         self._classic = None  # the fallback reader, created on first need
         self._threads = threads
 
@@ -224,16 +233,34 @@ class LlamaEngine:
     def model_id(self) -> str:
         return self._model_id
 
+    def recipe(self, request: PageRequest) -> str:
+        if request.engine == "classic":
+            return self._classic_reader().recipe(request)
+        context = (f" {CONTEXT_VERSION}:{hashlib.sha256(request.context.encode()).hexdigest()}"
+                   if request.context else "")
+        return (f"{prompt_for(request.doc_type).version} max_tokens={self.max_tokens} "
+                f"fixed_tokens={self.fixed_tokens}{context}")
+
     def recognize(self, image: Image.Image, request: PageRequest) -> Recognition:
         if request.engine == "classic":
             return self._classic_reader().recognize(image, request)
         prompt = prompt_for(request.doc_type)
         rung = self.ladder[min(request.attempt, len(self.ladder)) - 1]
         last_rung = request.attempt >= len(self.ladder)
-        provenance = {"prompt_version": prompt.version, "rung": rung}
+        provenance = {"prompt_version": prompt.version, "rung": rung,
+                      "context_chars": len(request.context), **self._files}
         try:
             if rung == "tiled":
                 return self._read_tiles(image, prompt, request, provenance, flags=["tiled"])
+            if self.auto_tiling:
+                layout = analyze(image)
+                decision = decide_tiling(image.width, image.height,
+                                         char_height_px=layout.char_height_px,
+                                         line_count=len(layout.line_boxes),
+                                         model_side=self.info.image_size)
+                provenance["tiling"] = decision.reason
+                if decision.tile:  # small or dense print: strips from the start
+                    return self._read_tiles(image, prompt, request, provenance, flags=["tiled"])
             sampled = rung == "sampled"
             generation = self.generate(image, prompt, request, sampled=sampled)
             if sampled:
@@ -256,8 +283,10 @@ class LlamaEngine:
         boxes = plan_tiles(image.width, image.height, tile_height=image.width,
                            overlap=TILE_OVERLAP)
         texts, tokens, truncated = [], [], False
-        for tile in crop_tiles(image, boxes):
-            generation = self.generate(tile, prompt, request, sampled=False)
+        for index, tile in enumerate(crop_tiles(image, boxes)):
+            # the previous page's end belongs before the first strip only
+            tile_request = request if index == 0 else replace(request, context="")
+            generation = self.generate(tile, prompt, tile_request, sampled=False)
             self._raise_if_failed(generation)
             truncated |= generation.stop == "length"
             texts.append(generation.text)
@@ -284,7 +313,7 @@ class LlamaEngine:
                            max_tokens=max_tokens, deadline=request.deadline,
                            fixed=bool(self.fixed_tokens))
         response = self._llm.create_chat_completion(
-            messages=page_messages(image, prompt, self.info.image_size),
+            messages=page_messages(image, prompt, self.info.image_size, request.context),
             max_tokens=max_tokens + 8,  # our cap comes first
             temperature=SAMPLED_TEMPERATURE if sampled else 0.0,
             repeat_penalty=SAMPLED_REPEAT_PENALTY if sampled else 1.0,

@@ -41,7 +41,20 @@ PROMPTS: dict[str, Prompt] = {p.doc_type: p for p in (
     _prompt("report", "report page, keeping headings, lists and tables", 1500),
     _prompt("table", "page, which is mostly one or more tables, as Markdown tables", 1500),
     _prompt("handwriting", "handwritten page, line by line", 800),
+    _prompt("id_card", "identity document, one 'Label: value' line per field", 400),
 )}
+
+# Multi-page documents (seed 003 §5.3): the end of the previous page, so that a table
+# running over the page break keeps its columns and header on this page too.
+CONTEXT_VERSION = "ctx1"
+CONTEXT_TEMPLATE = ("For context only, do not transcribe it: the previous page of this "
+                    "document ended with\n---\n{tail}\n---\nIf a table continues on this "
+                    "page, repeat its header row and keep its columns.")
+
+
+def context_text(tail: str) -> str:
+    return CONTEXT_TEMPLATE.format(tail=tail)
+
 
 def prompt_for(doc_type: str) -> Prompt:
     try:

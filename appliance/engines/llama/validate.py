@@ -33,6 +33,7 @@ is accepted:
 from __future__ import annotations
 
 import hashlib
+import json
 import math
 import mmap
 import os
@@ -485,3 +486,18 @@ def file_sha256(path: str | Path, progress=None) -> str:
             if progress is not None:
                 progress(done)
     return digest.hexdigest()
+
+
+def cached_sha256(path: str | Path, cache_file: Path) -> str:
+    """``file_sha256`` remembered in ``cache_file`` by path, size and mtime: a
+    multi-gigabyte model is hashed once, not at every start."""
+    stat = Path(path).stat()
+    key = f"{Path(path).resolve()}:{stat.st_size}:{stat.st_mtime_ns}"
+    try:
+        known = json.loads(cache_file.read_text())
+    except (OSError, ValueError):
+        known = {}
+    if key not in known:
+        known[key] = file_sha256(path)
+        cache_file.write_text(json.dumps(known, indent=1))
+    return known[key]

@@ -1,0 +1,187 @@
+"""The worker's page pipeline through a real daemon: preprocessing, the result cache,
+repair, the multi-page context and the JSON output's blocks and provenance."""
+
+from __future__ import annotations
+
+import pytest
+from PIL import Image
+
+from appliance.engines.base import Line, PageRequest, Recognition
+from appliance.engines.cache import ResultCache, image_digest
+from appliance.engines.llama.engine import page_messages
+from appliance.engines.llama.prompts import prompt_for
+from appliance.quality.blocks import format_problems, page_tail
+from appliance.quality.postprocess import postprocess
+from tests.daemon import Daemon
+from appliance.raster.synthetic import render_text_page
+from tests.fixtures.documents import text_similarity, write_multipage_tiff, write_png
+
+
+@pytest.fixture
+def daemon(tmp_path):
+    started = []
+
+    def start(**sections) -> Daemon:
+        home = tmp_path / f"daemon{len(started)}"
+        home.mkdir()
+        d = Daemon(home, **sections).start()
+        started.append(d)
+        d.wait_ready()
+        return d
+
+    yield start
+    for d in started:
+        d.stop()
+
+
+def result_pages(d: Daemon, doc_id: str) -> list[dict]:
+    return d.client.get(f"/api/v1/documents/{doc_id}/result",
+                        params={"format": "json"}).json()["pages"]
+
+
+class CountingEngine:
+    name = "counting"
+    model_id = "counting-1"
+
+    def __init__(self, recipe: str = "v1"):
+        self._recipe = recipe
+
+    def recipe(self, request: PageRequest) -> str:
+        return f"{self._recipe}/{request.doc_type}"
+
+
+def test_cache_keys_and_entries(tmp_path):
+    cache = ResultCache(tmp_path / "cache")
+    page = Image.new("RGB", (40, 30), "white")
+    digest = image_digest(page)
+    assert digest != image_digest(Image.new("RGB", (30, 40), "white"))
+    key = cache.key(digest, CountingEngine(), PageRequest(doc_type="invoice"))
+    # another prompt version, document type or model is another key
+    assert key != cache.key(digest, CountingEngine("v2"), PageRequest(doc_type="invoice"))
+    assert key != cache.key(digest, CountingEngine(), PageRequest(doc_type="receipt"))
+    assert cache.get(key) is None
+    reading = Recognition(text="Total 5", markdown="Total 5",
+                          lines=[Line("Total 5", [1.0, 2.0, 30.0, 9.0], 0.9)], flags=["tiled"])
+    cache.put(key, reading)
+    assert cache.get(key) == reading
+    next(cache.root.rglob("*.json")).write_text("{damaged")
+    assert cache.get(key) is None  # a damaged entry is a miss, not an error
+
+
+def test_a_page_sent_again_is_served_from_the_cache(tmp_path, daemon):
+    d = daemon()
+    page = write_png(tmp_path / "invoice.png", ["Invoice 4711", "Total 118.50 EUR"])
+    first = d.upload(page)["id"]
+    d.wait_final([first])
+    second = d.upload(page)["id"]
+    d.wait_final([second])
+    read, served = result_pages(d, first)[0], result_pages(d, second)[0]
+    assert "cached" not in read["flags"] and "inference_ms" in read["provenance"]["timings_ms"]
+    assert "cached" in served["flags"]
+    assert "inference_ms" not in served["provenance"]["timings_ms"]
+    assert served["text"] == read["text"] and "Invoice 4711" in served["text"]
+    # another document type is another reading for a vision model; classic reads the same
+    assert served["provenance"]["timings_ms"]["cache_ms"] < read["provenance"]["timings_ms"][
+        "inference_ms"]
+
+
+def test_an_upside_down_scan_is_read_upright(tmp_path, daemon):
+    d = daemon()
+    lines = ["Purchase order 5521", "Deliver to Hamburg", "Payment in 30 days"]
+    page = render_text_page(lines, width=1000, height=700, font_size=40).rotate(180)
+    page.save(tmp_path / "upside-down.png")
+    doc = d.upload(tmp_path / "upside-down.png")["id"]
+    d.wait_final([doc])
+    result = result_pages(d, doc)[0]
+    steps = {step["step"]: step["detail"] for step in result["provenance"]["preprocess"]}
+    assert steps["orientation"]["rotated_deg"] == 180
+    assert text_similarity(result["text"], "\n".join(lines)) > 0.9
+
+
+def test_the_cache_can_be_switched_off(tmp_path, daemon):
+    d = daemon(engine={"result_cache": False})
+    page = write_png(tmp_path / "memo.png", ["Memo to all staff"])
+    ids = [d.upload(page)["id"] for _ in range(2)]
+    d.wait_final(ids)
+    assert all("cached" not in result_pages(d, i)[0]["flags"] for i in ids)
+    assert not (d.data_dir / "cache").exists()
+
+
+def test_json_output_has_blocks_and_provenance(tmp_path, daemon):
+    d = daemon()
+    doc = d.upload(write_png(tmp_path / "p.png", ["Quarterly report", "Revenue grew"]))["id"]
+    d.wait_final([doc])
+    page = result_pages(d, doc)[0]
+    assert page["blocks"] and {b["kind"] for b in page["blocks"]} == {"paragraph"}
+    assert "Quarterly report" in " ".join(b["text"] for b in page["blocks"])
+    provenance = page["provenance"]
+    assert provenance["engine"] == "classic" and provenance["model_id"].startswith("rapidocr")
+    assert provenance["repair"]["level"] == 0
+    assert [step["step"] for step in provenance["preprocess"]]  # what preprocessing did
+    assert list(provenance["timings_ms"]) == ["raster_ms", "preprocess_ms", "inference_ms",
+                                              "postprocess_ms"]
+
+
+def test_postprocess_repairs_in_place_or_degrades_and_flags_the_page():
+    clean = Recognition(text="", markdown="# Title\n\nBody text.")
+    postprocess(clean)
+    assert clean.markdown == "# Title\n\nBody text." and clean.flags == []
+    assert clean.provenance["repair"] == {"level": 0, "fixes": [], "problems": []}
+
+    wrapped = Recognition(text="", markdown="```markdown\n| a | b |\n|---|---|\n| 1 | 2 | 3 |\n```")
+    postprocess(wrapped)
+    assert wrapped.flags == ["repaired"] and format_problems(wrapped.markdown) == []
+    assert "3" in wrapped.text and "```" not in wrapped.markdown
+
+    hopeless = Recognition(text="", markdown="<table><tr><td>*a*</td></tr></table>\n# 1. x",
+                           lines=[Line("*a*", [0, 0, 9, 9], 0.9), Line("1. x", [0, 20, 9, 29], 0.8)])
+    postprocess(hopeless)
+    assert hopeless.flags == ["degraded"] and hopeless.provenance["repair"]["problems"]
+    assert hopeless.text.splitlines() == ["*a*", "1. x"]
+    assert format_problems(hopeless.markdown) == []
+    assert "<table>" not in hopeless.markdown and "\\*a\\*" in hopeless.markdown
+
+
+# --- multi-page context -----------------------------------------------------------------
+
+TABLE_PAGE = ("# Orders\n\nSome intro.\n\n| item | qty | price |\n|---|---|---|\n"
+              "| pens | 2 | 3.00 |\n| ink | 1 | 9.50 |\n| paper | 5 | 4.25 |\n")
+
+
+def test_the_tail_of_a_page_ending_in_a_table_is_its_header_and_last_rows():
+    tail = page_tail(TABLE_PAGE)
+    assert tail.splitlines() == ["| item | qty | price |", "|---|---|---|",
+                                 "| ink | 1 | 9.50 |", "| paper | 5 | 4.25 |"]
+    prose = "\n".join(f"Line {i} of the letter." for i in range(200))
+    tail = page_tail(prose, max_chars=100)
+    assert len(tail) <= 100 and tail.endswith("Line 199 of the letter.")
+
+
+def test_the_context_goes_before_the_page_image_in_the_prompt():
+    image = Image.new("RGB", (64, 64), "white")
+    plain = page_messages(image, prompt_for("invoice"), 64)[0]["content"]
+    assert [part["type"] for part in plain] == ["image_url", "text"]
+    with_context = page_messages(image, prompt_for("invoice"), 64, "| item | qty |")[0]["content"]
+    assert [part["type"] for part in with_context] == ["text", "image_url", "text"]
+    assert "| item | qty |" in with_context[0]["text"]
+    assert "previous page" in with_context[0]["text"]
+
+
+def test_vision_pages_are_read_in_order_with_the_previous_page_s_end(tmp_path, daemon,
+                                                                       tiny_model):
+    model, mmproj = tiny_model
+    d = daemon(engine={"name": "llama", "model": str(model), "mmproj": str(mmproj),
+                       "retry_ladder": ["greedy"], "max_tokens": 24},
+               workers={"count": 2})
+    doc = d.upload(write_multipage_tiff(tmp_path / "three.tif",
+                                        [["Page one"], ["Page two"], ["Page three"]]))["id"]
+    d.wait_final([doc])
+    pages = result_pages(d, doc)
+    assert [p["status"] for p in pages] == ["done"] * 3
+    assert pages[0]["provenance"]["context_chars"] == 0
+    for before, page in zip(pages, pages[1:]):
+        assert page["started_at"] >= before["finished_at"]  # two workers, still in order
+        if before["markdown"]:
+            assert page["provenance"]["context_chars"] > 0
+    assert any(p["provenance"]["context_chars"] for p in pages[1:])
+    assert pages[0]["provenance"]["model_sha256"] and pages[0]["provenance"]["mmproj_sha256"]
