@@ -35,15 +35,21 @@ Determinism: every random value comes from the raw 64-bit output of a seeded PCG
 change), mapped to floats with exact arithmetic. The files are byte-identical
 across runs, machines and numpy versions, for a given version of the ``gguf``
 package, which lays out the file.
+
+This module is also the one home of the layout both random-weight models share:
+the vocabulary, the tensor inventory (``text_tensor_specs``, ``mmproj_tensor_specs``),
+the metadata keys, the bias channel and the streaming GGUF writer. ``shapes.py``
+builds the full-size benchmark models from them.
 """
 
 from __future__ import annotations
 
+import itertools
 import math
 import os
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, Callable, Iterable, Sequence
 
 import gguf
 import numpy as np
@@ -154,13 +160,48 @@ _F32 = np.float32
 _F16 = np.float16
 
 
+class GemmaShape:
+    """What the tiny pair's shape and the benchmark shapes (``shapes.ModelShape``) share.
+
+    Both are frozen dataclasses with these attributes: ``n_vocab``, ``n_embd``,
+    ``n_layer``, ``n_head``, ``n_head_kv``, ``head_dim``, ``n_ff``,
+    ``context_length``, ``sliding_window``, ``sliding_window_pattern``,
+    ``rms_norm_eps``, ``rope_freq_base``, ``rope_freq_base_swa``, ``image_size``,
+    ``patch_size``, ``n_merge``, ``vision_n_embd``, ``vision_n_ff``,
+    ``vision_n_layer``, ``vision_n_head``, ``vision_layer_norm_eps``. The tensor
+    inventory and the metadata below read them.
+    """
+
+    def problems(self) -> list[str]:
+        """The values that make llama.cpp abort the process instead of raising."""
+        problems = []
+        if self.head_dim % 2:
+            problems.append(f"head_dim {self.head_dim} is odd (RoPE aborts at the first decode)")
+        if self.n_head % self.n_head_kv:
+            problems.append(f"n_head {self.n_head} is not a multiple of n_head_kv {self.n_head_kv}")
+        if self.image_size % self.patch_size:
+            problems.append(f"image_size {self.image_size} is not a multiple of patch_size {self.patch_size}")
+        elif (self.image_size // self.patch_size) % self.n_merge:
+            problems.append(f"{self.image_size // self.patch_size} patches per side is not a multiple of n_merge {self.n_merge}")
+        if self.vision_n_ff == self.vision_n_embd:
+            problems.append("vision_n_ff equals vision_n_embd (clip.cpp then swaps ffn_up and ffn_down)")
+        if self.vision_n_embd % self.vision_n_head:
+            problems.append(f"vision_n_embd {self.vision_n_embd} is not a multiple of vision_n_head {self.vision_n_head}")
+        return problems
+
+    @property
+    def n_image_tokens(self) -> int:
+        """Soft tokens per image, between ``<start_of_image>`` and ``<end_of_image>``."""
+        return (self.image_size // self.patch_size // self.n_merge) ** 2
+
+
 @dataclass(frozen=True)
-class TestModelShape:
+class TestModelShape(GemmaShape):
     """Hyperparameters of the tiny pair. The defaults are checked to load and run.
 
     ``head_dim`` differs from ``n_embd // n_head`` as in real Gemma, so code that
-    derives it wrongly fails here too. The checks in ``__post_init__`` cover the
-    values that make llama.cpp abort the process instead of raising.
+    derives it wrongly fails here too. ``__post_init__`` refuses the values that
+    make llama.cpp abort the process instead of raising.
     """
 
     __test__ = False  # a pytest-collectable name, not a test class
@@ -188,30 +229,12 @@ class TestModelShape:
     vision_layer_norm_eps: float = 1e-6
 
     def __post_init__(self) -> None:
-        problems = []
-        if self.head_dim % 2:
-            problems.append(f"head_dim {self.head_dim} is odd (RoPE aborts at the first decode)")
-        if self.n_head % self.n_head_kv:
-            problems.append(f"n_head {self.n_head} is not a multiple of n_head_kv {self.n_head_kv}")
-        if self.image_size % self.patch_size:
-            problems.append(f"image_size {self.image_size} is not a multiple of patch_size {self.patch_size}")
-        elif (self.image_size // self.patch_size) % self.n_merge:
-            problems.append(f"{self.image_size // self.patch_size} patches per side is not a multiple of n_merge {self.n_merge}")
-        if self.vision_n_ff == self.vision_n_embd:
-            problems.append("vision_n_ff equals vision_n_embd (clip.cpp then swaps ffn_up and ffn_down)")
-        if self.vision_n_embd % self.vision_n_head:
-            problems.append(f"vision_n_embd {self.vision_n_embd} is not a multiple of vision_n_head {self.vision_n_head}")
-        if problems:
+        if problems := self.problems():
             raise ValueError("bad test model shape: " + "; ".join(problems))
 
     @property
     def n_vocab(self) -> int:
-        return len(_vocabulary())
-
-    @property
-    def n_image_tokens(self) -> int:
-        """Soft tokens per image, between ``<start_of_image>`` and ``<end_of_image>``."""
-        return (self.image_size // self.patch_size // self.n_merge) ** 2
+        return MIN_N_VOCAB
 
 
 def write_test_model(
@@ -237,34 +260,170 @@ def write_test_model(
     shape = shape or TestModelShape()
     dest_dir = Path(dest_dir)
     dest_dir.mkdir(parents=True, exist_ok=True)
-    text_bits = np.random.PCG64(seed)
-    vision_bits = np.random.PCG64(seed).jumped()  # an independent stream from the same seed
+    text_noise = _Noise(np.random.PCG64(seed))
+    vision_noise = _Noise(np.random.PCG64(seed).jumped())  # an independent stream from the same seed
 
     model_path = dest_dir / TEXT_FILENAME
-    _write_gguf(model_path, "gemma3", _text_metadata(shape), _text_tensors(shape, _Noise(text_bits), eos_bias))
+    write_gguf(model_path, "gemma3", text_metadata(shape, "tiny-gemma3 (random weights, tests only)"),
+               text_tensor_specs(shape), lambda spec: text_noise.draw(spec, eos_bias))
     mmproj_path = dest_dir / MMPROJ_FILENAME
-    _write_gguf(mmproj_path, "clip", _mmproj_metadata(shape), _mmproj_tensors(shape, _Noise(vision_bits)))
+    write_gguf(mmproj_path, "clip", mmproj_metadata(shape, "tiny-gemma3 mmproj (random weights, tests only)"),
+               mmproj_tensor_specs(shape), lambda spec: vision_noise.draw(spec))
     return model_path, mmproj_path
 
 
 # --- vocabulary ---------------------------------------------------------------
 
 
-def _vocabulary() -> list[tuple[str, float, int]]:
-    """(piece, score, token type) for every id, in id order."""
+def gemma_vocabulary(n_vocab: int | None = None, pieces: Iterable[str] = ()) -> list[tuple[str, float, int]]:
+    """(piece, score, token type) for every id, in id order.
+
+    Gemma's special tokens, the 256 byte tokens, then the printable pieces above.
+    With ``n_vocab`` (a real vocabulary's size) more normal pieces follow, up to that
+    many tokens: first ``pieces`` (those not already there), then unique fillers
+    ``▁tok<id>``.
+    """
     tt = gguf.TokenType
     vocab = [(tok, 0.0, tt.UNKNOWN if tok == "<unk>" else tt.CONTROL) for tok in SPECIAL_TOKENS]
     vocab += [(f"<0x{b:02X}>", 0.0, tt.BYTE) for b in range(256)]
     # SentencePiece scores are log-probabilities: the earlier a piece, the likelier.
     vocab += [(piece, -1.0 - i, tt.NORMAL) for i, piece in enumerate(_NORMAL_PIECES)]
+    if n_vocab is None:
+        return vocab
+    if n_vocab < len(vocab):
+        raise ValueError(f"n_vocab {n_vocab} is below the {len(vocab)} tokens every vocabulary holds")
+    seen = {piece for piece, _, _ in vocab}
+    fillers = (f"▁tok{i}" for i in itertools.count(len(vocab)))
+    for piece in itertools.chain(pieces, fillers):
+        if len(vocab) == n_vocab:
+            break
+        if piece not in seen:
+            seen.add(piece)
+            vocab.append((piece, -1.0 - (len(vocab) - _FIRST_PIECE_ID), tt.NORMAL))
     return vocab
 
 
-def _bias_channel(eos_bias: float) -> np.ndarray:
-    values = np.full(len(_vocabulary()), _BIAS_LOW)
+MIN_N_VOCAB = len(gemma_vocabulary())
+
+
+def bias_channel(n_vocab: int, eos_bias: float = 0.0, quiet: Sequence[int] = ()) -> np.ndarray:
+    """Embedding channel 0 for every token: high for normal pieces, low for the rest
+    and for the ``quiet`` pieces."""
+    values = np.full(n_vocab, _BIAS_LOW)
     values[_FIRST_PIECE_ID:] = _BIAS_NORMAL
+    values[list(quiet)] = _BIAS_LOW
     values[END_OF_TURN_ID] = _BIAS_LOW + eos_bias * (_BIAS_NORMAL - _BIAS_LOW)
     return values
+
+
+# --- tensor inventory -----------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class TensorSpec:
+    """One tensor of a pair: its name, numpy shape (ggml's ``ne`` is the reverse), type,
+    and what it holds, which decides its random values.
+
+    ``kind`` is ``embedding`` (the tied token embedding), ``linear`` (a weight matrix;
+    ``fan_in`` inputs per output set its scale), ``norm`` (weights near 1),
+    ``blind_norm`` and ``output_norm`` (norms that hide or amplify the bias
+    channel), ``bias`` or ``position`` (position embeddings).
+    """
+
+    name: str
+    shape: tuple[int, ...]
+    dtype: type
+    kind: str
+    fan_in: int = 0
+
+    @property
+    def nbytes(self) -> int:
+        return math.prod(self.shape) * np.dtype(self.dtype).itemsize
+
+
+NORM_KINDS = ("norm", "blind_norm", "output_norm")
+
+
+def text_tensor_specs(s: GemmaShape) -> list[TensorSpec]:
+    """The tensors of a ``gemma3`` text model, in file order."""
+    q_dim, kv_dim, e = s.n_head * s.head_dim, s.n_head_kv * s.head_dim, s.n_embd
+
+    def linear(name: str, n_out: int, n_in: int) -> TensorSpec:
+        return TensorSpec(name, (n_out, n_in), _F16, "linear", n_in)
+
+    def norm(name: str, n: int, kind: str = "norm") -> TensorSpec:
+        return TensorSpec(name, (n,), _F32, kind)
+
+    specs = [TensorSpec("token_embd.weight", (s.n_vocab, e), _F16, "embedding")]  # tied: no output.weight
+    for i in range(s.n_layer):
+        blk = f"blk.{i}"
+        specs += [
+            norm(f"{blk}.attn_norm.weight", e, "blind_norm"),
+            linear(f"{blk}.attn_q.weight", q_dim, e),
+            linear(f"{blk}.attn_k.weight", kv_dim, e),
+            linear(f"{blk}.attn_v.weight", kv_dim, e),
+            norm(f"{blk}.attn_q_norm.weight", s.head_dim),
+            norm(f"{blk}.attn_k_norm.weight", s.head_dim),
+            linear(f"{blk}.attn_output.weight", e, q_dim),
+            norm(f"{blk}.post_attention_norm.weight", e, "blind_norm"),
+            norm(f"{blk}.ffn_norm.weight", e, "blind_norm"),
+            linear(f"{blk}.ffn_gate.weight", s.n_ff, e),
+            linear(f"{blk}.ffn_up.weight", s.n_ff, e),
+            linear(f"{blk}.ffn_down.weight", e, s.n_ff),
+            norm(f"{blk}.post_ffw_norm.weight", e, "blind_norm"),
+        ]
+    specs.append(norm("output_norm.weight", e, "output_norm"))
+    return specs
+
+
+def mmproj_tensor_specs(s: GemmaShape) -> list[TensorSpec]:
+    """The tensors of a ``clip`` mmproj with the ``gemma3`` projector, in file order."""
+    e, f, p = s.vision_n_embd, s.vision_n_ff, s.patch_size
+    n_patches = (s.image_size // p) ** 2
+
+    def linear(name: str, n_out: int, n_in: int) -> list[TensorSpec]:
+        return [TensorSpec(f"{name}.weight", (n_out, n_in), _F16, "linear", n_in),
+                TensorSpec(f"{name}.bias", (n_out,), _F32, "bias")]
+
+    def layer_norm(name: str) -> list[TensorSpec]:
+        return [TensorSpec(f"{name}.weight", (e,), _F32, "norm"), TensorSpec(f"{name}.bias", (e,), _F32, "bias")]
+
+    specs = [
+        TensorSpec("v.patch_embd.weight", (e, 3, p, p), _F32, "linear", 3 * p * p),
+        TensorSpec("v.patch_embd.bias", (e,), _F32, "bias"),
+        TensorSpec("v.position_embd.weight", (n_patches, e), _F32, "position"),
+    ]
+    for i in range(s.vision_n_layer):
+        blk = f"v.blk.{i}"
+        specs += [
+            *layer_norm(f"{blk}.ln1"),
+            *linear(f"{blk}.attn_q", e, e),
+            *linear(f"{blk}.attn_k", e, e),
+            *linear(f"{blk}.attn_v", e, e),
+            *linear(f"{blk}.attn_out", e, e),
+            *layer_norm(f"{blk}.ln2"),
+            *linear(f"{blk}.ffn_up", f, e),
+            *linear(f"{blk}.ffn_down", e, f),
+        ]
+    specs += [
+        *layer_norm("v.post_ln"),
+        TensorSpec("mm.soft_emb_norm.weight", (e,), _F32, "norm"),
+        # (vision n_embd, text n_embd), applied transposed: its output must match the
+        # text model's n_embd
+        TensorSpec("mm.input_projection.weight", (e, s.n_embd), _F16, "linear", e),
+    ]
+    return specs
+
+
+def steer(spec: TensorSpec, values: np.ndarray, eos_bias: float = 0.0, quiet: Sequence[int] = ()) -> None:
+    """Write the bias channel (see the module docstring) into freshly drawn values, in
+    place; the ``quiet`` pieces are kept as unlikely as control tokens."""
+    if spec.kind == "embedding":
+        values[:, 0] = bias_channel(spec.shape[0], eos_bias, quiet)
+    elif spec.kind == "blind_norm":
+        values[0] = 0.0  # the layers neither read nor write the bias channel
+    elif spec.kind == "output_norm":
+        values[0] = _OUTPUT_BIAS_GAIN
 
 
 # --- random values --------------------------------------------------------------
@@ -286,24 +445,32 @@ class _Noise:
         k = (raw >> np.uint64(40)).astype(np.int64) - (1 << 23)
         return (k.astype(np.float64) * (bound / (1 << 23))).reshape(shape)
 
-    def linear(self, n_out: int, n_in: int) -> np.ndarray:
-        """A weight matrix with unit-variance outputs for unit-variance inputs."""
-        return self.uniform((n_out, n_in), math.sqrt(3.0 / n_in)).astype(_F16)
+    def draw(self, spec: TensorSpec, eos_bias: float = 0.0) -> np.ndarray:
+        """The values of one tensor. Linear weights give unit-variance outputs for
+        unit-variance inputs."""
+        if spec.kind == "embedding":
+            values = self.uniform(spec.shape, _EMBED_NOISE)
+        elif spec.kind in NORM_KINDS:
+            values = (1.0 + self.uniform(spec.shape, _NORM_NOISE)).astype(_F32)
+        elif spec.kind == "linear":
+            values = self.uniform(spec.shape, math.sqrt(3.0 / spec.fan_in))
+        elif spec.kind == "bias":
+            values = self.uniform(spec.shape, 0.02)
+        else:  # position
+            values = self.uniform(spec.shape, 0.1)
+        steer(spec, values, eos_bias)
+        return values.astype(spec.dtype)
 
-    def norm(self, n: int) -> np.ndarray:
-        return (1.0 + self.uniform((n,), _NORM_NOISE)).astype(_F32)
 
-    def bias(self, n: int, bound: float = 0.02) -> np.ndarray:
-        return self.uniform((n,), bound).astype(_F32)
+# --- metadata ---------------------------------------------------------------------
 
 
-# --- text model ---------------------------------------------------------------------
-
-
-def _text_metadata(s: TestModelShape) -> list[tuple[str, Any]]:
-    vocab = _vocabulary()
+def text_metadata(s: GemmaShape, name: str, pieces: Iterable[str] = ()) -> list[tuple[str, Any]]:
+    """The keys of an f16 ``gemma3`` text model, its vocabulary (see ``gemma_vocabulary``)
+    and chat template."""
+    vocab = gemma_vocabulary(s.n_vocab, pieces)
     return [
-        ("general.name", "tiny-gemma3 (random weights, tests only)"),
+        ("general.name", name),
         ("general.file_type", int(gguf.LlamaFileType.MOSTLY_F16)),
         ("gemma3.context_length", s.context_length),
         ("gemma3.embedding_length", s.n_embd),
@@ -333,48 +500,10 @@ def _text_metadata(s: TestModelShape) -> list[tuple[str, Any]]:
     ]
 
 
-def _text_tensors(s: TestModelShape, noise: _Noise, eos_bias: float) -> dict[str, np.ndarray]:
-    """Tensors in numpy shape order (ggml's ``ne`` is the reverse)."""
-    q_dim, kv_dim = s.n_head * s.head_dim, s.n_head_kv * s.head_dim
-
-    token_embd = noise.uniform((len(_vocabulary()), s.n_embd), _EMBED_NOISE)
-    token_embd[:, 0] = _bias_channel(eos_bias)
-    tensors = {"token_embd.weight": token_embd.astype(_F16)}  # tied: no output.weight
-
-    def blind_norm() -> np.ndarray:
-        weight = noise.norm(s.n_embd)
-        weight[0] = 0.0  # the layers neither read nor write the bias channel
-        return weight
-
-    for i in range(s.n_layer):
-        blk = f"blk.{i}"
-        tensors |= {
-            f"{blk}.attn_norm.weight": blind_norm(),
-            f"{blk}.attn_q.weight": noise.linear(q_dim, s.n_embd),
-            f"{blk}.attn_k.weight": noise.linear(kv_dim, s.n_embd),
-            f"{blk}.attn_v.weight": noise.linear(kv_dim, s.n_embd),
-            f"{blk}.attn_q_norm.weight": noise.norm(s.head_dim),
-            f"{blk}.attn_k_norm.weight": noise.norm(s.head_dim),
-            f"{blk}.attn_output.weight": noise.linear(s.n_embd, q_dim),
-            f"{blk}.post_attention_norm.weight": blind_norm(),
-            f"{blk}.ffn_norm.weight": blind_norm(),
-            f"{blk}.ffn_gate.weight": noise.linear(s.n_ff, s.n_embd),
-            f"{blk}.ffn_up.weight": noise.linear(s.n_ff, s.n_embd),
-            f"{blk}.ffn_down.weight": noise.linear(s.n_embd, s.n_ff),
-            f"{blk}.post_ffw_norm.weight": blind_norm(),
-        }
-    output_norm = noise.norm(s.n_embd)
-    output_norm[0] = _OUTPUT_BIAS_GAIN
-    tensors["output_norm.weight"] = output_norm
-    return tensors
-
-
-# --- mmproj ---------------------------------------------------------------------------
-
-
-def _mmproj_metadata(s: TestModelShape) -> list[tuple[str, Any]]:
+def mmproj_metadata(s: GemmaShape, name: str) -> list[tuple[str, Any]]:
+    """The keys of an f16 ``clip`` mmproj with the ``gemma3`` projector."""
     return [
-        ("general.name", "tiny-gemma3 mmproj (random weights, tests only)"),
+        ("general.name", name),
         ("general.file_type", int(gguf.LlamaFileType.MOSTLY_F16)),
         ("clip.has_vision_encoder", True),
         ("clip.projector_type", "gemma3"),
@@ -393,67 +522,55 @@ def _mmproj_metadata(s: TestModelShape) -> list[tuple[str, Any]]:
     ]
 
 
-def _mmproj_tensors(s: TestModelShape, noise: _Noise) -> dict[str, np.ndarray]:
-    e, f, p = s.vision_n_embd, s.vision_n_ff, s.patch_size
-    n_patches = (s.image_size // p) ** 2
-    fan_in = 3 * p * p
-    tensors = {
-        "v.patch_embd.weight": noise.uniform((e, 3, p, p), math.sqrt(3.0 / fan_in)).astype(_F32),
-        "v.patch_embd.bias": noise.bias(e),
-        "v.position_embd.weight": noise.uniform((n_patches, e), 0.1).astype(_F32),
-    }
-    for i in range(s.vision_n_layer):
-        blk = f"v.blk.{i}"
-        tensors |= {
-            f"{blk}.ln1.weight": noise.norm(e),
-            f"{blk}.ln1.bias": noise.bias(e),
-            f"{blk}.attn_q.weight": noise.linear(e, e),
-            f"{blk}.attn_q.bias": noise.bias(e),
-            f"{blk}.attn_k.weight": noise.linear(e, e),
-            f"{blk}.attn_k.bias": noise.bias(e),
-            f"{blk}.attn_v.weight": noise.linear(e, e),
-            f"{blk}.attn_v.bias": noise.bias(e),
-            f"{blk}.attn_out.weight": noise.linear(e, e),
-            f"{blk}.attn_out.bias": noise.bias(e),
-            f"{blk}.ln2.weight": noise.norm(e),
-            f"{blk}.ln2.bias": noise.bias(e),
-            f"{blk}.ffn_up.weight": noise.linear(f, e),
-            f"{blk}.ffn_up.bias": noise.bias(f),
-            f"{blk}.ffn_down.weight": noise.linear(e, f),
-            f"{blk}.ffn_down.bias": noise.bias(e),
-        }
-    tensors |= {
-        "v.post_ln.weight": noise.norm(e),
-        "v.post_ln.bias": noise.bias(e),
-        "mm.soft_emb_norm.weight": noise.norm(e),
-        # (vision n_embd, text n_embd), applied transposed: its output must match the
-        # text model's n_embd
-        "mm.input_projection.weight": noise.uniform((e, s.n_embd), math.sqrt(3.0 / e)).astype(_F16),
-    }
-    return tensors
-
-
 # --- file writing ---------------------------------------------------------------------
 
 
-def _write_gguf(path: Path, arch: str, metadata: list[tuple[str, Any]], tensors: dict[str, np.ndarray]) -> None:
+def write_gguf(
+    path: Path,
+    arch: str,
+    metadata: list[tuple[str, Any]],
+    specs: list[TensorSpec],
+    fill: Callable[[TensorSpec], np.ndarray],
+    progress: Callable[[int], None] | None = None,
+) -> None:
+    """Write a GGUF file tensor by tensor: only one tensor's values are in memory at a time.
+
+    ``fill(spec)`` gives each tensor's values, in ``specs`` order; ``progress(done_bytes)``
+    runs after each tensor. The file is written to a temporary name and renamed into
+    place, so a file under ``path`` is always complete.
+    """
     tmp = path.with_name(path.name + ".tmp")
     writer = gguf.GGUFWriter(tmp, arch)
-    for key, value in metadata:
-        if isinstance(value, bool):
-            writer.add_bool(key, value)
-        elif isinstance(value, int):
-            writer.add_uint32(key, value)
-        elif isinstance(value, float):
-            writer.add_float32(key, value)
-        elif isinstance(value, str):
-            writer.add_string(key, value)
-        else:
-            writer.add_array(key, value)
-    for name, array in tensors.items():
-        writer.add_tensor(name, np.ascontiguousarray(array))
-    writer.write_header_to_file()
-    writer.write_kv_data_to_file()
-    writer.write_tensors_to_file()
+    try:
+        for key, value in metadata:
+            if isinstance(value, bool):
+                writer.add_bool(key, value)
+            elif isinstance(value, int):
+                writer.add_uint32(key, value)
+            elif isinstance(value, float):
+                writer.add_float32(key, value)
+            elif isinstance(value, str):
+                writer.add_string(key, value)
+            else:
+                writer.add_array(key, value)
+        for spec in specs:
+            writer.add_tensor_info(spec.name, spec.shape, np.dtype(spec.dtype), spec.nbytes)
+        writer.write_header_to_file()
+        writer.write_kv_data_to_file()
+        writer.write_ti_data_to_file()
+        done = 0
+        for spec in specs:
+            values = np.ascontiguousarray(fill(spec))
+            if values.shape != spec.shape or values.dtype != spec.dtype:
+                raise ValueError(f"{spec.name}: got {values.dtype}{values.shape}, "
+                                 f"expected {np.dtype(spec.dtype)}{spec.shape}")
+            writer.write_tensor_data(values)
+            done += values.nbytes
+            if progress is not None:
+                progress(done)
+    except BaseException:
+        writer.close()
+        tmp.unlink(missing_ok=True)
+        raise
     writer.close()
     os.replace(tmp, path)
