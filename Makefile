@@ -1,13 +1,14 @@
 # Two entry points do all set-up on a fresh machine:
 #   make run   - create .venv on first use, then serve the appliance
 #   make test  - create .venv on first use, install Chromium if missing (the browser
-#                tests drive it through Playwright), then run the test suite
+#                tests drive it through Playwright) and systemd's tools (the unit file
+#                tests run systemd-analyze), then run the test suite
 PYTHON ?= python3
 VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 
-.PHONY: run test chromium clean
+.PHONY: run test chromium systemd clean
 
 $(STAMP): pyproject.toml
 	test -d $(VENV) || $(PYTHON) -m venv $(VENV)
@@ -23,7 +24,12 @@ run: $(STAMP)
 chromium:
 	command -v chromium >/dev/null || (apt-get update && apt-get install -y --no-install-recommends chromium)
 
-test: $(STAMP) chromium
+# Debian's systemd for tests/test_systemd.py: systemd-analyze verify, sysusers, tmpfiles.
+# Only the tools are used; nothing runs as PID 1.
+systemd:
+	command -v systemd-analyze >/dev/null || (apt-get update && apt-get install -y --no-install-recommends systemd)
+
+test: $(STAMP) chromium systemd
 	$(BIN)/python -m pytest $(PYTEST_ARGS)
 
 clean:

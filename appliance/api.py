@@ -1,5 +1,8 @@
 """REST API (FastAPI): documents in, status and results out, health and readiness.
 
+Access (API keys, allow-list, rate limits, CORS) is the ``AccessGuard`` middleware's
+job (appliance/security.py): routes here never check it themselves.
+
 Every error leaves as ``{"error": {"code": ..., "message": ...}}`` with the status
 its class carries.
 """
@@ -9,6 +12,7 @@ from __future__ import annotations
 from typing import Literal
 
 from fastapi import FastAPI, File, Form, Query, Request, UploadFile
+from fastapi.middleware.cors import CORSMiddleware
 from pydantic import AnyHttpUrl
 from fastapi.exceptions import RequestValidationError
 from fastapi.responses import JSONResponse, Response
@@ -19,6 +23,8 @@ from appliance.config import DOC_TYPES
 from appliance.errors import ApplianceError, InvalidRequest, NotFound, QueueFull
 from appliance.export import document_json, render
 from appliance.intake import SubmitOptions
+from appliance.metrics import install_metrics
+from appliance.security import AccessGuard
 from appliance.store import queries
 from appliance.store.models import Lane
 
@@ -34,6 +40,14 @@ def _error(status: int, code: str, message: str) -> JSONResponse:
 def create_app(appliance: Appliance) -> FastAPI:
     app = FastAPI(title="OCR Appliance", version="1", docs_url="/docs")
     db = appliance.db
+    auth = appliance.settings.auth
+    if auth.cors_origins:  # off unless the operator names the origins
+        app.add_middleware(CORSMiddleware, allow_origins=auth.cors_origins,
+                           allow_methods=["GET", "POST"], allow_headers=["X-API-Key",
+                                                                         "Authorization"])
+    # added last, so it runs first: nothing is answered to a request it refuses
+    app.add_middleware(AccessGuard, settings=auth, keys=appliance.api_keys,
+                       auth_on=appliance.auth_on)
 
     @app.exception_handler(ApplianceError)
     async def _appliance_error(_request: Request, exc: ApplianceError):
@@ -60,6 +74,8 @@ def create_app(appliance: Appliance) -> FastAPI:
     def readyz():
         status = appliance.status()
         return JSONResponse(status, status_code=200 if status["ready"] else 503)
+
+    install_metrics(app, appliance)  # GET /metrics
 
     @app.post("/api/v1/documents", status_code=201, tags=["documents"])
     def submit_document(file: UploadFile = File(...),

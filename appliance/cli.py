@@ -157,6 +157,116 @@ def _read_json(path: Path, what: str) -> dict:
         raise InvalidRequest(f"cannot read the {what} {path}: {exc}") from exc
 
 
+def cmd_calibrate(args) -> int:
+    from appliance.measure.metrics import cer
+    from appliance.quality.calibration import calibration_report
+    from appliance.quality.markdown import markdown_to_text
+    from appliance.store import Database, reviews
+
+    settings = load_settings(args.config)
+    db = Database(settings.paths.data_dir / "appliance.db")
+    confidences, cers = [], []
+    for action, _page, _doc, machine in reviews.review_actions(db):
+        if machine.confidence is not None:  # pages read before confidence existed
+            confidences.append(machine.confidence)
+            cers.append(cer(markdown_to_text(action.after_markdown or ""), machine.text or "",
+                            ignore_whitespace=True))
+    if not cers:
+        raise InvalidRequest("no reviewed pages yet: calibration needs pages that reviewers "
+                             "approved or corrected (keep review.sample_rate above 0)")
+    report = calibration_report(confidences, cers, bad_cer=args.bad_cer,
+                                target_error_rate=args.target_error_rate,
+                                sample_rate=settings.review.sample_rate)
+    _write_json(args.report, report)
+    sys.stdout.write(format_calibration(report, settings.review) + "\n")
+    return 0
+
+
+def format_calibration(report: dict, review) -> str:
+    auroc = "-" if report["auroc"] is None else f"{report['auroc']:.3f}"
+    rows = [f"reviewed pages {report['pages']}, bad (CER > {report['bad_cer']:.0%}) "
+            f"{report['bad_pages']}; AUROC of confidence for bad pages {auroc}",
+            "accept_from  accepted  error rate among accepted"]
+    for row in report["thresholds"]:
+        rate = "-" if row["error_rate"] is None else f"{row['error_rate']:.1%}"
+        rows.append(f"{row['threshold']:>11.2f}  {row['accepted_share']:>8.0%}  {rate}")
+    hint = report["suggestion"]
+    target = f"at most {hint['target_error_rate']:.1%} bad pages accepted"
+    if hint["accept_from"] is None:
+        rows.append(f"no threshold keeps {target}: review every page for now")
+    else:
+        rows.append(f"suggested for {target}: review_below = {hint['review_below']:.2f}, "
+                    f"accept_from = {hint['accept_from']:.2f} (auto-accepts "
+                    f"{hint['accepted_share']:.0%}, reviews about {hint['review_share']:.0%})")
+    rows.append(f"configured: review_below = {review.review_below}, "
+                f"accept_from = {review.accept_from}")
+    return "\n".join(rows)
+
+
+def cmd_review_export(args) -> int:
+    from appliance.intake.spool import Spool
+    from appliance.review import export_jsonl
+    from appliance.store import Database
+
+    settings = load_settings(args.config)
+    db = Database(settings.paths.data_dir / "appliance.db")
+    spool = Spool(settings.paths.data_dir / "spool")
+    if str(args.jsonl) == "-":
+        count = export_jsonl(db, spool, settings, sys.stdout)
+    else:
+        with open(args.jsonl, "w", encoding="utf-8") as out:
+            count = export_jsonl(db, spool, settings, out)
+    sys.stderr.write(f"{count} reviewed pages written\n")
+    return 0
+
+
+def cmd_users(args) -> int:
+    from getpass import getpass
+
+    from appliance.users import Users
+
+    users = Users(load_settings(args.config).review.users_file)
+    if args.users_command == "list":
+        for name in users.names():
+            sys.stdout.write(f"{name}\t{users.get(name).role}\n")
+        return 0
+    if args.password_stdin:
+        password = sys.stdin.readline().rstrip("\n")
+    else:
+        password = getpass(f"password for {args.name}: ")
+        if getpass("again: ") != password:
+            raise InvalidRequest("the two passwords differ; nothing was changed")
+    users.add(args.name, args.role, password)
+    sys.stdout.write(f"{args.name} ({args.role}) saved in {users.path}\n")
+    return 0
+
+
+def cmd_keys(args) -> int:
+    from appliance.security import ApiKeys
+
+    keys = ApiKeys(load_settings(args.config).auth.api_keys_file)
+    if args.keys_command == "list":
+        for name in keys.names():
+            sys.stdout.write(f"{name}\n")
+    elif args.keys_command == "remove":
+        keys.remove(args.name)
+        sys.stdout.write(f"key {args.name} removed from {keys.path}\n")
+    else:
+        key = keys.add(args.name, args.rate)
+        sys.stderr.write(f"key {args.name} saved (as a digest) in {keys.path}; it is shown "
+                         f"only now:\n")
+        sys.stdout.write(key + "\n")
+    return 0
+
+
+def cmd_install_service(args) -> int:
+    from appliance.install import install_service
+
+    for line in install_service(args.root, dry_run=args.dry_run):
+        sys.stdout.write(line + "\n")
+    return 0
+
+
 def cmd_doctor(args) -> int:
     from appliance.doctor import doctor, exit_code, render
 
@@ -253,6 +363,55 @@ def build_parser() -> argparse.ArgumentParser:
     evaluate.add_argument("--check-contract", type=Path,
                           help="exit 1 when the output structure drifts from this contract")
     evaluate.set_defaults(func=cmd_eval)
+
+    calibrate = sub.add_parser("calibrate", parents=[common],
+                               help="how well confidence predicts reviewers' corrections; "
+                                    "suggests routing thresholds")
+    calibrate.add_argument("--target-error-rate", type=float, default=0.02,
+                           help="accepted pages that may need a correction (default 2 %%)")
+    calibrate.add_argument("--bad-cer", type=float, default=0.05,
+                           help="a page with more corrected characters than this is bad")
+    calibrate.add_argument("--report", type=Path, help="also write the report as JSON here")
+    calibrate.set_defaults(func=cmd_calibrate)
+
+    review = sub.add_parser("review", help="the review queue's data")
+    review_sub = review.add_subparsers(dest="review_command", required=True)
+    export = review_sub.add_parser("export", parents=[common],
+                                   help="reviewed pages as training records")
+    export.add_argument("--jsonl", type=Path, required=True,
+                        help="file to write, one JSON record per page ('-': stdout)")
+    export.set_defaults(func=cmd_review_export)
+
+    users = sub.add_parser("users", help="reviewer accounts")
+    users_sub = users.add_subparsers(dest="users_command", required=True)
+    add = users_sub.add_parser("add", parents=[common], help="create an account or set its "
+                                                             "password and role")
+    add.add_argument("name")
+    add.add_argument("--role", choices=("reviewer", "admin"), default="reviewer")
+    add.add_argument("--password-stdin", action="store_true",
+                     help="read the password from the first line of stdin")
+    users_sub.add_parser("list", parents=[common], help="the accounts and their roles")
+    users.set_defaults(func=cmd_users)
+
+    keys = sub.add_parser("keys", help="API keys for the REST API")
+    keys_sub = keys.add_subparsers(dest="keys_command", required=True)
+    add_key = keys_sub.add_parser("add", parents=[common],
+                                  help="create a key (printed once) or replace one")
+    add_key.add_argument("name")
+    add_key.add_argument("--rate", type=int, help="requests a minute for this key "
+                                                 "(default: auth.rate_per_minute)")
+    keys_sub.add_parser("list", parents=[common], help="the keys' names")
+    remove_key = keys_sub.add_parser("remove", parents=[common], help="revoke a key")
+    remove_key.add_argument("name")
+    keys.set_defaults(func=cmd_keys)
+
+    service = sub.add_parser("install-service",
+                             help="install the systemd unit, service user, directories and "
+                                  "/etc/ocr-appliance/config.toml (see systemd/README.md)")
+    service.add_argument("--root", type=Path, default=Path("/"),
+                         help="install under this directory instead of / (an image, a test)")
+    service.add_argument("--dry-run", action="store_true", help="say what would be done")
+    service.set_defaults(func=cmd_install_service)
 
     doctor = sub.add_parser("doctor", parents=[common],
                             help="check GPU, llama.cpp build, model files and directories")

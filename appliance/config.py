@@ -10,7 +10,9 @@ directory of the config file, so a config and its data directory move together.
 from __future__ import annotations
 
 import difflib
+import ipaddress
 import os
+import re
 import tomllib
 import typing
 from dataclasses import dataclass, field, fields, is_dataclass
@@ -27,6 +29,9 @@ DEFAULT_CONFIG = Path(__file__).resolve().parent.parent / "config.toml"
 class ServerSettings:
     host: str = "127.0.0.1"
     port: int = field(default=8480, metadata={"min": 0, "max": 65535})
+    # On SIGTERM: how long pages being read may take to finish before they are queued
+    # again; the systemd unit's TimeoutStopSec must be longer.
+    drain_timeout_s: float = field(default=60.0, metadata={"min": 0, "max": 3600})
 
 
 @dataclass
@@ -148,6 +153,57 @@ class WatchFolder:
 
 
 @dataclass
+class RequiredField:
+    # A field a document type must show; its document goes to review when it is missing.
+    doc_type: str = field(default="", metadata={"required": True, "choices": DOC_TYPES})
+    name: str = field(default="", metadata={"required": True})
+    pattern: str = field(default="", metadata={"required": True})  # a Python regex
+
+
+@dataclass
+class ReviewSettings:
+    # false: every page is accepted as read (confidence is still scored and stored).
+    enabled: bool = True
+    # Routing by page confidence (0-1): below review_below a page waits for review; up
+    # to accept_from a deterministic sample of sample_rate is reviewed; above, accepted.
+    review_below: float = field(default=0.5, metadata={"min": 0.0, "max": 1.0})
+    accept_from: float = field(default=0.75, metadata={"min": 0.0, "max": 1.0})
+    sample_rate: float = field(default=0.1, metadata={"min": 0.0, "max": 1.0})
+    always_review: list[str] = field(default_factory=list,
+                                     metadata={"choices": DOC_TYPES, "empty_ok": True})
+    # A vision reading short of accept_from is compared with a classic reading.
+    second_opinion: bool = True
+    lock_minutes: float = field(default=15.0, metadata={"min": 1.0, "max": 24 * 60.0})
+    users_file: Path = Path("users.toml")
+    required_fields: list[RequiredField] = field(default_factory=list)
+
+
+@dataclass
+class RetentionSettings:
+    # Originals and page images of finished documents older than this are deleted;
+    # results, hashes and the audit trail stay.
+    hot_days: float = field(default=7.0, metadata={"min": 0.0})
+    # How often the purge runs.
+    interval_hours: float = field(default=1.0, metadata={"min": 0.01})
+    # Intake refuses new files while the data directory's file system has less free.
+    min_free_disk_mb: int = field(default=2048, metadata={"min": 0})
+
+
+@dataclass
+class AuthSettings:
+    # API keys (digests only), managed with `appliance keys`. Auth is on once this file
+    # holds a key or review.users_file an account: then every route but /healthz needs
+    # a key (REST API, /readyz, /metrics) or a login (web UI, review console).
+    api_keys_file: Path = Path("api-keys.toml")
+    # Addresses (CIDRs) that may connect at all; empty: any. /healthz is always open.
+    allow_from: list[str] = field(default_factory=list, metadata={"empty_ok": True})
+    # Requests a minute per API key, unless the key has its own limit.
+    rate_per_minute: int = field(default=600, metadata={"min": 1})
+    # Origins allowed to call the API from a browser page elsewhere; empty: none (CORS off).
+    cors_origins: list[str] = field(default_factory=list, metadata={"empty_ok": True})
+
+
+@dataclass
 class LoggingSettings:
     level: Literal["DEBUG", "INFO", "WARNING", "ERROR"] = "INFO"
 
@@ -164,6 +220,9 @@ class Settings:
     limits: LimitSettings = field(default_factory=LimitSettings)
     queue: QueueSettings = field(default_factory=QueueSettings)
     watch: list[WatchFolder] = field(default_factory=list)
+    review: ReviewSettings = field(default_factory=ReviewSettings)
+    retention: RetentionSettings = field(default_factory=RetentionSettings)
+    auth: AuthSettings = field(default_factory=AuthSettings)
     logging: LoggingSettings = field(default_factory=LoggingSettings)
     source: Path | None = None  # the file these settings came from; not a TOML key
 
@@ -211,7 +270,31 @@ def settings_from_dict(raw: dict, base_dir: Path, source: Path | None = None) ->
     settings = _build(Settings, raw, prefix="", base_dir=base_dir, where=where)
     settings.source = source
     _check_watch_folders(settings, where)
+    _check_review(settings.review, where)
+    _check_auth(settings.auth, where)
     return settings
+
+
+def _check_auth(auth: AuthSettings, where) -> None:
+    for i, network in enumerate(auth.allow_from):
+        try:
+            ipaddress.ip_network(network, strict=False)
+        except ValueError:
+            raise ConfigError(f"{where}: auth.allow_from[{i}] = {network!r} is not an address "
+                              f"or network; write e.g. \"10.0.0.0/8\" or \"127.0.0.1\"") from None
+
+
+def _check_review(review: ReviewSettings, where) -> None:
+    if review.review_below > review.accept_from:
+        raise ConfigError(f"{where}: review.review_below ({review.review_below}) is above "
+                          f"review.accept_from ({review.accept_from}); lower it or raise "
+                          f"accept_from")
+    for i, required in enumerate(review.required_fields):
+        try:
+            re.compile(required.pattern)
+        except re.error as exc:
+            raise ConfigError(f"{where}: review.required_fields[{i}].pattern is not a valid "
+                              f"regular expression ({exc}); fix it") from None
 
 
 def _inside(path: Path, tree: Path) -> bool:
@@ -287,11 +370,11 @@ def _coerce(kind, value, dotted: str, meta, base_dir: Path, where):
         return None if value == "" else _coerce(Path, value, dotted, meta, base_dir, where)
     if typing.get_origin(kind) is list:
         choices = meta.get("choices")
-        if not isinstance(value, list) or not value or (
+        if not isinstance(value, list) or (not value and not meta.get("empty_ok")) or (
                 choices and any(item not in choices for item in value)):
             allowed = f" of {', '.join(repr(c) for c in choices)}" if choices else ""
-            raise ConfigError(f"{where}: '{dotted}' = {value!r} must be a non-empty list"
-                              f"{allowed}")
+            size = "a list" if meta.get("empty_ok") else "a non-empty list"
+            raise ConfigError(f"{where}: '{dotted}' = {value!r} must be {size}{allowed}")
         return list(value)
     if kind is Path:
         if not isinstance(value, str) or not value:

@@ -3,25 +3,38 @@
 ``Appliance`` is the processing core (store, spool, intake, workers, dispatcher,
 export) shared by the HTTP daemon (`appliance serve`) and the one-shot CLI
 (`appliance ocr`), so both run pages through the same path.
+
+Signals (`serve`, see ``Server``): SIGTERM and SIGINT drain, then stop. Intake
+closes at once (new submissions get ``ShuttingDown``, 503; watched folders stop),
+the pages being read get ``server.drain_timeout_s`` to finish, the rest go back to
+the queue without counting an attempt, and only then does uvicorn stop, so the API
+answers throughout and the process exits 0. SIGHUP re-reads ``[[watch]]`` and
+``[review]`` from the config file; a file that does not load changes nothing. Each
+step is told to systemd (``appliance.systemd``): READY=1 once the workers are warm,
+RELOADING=1 and READY=1 around a reload, STOPPING=1 at the first stop signal.
 """
 
 from __future__ import annotations
 
+import contextlib
 import fcntl
 import logging
 import os
-from dataclasses import replace
+import signal
+import threading
+from dataclasses import fields, replace
 from pathlib import Path
 from typing import BinaryIO
 
 from apscheduler.schedulers.background import BackgroundScheduler
 
-from appliance.config import Settings
+from appliance import systemd
+from appliance.config import Settings, load_settings
 from appliance.dispatch import Dispatcher
 from appliance.engines.host import WorkerHandle, WorkerSpec
 from appliance.engines.llama.validate import cached_sha256, inspect_model
 from appliance.errors import (
-    AlreadyRunning, ConfigError, EngineUnavailable, ModelError, NotFound,
+    AlreadyRunning, ConfigError, EngineUnavailable, ModelError, NotFound, ShuttingDown,
 )
 from appliance.export import Exporter, document_json
 from appliance.gpu import (
@@ -31,14 +44,23 @@ from appliance.intake import Intake, SubmitOptions
 from appliance.intake.disposition import dispose
 from appliance.intake.folders import WatchService
 from appliance.intake.spool import Spool
+from appliance.quality.routing import routing_rules
+from appliance.retention import purge
+from appliance.review import ReviewService
+from appliance.security import ApiKeys
 from appliance.store import Database, queries, transitions
 from appliance.store.models import Document
 from appliance.store.queries import DocumentView
+from appliance.users import Users
 from appliance.webhooks import WebhookNotifier
 
 log = logging.getLogger(__name__)
 
 FINISH_PENDING_S = 30
+HTTP_SHUTDOWN_S = 5  # open connections (the UI's event streams) after the drain
+READY_POLL_S = 0.2
+# [review] keys read once at start-up: a reload cannot change them
+REVIEW_RESTART_KEYS = ("second_opinion", "users_file")
 
 
 def configure_logging(level: str) -> None:
@@ -50,7 +72,9 @@ def resolve_engine(settings: Settings) -> tuple[WorkerSpec, str | None]:
     fall back to the embedded classic engine."""
     engine = settings.engine
     common = {"log_level": settings.logging.level, "preprocess": settings.preprocess,
-              "cache_dir": settings.paths.data_dir / "cache" if engine.result_cache else None}
+              "cache_dir": settings.paths.data_dir / "cache" if engine.result_cache else None,
+              "second_opinion_below": (settings.review.accept_from
+                                       if settings.review.second_opinion else None)}
     classic = WorkerSpec("classic", {"threads": engine.threads}, **common)
     if engine.name == "classic":
         return classic, None
@@ -132,11 +156,20 @@ class Appliance:
                         for slot in range(self._worker_count())]
         self.dispatcher = Dispatcher(settings, self.db, self.spool, self.workers, self.finish,
                                      self.memory)
+        self.review = ReviewService(settings, self.db, self.spool, on_settled=self.finish,
+                                    wake=self.dispatcher.wake)
+        self.users = Users(settings.review.users_file)
+        self.api_keys = ApiKeys(settings.auth.api_keys_file)
         self.webhooks = WebhookNotifier(self.db, self._document_payload)
         self.watch = WatchService(settings, self.db, self.submit, self.finish)
         self.scheduler = BackgroundScheduler(daemon=True)
+        self.draining = False
+        self._watching = False
         self.scheduler.add_job(self.finish_pending, "interval", seconds=FINISH_PENDING_S,
                                id="finish-pending", max_instances=1, coalesce=True)
+        self.scheduler.add_job(self.purge, "interval",
+                               seconds=settings.retention.interval_hours * 3600,
+                               id="retention", max_instances=1, coalesce=True)
 
     def _worker_count(self) -> int:
         """The configured count, or fewer if the vision model does not fit that often;
@@ -172,12 +205,13 @@ class Appliance:
         self.finish_pending()  # whatever the last run left unfinished
         self.scheduler.start()
         self.watch.start()
+        self._watching = True
         log.info("appliance started engine=%s workers=%d data_dir=%s output_dir=%s",
                  self.worker_spec.engine, len(self.workers), self.settings.paths.data_dir,
                  self.settings.paths.output_dir)
 
     def stop(self) -> None:
-        self.watch.stop()
+        self._stop_watching()
         self.scheduler.shutdown(wait=False)
         self.dispatcher.stop()
         self.memory.stop()
@@ -186,9 +220,58 @@ class Appliance:
         self._lock.release()
         log.info("appliance stopped")
 
+    def purge(self) -> dict:
+        return purge(self.settings, self.db, self.spool)
+
+    def auth_on(self) -> bool:
+        """Auth is configured once there is an API key or a reviewer account."""
+        return bool(self.api_keys) or bool(self.users.names())
+
+    def _stop_watching(self) -> None:
+        if self._watching:
+            self._watching = False
+            self.watch.stop()
+
+    def drain(self, timeout_s: float) -> int:
+        """Close intake, let the pages being read finish for up to ``timeout_s``, queue
+        the rest again (attempt not counted). Answers how many went back."""
+        self.draining = True
+        log.info("draining in_flight=%d timeout_s=%g", self.dispatcher.in_flight, timeout_s)
+        self._stop_watching()
+        released = self.dispatcher.drain(timeout_s)
+        log.info("drained requeued=%d queue_depth=%s", released, queries.queue_depth(self.db))
+        return released
+
+    def reload(self) -> None:
+        """Apply the config file's ``[[watch]]`` and ``[review]`` again (SIGHUP). A file
+        that does not load raises ConfigError and changes nothing; changes to other
+        sections are logged as waiting for a restart."""
+        if self.draining:
+            log.info("reload ignored: the appliance is stopping")
+            return
+        new = load_settings(self.settings.source)
+        old = self.settings
+        later = [f.name for f in fields(Settings) if f.name not in ("watch", "review", "source")
+                 and getattr(old, f.name) != getattr(new, f.name)]
+        later += [f"review.{key}" for key in REVIEW_RESTART_KEYS
+                  if getattr(old.review, key) != getattr(new.review, key)]
+        self.watch.reload(new.watch)  # the only step that can refuse: first
+        review = replace(new.review, **{key: getattr(old.review, key)
+                                        for key in REVIEW_RESTART_KEYS})
+        old.watch, old.review = new.watch, review  # the settings every part reads
+        self.dispatcher.pdf_passwords = {f.name: f.password for f in new.watch if f.password}
+        self.dispatcher.routing_rules = routing_rules(review)
+        log.info("config reloaded file=%s watch=%s review_enabled=%s review_below=%g "
+                 "accept_from=%g sample_rate=%g", old.source,
+                 ",".join(f.name for f in new.watch) or "-", review.enabled,
+                 review.review_below, review.accept_from, review.sample_rate)
+        if later:
+            log.warning("config changes that take effect at the next restart: %s",
+                        ", ".join(later))
+
     @property
     def ready(self) -> bool:
-        return self.dispatcher.ready
+        return not self.draining and self.dispatcher.ready
 
     def check_engine(self, requested: str | None) -> None:
         """A request may ask for the engine the workers run, or for classic: a vision
@@ -198,6 +281,9 @@ class Appliance:
                                     f"'{self.worker_spec.engine}'")
 
     def submit(self, stream: BinaryIO, name: str | None, options: SubmitOptions) -> Document:
+        if self.draining:
+            raise ShuttingDown("the appliance is shutting down and takes no new documents; "
+                               "submit again once it is back (queued work is kept)")
         doc = self.intake.submit(stream, name, options)
         self.dispatcher.wake()
         return doc
@@ -249,25 +335,139 @@ class Appliance:
                 for w in self.workers]
 
     def status(self) -> dict:
-        return {"ready": self.ready, "engine": self.worker_spec.engine,
+        return {"ready": self.ready, "draining": self.draining,
+                "engine": self.worker_spec.engine,
                 "engine_notice": self.engine_notice, "memory": self.memory.status(),
                 "queue_depth": queries.queue_depth(self.db), "workers": self.worker_status(),
                 "last_worker_error": self.dispatcher.last_start_error}
 
 
+class Server:
+    """uvicorn with the appliance's signal handling and systemd notifications.
+
+    uvicorn's own handlers would stop the HTTP server at once and then re-raise the
+    signal, so the process would die of it before the workers were stopped. Here the
+    first SIGTERM or SIGINT starts a drain in a thread while the API keeps answering
+    (503 for new work), and uvicorn is told to exit only when the drain is over. A
+    second SIGINT (Ctrl-C again) skips the rest of the drain. SIGHUP reloads.
+    """
+
+    def __init__(self, appliance: Appliance, app):
+        import uvicorn
+
+        outer = self
+
+        class _Uvicorn(uvicorn.Server):
+            def handle_exit(self, sig, frame):  # called by uvicorn's signal handlers
+                outer._on_stop_signal(sig)
+
+            @contextlib.contextmanager
+            def capture_signals(self):
+                with outer._hangup_handler(), super().capture_signals():
+                    yield
+
+        settings = appliance.settings
+        self.appliance = appliance
+        self.uvicorn = _Uvicorn(uvicorn.Config(
+            app, host=settings.server.host, port=settings.server.port,
+            log_level=settings.logging.level.lower(), timeout_graceful_shutdown=HTTP_SHUTDOWN_S))
+        self._stopping = threading.Event()
+        self._ready_sent = False
+        self._reload_lock = threading.Lock()
+
+    def run(self) -> None:
+        threading.Thread(target=self._notify_when_ready, name="notify-ready", daemon=True).start()
+        self.uvicorn.run()
+
+    # --- readiness
+
+    def _notify_when_ready(self) -> None:
+        """READY=1 once uvicorn listens and every worker has warmed up."""
+        systemd.notify("STATUS=starting: warming up the engine workers")
+        while not self._stopping.wait(READY_POLL_S):
+            if self.uvicorn.started and self.appliance.ready:
+                self._ready_sent = True
+                systemd.notify("READY=1", self._status())
+                return
+
+    def _status(self) -> str:
+        appliance = self.appliance
+        return (f"STATUS=ready: engine={appliance.worker_spec.engine} "
+                f"workers={len(appliance.workers)} watched_folders={len(appliance.watch.folders)}")
+
+    # --- stop
+
+    def _on_stop_signal(self, sig: int) -> None:
+        """Runs in the signal handler (main thread): flags and a thread, nothing slow."""
+        if self._stopping.is_set():
+            if sig == signal.SIGINT:
+                log.warning("second interrupt: stopping without waiting for the drain")
+                self.uvicorn.force_exit = self.uvicorn.should_exit = True
+            return
+        self._stopping.set()
+        self.appliance.draining = True  # intake refuses from this moment
+        systemd.notify("STOPPING=1", "STATUS=stopping: letting the pages in flight finish")
+        log.info("stop requested signal=%s", signal.Signals(sig).name)
+        threading.Thread(target=self._drain_then_exit, name="drain", daemon=True).start()
+
+    def _drain_then_exit(self) -> None:
+        try:
+            self.appliance.drain(self.appliance.settings.server.drain_timeout_s)
+        except Exception:
+            log.exception("drain failed")
+        finally:
+            self.uvicorn.should_exit = True
+
+    # --- reload
+
+    @contextlib.contextmanager
+    def _hangup_handler(self):
+        if threading.current_thread() is not threading.main_thread():
+            yield
+            return
+        previous = signal.signal(signal.SIGHUP, self._on_hangup)
+        try:
+            yield
+        finally:
+            signal.signal(signal.SIGHUP, previous)
+
+    def _on_hangup(self, _sig, _frame) -> None:
+        threading.Thread(target=self.reload, name="reload", daemon=True).start()
+
+    def reload(self) -> None:
+        """SIGHUP: the config's [[watch]] and [review] again; never raises."""
+        with self._reload_lock:
+            if self._stopping.is_set():
+                return
+            told = self._ready_sent  # systemd hears of reloads once it has READY=1
+            if told:
+                systemd.notify("RELOADING=1", systemd.monotonic_usec(),
+                               "STATUS=reloading the configuration")
+            status = None
+            try:
+                self.appliance.reload()
+            except ConfigError as exc:
+                log.error("config reload refused, the running settings stay: %s", exc.message)
+                status = f"STATUS=reload refused, running settings kept: {exc.message}"
+            except Exception:
+                log.exception("config reload failed, the running settings stay")
+                status = "STATUS=reload failed, running settings kept: see the journal"
+            if told:
+                systemd.notify("READY=1", status or self._status())
+
+
 def serve(settings: Settings) -> None:
     """Run the HTTP daemon (REST API + web UI) until SIGTERM or SIGINT."""
-    import uvicorn
-
     from appliance.api import create_app
     from ui.app import mount_ui
 
+    systemd.notify("STATUS=starting")
+    if threading.current_thread() is threading.main_thread():
+        signal.signal(signal.SIGHUP, signal.SIG_IGN)  # too early to reload: ignored
     appliance = Appliance(settings)
     app = create_app(appliance)
     mount_ui(app, appliance)
-    server = uvicorn.Server(uvicorn.Config(app, host=settings.server.host,
-                                           port=settings.server.port,
-                                           log_level=settings.logging.level.lower()))
+    server = Server(appliance, app)
     appliance.start()
     try:
         log.info("serving url=http://%s:%d", settings.server.host, settings.server.port)

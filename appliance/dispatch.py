@@ -5,6 +5,11 @@ It is also the supervisor: a worker that dies is restarted (its page is retried 
 failed), a page past its deadline gets its worker killed, a worker that cannot start
 is retried with a growing backoff. It sleeps on the workers' pipes and process
 sentinels, so a result or a death wakes it at once.
+
+Its loop is what proves the daemon alive to systemd: every turn sends the watchdog
+ping when one is due (``systemd.Watchdog``), so a hung dispatcher gets restarted.
+``drain`` (SIGTERM) stops it claiming pages, lets those in flight finish for a
+while, and hands the rest back to the queue without charging them an attempt.
 """
 
 from __future__ import annotations
@@ -16,12 +21,15 @@ import time
 from multiprocessing.connection import wait
 from typing import Callable
 
+from appliance import systemd
 from appliance.config import Settings
 from appliance.engines.host import Job, WorkerHandle, WorkerState
 from appliance.gpu import MemorySampler
 from appliance.errors import DegenerateOutput, PageTimeout, WorkerCrashed
 from appliance.intake.spool import Spool
 from appliance.quality.blocks import page_tail
+from appliance.raster import render_dpi
+from appliance.quality.routing import Route, route_page, routing_rules
 from appliance.store import Database, queries, transitions
 from appliance.store.models import Outcome
 
@@ -37,6 +45,7 @@ LEASE_MARGIN_S = 60.0  # a lease outlives the kill deadline: the supervisor acts
 HOUSEKEEPING_S = 30.0
 RETRY_BASE_S = 1.0
 MAX_RESTART_BACKOFF_S = 60.0
+DRAIN_MARGIN_S = 15.0  # how much longer than its timeout a drain may take before we give up
 OUTCOME_BY_CODE = {DegenerateOutput.code: Outcome.DEGENERATE, PageTimeout.code: Outcome.TIMEOUT}
 
 
@@ -60,6 +69,7 @@ class Dispatcher:
         # so a document's pages go to them in order.
         self.page_context = settings.engine.page_context and any(
             w.spec.engine == "llama" for w in workers)
+        self.routing_rules = routing_rules(settings.review)
         self._stop = threading.Event()
         self._thread = threading.Thread(target=self._run, name="dispatcher", daemon=True)
         self._restart_at: dict[int, float] = {}
@@ -72,6 +82,11 @@ class Dispatcher:
         self._may_have_work = True
         self._next_claim_poll = 0.0
         self.last_start_error: dict | None = None
+        self.watchdog = systemd.Watchdog.from_env()
+        self._draining = threading.Event()
+        self._drained = threading.Event()
+        self._drain_deadline = 0.0
+        self._released = 0
 
     # --- lifecycle ---
 
@@ -95,10 +110,30 @@ class Dispatcher:
         return (all(w.warmed_up_once for w in self.workers)
                 and any(w.state in (WorkerState.IDLE, WorkerState.BUSY) for w in self.workers))
 
+    @property
+    def in_flight(self) -> int:
+        return sum(w.state == WorkerState.BUSY for w in self.workers)
+
+    def drain(self, timeout_s: float) -> int:
+        """Claim no more pages; let the pages being read finish for up to ``timeout_s``,
+        then stop their workers and queue those pages again, their attempt not counted.
+        Blocks until done; answers how many pages went back. Called from another
+        thread: the loop does the work, so the workers keep one owner."""
+        if not self._thread.is_alive():
+            return 0
+        self._drain_deadline = time.monotonic() + timeout_s
+        self._draining.set()
+        self.wake()
+        if not self._drained.wait(timeout_s + DRAIN_MARGIN_S):
+            log.error("dispatcher did not drain in time; pages in flight are queued again "
+                      "at the next start")
+        return self._released
+
     # --- the loop ---
 
     def _run(self) -> None:
         while not self._stop.is_set():
+            self.watchdog.ping()
             try:
                 for worker in self.workers:
                     self._supervise(worker)
@@ -107,6 +142,8 @@ class Dispatcher:
                 self._dispatch()  # workers get their next page before results are exported
                 self._finish_documents()
                 self._housekeeping()
+                if self._draining.is_set():
+                    self._drain_step()
             except Exception:  # the loop must survive anything one page or file does
                 log.exception("dispatcher loop error")
                 time.sleep(1)
@@ -117,7 +154,7 @@ class Dispatcher:
     def _supervise(self, worker: WorkerHandle) -> None:
         now = time.monotonic()
         if worker.state == WorkerState.DEAD:
-            if now >= self._restart_at.get(worker.slot, 0.0):
+            if now >= self._restart_at.get(worker.slot, 0.0) and not self._draining.is_set():
                 worker.start()
             return
         message = worker.receive()
@@ -221,7 +258,26 @@ class Dispatcher:
         worker.claim = None
         transitions.release_claim(self.db, claim, "memory_critical")
 
+    def _drain_step(self) -> None:
+        if self._drained.is_set():
+            return
+        busy = [w for w in self.workers if w.state == WorkerState.BUSY]
+        if busy and time.monotonic() < self._drain_deadline:
+            return  # still finishing
+        for worker in busy:
+            claim = worker.claim
+            log.warning("drain timeout: page queued again doc=%s page=%d worker=%s",
+                        claim.document_id, claim.page_index, worker.worker_id)
+            worker.kill()
+            worker.claim = None
+            if transitions.release_claim(self.db, claim, "shutdown",
+                                         "stopped by a shutdown; read again after the restart"):
+                self._released += 1
+        self._drained.set()
+
     def _dispatch(self) -> None:
+        if self._draining.is_set():
+            return  # stopping: what is queued stays queued for the next start
         if self.memory is not None and not self.memory.watermarks.dispatch_allowed:
             return  # paused by the memory watermarks; a resume wakes us
         # Claiming is a write transaction: only try when work may have appeared (a
@@ -242,14 +298,16 @@ class Dispatcher:
                                                 in_page_order=self.page_context)
             if claim is None:
                 return
+            boost = claim.options.get("resolution_boost", 0)
+            dpi = render_dpi(self.settings.raster.pdf_dpi, boost)
             job = Job(original=self.spool.original_path(claim.sha256), kind=claim.kind,
-                      page_index=claim.page_index, dpi=self.settings.raster.pdf_dpi,
+                      page_index=claim.page_index, dpi=dpi,
                       max_pixels=self.settings.limits.max_pixels,
-                      page_image=self.spool.page_image_path(claim.sha256, claim.page_index,
-                                                            self.settings.raster.pdf_dpi),
+                      page_image=self.spool.page_image_path(claim.sha256, claim.page_index, dpi),
                       doc_type=claim.doc_type, engine=claim.engine, attempt=claim.attempt,
                       pdf_password=self.pdf_passwords.get(claim.watch_folder),
-                      deadline_s=timeout_s, context=self._context(claim))
+                      deadline_s=timeout_s, context=self._context(claim),
+                      resolution_boost=boost)
             try:
                 worker.send(job, claim, kill_after_s)
             except (OSError, BrokenPipeError):
@@ -262,13 +320,26 @@ class Dispatcher:
         previous = queries.accepted_markdown(self.db, claim.document_id, claim.page_index - 1)
         return page_tail(previous) if previous else ""
 
+    def _route(self, claim: transitions.Claim, result: dict) -> Route:
+        """Accept the page, or send it to review, by its confidence and the rules."""
+        rules = self.routing_rules
+        text = None
+        if rules.required_fields.get(claim.doc_type):  # a document's fields: on its last page
+            others = queries.accepted_texts(self.db, claim.document_id, exclude=claim.page_id)
+            if others is not None:
+                text = "\n".join([*others, result.get("text") or ""])
+        return route_page(result["confidence"], doc_type=claim.doc_type,
+                          page_key=f"{claim.sha256}:{claim.page_index}", text=text, rules=rules)
+
     def _on_result(self, worker: WorkerHandle, result: dict) -> None:
         claim = worker.claim
         worker.state = WorkerState.IDLE
         worker.claim = None
         self._may_have_work = True
         if result.pop("ok"):
-            transitions.complete_page(self.db, claim, result)
+            route = self._route(claim, result) if self.settings.review.enabled else None
+            transitions.complete_page(self.db, claim, result, route.reasons if route else None,
+                                      review=bool(route and route.review))
             log.info("page done doc=%s page=%d attempt=%d engine=%s ms=%.0f", claim.document_id,
                      claim.page_index, claim.attempt, result["engine"],
                      sum(result["timings_ms"].values()))

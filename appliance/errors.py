@@ -128,6 +128,26 @@ class NotReady(ApplianceError):
     http_status = 409
 
 
+class ShuttingDown(ApplianceError):
+    """The daemon is draining before it stops: new work is refused, nothing is lost."""
+
+    code = "shutting_down"
+    http_status = 503
+    retryable = True
+
+
+class LockLost(ApplianceError):
+    """A reviewer acted on a page whose review lock is no longer theirs."""
+
+    code = "review_lock_lost"
+    http_status = 409
+
+
+class LoginFailed(ApplianceError):
+    code = "login_failed"
+    http_status = 401
+
+
 class QueueFull(ApplianceError):
     """Backpressure: the lane's queue is over its cap. Nothing was stored; try later."""
 
@@ -138,6 +158,14 @@ class QueueFull(ApplianceError):
     def __init__(self, message: str, retry_after_s: int):
         super().__init__(message)
         self.retry_after_s = retry_after_s
+
+
+class DiskFull(QueueFull):
+    """Intake's disk floor: nothing is stored while free space is under it; the
+    watcher leaves files in place and the API answers 507 with Retry-After."""
+
+    code = "disk_full"
+    http_status = 507
 
 
 class DuplicateDocument(ApplianceError):

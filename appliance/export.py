@@ -87,6 +87,9 @@ def render(db: Database, document_id: str) -> dict[str, str]:
             "blocks": [b.to_dict() for b in parse_blocks(result.markdown or "")] if result else [],
             "lines": result.lines if result else [],
             "flags": result.flags if result else [],
+            "confidence": result.confidence if result else None,
+            "signals": result.signals if result else None,  # what the confidence is built from
+            "routing": result.reasons or [] if result else [],  # why accepted or reviewed
             # the accepted attempt: claimed by a worker, then finished
             "started_at": result.started_at if result else None,
             "finished_at": result.finished_at if result else None,

@@ -12,7 +12,8 @@ from appliance.store import Database
 
 def make_settings(tmp: Path, **sections) -> Settings:
     raw = {"paths": {"data_dir": str(tmp / "data"), "output_dir": str(tmp / "output")},
-           "engine": {"name": "classic", "threads": 1}}
+           "engine": {"name": "classic", "threads": 1},
+           "review": {"enabled": False}}  # tests not about review want pages read to the end
     for section, values in sections.items():
         raw.setdefault(section, {}).update(values)
     return settings_from_dict(raw, base_dir=tmp)

@@ -15,6 +15,7 @@ import httpx
 from appliance.config import dump_toml
 
 READY_TIMEOUT_S = 240
+SYSTEMD_ENV = ("NOTIFY_SOCKET", "WATCHDOG_USEC", "WATCHDOG_PID")  # only when a test asks
 
 
 def free_port() -> int:
@@ -24,20 +25,25 @@ def free_port() -> int:
 
 
 class Daemon:
-    def __init__(self, tmp: Path, **sections):
+    def __init__(self, tmp: Path, env: dict[str, str] | None = None, **sections):
         self.tmp = tmp
+        self.env = env or {}  # added to the daemon's environment (NOTIFY_SOCKET, ...)
         self.port = free_port()
         self.data_dir = tmp / "data"
         self.output_dir = tmp / "output"
-        config = {"server": {"host": "127.0.0.1", "port": self.port},
+        # a short drain, so that stopping a test daemon mid-page stays quick
+        config = {"server": {"host": "127.0.0.1", "port": self.port, "drain_timeout_s": 10},
                   "paths": {"data_dir": str(self.data_dir), "output_dir": str(self.output_dir)},
                   "engine": {"name": "classic", "threads": 1},
-                  "workers": {"count": 1}}
+                  "workers": {"count": 1},
+                  # tests not about review want every page read to the end
+                  "review": {"enabled": False}}
         for section, values in sections.items():
             if isinstance(values, list):  # [[watch]] tables
                 config[section] = values
             else:
                 config.setdefault(section, {}).update(values)
+        self.config = config
         self.config_path = tmp / "config.toml"
         self.config_path.write_text(dump_toml(config))
         self.log_path = tmp / "daemon.log"
@@ -48,7 +54,8 @@ class Daemon:
         log = self.log_path.open("ab")
         self.process = subprocess.Popen(
             [sys.executable, "-m", "appliance.cli", "serve", "--config", str(self.config_path)],
-            stdout=log, stderr=subprocess.STDOUT, start_new_session=True)
+            stdout=log, stderr=subprocess.STDOUT, start_new_session=True,
+            env={**{k: v for k, v in os.environ.items() if k not in SYSTEMD_ENV}, **self.env})
         return self
 
     def wait_ready(self, timeout_s: float = READY_TIMEOUT_S) -> dict:
@@ -87,6 +94,16 @@ class Daemon:
             time.sleep(0.3)
         raise AssertionError(f"documents not final after {timeout_s} s: "
                              f"{[d['status'] for d in docs]}\n{self.log()}")
+
+    def signal(self, sig: int) -> None:
+        os.kill(self.process.pid, sig)
+
+    def wait_exit(self, timeout_s: float = 60) -> int:
+        try:
+            return self.process.wait(timeout=timeout_s)
+        except subprocess.TimeoutExpired:
+            raise AssertionError(f"daemon still running after {timeout_s} s:\n{self.log()}") \
+                from None
 
     def kill9(self) -> None:
         os.kill(self.process.pid, signal.SIGKILL)

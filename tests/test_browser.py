@@ -8,27 +8,18 @@ roles, so a restyling does not break them.
 
 from __future__ import annotations
 
-import os
 import re
-import shutil
 import time
-from contextlib import contextmanager
-from pathlib import Path
 
 import pytest
-from playwright.sync_api import Locator, Page, expect, sync_playwright
+from playwright.sync_api import Locator, Page, expect
 
+from tests.browser import UI_TIMEOUT_MS, launched_chromium, screenshot_on_failure
 from tests.daemon import Daemon
 from tests.fixtures.documents import text_similarity, write_pdf, write_png
 
-CHROMIUM = os.environ.get("APPLIANCE_TEST_CHROMIUM") or shutil.which("chromium") or "/usr/bin/chromium"
-CHROMIUM_ARGS = [
-    "--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
-    "--disable-background-networking", "--disable-component-update", "--disable-sync",
-]
 # Generous: two cores, OCR of a page takes 1-3 s, and the status table refreshes each second.
 DONE_TIMEOUT_MS = 180_000
-UI_TIMEOUT_MS = 60_000
 
 REPORT_PAGES = [["Quarterly report", "Revenue grew by twelve percent"],
                 ["Signed by the board", "Next meeting in March"]]
@@ -37,27 +28,9 @@ HOSTILE = ["<img src=x onerror=alert(1)>", "<script>window.__xss=1</script>"]
 
 
 @pytest.fixture(scope="module")
-def daemon(tmp_path_factory):
-    d = Daemon(tmp_path_factory.mktemp("browser-daemon")).start()
-    try:
-        d.wait_ready()
-        yield d
-    finally:
-        d.stop()
-
-
-@pytest.fixture(scope="module")
 def browser():
-    if not Path(CHROMIUM).exists():
-        pytest.fail(f"Chromium not found at {CHROMIUM}: run `make chromium` "
-                    "(apt-get install chromium) or set APPLIANCE_TEST_CHROMIUM")
-    with sync_playwright() as playwright:
-        # launch() gives every browser a fresh temporary profile (--user-data-dir)
-        chromium = playwright.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS)
-        try:
-            yield chromium
-        finally:
-            chromium.close()
+    with launched_chromium() as chromium:
+        yield chromium
 
 
 @pytest.fixture
@@ -69,20 +42,14 @@ def page(browser, daemon):
     context.close()
 
 
-@contextmanager
-def screenshot_on_failure(page: Page, folder: Path, daemon: Daemon):
-    """On failure, keep what the browser showed (and the daemon log) in ``folder``."""
+@pytest.fixture(scope="module")
+def daemon(tmp_path_factory):
+    d = Daemon(tmp_path_factory.mktemp("browser-daemon")).start()
     try:
-        yield
-    except BaseException:
-        try:
-            page.screenshot(path=str(folder / "failure.png"), full_page=True)
-            (folder / "failure.html").write_text(page.content())
-            (folder / "daemon.log").write_text(daemon.log())
-            print(f"browser state saved: {folder / 'failure.png'}, failure.html, daemon.log")
-        except Exception as exc:  # the original failure matters more
-            print(f"could not save the browser state: {exc}")
-        raise
+        d.wait_ready()
+        yield d
+    finally:
+        d.stop()
 
 
 def open_ui(page: Page, daemon: Daemon) -> None:

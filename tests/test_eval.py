@@ -50,13 +50,17 @@ def test_fields_tables_and_format_enter_the_score():
     as_html = score_page(truth, HTML_MD, "Invoice 7\nitem qty\npens 2")
     assert as_html["tables"] == 0.0 and not as_html["format_valid"]
     assert as_html["format_problems"] and as_html["score"] < right["score"]
-    group = summarize([right | {"status": "done", "seconds": 1.0, "repair_level": 1},
-                       as_html | {"status": "failed", "seconds": None, "repair_level": None}])
+    group = summarize([right | {"status": "done", "seconds": 1.0, "repair_level": 1,
+                                "confidence": 0.9},
+                       as_html | {"status": "failed", "seconds": None, "repair_level": None,
+                                  "confidence": None}])
     assert group["pages"] == 2 and group["failed"] == 1
     assert group["field_accuracy"] == 0.5 and group["format_validity"] == 0.5
     assert group["seconds_per_page"] == 1.0
     assert group["repaired_rate"] == 1.0 and group["degraded_rate"] == 0.0
     assert not group["repair_healthy"]
+    assert group["auto_accepted"] == 1.0  # of the pages that have a confidence
+    assert group["confidence_auroc"] is None  # one page: no good/bad pair to rank
 
 
 def report(scores: dict[str, float], overall: float, pages: int = 10) -> dict:

@@ -3,6 +3,8 @@ repair, the multi-page context and the JSON output's blocks and provenance."""
 
 from __future__ import annotations
 
+import time
+
 import pytest
 from PIL import Image
 
@@ -140,6 +142,26 @@ def test_postprocess_repairs_in_place_or_degrades_and_flags_the_page():
     assert hopeless.text.splitlines() == ["*a*", "1. x"]
     assert format_problems(hopeless.markdown) == []
     assert "<table>" not in hopeless.markdown and "\\*a\\*" in hopeless.markdown
+
+
+def test_pages_are_scored_and_routed_by_confidence(tmp_path, daemon):
+    strict = daemon(review={"enabled": True, "review_below": 1.0, "accept_from": 1.0})
+    doc = strict.upload(write_png(tmp_path / "memo.png", ["Memo to all staff"]))["id"]
+    deadline = time.monotonic() + 120
+    while strict.document(doc)["status"] != "review":
+        assert time.monotonic() < deadline, strict.document(doc)
+        time.sleep(0.3)
+    assert strict.document(doc)["pages"][0]["status"] == "review"
+    waiting = strict.client.get(f"/api/v1/documents/{doc}/result")
+    assert waiting.status_code == 409  # exported once a reviewer has seen it
+
+    lenient = daemon(review={"enabled": True, "review_below": 0.0, "accept_from": 0.0})
+    doc = lenient.upload(write_png(tmp_path / "memo.png", ["Memo to all staff"]))["id"]
+    lenient.wait_final([doc])
+    page = result_pages(lenient, doc)[0]
+    assert 0.5 < page["confidence"] <= 1
+    assert [reason.split(":")[0] for reason in page["routing"]] == ["confident"]
+    assert page["signals"]["line_score_mean"] > 0.5 and "penalties" in page["signals"]
 
 
 # --- multi-page context -----------------------------------------------------------------

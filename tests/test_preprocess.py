@@ -284,3 +284,11 @@ def test_all_steps_record_time_and_detail(page, classifier):
 def test_settings_fields_are_all_covered():
     names = {f.name for f in fields(PreprocessSettings)}
     assert names == set(STEPS) | {"enabled", "deskew_min_angle_deg"}
+
+
+def test_a_single_short_line_is_never_turned_sideways(classifier):
+    # one line of print projects about as sharply down as across, and its letters look
+    # like short vertical "lines": turning it by a quarter would ruin the page
+    memo = render_text_page(["Memo to all staff"], font_size=36)
+    out, [record] = preprocess(memo, only("orientation"), classify_upside_down=classifier)
+    assert record.detail["rotated_deg"] == 0 and out.size == memo.size

@@ -6,10 +6,13 @@ import threading
 import time
 
 import pytest
+from sqlalchemy import text
 
 from appliance.errors import SchemaMismatch
 from appliance.store import Database, queries, transitions
-from appliance.store.models import Document, DocStatus, Lane, Outcome, PageStatus, SchemaMeta
+from appliance.store.models import (
+    SCHEMA_VERSION, Document, DocStatus, Lane, Outcome, PageStatus, SchemaMeta,
+)
 
 RESULT = {"engine": "classic", "model_id": "m", "text": "hello", "markdown": "hello",
           "lines": [], "finish_reason": "stop", "timings_ms": {"inference_ms": 1.0}}
@@ -28,7 +31,26 @@ def test_wal_mode_and_schema_version(db):
     with db.read() as session:
         mode = session.connection().exec_driver_sql("PRAGMA journal_mode").scalar()
     assert mode == "wal"
-    assert db.schema_version() == 1
+    assert db.schema_version() == SCHEMA_VERSION == 2
+
+
+def test_a_version_1_database_is_migrated_in_place(tmp_path):
+    old = Database(tmp_path / "v1.db")
+    doc = new_doc(old, pages=1)
+    with old.write() as session:  # take it back to version 1's tables
+        for table, column in (("page", "review_since"), ("page", "review_owner"),
+                              ("page", "review_lock_expires_at"), ("page", "options"),
+                              ("pageresult", "confidence"), ("document", "purged_at"),
+                              ("pageresult", "signals"), ("pageresult", "reasons")):
+            session.exec(text(f"ALTER TABLE {table} DROP COLUMN {column}"))
+        session.get(SchemaMeta, "schema_version").value = "1"
+    old.close()
+    migrated = Database(tmp_path / "v1.db")
+    assert migrated.schema_version() == 2
+    claim = transitions.claim_next_page(migrated, "w1", lease_s=60)
+    transitions.complete_page(migrated, claim, {"engine": "classic", "text": "x", "markdown": "x",
+                                                "confidence": 0.9})
+    assert status_of(migrated, doc.id) == DocStatus.DONE
 
 
 def test_schema_version_mismatch_refuses_to_open(tmp_path):

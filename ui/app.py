@@ -3,6 +3,8 @@
 Tabs:
 - Documents: drag-and-drop upload, a live status table of recent documents, and
   the result of a selected document (rendered Markdown, raw text, downloads).
+- Dashboard (``ui/dashboard.py``): queue, throughput, latency, memory, review
+  backlog and the latest failures.
 
 The handlers are plain functions of the ``Appliance`` (``handle_upload``,
 ``show_document``, ``load_recent``); the Gradio wiring in ``build_ui`` only adapts
@@ -32,6 +34,8 @@ from appliance.store import queries
 from appliance.store.models import DocStatus, PageStatus
 from appliance.store.queries import DocumentView
 from ui.components import escape_markdown_text, safe_markdown, safe_markdown_view
+from ui.dashboard import dashboard_tab
+from ui.review import check_login, mount_review
 
 log = logging.getLogger(__name__)
 
@@ -306,16 +310,27 @@ def build_ui(appliance: Appliance, download_dir: Path) -> gr.Blocks:
         with gr.Tabs():
             with gr.Tab("Documents", id="documents"):
                 _documents_tab(appliance, download_dir)
+            with gr.Tab("Dashboard", id="dashboard"):
+                dashboard_tab(appliance)
     return blocks
 
 
 def mount_ui(app: FastAPI, appliance: Appliance) -> None:
-    """Mount the UI at "/" of ``app``. Call it after every other route is added:
-    the mount catches every path that no earlier route matched."""
+    """Mount the UI at "/" of ``app`` (and the review console at "/review" before it).
+    Call it after every other route is added: the mount catches every path that no
+    earlier route matched."""
+    mount_review(app, appliance)  # before "/", which would catch "/review" too
     download_dir = Path(tempfile.mkdtemp(prefix="appliance-ui-"))
     atexit.register(shutil.rmtree, download_dir, ignore_errors=True)
     blocks = build_ui(appliance, download_dir)
-    gr.mount_gradio_app(app, blocks, path="/",
+    # with API keys or accounts configured, the UI needs a reviewer's (or admin's) login
+    auth = ((lambda name, password: check_login(appliance.users, name, password))
+            if appliance.auth_on() else None)
+    if auth and not appliance.users.names():
+        log.warning("auth is on (API keys exist) but %s holds no account: nobody can log in "
+                    "to the web UI; add one with `appliance users add NAME`",
+                    appliance.users.path)
+    gr.mount_gradio_app(app, blocks, path="/", auth=auth,
                         max_file_size=appliance.settings.limits.max_bytes,
                         footer_links=["api", "settings"], run_history=False,
                         ssr_mode=False, mcp_server=False)

@@ -38,7 +38,8 @@ class Recognition:
     markdown: str
     lines: list[Line] = field(default_factory=list)
     finish_reason: str = "stop"
-    tokens: list[dict] = field(default_factory=list)  # per token: piece, logprob, entropy
+    # per generated token: "t" its text, "lp" its log-probability, "h" the entropy (nats)
+    tokens: list[dict] = field(default_factory=list)
     flags: list[str] = field(default_factory=list)  # e.g. fallback, tiled, truncated
     provenance: dict = field(default_factory=dict)  # prompt version, ladder rung, ...
 

@@ -20,7 +20,7 @@ import threading
 import time
 from concurrent.futures import Future, ThreadPoolExecutor
 from concurrent.futures import wait as wait_futures
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from enum import StrEnum
 from multiprocessing.connection import Connection
 from pathlib import Path
@@ -31,9 +31,10 @@ from PIL import Image
 
 from appliance.config import PreprocessSettings
 from appliance.engines import create_engine
-from appliance.engines.base import Engine, PageRequest
+from appliance.engines.base import Engine, PageRequest, Recognition
 from appliance.engines.cache import ResultCache, image_digest
 from appliance.errors import ApplianceError, DegenerateOutput
+from appliance.quality.confidence import Confidence, needs_second_opinion, score_page
 from appliance.quality.postprocess import postprocess
 from appliance.raster import render_page, save_page_image
 from appliance.raster.preprocess import preprocess
@@ -51,6 +52,8 @@ class WorkerSpec:
     log_level: str = "INFO"
     preprocess: PreprocessSettings = field(default_factory=PreprocessSettings)
     cache_dir: Path | None = None  # the result cache; None: every page is read
+    # a vision reading whose confidence is under this gets a classic second opinion
+    second_opinion_below: float | None = None
 
 
 @dataclass(frozen=True)
@@ -67,6 +70,7 @@ class Job:
     pdf_password: str | None
     deadline_s: float  # the engine stops itself after this; the supervisor kills later
     context: str = ""  # the end of the previous page's Markdown
+    resolution_boost: int = 0  # a reviewer's rerun at higher resolution
 
 
 @dataclass
@@ -78,6 +82,7 @@ class PagePipeline:
     preprocess: PreprocessSettings
     cache: ResultCache | None = None
     classify_upside_down: Callable | None = None
+    second_opinion_below: float | None = None
 
 
 def warmup_image() -> Image.Image:
@@ -100,7 +105,8 @@ def run_job(pipeline: PagePipeline, job: Job, background: ThreadPoolExecutor) ->
         start = time.perf_counter()
         image, steps = preprocess(image, pipeline.preprocess, doc_type=job.doc_type,
                                   max_pixels=job.max_pixels,
-                                  classify_upside_down=pipeline.classify_upside_down)
+                                  classify_upside_down=pipeline.classify_upside_down,
+                                  resolution_boost=job.resolution_boost)
         timings["preprocess_ms"] = (time.perf_counter() - start) * 1000
         # the page as the engine sees it serves review: write it while the engine works
         saving = background.submit(save_page_image, image, job.page_image)
@@ -119,6 +125,7 @@ def run_job(pipeline: PagePipeline, job: Job, background: ThreadPoolExecutor) ->
             timings["cache_ms"] = (time.perf_counter() - start) * 1000
         start = time.perf_counter()
         postprocess(recognition)
+        confidence = _score(pipeline, image, request, recognition)
         timings["postprocess_ms"] = (time.perf_counter() - start) * 1000
         recognition.provenance["preprocess"] = [step.to_dict() for step in steps]
         recognition.provenance["image_size"] = [image.width, image.height]
@@ -134,7 +141,21 @@ def run_job(pipeline: PagePipeline, job: Job, background: ThreadPoolExecutor) ->
         if saving is not None:
             wait_futures([saving])  # never leave a half-written page image behind a result
     return {"ok": True, "engine": engine.name, "model_id": engine.model_id,
-            "timings_ms": timings, **recognition.to_dict()}
+            "timings_ms": timings, "confidence": confidence.score,
+            "signals": {**confidence.signals, "penalties": confidence.penalties},
+            **recognition.to_dict()}
+
+
+def _score(pipeline: PagePipeline, image: Image.Image, request: PageRequest,
+           recognition: Recognition) -> Confidence:
+    """The page's confidence; a doubtful vision reading is compared with a classic one."""
+    confidence = score_page(recognition, doc_type=request.doc_type)
+    below = pipeline.second_opinion_below
+    if (below is None or pipeline.engine.name != "llama" or "fallback" in recognition.flags
+            or request.engine == "classic" or not needs_second_opinion(confidence, below)):
+        return confidence
+    second = pipeline.engine.recognize(image, replace(request, engine="classic"))
+    return score_page(recognition, doc_type=request.doc_type, second_opinion=second)
 
 
 def _exit_with_parent(parent_pid: int) -> None:
@@ -153,7 +174,8 @@ def worker_main(spec: WorkerSpec, conn: Connection, parent_pid: int) -> None:
         start = time.perf_counter()
         engine = create_engine(spec.engine, spec.options)
         pipeline = PagePipeline(engine, spec.preprocess,
-                                ResultCache(spec.cache_dir) if spec.cache_dir else None)
+                                ResultCache(spec.cache_dir) if spec.cache_dir else None,
+                                second_opinion_below=spec.second_opinion_below)
         if spec.preprocess.enabled and spec.preprocess.orientation:
             from appliance.engines.orientation import UpsideDownClassifier  # the worker's import
 

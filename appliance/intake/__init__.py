@@ -9,15 +9,17 @@ from __future__ import annotations
 
 import logging
 import re
+import shutil
 import unicodedata
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import BinaryIO
 
 from appliance.config import Settings
-from appliance.errors import BadInput, DuplicateDocument, QueueFull, TooManyPages
+from appliance.errors import BadInput, DiskFull, DuplicateDocument, QueueFull, TooManyPages
 from appliance.intake.sniff import HEAD_BYTES, sniff_kind
 from appliance.intake.spool import Spool
+from appliance.metrics import Tally
 from appliance.raster import count_pages
 from appliance.store import Database, queries, transitions
 from appliance.store.models import Document, Lane
@@ -56,8 +58,10 @@ class Intake:
     def __init__(self, settings: Settings, db: Database, spool: Spool):
         self.limits = settings.limits
         self.queue = settings.queue
+        self.retention = settings.retention
         self.db = db
         self.spool = spool
+        self.refusals = Tally()  # (source, lane, code) of submissions refused unstored
 
     def check_capacity(self, lane: Lane) -> None:
         """Backpressure: refuse, before anything is stored, while the lane is full."""
@@ -69,9 +73,24 @@ class Intake:
                             f"lane (limit {cap}); try again in {self.queue.retry_after_s} s",
                             retry_after_s=self.queue.retry_after_s)
 
+    def check_disk_floor(self) -> None:
+        """Refuse, before anything is stored, while the spool's disk is nearly full."""
+        free_mb = shutil.disk_usage(self.spool.root).free // 2**20
+        floor_mb = self.retention.min_free_disk_mb
+        if free_mb < floor_mb:
+            raise DiskFull(f"the appliance's disk is nearly full: {free_mb} MB free, under "
+                           f"the floor of {floor_mb} MB (retention.min_free_disk_mb); nothing "
+                           f"was stored. Free space, or lower retention.hot_days",
+                           retry_after_s=self.queue.retry_after_s)
+
     def submit(self, stream: BinaryIO, name: str | None, options: SubmitOptions) -> Document:
         """Spool a file and queue its pages, or record why it cannot be processed."""
-        self.check_capacity(options.lane)
+        try:
+            self.check_capacity(options.lane)
+            self.check_disk_floor()
+        except (QueueFull, DiskFull) as exc:  # nothing is stored: /metrics counts them
+            self.refusals.add((options.source, str(options.lane), exc.code))
+            raise
         sha, size, path = self.spool.store(stream, self.limits.max_bytes)
         if options.skip_duplicates and (earlier := queries.same_content(self.db, sha)):
             raise DuplicateDocument(f"the same content was already submitted as document "

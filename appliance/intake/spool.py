@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import hashlib
 import os
+import shutil
 import tempfile
 from pathlib import Path
 from typing import BinaryIO
@@ -39,6 +40,22 @@ class Spool:
 
     def page_image_path(self, sha256: str, index: int, dpi: int) -> Path:
         return self.root / "pages" / sha256 / str(dpi) / f"page-{index + 1:04d}.png"
+
+    def delete_content(self, sha256: str) -> int:
+        """Remove the original and every page image of this content; the files removed."""
+        files = [self.original_path(sha256)]
+        pages = self.root / "pages" / sha256
+        if pages.exists():
+            files += [p for p in pages.rglob("*") if p.is_file()]
+        removed = 0
+        for path in files:
+            try:
+                path.unlink()
+                removed += 1
+            except FileNotFoundError:
+                pass
+        shutil.rmtree(pages, ignore_errors=True)
+        return removed
 
     def store(self, stream: BinaryIO, max_bytes: int) -> tuple[str, int, Path]:
         """Copy a stream into the spool, hashing as it goes; fsynced before it counts.

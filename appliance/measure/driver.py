@@ -60,9 +60,13 @@ def tree_rss_bytes(pid: int) -> tuple[int, int]:
 def daemon_config(settings: Settings, **engine_overrides) -> tuple[dict, Settings]:
     """The raw config a measuring daemon runs with, and the same as settings.
 
-    Model paths are made absolute: the daemon's config file lives elsewhere.
+    Model paths are made absolute: the daemon's config file lives elsewhere. Review
+    routing is off: pages are scored as usual, but none waits for a reviewer.
     """
     raw = tomllib.loads(settings.source.read_text()) if settings.source else {}
+    # a measurement reads every page to the end: none may wait for a reviewer
+    raw["review"] = {key: value for key, value in raw.get("review", {}).items()
+                     if key != "required_fields"} | {"enabled": False}
     engine = raw.setdefault("engine", {})
     for key in ("model", "mmproj"):
         if getattr(settings.engine, key):

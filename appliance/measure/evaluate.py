@@ -15,7 +15,9 @@ Per page, layered from the characters up (seed 000 §3):
 - format: the Markdown has none of ``format_problems``;
 - fields: share of key fields whose normalised value appears exactly;
 - repair: share of pages whose Markdown needed level-1 repair, and of pages degraded
-  to plain text (level 2).
+  to plain text (level 2);
+- confidence: the AUROC of the pages' confidence for finding pages with CER (no
+  whitespace) above 5 %, and the share the routing would accept automatically.
 
 A page's **score** is 100 x the mean of the components it has: 1 - CER without
 whitespace (capped at 1), 1 - reading-order distance, TEDS, format validity (0 or 1),
@@ -38,6 +40,7 @@ from appliance.measure.metrics import (
     bag_of_words_f1, cer, field_accuracy, reading_order_distance, table_similarity, wer,
 )
 from appliance.measure.release import output_structure
+from appliance.quality.calibration import auroc
 from appliance.quality.repair import repair_rates
 from appliance.quality.blocks import format_problems, parse_blocks
 
@@ -50,7 +53,9 @@ COLUMNS = (("pages", "pages", "{:d}"), ("failed", "failed", "{:d}"), ("score", "
            ("bow_f1", "BoW F1", "{:.3f}"), ("reading_order", "order dist", "{:.3f}"),
            ("tables", "TEDS", "{:.3f}"), ("format_validity", "format ok", "{:.0%}"),
            ("field_accuracy", "fields", "{:.1%}"), ("repaired_rate", "repaired", "{:.1%}"),
-           ("degraded_rate", "degraded", "{:.1%}"), ("seconds_per_page", "s/page", "{:.2f}"))
+           ("degraded_rate", "degraded", "{:.1%}"), ("confidence_auroc", "conf AUROC", "{:.3f}"),
+           ("auto_accepted", "auto-accepted", "{:.0%}"), ("seconds_per_page", "s/page", "{:.2f}"))
+BAD_PAGE_CER = 0.05  # a page worse than this needed a reviewer (issue 8's yardstick)
 
 
 def _tables(markdown: str) -> list[list[list[str]]]:
@@ -87,8 +92,9 @@ def _mean(values: list) -> float | None:
     return mean(present) if present else None
 
 
-def summarize(pages: list[dict]) -> dict:
-    """One group's figures: means over its pages (fields over all its fields)."""
+def summarize(pages: list[dict], accept_from: float = 0.75) -> dict:
+    """One group's figures: means over its pages (fields over all its fields), and how
+    well the pages' confidence separates good from bad pages (CER above 5 %)."""
     fields = [ok for p in pages for ok in p["fields"].values()]
     repair = repair_rates(p["repair_level"] for p in pages if p["repair_level"] is not None)
     return {
@@ -103,14 +109,25 @@ def summarize(pages: list[dict]) -> dict:
         "repaired_rate": repair["level1_rate"], "degraded_rate": repair["level2_rate"],
         "repair_healthy": repair["healthy"],
         "seconds_per_page": _mean([p["seconds"] for p in pages]),
+        **_confidence_figures(pages, accept_from),
     }
 
 
-def _grouped(pages: list[dict], key: str) -> dict[str, dict]:
+def _confidence_figures(pages: list[dict], accept_from: float) -> dict:
+    scored = [p for p in pages if p["confidence"] is not None]
+    confidences = [p["confidence"] for p in scored]
+    return {
+        "confidence_auroc": auroc(confidences, [p["cer_nows"] > BAD_PAGE_CER for p in scored]),
+        "auto_accepted": (sum(c >= accept_from for c in confidences) / len(scored)
+                          if scored else None),
+    }
+
+
+def _grouped(pages: list[dict], key: str, accept_from: float) -> dict[str, dict]:
     groups: dict[str, list[dict]] = {}
     for page in pages:
         groups.setdefault(page[key], []).append(page)
-    return {name: summarize(members) for name, members in sorted(groups.items())}
+    return {name: summarize(members, accept_from) for name, members in sorted(groups.items())}
 
 
 def load_samples(dataset_dirs: list[Path], *, limit: int | None = None,
@@ -128,7 +145,7 @@ def _page_record(sample: Sample, client: ApplianceClient, outcome: str | Rejecte
     record = {"dataset": sample.dataset, "stem": sample.stem, "doc_type": sample.doc_type}
     if isinstance(outcome, Rejected):
         return record | {"status": "failed", "error": outcome.code, "seconds": None,
-                         "model_id": None, "repair_level": None,
+                         "model_id": None, "repair_level": None, "confidence": None,
                          "structure": output_structure(""),
                          **score_page(sample, "", "", failed=True)}
     pages = client.result(outcome)["pages"]
@@ -143,6 +160,8 @@ def _page_record(sample: Sample, client: ApplianceClient, outcome: str | Rejecte
         "seconds": sum(p["finished_at"] - p["started_at"] for p in accepted) if accepted else None,
         "model_id": next((p["provenance"]["model_id"] for p in accepted), None),
         "repair_level": max((p["provenance"]["repair"]["level"] for p in accepted), default=None),
+        # the weakest page decides: a document is as doubtful as its worst page
+        "confidence": min((p["confidence"] for p in accepted), default=None),
         "structure": output_structure(markdown),
         **score_page(sample, markdown, text, failed=status != "done"),
     }
@@ -153,6 +172,7 @@ def run_eval(settings: Settings, dataset_dirs: list[Path], *, engine: str | None
              concurrency: int = 4) -> dict:
     samples = load_samples(dataset_dirs, limit=limit, doc_type=doc_type)
     raw, settings = daemon_config(settings, name=engine)
+    accept_from = settings.review.accept_from
     with (tempfile.TemporaryDirectory(prefix="appliance-eval-") as tmp,
           LocalDaemon(raw, Path(tmp)) as daemon,
           ApplianceClient(daemon.url, daemon) as client):
@@ -169,8 +189,10 @@ def run_eval(settings: Settings, dataset_dirs: list[Path], *, engine: str | None
         "version": REPORT_VERSION, "created_at": time.time(), "engine": ready["engine"],
         "model_id": ", ".join(model_ids) or None,
         "datasets": sorted({s.dataset for s in samples}), "elapsed_s": elapsed,
-        "summary": {"overall": summarize(pages), "by_type": _grouped(pages, "doc_type"),
-                    "by_dataset": _grouped(pages, "dataset")},
+        "accept_from": accept_from,
+        "summary": {"overall": summarize(pages, accept_from),
+                    "by_type": _grouped(pages, "doc_type", accept_from),
+                    "by_dataset": _grouped(pages, "dataset", accept_from)},
         "pages": pages,
     }
 

@@ -54,6 +54,15 @@ def count_pages(path: Path, kind: str, max_pixels: int, password: str | None = N
         return getattr(image, "n_frames", 1)
 
 
+# A reviewer's rerun at higher resolution renders PDF pages this much finer per step.
+BOOST_DPI_FACTOR = 1.5
+
+
+def render_dpi(pdf_dpi: int, resolution_boost: int = 0) -> int:
+    """The resolution PDF pages are rendered at, after any reviewer's boost."""
+    return round(pdf_dpi * BOOST_DPI_FACTOR ** resolution_boost)
+
+
 def render_page(path: Path, kind: str, index: int, dpi: int, max_pixels: int,
                 password: str | None = None) -> Image.Image:
     """Page ``index`` (0-based) as an RGB image: PDFs at ``dpi``, images at their own resolution."""

@@ -73,6 +73,10 @@ ClassifyUpsideDown = Callable[[list[np.ndarray]], list[tuple[bool, float]]]
 
 # orientation
 ORIENTATION_CROPS = 12
+# Before a page is turned by a quarter: this many text lines at least this many times
+# longer than thick (single letters and short words are no evidence).
+MIN_SIDEWAYS_LINES = 3
+MIN_SIDEWAYS_LINE_ASPECT = 3.0
 # Turn an apparently upright page by 180 degrees only on a clear verdict: the inverted
 # votes' weight (each vote weighs 2 * confidence - 1) must reach this ...
 MIN_INVERTED_WEIGHT = 0.6
@@ -116,6 +120,8 @@ RESOLUTION_PROFILES: dict[str, Profile] = {
     "id_card": Profile(1024, 16),  # a small card: its print is large for its size
 }
 # "One profile up" is the next longer long side of any profile.
+# Each rung of a reviewer's resolution boost wants print this much bigger.
+BOOST_CHAR_FACTOR = 1.5
 PROFILE_LADDER: tuple[int, ...] = tuple(sorted({p.long_side for p in RESOLUTION_PROFILES.values()}))
 assert set(RESOLUTION_PROFILES) == set(DOC_TYPES), "every document type needs a profile"
 
@@ -182,8 +188,11 @@ class _Page:
 def preprocess(image: Image.Image, settings: PreprocessSettings, *, doc_type: str = "generic",
                max_pixels: int | None = None,
                classify_upside_down: ClassifyUpsideDown | None = None,
-               ) -> tuple[Image.Image, list[StepRecord]]:
+               resolution_boost: int = 0) -> tuple[Image.Image, list[StepRecord]]:
     """The cleaned page and one record per step that ran (none when disabled).
+
+    ``resolution_boost``: read the page this many profile rungs sharper (a reviewer's
+    rerun at higher resolution), with print that much bigger.
 
     A grayscale (``L``) page stays grayscale, anything else becomes RGB. When no step
     changes a pixel, ``image`` itself is returned.
@@ -203,7 +212,8 @@ def preprocess(image: Image.Image, settings: PreprocessSettings, *, doc_type: st
         ("contrast", settings.contrast, lambda: _contrast(page)),
         ("denoise", settings.denoise, lambda: _denoise(page)),
         ("resolution", settings.resolution_profiles,
-         lambda: _resolution(page, RESOLUTION_PROFILES[doc_type], doc_type, max_pixels)),
+         lambda: _resolution(page, RESOLUTION_PROFILES[doc_type], doc_type, max_pixels,
+                             resolution_boost)),
     ]
     records = []
     for name, enabled, run in steps:
@@ -236,6 +246,12 @@ def _orientation(page: _Page, classify: ClassifyUpsideDown | None) -> dict:
         return {**detail, "rotated_deg": 0, "skipped": "no text lines found"}
     vertical = layout.vertical_lines
     detail["lines"] = "vertical" if vertical else "horizontal"
+    if vertical and not _sideways_evidence(layout):
+        # a line or two of print projects as sharply across as along, and its "lines"
+        # are then single letters: no evidence to turn a page by a quarter, which
+        # ruins it when wrong
+        return {**detail, "rotated_deg": 0,
+                "skipped": "too little text to tell whether the page lies on its side"}
     if classify is None:
         detail["classifier"] = None
         if vertical:
@@ -268,6 +284,13 @@ def _orientation(page: _Page, classify: ClassifyUpsideDown | None) -> dict:
         height, width = page.pixels.shape[:2]
         page.update(cv2.rotate(page.pixels, code), coordinates(width, height).astype(float))
     return detail
+
+
+def _sideways_evidence(layout: Layout) -> bool:
+    """Enough long text lines running top to bottom to trust a sideways verdict."""
+    long_lines = sum(1 for length, thick in layout.line_sizes
+                     if thick > 0 and length >= MIN_SIDEWAYS_LINE_ASPECT * thick)
+    return long_lines >= MIN_SIDEWAYS_LINES
 
 
 def _line_crops(pixels: np.ndarray, layout: Layout) -> list[np.ndarray]:
@@ -496,8 +519,14 @@ def _denoise(page: _Page) -> dict:
 
 # -- resolution -------------------------------------------------------------------------
 
-def _resolution(page: _Page, profile: Profile, doc_type: str, max_pixels: int | None) -> dict:
+def _resolution(page: _Page, profile: Profile, doc_type: str, max_pixels: int | None,
+                boost: int = 0) -> dict:
     detail: dict = {"profile": doc_type}
+    if boost:  # a reviewer asked for a sharper reading: bigger print, a longer side
+        rung = min(PROFILE_LADDER.index(profile.long_side) + boost, len(PROFILE_LADDER) - 1)
+        profile = Profile(PROFILE_LADDER[rung],
+                          profile.min_char_height_px * BOOST_CHAR_FACTOR ** boost)
+        detail["boost"] = boost
     page.layout(detail)
     height, width = page.pixels.shape[:2]
     long_side = profile.long_side

@@ -1,4 +1,4 @@
-"""The SQLite engine: WAL, busy timeout, one writer at a time, schema-version check."""
+"""The SQLite engine: WAL, busy timeout, one writer at a time, schema version and migrations."""
 
 from __future__ import annotations
 
@@ -6,7 +6,7 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Iterator
 
-from sqlalchemy import event
+from sqlalchemy import event, text
 from sqlalchemy.engine import Engine
 from sqlmodel import Session, SQLModel, create_engine, select
 
@@ -42,6 +42,21 @@ def _sqlite_engine(path: Path, immediate: bool) -> Engine:
     return engine
 
 
+# Version -> the statements that bring a database of that version one version up.
+MIGRATIONS: dict[str, list[str]] = {
+    "1": [  # confidence, routing and review; retention
+        "ALTER TABLE page ADD COLUMN review_since FLOAT",
+        "ALTER TABLE page ADD COLUMN review_owner VARCHAR",
+        "ALTER TABLE page ADD COLUMN review_lock_expires_at FLOAT",
+        "ALTER TABLE page ADD COLUMN options JSON",
+        "ALTER TABLE pageresult ADD COLUMN confidence FLOAT",
+        "ALTER TABLE pageresult ADD COLUMN signals JSON",
+        "ALTER TABLE pageresult ADD COLUMN reasons JSON",
+        "ALTER TABLE document ADD COLUMN purged_at FLOAT",
+    ],
+}
+
+
 class Database:
     """Owns the two engines on one SQLite file: one for writes, one for reads."""
 
@@ -53,12 +68,18 @@ class Database:
         self._init_schema()
 
     def _init_schema(self) -> None:
-        SQLModel.metadata.create_all(self._writer)
+        SQLModel.metadata.create_all(self._writer)  # new tables; new columns: MIGRATIONS
         with self.write() as session:
             meta = session.get(SchemaMeta, "schema_version")
             if meta is None:
                 session.add(SchemaMeta(key="schema_version", value=str(SCHEMA_VERSION)))
-            elif meta.value != str(SCHEMA_VERSION):
+                return
+            while meta.value in MIGRATIONS:  # each step one version up, in this transaction
+                for statement in MIGRATIONS[meta.value]:
+                    session.exec(text(statement))
+                meta.value = str(int(meta.value) + 1)
+                session.add(meta)
+            if meta.value != str(SCHEMA_VERSION):
                 raise SchemaMismatch(
                     f"database {self.path} has schema version {meta.value}, this build needs "
                     f"{SCHEMA_VERSION}; run the matching appliance version or move the data "

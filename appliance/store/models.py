@@ -9,7 +9,7 @@ from enum import StrEnum
 from sqlalchemy import JSON, Column, Index
 from sqlmodel import Field, SQLModel
 
-SCHEMA_VERSION = 1
+SCHEMA_VERSION = 2
 
 
 class PageStatus(StrEnum):
@@ -44,6 +44,7 @@ class Outcome(StrEnum):
     CRASHED = "crashed"
     DEGENERATE = "degenerate"
     PREEMPTED = "preempted"
+    CORRECTED = "corrected"  # a reviewer's correction: the page's new accepted result
 
 
 def _now() -> float:
@@ -77,6 +78,7 @@ class Document(SQLModel, table=True):
     disposed_at: float | None = None  # when the watched original was moved/deleted/kept
     webhook_url: str | None = None  # POSTed to when the document is final
     webhook_done_at: float | None = None  # delivered, or given up on
+    purged_at: float | None = None  # retention deleted its original and page images
 
 
 class Page(SQLModel, table=True):
@@ -94,6 +96,12 @@ class Page(SQLModel, table=True):
     error_code: str | None = None
     error_message: str | None = None
     updated_at: float = Field(default_factory=_now)
+    # review: when the page was routed there, and who holds it until when
+    review_since: float | None = None
+    review_owner: str | None = None
+    review_lock_expires_at: float | None = None
+    # a reviewer's rerun: {"engine": "classic"|"llama"} and/or {"resolution_boost": 1}
+    options: dict | None = Field(default=None, sa_column=Column(JSON))
 
 
 class PageResult(SQLModel, table=True):
@@ -114,6 +122,9 @@ class PageResult(SQLModel, table=True):
     flags: list[str] | None = Field(default=None, sa_column=Column(JSON))
     provenance: dict | None = Field(default=None, sa_column=Column(JSON))
     timings_ms: dict | None = Field(default=None, sa_column=Column(JSON))
+    confidence: float | None = None
+    signals: dict | None = Field(default=None, sa_column=Column(JSON))  # what it was built from
+    reasons: list[str] | None = Field(default=None, sa_column=Column(JSON))  # why it went to review
     error_code: str | None = None
     error_message: str | None = None
     started_at: float | None = None
@@ -130,6 +141,21 @@ class Event(SQLModel, table=True):
     page_id: int | None = None
     actor: str = "system"
     detail: dict | None = Field(default=None, sa_column=Column(JSON))
+
+
+class ReviewAction(SQLModel, table=True):
+    """One reviewer action on one page: who, when, what, and the text before and after."""
+
+    id: int | None = Field(default=None, primary_key=True)
+    at: float = Field(default_factory=_now, index=True)
+    page_id: int = Field(foreign_key="page.id", index=True)
+    document_id: str = Field(index=True)
+    reviewer: str
+    action: str  # approve | correct | reject | rerun | skip
+    before_markdown: str | None = None
+    after_markdown: str | None = None
+    reasons: list[str] | None = Field(default=None, sa_column=Column(JSON))
+    note: str | None = None
 
 
 class WatchLedger(SQLModel, table=True):

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import time
 from collections import Counter
 from dataclasses import dataclass, field
 
@@ -10,7 +11,8 @@ from sqlmodel import select
 
 from appliance.store.db import Database
 from appliance.store.models import (
-    FINAL_PAGE_STATUSES, Document, DocStatus, Page, PageResult, PageStatus, WatchLedger,
+    FINAL_PAGE_STATUSES, Document, DocStatus, Outcome, Page, PageResult, PageStatus,
+    ReviewAction, WatchLedger,
 )
 
 
@@ -98,6 +100,20 @@ def accepted_results(db: Database, document_id: str) -> list[tuple[Page, PageRes
         return [(page, result) for page, result in rows]
 
 
+def accepted_texts(db: Database, document_id: str, exclude: int) -> list[str] | None:
+    """The accepted texts of a document's pages other than ``exclude``, in page order;
+    None while any of them is still waiting to be read."""
+    with db.read() as session:
+        rows = session.exec(
+            select(Page.status, PageResult.text)
+            .join(PageResult, Page.result_id == PageResult.id, isouter=True)
+            .where(Page.document_id == document_id, Page.id != exclude)
+            .order_by(Page.index)).all()
+    if any(status in (PageStatus.QUEUED, PageStatus.RUNNING) for status, _ in rows):
+        return None
+    return [text or "" for _, text in rows]
+
+
 def accepted_markdown(db: Database, document_id: str, index: int) -> str | None:
     """The accepted Markdown of one page of a document (None: not read, or failed)."""
     with db.read() as session:
@@ -170,3 +186,144 @@ def queue_depth(db: Database) -> int:
     with db.read() as session:
         return session.exec(select(func.count()).select_from(Page).where(
             Page.status == PageStatus.QUEUED)).one()
+
+
+def purge_candidates(db: Database, cutoff: float) -> list[str]:
+    """Content hashes whose originals retention may delete: every document holding
+    them is final, not yet purged, and created before ``cutoff``."""
+    with db.read() as session:
+        old = set(session.exec(select(Document.sha256).where(
+            Document.created_at < cutoff, Document.purged_at.is_(None))).all())
+        if not old:
+            return []
+        docs = session.exec(select(Document).where(Document.sha256.in_(old))).all()
+        counts = _page_counts(session, [d.id for d in docs])
+    blocked = {d.sha256 for d in docs
+               if d.created_at >= cutoff
+               or derive_status(d, counts.get(d.id, Counter())) not in FINAL_DOC_STATUSES}
+    return sorted(old - blocked)
+
+
+# --- figures for /metrics and the dashboard ---------------------------------------------
+# Rows are never deleted (retention purges files, not rows), so counts of documents,
+# attempts, final failures and review actions only grow: they are counters that
+# survive a restart.
+
+
+def documents_by_source(db: Database) -> dict[str, int]:
+    """Documents stored per source (upload, api, watch, cli): every submission intake
+    took, those refused for their content (stored ``failed`` with a reason) included."""
+    with db.read() as session:
+        return dict(session.exec(select(Document.source, func.count())
+                                 .group_by(Document.source)).all())
+
+
+def pages_in_flight(db: Database) -> dict[tuple[str, str], int]:
+    """Pages waiting or being read, per (lane, status)."""
+    with db.read() as session:
+        rows = session.exec(select(Document.lane, Page.status, func.count())
+                            .join(Document, Page.document_id == Document.id)
+                            .where(Page.status.in_((PageStatus.QUEUED, PageStatus.RUNNING)))
+                            .group_by(Document.lane, Page.status)).all()
+    return {(lane, status): n for lane, status, n in rows}
+
+
+def failed_pages_by_code(db: Database) -> dict[str, int]:
+    """Pages that ended ``failed``, per reason code."""
+    with db.read() as session:
+        rows = session.exec(select(Page.error_code, func.count())
+                            .where(Page.status == PageStatus.FAILED)
+                            .group_by(Page.error_code)).all()
+    return {code or "unknown": n for code, n in rows}
+
+
+def review_action_counts(db: Database) -> dict[str, int]:
+    """Reviewer actions taken, per action (approve, correct, reject, rerun, skip)."""
+    with db.read() as session:
+        return dict(session.exec(select(ReviewAction.action, func.count())
+                                 .group_by(ReviewAction.action)).all())
+
+
+def review_backlog(db: Database) -> dict:
+    """Pages waiting for review: how many, how many a reviewer holds, and per reason
+    code (a page with two reasons counts under both). Reads only the columns it counts,
+    unlike ``reviews.review_counts``, so a scrape never loads token arrays."""
+    now = time.time()
+    with db.read() as session:
+        rows = session.exec(select(Page.review_owner, Page.review_lock_expires_at,
+                                   PageResult.reasons)
+                            .join(PageResult, Page.result_id == PageResult.id, isouter=True)
+                            .where(Page.status == PageStatus.REVIEW)).all()
+    by_reason: Counter = Counter()
+    for _owner, _expires, reasons in rows:
+        by_reason.update({r.split(":", 1)[0] for r in reasons or []})
+    return {"waiting": len(rows),
+            "locked": sum(1 for owner, expires, _ in rows if owner and (expires or 0) > now),
+            "by_reason": dict(by_reason)}
+
+
+@dataclass(frozen=True)
+class AttemptRow:
+    """One attempt at reading a page, as the metrics fold it in."""
+
+    id: int
+    engine: str  # the engine that answered; for a failed attempt, the one it was sent to
+    outcome: str
+    flags: list[str]
+    repair_level: int | None  # provenance["repair"]["level"] of a successful reading
+    confidence: float | None
+    queued_at: float  # the document's arrival
+    started_at: float | None
+    finished_at: float
+
+
+def attempts_after(db: Database, after_id: int, limit: int = 5000,
+                   default_engine: str = "unknown") -> list[AttemptRow]:
+    """Attempts recorded after ``after_id``, oldest first, at most ``limit``. Ids grow
+    in commit order (one writer at a time), so reading on from the last id seen misses
+    nothing. Reviewers' corrections are not attempts and are left out."""
+    level = func.json_extract(PageResult.provenance, "$.repair.level")
+    with db.read() as session:
+        rows = session.exec(
+            select(PageResult.id, PageResult.engine, Document.engine, PageResult.outcome,
+                   PageResult.flags, level, PageResult.confidence, Document.created_at,
+                   PageResult.started_at, PageResult.finished_at)
+            .join(Page, PageResult.page_id == Page.id)
+            .join(Document, Page.document_id == Document.id)
+            .where(PageResult.id > after_id, PageResult.outcome != Outcome.CORRECTED)
+            .order_by(PageResult.id).limit(limit)).all()
+    return [AttemptRow(id=row_id, engine=engine or requested or default_engine,
+                       outcome=outcome, flags=list(flags or []),
+                       repair_level=int(lvl) if lvl is not None else None,
+                       confidence=confidence, queued_at=created, started_at=started,
+                       finished_at=finished)
+            for (row_id, engine, requested, outcome, flags, lvl, confidence, created,
+                 started, finished) in rows]
+
+
+@dataclass(frozen=True)
+class FailureRow:
+    at: float
+    document_id: str
+    document: str  # the submitted name: untrusted, escape it to show it
+    page: int | None  # 1-based; None when the document itself was refused
+    code: str
+    message: str  # may quote the file or the engine: untrusted too
+
+
+def latest_failures(db: Database, limit: int = 20) -> list[FailureRow]:
+    """The newest failures, newest first: pages that ended ``failed`` and documents
+    refused at intake, each with its reason."""
+    with db.read() as session:
+        pages = session.exec(select(Page, Document.name)
+                             .join(Document, Page.document_id == Document.id)
+                             .where(Page.status == PageStatus.FAILED)
+                             .order_by(Page.updated_at.desc()).limit(limit)).all()
+        docs = session.exec(select(Document).where(Document.error_code.is_not(None))
+                            .order_by(Document.created_at.desc()).limit(limit)).all()
+    rows = [FailureRow(page.updated_at, page.document_id, name, page.index + 1,
+                       page.error_code or "unknown", page.error_message or "")
+            for page, name in pages]
+    rows += [FailureRow(doc.created_at, doc.id, doc.name, None, doc.error_code,
+                        doc.error_message or "") for doc in docs]
+    return sorted(rows, key=lambda r: r.at, reverse=True)[:limit]

@@ -44,6 +44,7 @@ class Claim:
     engine: str | None  # the engine the submitter asked for, if any
     watch_folder: str | None
     claimed_at: float  # the attempt's start: queue wait before it, service time after
+    options: dict  # a reviewer's rerun options (engine, resolution_boost); {} otherwise
 
 
 def _event(session: Session, kind: str, document_id: str | None = None,
@@ -123,8 +124,10 @@ def claim_next_page(db: Database, owner: str, lease_s: float,
         page.updated_at = now
         session.add(page)
         _event(session, "claimed", doc.id, page.id, worker=owner, attempt=page.attempts)
+        options = page.options or {}
         return Claim(page.id, doc.id, page.index, page.attempts, owner, doc.sha256, doc.kind,
-                     doc.doc_type, doc.engine, doc.watch_folder, now)
+                     doc.doc_type, options.get("engine", doc.engine), doc.watch_folder, now,
+                     options)
 
 
 def _held_page(session: Session, claim: Claim) -> Page | None:
@@ -135,8 +138,11 @@ def _held_page(session: Session, claim: Claim) -> Page | None:
     return page
 
 
-def complete_page(db: Database, claim: Claim, result: dict) -> bool:
-    """Accept a successful attempt. False if the lease was lost (the result is dropped)."""
+def complete_page(db: Database, claim: Claim, result: dict, reasons: list[str] | None = None,
+                  review: bool = False) -> bool:
+    """Accept a successful attempt: the page is done, or waits for ``review``; ``reasons``
+    say why (routing's activation reasons). False if the lease was lost (the result is
+    dropped)."""
     now = time.time()
     with db.write() as session:
         page = _held_page(session, claim)
@@ -146,16 +152,18 @@ def complete_page(db: Database, claim: Claim, result: dict) -> bool:
             return False
         row = PageResult(page_id=page.id, attempt=claim.attempt, outcome=Outcome.OK,
                          worker_id=claim.lease_owner, started_at=claim.claimed_at,
-                         finished_at=now, **result)
+                         finished_at=now, reasons=reasons, **result)
         session.add(row)
         session.flush()
-        page.status = PageStatus.DONE
+        page.status = PageStatus.REVIEW if review else PageStatus.DONE
+        page.review_since = now if review else None
         page.result_id = row.id
         page.lease_owner = page.lease_expires_at = None
         page.error_code = page.error_message = None
         page.updated_at = now
         session.add(page)
-        _event(session, "completed", claim.document_id, page.id, attempt=claim.attempt)
+        _event(session, "routed_to_review" if review else "completed", claim.document_id,
+               page.id, attempt=claim.attempt, **({"reasons": reasons} if review else {}))
         return True
 
 
@@ -208,9 +216,10 @@ def _settle_failed_attempt(session: Session, page: Page, code: str, message: str
     session.add(page)
 
 
-def release_claim(db: Database, claim: Claim, reason: str) -> bool:
-    """The appliance stopped this attempt itself (memory pressure): the page goes back
-    to the queue and the attempt is not charged to it."""
+def release_claim(db: Database, claim: Claim, reason: str,
+                  message: str = "stopped to free memory") -> bool:
+    """The appliance stopped this attempt itself (memory pressure, a shutdown): the
+    page goes back to the queue and the attempt is not charged to it."""
     with db.write() as session:
         page = _held_page(session, claim)
         if page is None:
@@ -218,7 +227,7 @@ def release_claim(db: Database, claim: Claim, reason: str) -> bool:
         session.add(PageResult(page_id=page.id, attempt=claim.attempt,
                                outcome=Outcome.PREEMPTED, worker_id=claim.lease_owner,
                                started_at=claim.claimed_at,
-                               error_code=reason, error_message="stopped to free memory"))
+                               error_code=reason, error_message=message))
         page.status = PageStatus.QUEUED
         page.attempts -= 1
         page.lease_owner = page.lease_expires_at = None
@@ -298,6 +307,17 @@ def cancel_document(db: Database, document_id: str, actor: str = "api") -> int:
             session.add(page)
         _event(session, "cancelled", document_id, actor=actor, pages=len(pages))
         return len(pages)
+
+
+def mark_purged(db: Database, sha256: str, files: int) -> None:
+    """Retention deleted the original and page images of this content."""
+    now = time.time()
+    with db.write() as session:
+        for doc in session.exec(select(Document).where(Document.sha256 == sha256,
+                                                        Document.purged_at.is_(None))):
+            doc.purged_at = now
+            session.add(doc)
+            _event(session, "purged", doc.id, files=files)
 
 
 def mark_disposed(db: Database, document_id: str, disposition: str, target: str | None) -> None:

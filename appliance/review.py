@@ -1,0 +1,221 @@
+"""Review queue operations: what the console and the CLI do with pages in review.
+
+Pages reach review when routing gave reasons (low confidence, the sample, an
+always-reviewed type, a missing required field). A reviewer opens the next page,
+which locks it for ``review.lock_minutes``, and approves it, corrects it, rejects it
+as unreadable, has it read again (higher resolution or the other engine) or skips it.
+Every action is one store transaction with its audit row (who, when, before, after);
+a document whose last page leaves review is finished (exported, disposed of,
+notified) at once, and a correction refreshes an earlier export.
+
+Every correction is training data: ``export_jsonl`` writes (page image, machine text,
+corrected text, reasons) records for fine-tuning.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import math
+import time
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Callable, TextIO
+
+from sqlmodel import select
+
+from appliance.config import Settings
+from appliance.errors import InvalidRequest, NotFound
+from appliance.intake.spool import Spool
+from appliance.quality.markdown import markdown_to_text
+from appliance.raster import render_dpi
+from appliance.store import Database, reviews
+from appliance.store.models import Document, Page, PageResult
+from appliance.store.reviews import ReviewFilter
+
+log = logging.getLogger(__name__)
+
+# A line read with a score under this, or a token whose probability is under this, is
+# highlighted for the reviewer.
+HIGHLIGHT_BELOW = 0.8
+ENGINES = ("llama", "classic")
+
+
+@dataclass
+class ReviewItem:
+    """One page waiting for review, as the queue lists it."""
+
+    page_id: int
+    document_id: str
+    document_name: str
+    page_number: int
+    page_count: int
+    doc_type: str
+    folder: str | None
+    reasons: list[str]
+    confidence: float | None
+    waiting_since: float | None
+    locked_by: str | None
+
+
+@dataclass
+class ReviewPage:
+    """A page opened for review: everything the console shows beside the image."""
+
+    item: ReviewItem
+    markdown: str
+    image_path: Path | None  # the page as the engine read it
+    engine: str | None
+    signals: dict
+    highlights: list[dict]  # low-confidence lines or tokens: text, score, box (or None)
+    other_pages: list[dict] = field(default_factory=list)  # number, status, confidence, text
+
+    def to_dict(self) -> dict:
+        body = asdict(self)
+        body["image_path"] = str(self.image_path) if self.image_path else None
+        return body
+
+
+def _item(page: Page, doc: Document, result: PageResult | None) -> ReviewItem:
+    locked = page.review_owner if (page.review_lock_expires_at or 0) > time.time() else None
+    return ReviewItem(page.id, doc.id, doc.name, page.index + 1, doc.page_count, doc.doc_type,
+                      doc.watch_folder, list(result.reasons or []) if result else [],
+                      result.confidence if result else None, page.review_since, locked)
+
+
+def highlights(result: PageResult) -> list[dict]:
+    """What the reviewer should look at first: lines the classic reader was unsure of,
+    or runs of tokens the vision model chose with low probability."""
+    if result.lines and not result.tokens:
+        return [{"text": line["text"], "score": round(line["score"], 3), "box": line["box"]}
+                for line in result.lines if line["score"] < HIGHLIGHT_BELOW]
+    marked, run, low = [], [], []
+    for token in result.tokens or []:
+        probability = math.exp(token["lp"])
+        if probability < HIGHLIGHT_BELOW:
+            run.append(token["t"])
+            low.append(probability)
+        elif run:
+            marked.append({"text": "".join(run).strip(), "score": round(min(low), 3),
+                           "box": None})
+            run, low = [], []
+    if run:
+        marked.append({"text": "".join(run).strip(), "score": round(min(low), 3), "box": None})
+    return [m for m in marked if m["text"]]
+
+
+class ReviewService:
+    def __init__(self, settings: Settings, db: Database, spool: Spool,
+                 on_settled: Callable[[str], None], wake: Callable[[], None]):
+        self.settings = settings
+        self.db = db
+        self.spool = spool
+        self.on_settled = on_settled  # a document left review: finish it
+        self.wake = wake  # a page was queued again: tell the dispatcher
+
+    @property
+    def lock_s(self) -> float:
+        return self.settings.review.lock_minutes * 60
+
+    def queue(self, where: ReviewFilter = ReviewFilter(), limit: int = 200) -> list[ReviewItem]:
+        return [_item(*row) for row in reviews.waiting_pages(self.db, where)[:limit]]
+
+    def counts(self) -> dict:
+        return reviews.review_counts(self.db)
+
+    def next_page(self, reviewer: str, where: ReviewFilter = ReviewFilter()) -> ReviewPage | None:
+        """Lock the oldest highest-priority free page for ``reviewer`` and open it."""
+        page_id = reviews.claim_review(self.db, reviewer, self.lock_s, where)
+        return self.open_page(page_id) if page_id is not None else None
+
+    def open_page(self, page_id: int) -> ReviewPage:
+        with self.db.read() as session:
+            page = session.get(Page, page_id)
+            if page is None:
+                raise NotFound(f"no page with id {page_id}")
+            doc = session.get(Document, page.document_id)
+            result = session.get(PageResult, page.result_id) if page.result_id else None
+            siblings = [(p, session.get(PageResult, p.result_id) if p.result_id else None)
+                        for p in session.exec(select(Page).where(Page.document_id == doc.id)
+                                              .order_by(Page.index)) if p.id != page.id]
+        image = page_image(self.spool, self.settings, doc, page)
+        return ReviewPage(
+            item=_item(page, doc, result),
+            markdown=result.markdown or "" if result else "",
+            image_path=image if image.exists() else None,
+            engine=result.engine if result else None,
+            signals=result.signals or {} if result else {},
+            highlights=highlights(result) if result else [],
+            other_pages=[{"number": p.index + 1, "status": p.status,
+                          "confidence": r.confidence if r else None,
+                          "text": (r.text or "") if r else ""} for p, r in siblings])
+
+    def approve(self, reviewer: str, page_id: int) -> None:
+        self._settled(reviews.approve(self.db, page_id, reviewer))
+
+    def correct(self, reviewer: str, page_id: int, markdown: str) -> None:
+        self._settled(reviews.correct(self.db, page_id, reviewer, markdown,
+                                      markdown_to_text(markdown)))
+
+    def reject(self, reviewer: str, page_id: int, note: str = "") -> None:
+        self._settled(reviews.reject(self.db, page_id, reviewer, note))
+
+    def rerun(self, reviewer: str, page_id: int, *, engine: str | None = None,
+              higher_resolution: bool = False) -> None:
+        options: dict = {}
+        if engine:
+            if engine not in ENGINES:
+                raise InvalidRequest(f"engine '{engine}' is unknown; use {' or '.join(ENGINES)}")
+            options["engine"] = engine
+        if higher_resolution:
+            options["resolution_boost"] = self._options(page_id).get("resolution_boost", 0) + 1
+        if not options:
+            raise InvalidRequest("a rerun needs another engine or a higher resolution")
+        reviews.rerun(self.db, page_id, reviewer, options)
+        self.wake()
+
+    def skip(self, reviewer: str, page_id: int) -> None:
+        reviews.skip(self.db, page_id, reviewer)
+
+    def _options(self, page_id: int) -> dict:
+        with self.db.read() as session:
+            page = session.get(Page, page_id)
+        if page is None:
+            raise NotFound(f"no page with id {page_id}")
+        return page.options or {}
+
+    def _settled(self, document_id: str) -> None:
+        try:
+            self.on_settled(document_id)
+        except Exception:  # the action stands; the scheduler's finish job retries
+            log.exception("finishing after review failed doc=%s", document_id)
+
+
+def page_image(spool: Spool, settings: Settings, doc: Document, page: Page) -> Path:
+    """Where the worker kept the page as the engine read it."""
+    boost = (page.options or {}).get("resolution_boost", 0)
+    return spool.page_image_path(doc.sha256, page.index,
+                                 render_dpi(settings.raster.pdf_dpi, boost))
+
+
+def export_jsonl(db: Database, spool: Spool, settings: Settings, out: TextIO) -> int:
+    """One JSON line per reviewed page (approved or corrected): the training record of
+    the data flywheel. Returns the number of records written."""
+    count = 0
+    for action, page, doc, machine in reviews.review_actions(db):
+        corrected = action.after_markdown or ""
+        image = page_image(spool, settings, doc, page)
+        out.write(json.dumps({
+            "page_image": str(image) if image.exists() else None,
+            "document_id": doc.id, "document_name": doc.name, "page_number": page.index + 1,
+            "doc_type": doc.doc_type, "engine": machine.engine, "model_id": machine.model_id,
+            "machine_text": machine.text or "", "machine_markdown": machine.markdown or "",
+            # an approval says the machine's text was right as it stands
+            "corrected_text": (machine.text or "" if action.action == "approve"
+                               else markdown_to_text(corrected)),
+            "corrected_markdown": corrected,
+            "action": action.action, "reviewer": action.reviewer, "reviewed_at": action.at,
+            "reasons": action.reasons or [], "confidence": machine.confidence,
+        }, ensure_ascii=False) + "\n")
+        count += 1
+    return count

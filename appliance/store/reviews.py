@@ -1,0 +1,223 @@
+"""The review queue in the store: locks on pages, and each reviewer action as one
+transaction with its audit row (who, when, before and after).
+
+A page in review is held by at most one reviewer at a time: ``claim_review`` takes the
+oldest waiting page whose lock is free or expired and locks it for ``lock_s``. Every
+action checks that the lock is still the reviewer's, so two reviewers never write the
+same page, and a lock that ran out frees its page for the next claim.
+"""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass
+
+from sqlalchemy import case
+from sqlmodel import Session, select
+
+from appliance.errors import LockLost, NotFound
+from appliance.store.db import Database
+from appliance.store.models import (
+    Document, Lane, Outcome, Page, PageResult, PageStatus, ReviewAction,
+)
+from appliance.store.transitions import _event
+
+
+@dataclass
+class ReviewFilter:
+    doc_type: str | None = None
+    folder: str | None = None  # a [[watch]] folder's name
+    reason: str | None = None  # a routing reason's code, the part before its colon
+    min_age_s: float | None = None  # waiting at least this long
+
+    def matches(self, page: Page, doc: Document, result: PageResult | None, now: float) -> bool:
+        if self.doc_type and doc.doc_type != self.doc_type:
+            return False
+        if self.folder and doc.watch_folder != self.folder:
+            return False
+        if self.reason and not any(r.split(":", 1)[0] == self.reason
+                                   for r in (result.reasons or [] if result else [])):
+            return False
+        return not (self.min_age_s and now - (page.review_since or now) < self.min_age_s)
+
+
+def _waiting(session: Session):
+    """Pages in review with their document and result, interactive lane first, oldest first."""
+    return session.exec(
+        select(Page, Document, PageResult)
+        .join(Document, Page.document_id == Document.id)
+        .join(PageResult, Page.result_id == PageResult.id, isouter=True)
+        .where(Page.status == PageStatus.REVIEW)
+        .order_by(case((Document.lane == Lane.INTERACTIVE, 0), else_=1), Page.review_since,
+                  Page.id)).all()
+
+
+def waiting_pages(db: Database, where: ReviewFilter = ReviewFilter()
+                  ) -> list[tuple[Page, Document, PageResult | None]]:
+    now = time.time()
+    with db.read() as session:
+        return [row for row in _waiting(session) if where.matches(*row, now)]
+
+
+def claim_review(db: Database, reviewer: str, lock_s: float,
+                 where: ReviewFilter = ReviewFilter()) -> int | None:
+    """Lock the next free page for ``reviewer``; its id, or None when none is free.
+    A page the reviewer already holds comes back first (a reload loses nothing)."""
+    now = time.time()
+    with db.write() as session:
+        rows = [row for row in _waiting(session) if where.matches(*row, now)]
+        held = [page for page, _doc, _res in rows
+                if page.review_owner == reviewer and (page.review_lock_expires_at or 0) > now]
+        free = [page for page, _doc, _res in rows
+                if page.review_owner is None or (page.review_lock_expires_at or 0) <= now]
+        page = (held or free or [None])[0]
+        if page is None:
+            return None
+        page.review_owner = reviewer
+        page.review_lock_expires_at = now + lock_s
+        session.add(page)
+        _event(session, "review_claimed", page.document_id, page.id, actor=reviewer)
+        return page.id
+
+
+def _locked_page(session: Session, page_id: int, reviewer: str) -> Page:
+    page = session.get(Page, page_id)
+    if page is None:
+        raise NotFound(f"no page with id {page_id}")
+    if page.status != PageStatus.REVIEW:
+        raise LockLost(f"page {page.index + 1} is no longer waiting for review (it is "
+                       f"{page.status}); open the next page")
+    if page.review_owner != reviewer or (page.review_lock_expires_at or 0) <= time.time():
+        raise LockLost("your lock on this page has expired or another reviewer holds it; "
+                       "open the next page (your changes were not saved)")
+    return page
+
+
+def _settle(session: Session, page: Page, reviewer: str, action: str, status: str,
+            before: str | None, after: str | None, note: str | None = None) -> None:
+    result = session.get(PageResult, page.result_id) if page.result_id else None
+    session.add(ReviewAction(page_id=page.id, document_id=page.document_id, reviewer=reviewer,
+                             action=action, before_markdown=before, after_markdown=after,
+                             reasons=result.reasons if result else None, note=note))
+    page.status = status
+    page.review_owner = page.review_lock_expires_at = None
+    page.updated_at = time.time()
+    session.add(page)
+    _event(session, f"review_{action}", page.document_id, page.id, actor=reviewer)
+
+
+def approve(db: Database, page_id: int, reviewer: str) -> str:
+    """The machine's reading stands. Returns the page's document id."""
+    with db.write() as session:
+        page = _locked_page(session, page_id, reviewer)
+        markdown = session.get(PageResult, page.result_id).markdown
+        _settle(session, page, reviewer, "approve", PageStatus.DONE, markdown, markdown)
+        return page.document_id
+
+
+def correct(db: Database, page_id: int, reviewer: str, markdown: str, text: str) -> str:
+    """The reviewer's text becomes the page's accepted result (the machine's stays on
+    record as an earlier attempt)."""
+    with db.write() as session:
+        page = _locked_page(session, page_id, reviewer)
+        machine = session.get(PageResult, page.result_id)
+        now = time.time()
+        row = PageResult(page_id=page.id, attempt=page.attempts, outcome=Outcome.CORRECTED,
+                         worker_id=reviewer, engine="human", model_id=reviewer, text=text,
+                         markdown=markdown, lines=machine.lines, flags=["corrected"],
+                         provenance={"corrected_by": reviewer, "machine_result": machine.id},
+                         confidence=1.0, reasons=machine.reasons, started_at=now,
+                         finished_at=now)
+        session.add(row)
+        session.flush()
+        page.result_id = row.id
+        _settle(session, page, reviewer, "correct", PageStatus.DONE, machine.markdown, markdown)
+        doc = session.get(Document, page.document_id)
+        doc.exported_at = None  # a document exported before is exported again
+        session.add(doc)
+        return page.document_id
+
+
+def reject(db: Database, page_id: int, reviewer: str, note: str = "") -> str:
+    """The page cannot be read: it fails with the reviewer's reason."""
+    with db.write() as session:
+        page = _locked_page(session, page_id, reviewer)
+        markdown = session.get(PageResult, page.result_id).markdown
+        page.error_code = "rejected_unreadable"
+        page.error_message = (f"reviewer {reviewer} marked this page unreadable"
+                              + (f": {note}" if note else "")
+                              + "; rescan it and submit the document again")
+        _settle(session, page, reviewer, "reject", PageStatus.FAILED, markdown, None, note)
+        return page.document_id
+
+
+def rerun(db: Database, page_id: int, reviewer: str, options: dict) -> str:
+    """Read the page again with ``options`` (another engine, a higher resolution); the
+    new reading is routed afresh."""
+    with db.write() as session:
+        page = _locked_page(session, page_id, reviewer)
+        markdown = session.get(PageResult, page.result_id).markdown
+        page.options = {**(page.options or {}), **options}
+        page.attempts = 0  # a new reading, not a retry: the engine starts from its first rung
+        page.not_before = 0.0
+        page.review_since = None
+        _settle(session, page, reviewer, "rerun", PageStatus.QUEUED, markdown, None,
+                note=", ".join(f"{k}={v}" for k, v in options.items()))
+        return page.document_id
+
+
+def skip(db: Database, page_id: int, reviewer: str) -> None:
+    """Leave the page for someone else: it goes to the back of the queue."""
+    with db.write() as session:
+        page = _locked_page(session, page_id, reviewer)
+        markdown = session.get(PageResult, page.result_id).markdown
+        _settle(session, page, reviewer, "skip", PageStatus.REVIEW, markdown, markdown)
+        page.review_since = time.time()
+        session.add(page)
+
+
+def release_lock(db: Database, page_id: int, reviewer: str) -> None:
+    with db.write() as session:
+        page = session.get(Page, page_id)
+        if page is not None and page.review_owner == reviewer:
+            page.review_owner = page.review_lock_expires_at = None
+            session.add(page)
+
+
+def review_actions(db: Database, actions: tuple[str, ...] = ("approve", "correct")
+                   ) -> list[tuple[ReviewAction, Page, Document, PageResult]]:
+    """Reviewed pages with the machine's result they judged (for calibration and
+    training data), oldest first."""
+    with db.read() as session:
+        rows = session.exec(
+            select(ReviewAction, Page, Document)
+            .join(Page, ReviewAction.page_id == Page.id)
+            .join(Document, Page.document_id == Document.id)
+            .where(ReviewAction.action.in_(actions))
+            .order_by(ReviewAction.id)).all()
+        out = []
+        for action, page, doc in rows:
+            machine = session.exec(
+                select(PageResult).where(PageResult.page_id == page.id,
+                                         PageResult.outcome == Outcome.OK,
+                                         PageResult.finished_at <= action.at)
+                .order_by(PageResult.id.desc())).first()
+            if machine is not None:
+                out.append((action, page, doc, machine))
+        return out
+
+
+def review_counts(db: Database) -> dict:
+    """How many pages wait, in all and by reason code, document type and folder."""
+    counts: dict = {"waiting": 0, "locked": 0, "by_reason": {}, "by_doc_type": {},
+                    "by_folder": {}}
+    now = time.time()
+    for page, doc, result in waiting_pages(db):
+        counts["waiting"] += 1
+        counts["locked"] += bool(page.review_owner and (page.review_lock_expires_at or 0) > now)
+        for bucket, key in (("by_doc_type", doc.doc_type), ("by_folder", doc.watch_folder)):
+            if key:
+                counts[bucket][key] = counts[bucket].get(key, 0) + 1
+        for code in {r.split(":", 1)[0] for r in (result.reasons or [] if result else [])}:
+            counts["by_reason"][code] = counts["by_reason"].get(code, 0) + 1
+    return counts

@@ -1,0 +1,107 @@
+"""Retention purges exactly what it should; the disk floor refuses intake cleanly."""
+
+from __future__ import annotations
+
+import io
+import os
+import time
+
+import pytest
+from fastapi.testclient import TestClient
+from sqlmodel import select
+
+from appliance.api import create_app
+from appliance.daemon import Appliance
+from appliance.errors import DiskFull
+from appliance.export import render
+from appliance.intake import Intake, SubmitOptions
+from appliance.intake.spool import Spool
+from appliance.retention import DAY_S, purge
+from appliance.store import Database, queries, transitions
+from appliance.store.models import Document, Event
+from tests.conftest import make_settings
+from tests.fixtures.documents import write_png
+
+RESULT = {"engine": "classic", "model_id": "m", "text": "kept text", "markdown": "kept text",
+          "lines": [], "finish_reason": "stop", "timings_ms": {}}
+
+
+@pytest.fixture
+def store(tmp_path):
+    settings = make_settings(tmp_path, retention={"hot_days": 7})
+    db = Database(settings.paths.data_dir / "appliance.db")
+    spool = Spool(settings.paths.data_dir / "spool")
+    return settings, db, spool, Intake(settings, db, spool)
+
+
+def submitted(intake, db, spool, tmp_path, name, *, age_days=0.0, finish=True, content=None):
+    """A one-page PNG document, read to the end (or still queued), made ``age_days`` old."""
+    path = write_png(tmp_path / name, [content or name])
+    with path.open("rb") as fh:
+        doc = intake.submit(fh, name, SubmitOptions(source="api"))
+    image = spool.page_image_path(doc.sha256, 0, 200)
+    image.parent.mkdir(parents=True, exist_ok=True)
+    image.write_bytes(b"page image")
+    if finish:
+        claim = transitions.claim_next_page(db, "w", lease_s=60)
+        transitions.complete_page(db, claim, RESULT)
+    with db.write() as session:
+        row = session.get(Document, doc.id)
+        row.created_at -= age_days * DAY_S
+        session.add(row)
+    return doc, image
+
+
+def test_purge_deletes_old_originals_and_page_images_and_keeps_results(store, tmp_path):
+    settings, db, spool, intake = store
+    old, old_image = submitted(intake, db, spool, tmp_path, "old.png", age_days=8)
+    recent, recent_image = submitted(intake, db, spool, tmp_path, "recent.png", age_days=1)
+    waiting, waiting_image = submitted(intake, db, spool, tmp_path, "waiting.png", age_days=30,
+                                       finish=False)
+    cache_entry = settings.paths.data_dir / "cache" / "ab" / "old.json"
+    cache_entry.parent.mkdir(parents=True)
+    cache_entry.write_text("{}")
+    os.utime(cache_entry, (time.time() - 8 * DAY_S,) * 2)
+
+    assert purge(settings, db, spool) == {"contents": 1, "files": 2, "cache_entries": 1}
+    assert not spool.original_path(old.sha256).exists() and not old_image.exists()
+    for doc, image in ((recent, recent_image), (waiting, waiting_image)):
+        assert spool.original_path(doc.sha256).exists() and image.exists()
+    # the results, the hash and the audit trail stay
+    assert "kept text" in render(db, old.id)["md"]
+    view = queries.get_document(db, old.id)
+    assert view.doc.sha256 == old.sha256 and view.doc.purged_at is not None
+    with db.read() as session:
+        kinds = [e.kind for e in session.exec(select(Event).where(Event.document_id == old.id))]
+    assert kinds[0] == "submitted" and kinds[-1] == "purged" and "completed" in kinds
+    assert not cache_entry.exists()
+    assert purge(settings, db, spool) == {"contents": 0, "files": 0, "cache_entries": 0}
+
+
+def test_shared_content_waits_for_its_newest_document(store, tmp_path):
+    settings, db, spool, intake = store
+    old, _ = submitted(intake, db, spool, tmp_path, "a.png", age_days=9, content="same")
+    again, _ = submitted(intake, db, spool, tmp_path, "b.png", age_days=1, content="same")
+    assert old.sha256 == again.sha256
+    assert purge(settings, db, spool)["contents"] == 0
+    assert spool.original_path(old.sha256).exists()
+
+
+def test_the_disk_floor_refuses_intake_and_stores_nothing(tmp_path):
+    settings = make_settings(tmp_path, retention={"min_free_disk_mb": 10**9})  # a petabyte
+    appliance = Appliance(settings)
+    try:
+        with pytest.raises(DiskFull, match="disk is nearly full"):
+            appliance.intake.submit(io.BytesIO(b"%PDF-1.4"), "a.pdf", SubmitOptions(source="api"))
+        client = TestClient(create_app(appliance))
+        page = write_png(tmp_path / "p.png", ["Disk floor"])
+        with page.open("rb") as fh:
+            response = client.post("/api/v1/documents", files={"file": ("p.png", fh)})
+        assert response.status_code == 507
+        assert response.json()["error"]["code"] == "disk_full"
+        assert int(response.headers["Retry-After"]) > 0
+        spool = settings.paths.data_dir / "spool"
+        assert [p for p in spool.rglob("*") if p.is_file()] == []  # nothing half-written
+        assert queries.list_documents(appliance.db) == []
+    finally:
+        appliance.db.close()

@@ -1,0 +1,295 @@
+"""The review queue on a real SQLite file: locks, actions, audit, export refresh,
+training records, reviewer accounts, and `appliance calibrate`."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import threading
+import time
+
+import pytest
+from sqlmodel import select
+
+from appliance.config import dump_toml
+from appliance.errors import InvalidRequest, LockLost
+from appliance.export import Exporter
+from appliance.intake.spool import Spool
+from appliance.review import ReviewService, export_jsonl
+from appliance.store import Database, queries, transitions
+from appliance.store.models import Document, Lane, PageStatus, ReviewAction
+from appliance.store.reviews import ReviewFilter
+from appliance.users import (
+    LOCKOUT_S, MAX_FAILED_LOGINS, Users, hash_password, verify_password,
+)
+from tests.conftest import make_settings
+
+MACHINE = {"engine": "classic", "model_id": "m", "finish_reason": "stop",
+           "lines": [{"text": "Total 1l8.50", "box": [10, 20, 200, 40], "score": 0.55},
+                     {"text": "Invoice 7", "box": [10, 60, 200, 80], "score": 0.98}],
+           "timings_ms": {"inference_ms": 1.0}}
+
+
+def in_review(db, *, pages=1, doc_type="invoice", folder=None, lane=Lane.BATCH,
+              reasons=("low_confidence: 0.42 < 0.50",), confidence=0.42, name="inv.png"):
+    """A document whose pages were read and routed to review."""
+    doc = Document(name=name, sha256=os.urandom(32).hex(), kind="png", size_bytes=10,
+                   source="api", lane=lane, doc_type=doc_type, watch_folder=folder)
+    transitions.submit_document(db, doc, pages)
+    for _ in range(pages):
+        claim = transitions.claim_next_page(db, "w1", lease_s=60)
+        transitions.complete_page(db, claim, {**MACHINE, "text": "Invoice 7\nTotal 1l8.50",
+                                              "markdown": "Invoice 7\n\nTotal 1l8.50",
+                                              "confidence": confidence}, list(reasons),
+                                 review=True)
+    return doc
+
+
+@pytest.fixture
+def setup(tmp_path):
+    settings = make_settings(tmp_path, review={"lock_minutes": 1.0})
+    db = Database(settings.paths.data_dir / "appliance.db")
+    spool = Spool(settings.paths.data_dir / "spool")
+    exporter = Exporter(db, settings.paths.output_dir)
+    settled, woken = [], []
+
+    def finish(document_id):
+        settled.append(document_id)
+        view = queries.get_document(db, document_id)
+        if view.is_final and not view.doc.exported_at:
+            exporter.export(document_id)
+
+    service = ReviewService(settings, db, spool, on_settled=finish,
+                            wake=lambda: woken.append(1))
+    return service, db, settings, settled, woken
+
+
+def test_routed_pages_wait_and_their_document_is_not_final(setup):
+    service, db, *_ = setup
+    doc = in_review(db)
+    view = queries.get_document(db, doc.id)
+    assert view.status == "review" and not view.is_final
+    [item] = service.queue()
+    assert item.reasons == ["low_confidence: 0.42 < 0.50"] and item.confidence == 0.42
+    assert service.counts()["by_reason"] == {"low_confidence": 1}
+
+
+def test_two_reviewers_never_get_the_same_page(setup):
+    service, db, *_ = setup
+    for i in range(6):
+        in_review(db, name=f"d{i}.png")
+    got: dict[str, int] = {}
+
+    def claim(name):
+        got[name] = service.next_page(name).item.page_id
+
+    threads = [threading.Thread(target=claim, args=(f"r{i}",)) for i in range(6)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    assert len(set(got.values())) == 6
+    assert service.next_page("r7") is None  # everything is held
+    # a reviewer who opens "next" again gets the page they already hold
+    assert service.next_page("r0").item.page_id == got["r0"]
+
+
+def test_an_expired_lock_frees_its_page(setup):
+    service, db, settings, *_ = setup
+    in_review(db)
+    settings.review.lock_minutes = 0.3 / 60  # 0.3 s
+    page = service.next_page("anna")
+    assert service.next_page("ben") is None
+    time.sleep(0.4)
+    assert service.next_page("ben").item.page_id == page.item.page_id
+    with pytest.raises(LockLost, match="expired or another reviewer"):
+        service.approve("anna", page.item.page_id)
+
+
+def test_approve_finishes_and_exports_the_document(setup):
+    service, db, settings, settled, _ = setup
+    doc = in_review(db)
+    page = service.next_page("anna")
+    assert page.highlights == [{"text": "Total 1l8.50", "score": 0.55,
+                                "box": [10, 20, 200, 40]}]
+    service.approve("anna", page.item.page_id)
+    assert settled == [doc.id]
+    assert queries.get_document(db, doc.id).status == "done"
+    assert (settings.paths.output_dir / "inv.md").read_text().count("Total 1l8.50") == 1
+    with db.read() as session:
+        [action] = session.exec(select(ReviewAction)).all()
+    assert (action.reviewer, action.action) == ("anna", "approve")
+    assert action.before_markdown == action.after_markdown == "Invoice 7\n\nTotal 1l8.50"
+
+
+def test_a_correction_becomes_the_result_and_refreshes_the_export(setup):
+    service, db, settings, *_ = setup
+    doc = in_review(db, pages=2)
+    first = service.next_page("anna")
+    service.approve("anna", first.item.page_id)
+    second = service.next_page("anna")
+    assert [p["number"] for p in second.other_pages] == [1]  # the rest of the document
+    service.correct("anna", second.item.page_id, "Invoice 7\n\nTotal 118.50")
+    exported = (settings.paths.output_dir / "inv.md").read_text()
+    assert "Total 118.50" in exported and "Total 1l8.50" in exported  # page 1 approved as is
+    view = queries.get_document(db, doc.id)
+    assert view.status == "done"
+    results = queries.accepted_results(db, doc.id)
+    assert results[1][1].engine == "human"
+    assert results[1][1].text.split() == ["Invoice", "7", "Total", "118.50"]
+    # a page that left review cannot be changed by a late action
+    in_review(db, name="again.png")
+    page = service.next_page("anna")
+    service.approve("anna", page.item.page_id)
+    with pytest.raises(LockLost, match="no longer waiting"):
+        service.correct("anna", page.item.page_id, "too late")
+
+
+def test_reject_fails_the_page_with_the_reviewer_s_reason(setup):
+    service, db, *_ = setup
+    doc = in_review(db)
+    page = service.next_page("anna")
+    service.reject("anna", page.item.page_id, "coffee stain over the totals")
+    view = queries.get_document(db, doc.id)
+    assert view.status == "failed"
+    assert view.pages[0].error_code == "rejected_unreadable"
+    assert "coffee stain" in view.pages[0].error_message
+
+
+def test_rerun_queues_the_page_with_its_options(setup):
+    service, db, _settings, _settled, woken = setup
+    in_review(db)
+    page = service.next_page("anna")
+    with pytest.raises(InvalidRequest):
+        service.rerun("anna", page.item.page_id)
+    service.rerun("anna", page.item.page_id, engine="llama", higher_resolution=True)
+    assert woken == [1]
+    claim = transitions.claim_next_page(db, "w1", lease_s=60)
+    assert claim.page_id == page.item.page_id and claim.attempt == 1
+    assert claim.engine == "llama" and claim.options == {"engine": "llama",
+                                                         "resolution_boost": 1}
+
+
+def test_skip_sends_the_page_to_the_back_of_the_queue(setup):
+    service, db, *_ = setup
+    in_review(db, name="a.png")
+    in_review(db, name="b.png")
+    first = service.next_page("anna")
+    service.skip("anna", first.item.page_id)
+    assert service.next_page("anna").item.document_name == "b.png"
+
+
+def test_filters(setup):
+    service, db, *_ = setup
+    in_review(db, doc_type="receipt", folder="scans", name="r.png",
+              reasons=("sampled: 0.61 in [0.50, 0.75) at 10 %",), confidence=0.61)
+    in_review(db, doc_type="invoice", name="i.png")
+    assert [i.document_name for i in service.queue(ReviewFilter(doc_type="receipt"))] == ["r.png"]
+    assert [i.document_name for i in service.queue(ReviewFilter(folder="scans"))] == ["r.png"]
+    assert [i.document_name for i in service.queue(ReviewFilter(reason="low_confidence"))] == [
+        "i.png"]
+    assert service.queue(ReviewFilter(min_age_s=3600)) == []
+    assert service.next_page("anna", ReviewFilter(reason="sampled")).item.document_name == "r.png"
+
+
+def test_interactive_pages_come_first(setup):
+    service, db, *_ = setup
+    in_review(db, name="batch.png", lane=Lane.BATCH)
+    in_review(db, name="desk.png", lane=Lane.INTERACTIVE)
+    assert service.next_page("anna").item.document_name == "desk.png"
+
+
+def test_jsonl_export_holds_machine_and_corrected_text(setup, tmp_path):
+    service, db, settings, *_ = setup
+    in_review(db, name="a.png")
+    in_review(db, name="b.png")
+    service.correct("anna", service.next_page("anna").item.page_id, "Invoice 7\n\nTotal 118.50")
+    service.approve("anna", service.next_page("anna").item.page_id)
+    out = tmp_path / "reviewed.jsonl"
+    with out.open("w") as fh:
+        assert export_jsonl(db, service.spool, settings, fh) == 2
+    records = [json.loads(line) for line in out.read_text().splitlines()]
+    corrected, approved = records
+    assert corrected["machine_text"] == "Invoice 7\nTotal 1l8.50"
+    assert corrected["corrected_text"].split() == ["Invoice", "7", "Total", "118.50"]
+    assert corrected["action"] == "correct" and corrected["reviewer"] == "anna"
+    assert corrected["reasons"] == ["low_confidence: 0.42 < 0.50"]
+    assert approved["corrected_text"] == approved["machine_text"]
+    assert {"page_image", "confidence", "doc_type", "document_id"} <= set(corrected)
+
+
+def test_review_export_and_calibrate_commands(setup, tmp_path):
+    service, db, settings, *_ = setup
+    for i, (confidence, corrected) in enumerate([(0.9, False), (0.85, False), (0.3, True),
+                                                 (0.2, True), (0.7, False)]):
+        in_review(db, name=f"p{i}.png", confidence=confidence)
+        page = service.next_page("anna")
+        if corrected:
+            service.correct("anna", page.item.page_id, "Invoice 7\n\nTotal 118.50 EUR paid")
+        else:
+            service.approve("anna", page.item.page_id)
+    config = tmp_path / "c.toml"
+    config.write_text(dump_toml({"paths": {"data_dir": str(settings.paths.data_dir),
+                                           "output_dir": str(settings.paths.output_dir)}}))
+    run = subprocess.run([sys.executable, "-m", "appliance.cli", "calibrate", "--config",
+                          str(config), "--report", str(tmp_path / "cal.json")],
+                         capture_output=True, text=True, timeout=120)
+    assert run.returncode == 0, run.stderr
+    report = json.loads((tmp_path / "cal.json").read_text())
+    assert report["pages"] == 5 and report["bad_pages"] == 2 and report["auroc"] == 1.0
+    assert "AUROC" in run.stdout and "suggested" in run.stdout
+    run = subprocess.run([sys.executable, "-m", "appliance.cli", "review", "export", "--config",
+                          str(config), "--jsonl", "-"], capture_output=True, text=True,
+                         timeout=120)
+    assert run.returncode == 0 and len(run.stdout.splitlines()) == 5
+
+
+def test_reviewer_accounts(tmp_path):
+    encoded = hash_password("correct horse battery")
+    assert encoded.startswith("scrypt$") and "correct" not in encoded
+    assert verify_password("correct horse battery", encoded)
+    assert not verify_password("wrong", encoded) and not verify_password("x", "garbage")
+    users = Users(tmp_path / "users.toml")
+    assert users.authenticate("anna", "whatever") is None  # no file yet
+    users.add("anna", "reviewer", "correct horse battery")
+    assert (tmp_path / "users.toml").stat().st_mode & 0o777 == 0o600
+    assert "correct horse" not in (tmp_path / "users.toml").read_text()
+    other = Users(tmp_path / "users.toml")  # another process sees the new account
+    assert other.authenticate("anna", "correct horse battery").role == "reviewer"
+    assert other.authenticate("anna", "correct horse batterY") is None
+    users.add("boss", "admin", "another long secret")
+    assert other.authenticate("boss", "another long secret").role == "admin"
+    for bad in (("Anna!", "reviewer", "long enough pw"), ("carl", "king", "long enough pw"),
+                ("carl", "reviewer", "short")):
+        with pytest.raises(InvalidRequest):
+            users.add(*bad)
+
+
+def test_repeated_failed_logins_lock_the_name_for_a_while(tmp_path, monkeypatch):
+    users = Users(tmp_path / "users.toml")
+    users.add("anna", "reviewer", "correct horse battery")
+    for _ in range(MAX_FAILED_LOGINS):
+        assert users.authenticate("anna", "guess") is None
+    assert users.authenticate("anna", "correct horse battery") is None  # locked out
+    later = time.monotonic() + LOCKOUT_S + 1
+    monkeypatch.setattr("appliance.users.time.monotonic", lambda: later)
+    assert users.authenticate("anna", "correct horse battery").name == "anna"
+
+
+def test_users_command_adds_an_account(tmp_path):
+    config = tmp_path / "c.toml"
+    config.write_text(dump_toml({"review": {"users_file": "people.toml"}}))
+    run = subprocess.run([sys.executable, "-m", "appliance.cli", "users", "add", "dora",
+                          "--role", "admin", "--password-stdin", "--config", str(config)],
+                         input="a very good passphrase\n", capture_output=True, text=True,
+                         timeout=60)
+    assert run.returncode == 0, run.stderr
+    assert Users(tmp_path / "people.toml").authenticate("dora", "a very good passphrase")
+
+
+def test_pages_in_review_have_status_review(setup):
+    _service, db, *_ = setup
+    doc = in_review(db)
+    assert queries.get_document(db, doc.id).pages[0].status == PageStatus.REVIEW

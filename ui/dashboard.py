@@ -1,0 +1,227 @@
+"""The Dashboard tab: queue, throughput, latency, memory, review backlog and the
+latest failures, refreshed on a timer.
+
+``dashboard_view`` is a plain function of the ``Appliance`` that returns everything
+the tab shows (pandas DataFrames for the plots, Markdown for the rest); the data comes
+from ``appliance.metrics`` (the same running totals /metrics serves, plus a short
+in-memory history of queue and memory samples) and ``appliance.store.queries``.
+``dashboard_tab`` only wires it to components.
+
+Document names and failure messages are untrusted (a file name or an engine's message
+can hold markup): every such cell is escaped, then the table goes through
+``safe_markdown`` into a sanitising Markdown view.
+"""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass
+from datetime import datetime
+from typing import TYPE_CHECKING
+
+import gradio as gr
+import pandas as pd
+
+from appliance.metrics import (
+    HISTORY_S, SAMPLE_S, metrics_for, pages_per_bucket, percentile, rolling_latency,
+)
+from appliance.store import queries
+from appliance.store.models import Lane
+from ui.components import escape_markdown_text, safe_markdown, safe_markdown_view
+
+if TYPE_CHECKING:
+    from appliance.daemon import Appliance
+
+REFRESH_S = 5.0
+FAILURE_LIMIT = 20
+MESSAGE_CHARS = 240
+SUMMARY_WINDOW_S = 900.0  # the summary's throughput and latency: the last 15 minutes
+LATENCY_WINDOW_S = 300.0  # each point of the latency plot: the 5 minutes before it
+BUCKET_S = 60.0
+GIB = 2**30
+FAILURE_HEADERS = ["When", "Document", "Page", "Code", "Message"]
+PERCENTILES = (("p50", 50), ("p95", 95), ("p99", 99))
+CLOCK = {"x_title": "time", "x_axis_format": "%H:%M:%S"}  # the history's time axis
+
+
+@dataclass
+class DashboardView:
+    summary: str  # Markdown, our own words and numbers only
+    queue: pd.DataFrame  # time, lane, pages (waiting)
+    throughput: pd.DataFrame  # time, pages (read successfully per minute)
+    latency: pd.DataFrame  # time, percentile (p50/p95/p99), seconds (arrival to result,
+    #                        over the LATENCY_WINDOW_S before each time)
+    vram: pd.DataFrame  # time, series (used/total), GiB
+    ram: pd.DataFrame  # time, series (used/total), GiB
+    failures: str  # Markdown, already made safe
+
+
+def _times(seconds: list[float]) -> pd.Series:
+    return pd.to_datetime(pd.Series(seconds, dtype="float64"), unit="s")
+
+
+def _frame(times: list[float], **columns) -> pd.DataFrame:
+    """A plot's data with typed columns, so an empty frame still plots."""
+    data = {"time": _times(times)}
+    for name, (values, dtype) in columns.items():
+        data[name] = pd.Series(values, dtype=dtype)
+    return pd.DataFrame(data)
+
+
+def queue_frame(samples) -> pd.DataFrame:
+    times, lanes, pages = [], [], []
+    for s in samples:
+        for lane in Lane:
+            times.append(s.at)
+            lanes.append(lane.value)
+            pages.append(s.queued.get(lane.value, 0))
+    return _frame(times, lane=(lanes, "string"), pages=(pages, "int64"))
+
+
+def memory_frames(samples) -> tuple[pd.DataFrame, pd.DataFrame]:
+    """(VRAM, RAM): used and total in GiB over time."""
+    frames = []
+    for used, total in (("vram_used_bytes", "vram_total_bytes"),
+                        ("ram_used_bytes", "ram_total_bytes")):
+        times, series, gib = [], [], []
+        for s in samples:
+            for name, attr in (("used", used), ("total", total)):
+                value = getattr(s, attr)
+                if value is not None:
+                    times.append(s.at)
+                    series.append(name)
+                    gib.append(value / GIB)
+        frames.append(_frame(times, series=(series, "string"), GiB=(gib, "float64")))
+    return frames[0], frames[1]
+
+
+def throughput_frame(completions, now: float) -> pd.DataFrame:
+    """Pages read successfully per minute over the last hour."""
+    buckets = pages_per_bucket(completions, now, HISTORY_S, BUCKET_S)
+    return _frame([at for at, _ in buckets], pages=([n for _, n in buckets], "int64"))
+
+
+def latency_frame(completions, times: list[float]) -> pd.DataFrame:
+    """Page latency percentiles over the LATENCY_WINDOW_S before each sample time."""
+    rows = rolling_latency(completions, times, LATENCY_WINDOW_S)
+    times_out, names, seconds = [], [], []
+    for row in rows:
+        for name, _q in PERCENTILES:
+            times_out.append(row.at)
+            names.append(name)
+            seconds.append(getattr(row, f"{name}_s"))
+    return _frame(times_out, percentile=(names, "string"), seconds=(seconds, "float64"))
+
+
+def _cell(text: str, limit: int = MESSAGE_CHARS) -> str:
+    text = " ".join(str(text).split())
+    if len(text) > limit:
+        text = text[:limit - 1] + "…"
+    return escape_markdown_text(text)
+
+
+def failures_markdown(rows: list[queries.FailureRow]) -> str:
+    """The latest failures as a table; names, codes and messages escaped."""
+    if not rows:
+        return "No failures."
+    lines = ["| " + " | ".join(FAILURE_HEADERS) + " |",
+             "|" + "---|" * len(FAILURE_HEADERS)]
+    for row in rows:
+        when = datetime.fromtimestamp(row.at).strftime("%Y-%m-%d %H:%M:%S")
+        page = str(row.page) if row.page is not None else "whole document"
+        lines.append(f"| {when} | {_cell(row.document, 120)} | {page} | {_cell(row.code, 60)} "
+                     f"| {_cell(row.message)} |")
+    return safe_markdown("\n".join(lines))
+
+
+def _seconds(value: float | None) -> str:
+    return "–" if value is None else f"{value:.1f} s"
+
+
+def summary_markdown(appliance: Appliance, snapshot, completions, now: float) -> str:
+    recent = sorted(c.latency_s for c in completions
+                    if c.finished_at >= now - SUMMARY_WINDOW_S)
+    minutes = SUMMARY_WINDOW_S / 60
+    waiting = sum(snapshot.queued.values())
+    running = sum(snapshot.running.values())
+    lanes = ", ".join(f"{lane} {n}" for lane, n in snapshot.queued.items())
+    backlog = queries.review_backlog(appliance.db)
+    memory = appliance.memory.status()
+    workers = appliance.worker_status()
+    restarts = sum(w["restarts"] for w in workers)
+    busy = sum(w["state"] == "busy" for w in workers)
+    ram = (f"{snapshot.ram_used_bytes / GIB:.1f} of {snapshot.ram_total_bytes / GIB:.1f} GiB")
+    latency = ", ".join(f"{name} {_seconds(percentile(recent, q))}" for name, q in PERCENTILES)
+    return "\n".join([
+        f"- **Queue:** {waiting} pages waiting ({lanes}), {running} being read",
+        f"- **Throughput:** {len(recent)} pages in the last {minutes:.0f} min "
+        f"({len(recent) / minutes:.1f} per minute)",
+        f"- **Page latency** (arrival to result, last {minutes:.0f} min): {latency}",
+        f"- **Review backlog:** {backlog['waiting']} pages waiting, {backlog['locked']} "
+        f"being reviewed",
+        f"- **Memory:** {memory['message']} · host RAM {ram}",
+        f"- **Workers:** {len(workers)} ({busy} busy), {restarts} restarts",
+    ])  # our own words and numbers: nothing from a document
+
+
+def dashboard_view(appliance: Appliance, now: float | None = None) -> DashboardView:
+    """Everything the Dashboard tab shows, read now."""
+    metrics = metrics_for(appliance)
+    samples = metrics.history.samples()
+    if not samples or time.time() - samples[-1].at > 2 * SAMPLE_S:
+        metrics.sample()  # the scheduler is not sampling (not started, or just started)
+        samples = metrics.history.samples()
+    now = time.time() if now is None else now
+    metrics.catch_up(now)
+    completions = metrics.recent_completions()
+    times = [sample.at for sample in samples]
+    if now > times[-1]:
+        times.append(now)  # pages finished since the last sample show now
+    vram, ram = memory_frames(samples)
+    return DashboardView(
+        summary=summary_markdown(appliance, samples[-1], completions, now),
+        queue=queue_frame(samples), throughput=throughput_frame(completions, now),
+        latency=latency_frame(completions, times), vram=vram, ram=ram,
+        failures=failures_markdown(queries.latest_failures(appliance.db, FAILURE_LIMIT)))
+
+
+# --- Gradio wiring ---------------------------------------------------------------
+
+
+def dashboard_tab(appliance: Appliance) -> None:
+    summary = gr.Markdown(elem_id="dashboard-summary")
+    with gr.Row():
+        queue = gr.LinePlot(x="time", y="pages", color="lane", label="Queue depth (pages)",
+                            y_title="pages waiting", elem_id="dashboard-queue", **CLOCK,
+                            y_lim=[0, None], y_axis_format="d")
+        throughput = gr.BarPlot(x="time", y="pages", label="Pages read per minute",
+                                y_title="pages", elem_id="dashboard-throughput",
+                                x_title="time", x_axis_format="%H:%M", y_axis_format="d")
+    with gr.Row():
+        latency = gr.LinePlot(x="time", y="seconds", color="percentile",
+                              label=f"Page latency, arrival to result (over the "
+                                    f"{LATENCY_WINDOW_S / 60:.0f} minutes before each point)",
+                              y_title="seconds", elem_id="dashboard-latency", **CLOCK,
+                              y_lim=[0, None])
+    memory_label = "VRAM" if appliance.memory.device.name != "host" else \
+        "Watched memory (host RAM: no GPU found)"
+    with gr.Row():
+        vram = gr.LinePlot(x="time", y="GiB", color="series", label=f"{memory_label} (GiB)",
+                           y_title="GiB", elem_id="dashboard-vram", **CLOCK, y_lim=[0, None])
+        ram = gr.LinePlot(x="time", y="GiB", color="series", label="Host RAM (GiB)",
+                          y_title="GiB", elem_id="dashboard-ram", **CLOCK, y_lim=[0, None])
+    gr.Markdown("### Latest failures")
+    failures = safe_markdown_view(value="No failures.", elem_id="dashboard-failures")
+    outputs = [summary, queue, throughput, latency, vram, ram, failures]
+
+    def refresh():
+        view = dashboard_view(appliance)
+        return [view.summary, view.queue, view.throughput, view.latency, view.vram, view.ram,
+                view.failures]
+
+    # on page load, then every REFRESH_S
+    gr.on(triggers=None, fn=refresh, inputs=None, outputs=outputs, show_progress="hidden",
+          api_visibility="private")
+    gr.Timer(REFRESH_S).tick(refresh, outputs=outputs, show_progress="hidden",
+                             trigger_mode="once", concurrency_limit=4,
+                             concurrency_id="dashboard-refresh", api_visibility="private")

@@ -1,0 +1,670 @@
+"""The review console: Gradio Blocks mounted at "/review", behind a login.
+
+A clerk works through the pages that routing sent to review, all day, mostly from
+the keyboard:
+
+- the top line counts what waits (in all, being reviewed, by reason); filters (doc
+  type, folder, reason, age) narrow both the queue table and "Next page";
+- "Next page" (N) locks the oldest highest-priority page for this reviewer (the lock
+  runs out after ``review.lock_minutes``; two reviewers never hold one page) and
+  shows why it is here and its confidence above the page image (with the
+  low-confidence lines boxed on it, zoomable), the editable Markdown and a preview;
+- every action (approve, save correction, reject as unreadable, rerun at a higher
+  resolution or with the other engine, skip) has a key, and opens the next page.
+
+OCR text is untrusted: the editor is a plain textarea, the preview goes through
+``safe_markdown`` (and Gradio's sanitiser), everything else from a document is
+escaped. The reviewer's name is the login's (``gr.Request.username``), never a field.
+
+The handlers (``open_next``, ``perform``, ``page_view``, ``queue_rows``, ...) are
+plain functions of the ``ReviewService`` and values; ``build_review_ui`` only wires
+them to components.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import time
+from dataclasses import dataclass, field
+from datetime import datetime
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+import anyio
+import gradio as gr
+from fastapi import FastAPI
+from fastapi.responses import RedirectResponse
+from PIL import Image, ImageDraw, ImageFont
+
+from appliance.config import DOC_TYPES
+from appliance.errors import ApplianceError, LockLost
+from appliance.quality.routing import REVIEW_CODES
+from appliance.review import ReviewPage, ReviewService
+from appliance.store.reviews import ReviewFilter
+from ui.components import escape_markdown_text, safe_markdown, safe_markdown_view
+
+if TYPE_CHECKING:
+    from appliance.daemon import Appliance
+
+log = logging.getLogger(__name__)
+
+MOUNT_PATH = "/review"
+QUEUE_LIMIT = 200
+REFRESH_S = 5.0
+ACTION_CONCURRENCY = 8  # reviewers acting at once (each action is a short transaction)
+EXCERPT_CHARS = 160
+ANY = ""  # the "no filter" choice of every filter dropdown
+AGE_CHOICES = [("any age", ""), ("waiting 10 min or more", "600"),
+               ("waiting 1 h or more", "3600"), ("waiting 4 h or more", "14400"),
+               ("waiting 1 day or more", "86400")]
+QUEUE_HEADERS = ["Document", "Page", "Type", "Folder", "Why", "Confidence", "Waiting",
+                 "Reviewer"]
+OTHER_PAGE_HEADERS = ["Page", "Status", "Confidence", "Text"]
+INTERNAL_ERROR_TEXT = ("the action failed because of an internal error; the server log has "
+                       "the details")
+EMPTY_QUEUE_TEXT = ("### The queue is empty\n\nNo page waits for review{filtered}. "
+                    "New pages show in the counts above; press **N** to look again.")
+RERUN_RETURNS = "it comes back to the queue if it still needs review."
+START_TEXT = "Press **N** (Next page) to open the oldest page waiting for review."
+
+# action: (button id, label, key). The key works alone while no text field has the
+# focus, and with Alt everywhere (in the editor too); Save is Ctrl+S (Cmd+S) or Alt+S,
+# never the plain key. E enters the editor, Esc leaves it; + - 0 zoom the page image.
+ACTIONS = {
+    "next": ("review-next", "Next page", "n"),
+    "approve": ("review-approve", "Approve", "a"),
+    "correct": ("review-save", "Save correction", "s"),
+    "reject": ("review-reject", "Reject as unreadable", "x"),
+    "rerun_resolution": ("review-rerun-resolution", "Rerun at higher resolution", "h"),
+    "rerun_engine": ("review-rerun-engine", "Rerun with the other engine", "o"),
+    "skip": ("review-skip", "Skip", "k"),
+    "revert": ("review-revert", "Revert my edits", "u"),
+}
+SAVE_KEY_LABEL = "Ctrl+S"
+PLAIN_KEYS = {key: button for action, (button, _label, key) in ACTIONS.items()
+              if action != "correct"} | {
+    "e": "review-editor", "+": "review-zoom-in", "=": "review-zoom-in",
+    "-": "review-zoom-out", "0": "review-zoom-fit"}
+# by KeyboardEvent.code, so that the characters a layout puts on Alt (macOS) do not matter
+ALT_KEYS = {f"Key{key.upper()}": button for button, _label, key in ACTIONS.values()}
+CTRL_KEYS = {"s": "review-save"}
+ZOOM_STEP = 1.25
+HIGHLIGHT_FILL = (255, 196, 0, 70)
+HIGHLIGHT_LINE = (220, 40, 20, 255)
+
+
+# --- Gradio-independent logic -------------------------------------------------
+
+
+def make_filter(doc_type: str | None = ANY, folder: str | None = ANY, reason: str | None = ANY,
+                min_age_s: str | float | None = ANY) -> ReviewFilter:
+    """The filter dropdowns' values as a ``ReviewFilter`` ("" means any)."""
+    return ReviewFilter(doc_type=doc_type or None, folder=folder or None,
+                        reason=reason or None,
+                        min_age_s=float(min_age_s) if min_age_s not in (None, "") else None)
+
+
+def is_filtered(where: ReviewFilter) -> bool:
+    return any(v is not None for v in (where.doc_type, where.folder, where.reason,
+                                       where.min_age_s))
+
+
+def age_text(since: float | None, now: float | None = None) -> str:
+    if since is None:
+        return ""
+    seconds = max(0.0, (now or time.time()) - since)
+    if seconds < 60:
+        return "just now"
+    if seconds < 3600:
+        return f"{int(seconds // 60)} min"
+    if seconds < 86400:
+        return f"{seconds / 3600:.1f} h"
+    return f"{seconds / 86400:.1f} d"
+
+
+def confidence_text(confidence: float | None) -> str:
+    return "unknown" if confidence is None else f"{confidence:.2f}"
+
+
+def counts_text(counts: dict, reviewer: str | None = None) -> str:
+    """The queue in one line, e.g. "**12** pages wait · 2 being reviewed · low_confidence 10"."""
+    waiting, locked = counts.get("waiting", 0), counts.get("locked", 0)
+    parts = [f"**{waiting}** page{'s' if waiting != 1 else ''} waiting",
+             f"{locked} being reviewed"]
+    by_reason = counts.get("by_reason") or {}
+    if by_reason:
+        parts.append("by reason: " + ", ".join(
+            f"{escape_markdown_text(code)} {n}" for code, n in sorted(by_reason.items())))
+    line = " · ".join(parts)
+    return f"{line} · signed in as **{escape_markdown_text(reviewer)}**" if reviewer else line
+
+
+Choices = list[tuple[str, str]]
+
+
+def filter_choices(counts: dict, watch_folders: list[str], doc_types: list[str],
+                   reason_codes: list[str]) -> tuple[Choices, Choices, Choices]:
+    """Dropdown entries (label, value) for doc type, folder and reason; "" is "any"."""
+    def entries(name: str, values: list[str], bucket: str) -> Choices:
+        found = counts.get(bucket) or {}
+        return [(f"any {name}", ANY)] + [(f"{v} ({found.get(v, 0)})", v)
+                                         for v in sorted(set(values) | set(found))]
+    return (entries("type", doc_types, "by_doc_type"),
+            entries("folder", watch_folders, "by_folder"),
+            entries("reason", reason_codes, "by_reason"))
+
+
+def queue_rows(service: ReviewService, where: ReviewFilter = ReviewFilter(),
+               limit: int = QUEUE_LIMIT) -> list[list[str]]:
+    """The waiting pages that match ``where``, in the order "Next page" takes them."""
+    now = time.time()
+    return [[item.document_name, f"{item.page_number}/{item.page_count}", item.doc_type,
+             item.folder or "", "; ".join(item.reasons), confidence_text(item.confidence),
+             age_text(item.waiting_since, now), item.locked_by or ""]
+            for item in service.queue(where, limit)]
+
+
+def _box(box) -> tuple[float, float, float, float] | None:
+    """[x0, y0, x1, y1], or a polygon of points, as a rectangle; None if neither."""
+    try:
+        if box and len(box) == 4 and all(isinstance(v, (int, float)) for v in box):
+            x0, y0, x1, y1 = (float(v) for v in box)
+        elif box and all(len(point) == 2 for point in box):
+            xs, ys = [float(p[0]) for p in box], [float(p[1]) for p in box]
+            x0, y0, x1, y1 = min(xs), min(ys), max(xs), max(ys)
+        else:
+            return None
+    except (TypeError, ValueError):
+        return None
+    return (min(x0, x1), min(y0, y1), max(x0, x1), max(y0, y1))
+
+
+def annotate_page(image_path: Path, highlights: list[dict]) -> Image.Image | Path:
+    """The page image with each highlight's box drawn on it and numbered as in the list;
+    the file itself when no highlight has a box."""
+    boxes = [(number, _box(h.get("box"))) for number, h in enumerate(highlights, 1)]
+    boxes = [(number, box) for number, box in boxes if box]
+    if not boxes:
+        return image_path
+    with Image.open(image_path) as source:
+        page = source.convert("RGB")
+    overlay = Image.new("RGBA", page.size, (0, 0, 0, 0))
+    draw = ImageDraw.Draw(overlay)
+    width = max(2, round(max(page.size) / 600))
+    try:
+        font = ImageFont.load_default(size=max(12, round(max(page.size) / 90)))
+    except TypeError:  # Pillow < 10.1: a fixed bitmap font
+        font = ImageFont.load_default()
+    for number, (x0, y0, x1, y1) in boxes:
+        pad = width * 2
+        draw.rectangle((x0 - pad, y0 - pad, x1 + pad, y1 + pad), fill=HIGHLIGHT_FILL,
+                       outline=HIGHLIGHT_LINE, width=width)
+        label = str(number)
+        left, top, right, bottom = draw.textbbox((0, 0), label, font=font)
+        text_w, text_h = right - left, bottom - top
+        tx, ty = max(0, x0 - pad - text_w - 3 * width), max(0, y0 - pad)
+        draw.rectangle((tx - width, ty, tx + text_w + width, ty + text_h + 2 * width),
+                       fill=HIGHLIGHT_LINE)
+        draw.text((tx, ty - top + width), label, fill=(255, 255, 255, 255), font=font)
+    return Image.alpha_composite(page.convert("RGBA"), overlay).convert("RGB")
+
+
+def highlights_text(highlights: list[dict]) -> str:
+    """The low-confidence lines or tokens as a numbered list (escaped: OCR text)."""
+    if not highlights:
+        return "No line or token was read with low confidence."
+    lines = [f"**Read with low confidence** ({len(highlights)}; boxed on the image where "
+             f"the engine gave a position):", ""]
+    for number, mark in enumerate(highlights, 1):
+        text = escape_markdown_text(str(mark.get("text", ""))) or "(empty)"
+        lines.append(f"{number}. {text} — score {confidence_text(mark.get('score'))}")
+    return "\n".join(lines)
+
+
+def _excerpt(text: str) -> str:
+    flat = " ".join((text or "").split())
+    return flat if len(flat) <= EXCERPT_CHARS else flat[:EXCERPT_CHARS - 1] + "…"
+
+
+def other_engine(engine: str | None, available: tuple[str, ...]) -> str | None:
+    """The engine a rerun "with the other engine" uses, or None if there is none."""
+    others = [e for e in available if e != engine]
+    return others[0] if engine in available and others else None
+
+
+@dataclass
+class PageView:
+    """What the console shows for the open page (or for no page)."""
+
+    page_id: int | None = None
+    title: str = START_TEXT  # our words, with document facts escaped
+    image: Image.Image | Path | None = None
+    markdown: str = ""  # the machine's reading, as the editor starts
+    highlights: str = ""
+    other_pages: list[list[str]] = field(default_factory=list)
+    engine: str | None = None
+
+
+def page_title(page: ReviewPage, lock_minutes: float, now: float | None = None) -> str:
+    """Why the page is here, its confidence and where it comes from, prominently."""
+    item = page.item
+    reasons = ", ".join(escape_markdown_text(r) for r in item.reasons) or "no reason recorded"
+    facts = [f"type {escape_markdown_text(item.doc_type)}"]
+    if item.folder:
+        facts.append(f"folder {escape_markdown_text(item.folder)}")
+    if page.engine:
+        facts.append(f"read by {escape_markdown_text(page.engine)}")
+    if item.waiting_since:
+        facts.append(f"waiting {age_text(item.waiting_since, now)}")
+    until = datetime.fromtimestamp((now or time.time()) + lock_minutes * 60)
+    facts.append(f"yours until {until:%H:%M}")
+    return (f"### {escape_markdown_text(item.document_name)} — page {item.page_number} of "
+            f"{item.page_count}\n\n"
+            f"**Confidence {confidence_text(item.confidence)} · Why here: {reasons}**\n\n"
+            + " · ".join(facts))
+
+
+def page_view(page: ReviewPage | None, lock_minutes: float, where: ReviewFilter = ReviewFilter()
+              ) -> PageView:
+    if page is None:
+        return PageView(title=EMPTY_QUEUE_TEXT.format(
+            filtered=" that matches the filters" if is_filtered(where) else ""))
+    image = None
+    if page.image_path is not None:
+        try:
+            image = annotate_page(page.image_path, page.highlights)
+        except OSError:
+            log.warning("review page image unreadable page=%s path=%s", page.item.page_id,
+                        page.image_path)
+    return PageView(
+        page_id=page.item.page_id, title=page_title(page, lock_minutes),
+        image=image, markdown=page.markdown, highlights=highlights_text(page.highlights),
+        other_pages=[[str(p["number"]), str(p["status"]), confidence_text(p["confidence"]),
+                      _excerpt(p["text"])] for p in page.other_pages],
+        engine=page.engine)
+
+
+def open_next(service: ReviewService, reviewer: str, where: ReviewFilter = ReviewFilter()
+              ) -> tuple[PageView, str]:
+    """Lock and open the next page for ``reviewer``: (the view, a message)."""
+    lock_minutes = service.settings.review.lock_minutes
+    try:
+        page = service.next_page(reviewer, where)
+    except ApplianceError as exc:
+        return PageView(), exc.message
+    return page_view(page, lock_minutes, where), ""
+
+
+def held_page(service: ReviewService, reviewer: str) -> ReviewPage | None:
+    """The page ``reviewer`` holds (after a reload), opened again; None if none."""
+    if not any(item.locked_by == reviewer for item in service.queue(limit=10_000)):
+        return None
+    return service.next_page(reviewer)
+
+
+def _same_text(a: str, b: str) -> bool:
+    return a.replace("\r\n", "\n").strip() == b.replace("\r\n", "\n").strip()
+
+
+def perform(service: ReviewService, reviewer: str, action: str, page_id: int | None, *,
+            markdown: str = "", original: str = "", note: str = "", engine: str | None = None,
+            available_engines: tuple[str, ...] = ("classic",),
+            where: ReviewFilter = ReviewFilter()) -> tuple[str, PageView | None]:
+    """Do ``action`` on the open page; then open the next one.
+
+    Returns (message, view): view is the next page's (or the empty queue's), or None
+    when the action did not happen and the open page stays as it is (the message
+    says why: an edit would be lost, the lock ran out, ...).
+    """
+    if page_id is None:
+        return "No page is open: press N to open the next page.", None
+    edited = not _same_text(markdown or "", original or "")
+    try:
+        if action == "approve":
+            if edited:
+                return ("You edited the text: save it as a correction (Ctrl+S), or revert "
+                        "your edits (U) to approve the machine's reading.", None)
+            service.approve(reviewer, page_id)
+            done = "Approved."
+        elif action == "correct":
+            if edited:
+                service.correct(reviewer, page_id, markdown)
+                done = "Correction saved."
+            else:  # nothing to correct: the machine's reading stands
+                service.approve(reviewer, page_id)
+                done = "Nothing was changed, so the page was approved."
+        elif action == "reject":
+            service.reject(reviewer, page_id, " ".join((note or "").split()))
+            done = "Rejected as unreadable."
+        elif action == "rerun_resolution":
+            service.rerun(reviewer, page_id, higher_resolution=True)
+            done = f"The page is read again at a higher resolution; {RERUN_RETURNS}"
+        elif action == "rerun_engine":
+            other = other_engine(engine, available_engines)
+            if other is None:
+                return ("There is no other engine to read this page with (the vision model "
+                        "is not installed); try a higher resolution (H).", None)
+            service.rerun(reviewer, page_id, engine=other)
+            done = f"The page is read again by the {other} engine; {RERUN_RETURNS}"
+        elif action == "skip":
+            service.skip(reviewer, page_id)
+            done = "Skipped: the page went to the back of the queue."
+        else:
+            raise ValueError(f"unknown review action {action!r}")
+    except LockLost as exc:
+        return exc.message, None
+    except ApplianceError as exc:
+        return f"{exc.message} [{exc.code}]", None
+    log.info("review action=%s page=%s reviewer=%s", action, page_id, reviewer)
+    view, problem = open_next(service, reviewer, where)
+    return problem or (f"{done} The next page is open." if view.page_id else done), view
+
+
+async def check_login(users, name: str, password: str) -> bool:
+    """Gradio's login check: a reviewer or admin account of the users file. scrypt takes
+    a while, so it runs off the event loop."""
+    def check() -> bool:
+        try:
+            return users.authenticate(name, password) is not None
+        except ApplianceError as exc:  # e.g. a broken users file: nobody gets in, and why is logged
+            log.error("login check failed: %s", exc.message)
+            return False
+
+    allowed = await anyio.to_thread.run_sync(check)
+    if allowed:
+        log.info("review login user=%s", name)
+    else:
+        log.warning("review login refused user=%r", name)
+    return allowed
+
+
+# --- Gradio wiring ---------------------------------------------------------------
+
+CSS = """
+#review-why { font-size: 1.1em; border-left: 6px solid #e0a000; padding-left: 0.8em; }
+#review-message { min-height: 1.6em; }
+#review-image { overflow: auto; }
+#review-image img { width: calc(var(--review-zoom, 1) * 100%) !important;
+  max-width: none !important; max-height: none !important; height: auto !important;
+  object-fit: initial !important; }
+#review-image .image-container, #review-image .image-frame { overflow: auto !important;
+  display: block !important; }
+#review-editor textarea { font-family: ui-monospace, monospace; font-size: 0.95em; }
+"""
+
+
+def shortcuts_js() -> str:
+    """Keyboard shortcuts (Gradio has none of its own): keys click the buttons by id.
+    Plain keys only while no text field has the focus; Esc leaves the editor."""
+    return """
+() => {
+  if (window.__reviewKeys) return;
+  window.__reviewKeys = true;
+  const PLAIN = %s, ALT = %s, CTRL = %s, STEP = %s;
+  let zoom = 1;
+  window.reviewZoom = (factor) => {
+    zoom = factor === 0 ? 1 : Math.min(8, Math.max(0.25, zoom * factor));
+    const el = document.getElementById("review-image");
+    if (el) el.style.setProperty("--review-zoom", String(zoom));
+  };
+  const typing = (t) => t && (t.tagName === "INPUT" || t.tagName === "TEXTAREA" ||
+                              t.tagName === "SELECT" || t.isContentEditable);
+  document.addEventListener("keydown", (e) => {
+    if (e.isComposing) return;
+    let id = null;
+    if ((e.ctrlKey || e.metaKey) && !e.altKey && !e.shiftKey) id = CTRL[e.key.toLowerCase()];
+    else if (e.altKey && !e.ctrlKey && !e.metaKey) id = ALT[e.code];
+    else if (!e.ctrlKey && !e.metaKey && !e.altKey) {
+      if (typing(e.target)) {
+        if (e.key === "Escape") e.target.blur();
+        return;
+      }
+      id = PLAIN[e.key.length === 1 ? e.key.toLowerCase() : e.key];
+    }
+    if (!id) return;
+    e.preventDefault();
+    e.stopPropagation();
+    if (e.repeat) return;  // a held key acts once, never on the next page unseen
+    if (id === "review-zoom-in") return window.reviewZoom(STEP);
+    if (id === "review-zoom-out") return window.reviewZoom(1 / STEP);
+    if (id === "review-zoom-fit") return window.reviewZoom(0);
+    if (id === "review-editor") {
+      const area = document.querySelector("#review-editor textarea");
+      if (area) area.focus();
+      return;
+    }
+    const button = document.getElementById(id);
+    if (button && !button.disabled) button.click();
+  }, true);
+}
+""" % (json.dumps(PLAIN_KEYS), json.dumps(ALT_KEYS), json.dumps(CTRL_KEYS), ZOOM_STEP)
+
+
+def _label(action: str) -> str:
+    _button, label, key = ACTIONS[action]
+    return f"{label} ({SAVE_KEY_LABEL if action == 'correct' else key.upper()})"
+
+
+def shortcuts_help() -> str:
+    keys = [f"**{SAVE_KEY_LABEL if action == 'correct' else key.upper()}** {label.lower()}"
+            for action, (_button, label, key) in ACTIONS.items()]
+    return ("Keys: " + " · ".join(keys) + " · **E** edit the text, **Esc** leave it · "
+            "**+ − 0** zoom · in the editor hold **Alt** (Alt+A approves, Alt+N opens the "
+            "next page).")
+
+
+def _engine_label(engine: str | None, available: tuple[str, ...]) -> tuple[str, bool]:
+    other = other_engine(engine, available)
+    if other is None:
+        return "Other engine (O): none installed", False
+    return f"Rerun with {other} (O)", True
+
+
+def build_review_ui(appliance: Appliance) -> gr.Blocks:
+    service: ReviewService = appliance.review
+    settings = appliance.settings
+    lock_minutes = settings.review.lock_minutes
+    available = ("llama", "classic") if appliance.worker_spec.engine == "llama" else ("classic",)
+    watch_names = [w.name or Path(w.path).name for w in settings.watch]
+
+    def reviewer_of(request: gr.Request | None) -> str:
+        name = getattr(request, "username", None) if request is not None else None
+        if not name:  # the mount has auth: only a logged-in request gets here
+            raise gr.Error("Log in to review pages.")
+        return name
+
+    with gr.Blocks(title="OCR Appliance · Review", analytics_enabled=False,
+                   delete_cache=(3600, 3600)) as blocks:
+        with gr.Row(equal_height=True):
+            gr.Markdown("## Review", scale=0, min_width=120)
+            counts_md = gr.Markdown(elem_id="review-counts", scale=4)
+            gr.Button("Log out", link=f"{MOUNT_PATH}/logout", size="sm", scale=0,
+                      min_width=90, variant="secondary")
+        with gr.Row(equal_height=True):
+            doc_type = gr.Dropdown(label="Type", choices=[("any type", ANY)], value=ANY,
+                                   allow_custom_value=True, scale=1, min_width=140)
+            folder = gr.Dropdown(label="Folder", choices=[("any folder", ANY)], value=ANY,
+                                 allow_custom_value=True, scale=1, min_width=140)
+            reason = gr.Dropdown(label="Reason", choices=[("any reason", ANY)], value=ANY,
+                                 allow_custom_value=True, scale=1, min_width=140)
+            age = gr.Dropdown(label="Age", choices=AGE_CHOICES, value="", scale=1,
+                              min_width=140)
+            next_btn = gr.Button(_label("next"), variant="primary", elem_id="review-next",
+                                 scale=1, min_width=160)
+        title = gr.Markdown(START_TEXT, elem_id="review-why")
+        message = gr.Markdown(elem_id="review-message")
+        with gr.Row():
+            approve = gr.Button(_label("approve"), variant="primary", elem_id="review-approve")
+            save = gr.Button(_label("correct"), variant="primary", elem_id="review-save")
+            reject = gr.Button(_label("reject"), variant="stop", elem_id="review-reject")
+            rerun_resolution = gr.Button(_label("rerun_resolution"),
+                                         elem_id="review-rerun-resolution")
+            engine_label, engine_ok = _engine_label(None, available)
+            rerun_engine = gr.Button(engine_label, interactive=engine_ok,
+                                     elem_id="review-rerun-engine")
+            skip = gr.Button(_label("skip"), elem_id="review-skip")
+        with gr.Row():
+            with gr.Column(scale=5):
+                image = gr.Image(label="Page as the engine read it", type="pil", format="png",
+                                 interactive=False, height=900, elem_id="review-image",
+                                 buttons=["fullscreen", "download"])
+                with gr.Row():
+                    zoom_out = gr.Button("Zoom out (−)", size="sm", min_width=60,
+                                         elem_id="review-zoom-out")
+                    zoom_fit = gr.Button("Fit (0)", size="sm", min_width=60,
+                                         elem_id="review-zoom-fit")
+                    zoom_in = gr.Button("Zoom in (+)", size="sm", min_width=60,
+                                        elem_id="review-zoom-in")
+            with gr.Column(scale=4):
+                editor = gr.Textbox(label="Markdown (edit, then Save correction)", lines=24,
+                                    max_lines=60, interactive=True, elem_id="review-editor",
+                                    autoscroll=False)
+                with gr.Row():
+                    revert = gr.Button(_label("revert"), size="sm", elem_id="review-revert")
+                note = gr.Textbox(label="Why unreadable (optional, kept with a rejection)",
+                                  lines=1, max_lines=2, elem_id="review-note")
+            with gr.Column(scale=4):
+                gr.Markdown("**Preview** (as the result will read; HTML is shown as text)")
+                preview = safe_markdown_view(container=True,
+                                             padding=True, max_height=900,
+                                             elem_id="review-preview")
+        highlights = safe_markdown_view(elem_id="review-highlights", container=True,
+                                        padding=True)
+        with gr.Accordion("Other pages of this document", open=True):
+            others = gr.Dataframe(headers=OTHER_PAGE_HEADERS, datatype="str",
+                                  interactive=False, column_count=len(OTHER_PAGE_HEADERS),
+                                  wrap=True, max_height=300, elem_id="review-other-pages")
+        with gr.Accordion("Queue", open=True):
+            queue = gr.Dataframe(headers=QUEUE_HEADERS, datatype="str", interactive=False,
+                                 column_count=len(QUEUE_HEADERS), wrap=True, max_height=400,
+                                 label="Waiting pages, in the order Next page takes them",
+                                 elem_id="review-queue")
+        gr.Markdown(shortcuts_help(), elem_id="review-keys")
+
+        page_id = gr.State(None)
+        original = gr.State("")
+        engine = gr.State(None)
+        queue_key = gr.State("")
+        filters = [doc_type, folder, reason, age]
+        page_outputs = [page_id, original, engine, title, image, editor, preview, highlights,
+                        others, rerun_engine, note]
+
+        def page_updates(view: PageView) -> list:
+            label, ok = _engine_label(view.engine, available)
+            return [view.page_id, view.markdown, view.engine,
+                    gr.Markdown(view.title), view.image, view.markdown,
+                    safe_markdown(view.markdown), safe_markdown(view.highlights),
+                    view.other_pages,
+                    gr.Button(label, interactive=ok and view.page_id is not None), ""]
+
+        def overview(type_value, folder_value, reason_value, age_value, known,
+                     request: gr.Request) -> list:
+            """Counts, filter choices and queue rows; nothing is sent when nothing changed
+            (an open dropdown is not redrawn under the clerk's pointer)."""
+            counts = service.counts()
+            types, folders, reasons = filter_choices(counts, watch_names, list(DOC_TYPES),
+                                                     list(REVIEW_CODES))
+            rows = queue_rows(service, make_filter(type_value, folder_value, reason_value,
+                                                   age_value))
+            key = json.dumps([counts, rows])
+            if key == known:
+                return [gr.skip()] * len(overview_outputs)
+            return [counts_text(counts, getattr(request, "username", None)),
+                    gr.Dropdown(choices=types), gr.Dropdown(choices=folders),
+                    gr.Dropdown(choices=reasons), rows, key]
+
+        overview_outputs = [counts_md, doc_type, folder, reason, queue, queue_key]
+
+        def on_load(request: gr.Request):
+            reviewer = reviewer_of(request)
+            try:
+                page = held_page(service, reviewer)
+            except ApplianceError as exc:
+                return [*page_updates(PageView()), exc.message]
+            if page is None:
+                return [*page_updates(PageView()), ""]
+            return [*page_updates(page_view(page, lock_minutes)),
+                    "You still hold this page: it was opened again."]
+
+        def on_next(type_value, folder_value, reason_value, age_value, request: gr.Request):
+            reviewer = reviewer_of(request)
+            try:
+                view, problem = open_next(service, reviewer, make_filter(
+                    type_value, folder_value, reason_value, age_value))
+            except Exception:
+                log.exception("opening the next review page failed reviewer=%s", reviewer)
+                return [*([gr.skip()] * len(page_outputs)), INTERNAL_ERROR_TEXT]
+            return [*page_updates(view), problem]
+
+        def action_handler(action: str):
+            def handler(pid, text, machine_text, why, page_engine, type_value, folder_value,
+                        reason_value, age_value, request: gr.Request):
+                reviewer = reviewer_of(request)
+                where = make_filter(type_value, folder_value, reason_value, age_value)
+                try:
+                    text_message, view = perform(
+                        service, reviewer, action, pid, markdown=text or "",
+                        original=machine_text or "", note=why or "", engine=page_engine,
+                        available_engines=available, where=where)
+                except Exception:
+                    log.exception("review action failed action=%s page=%s", action, pid)
+                    text_message, view = INTERNAL_ERROR_TEXT, None
+                if view is None:
+                    return [*([gr.skip()] * len(page_outputs)), text_message]
+                return [*page_updates(view), text_message]
+            return handler
+
+        def on_revert(machine_text):
+            return (machine_text, safe_markdown(machine_text or ""),
+                    "Reverted to the machine's reading.")
+
+        refresh = dict(fn=overview, inputs=[*filters, queue_key], outputs=overview_outputs,
+                       show_progress="hidden", concurrency_limit=ACTION_CONCURRENCY,
+                       concurrency_id="review-refresh", api_visibility="private")
+        blocks.load(on_load, outputs=[*page_outputs, message], api_visibility="private"
+                    ).then(**refresh)
+        gr.Timer(REFRESH_S).tick(trigger_mode="once", **refresh)
+        for dropdown in filters:
+            dropdown.change(**refresh)
+        busy = dict(trigger_mode="once", concurrency_limit=ACTION_CONCURRENCY,
+                    concurrency_id="review-actions", api_visibility="private")
+        next_btn.click(on_next, inputs=filters, outputs=[*page_outputs, message], **busy
+                       ).then(**refresh)
+        action_inputs = [page_id, editor, original, note, engine, *filters]
+        for button, action in ((approve, "approve"), (save, "correct"), (reject, "reject"),
+                               (rerun_resolution, "rerun_resolution"),
+                               (rerun_engine, "rerun_engine"), (skip, "skip")):
+            button.click(action_handler(action), inputs=action_inputs,
+                         outputs=[*page_outputs, message], **busy).then(**refresh)
+        # cheap and per reviewer: no queueing behind other reviewers' keystrokes
+        revert.click(on_revert, inputs=original, outputs=[editor, preview, message],
+                     concurrency_limit=None, api_visibility="private")
+        editor.change(lambda text: safe_markdown(text or ""), inputs=editor, outputs=preview,
+                      trigger_mode="always_last", show_progress="hidden",
+                      concurrency_limit=None, api_visibility="private")
+        zoom_in.click(None, js=f"() => window.reviewZoom && window.reviewZoom({ZOOM_STEP})")
+        zoom_out.click(None, js=f"() => window.reviewZoom && window.reviewZoom({1 / ZOOM_STEP})")
+        zoom_fit.click(None, js="() => window.reviewZoom && window.reviewZoom(0)")
+    return blocks
+
+
+def mount_review(app: FastAPI, appliance: Appliance) -> None:
+    """Mount the review console at "/review" of ``app``, behind Gradio's login page
+    (accounts of ``review.users_file``). Call it before the UI's "/" mount."""
+    blocks = build_review_ui(appliance)
+    users = appliance.users
+
+    @app.get(MOUNT_PATH, include_in_schema=False)
+    def review_root() -> RedirectResponse:  # the mount answers "/review/" only
+        return RedirectResponse(f"{MOUNT_PATH}/")
+
+    async def auth(name: str, password: str) -> bool:
+        return await check_login(users, name, password)
+
+    gr.mount_gradio_app(app, blocks, path=MOUNT_PATH, auth=auth,
+                        auth_message="Sign in with your reviewer account. An administrator "
+                                     "creates accounts with `appliance users add NAME`.",
+                        footer_links=["settings"], run_history=False, ssr_mode=False,
+                        show_error=False,  # a clerk sees our messages, never an exception's
+                        mcp_server=False, css=CSS, js=shortcuts_js())
