@@ -164,7 +164,7 @@ def cmd_calibrate(args) -> int:
     from appliance.store import Database, reviews
 
     settings = load_settings(args.config)
-    db = Database(settings.paths.data_dir / "appliance.db")
+    db = Database(settings.paths.database)
     confidences, cers = [], []
     for action, _page, _doc, machine in reviews.review_actions(db):
         if machine.confidence is not None:  # pages read before confidence existed
@@ -209,8 +209,8 @@ def cmd_review_export(args) -> int:
     from appliance.store import Database
 
     settings = load_settings(args.config)
-    db = Database(settings.paths.data_dir / "appliance.db")
-    spool = Spool(settings.paths.data_dir / "spool")
+    db = Database(settings.paths.database)
+    spool = Spool(settings.paths.spool)
     if str(args.jsonl) == "-":
         count = export_jsonl(db, spool, settings, sys.stdout)
     else:

@@ -39,6 +39,15 @@ class PathSettings:
     data_dir: Path = Path("var/data")
     output_dir: Path = Path("var/output")
 
+    # the data directory's layout, in one place for the daemon and the offline commands
+    @property
+    def database(self) -> Path:
+        return self.data_dir / "appliance.db"
+
+    @property
+    def spool(self) -> Path:
+        return self.data_dir / "spool"
+
 
 RETRY_RUNGS = ("greedy", "sampled", "tiled")
 DOC_TYPES = ("generic", "receipt", "invoice", "contract", "report", "table", "handwriting",

@@ -133,8 +133,8 @@ class Appliance:
         data_dir = settings.paths.data_dir
         data_dir.mkdir(parents=True, exist_ok=True)
         self._lock = DataDirLock(data_dir)
-        self.db = Database(data_dir / "appliance.db")
-        self.spool = Spool(data_dir / "spool")
+        self.db = Database(settings.paths.database)
+        self.spool = Spool(settings.paths.spool)
         self.intake = Intake(settings, self.db, self.spool)
         self.exporter = Exporter(self.db, settings.paths.output_dir)
         self.worker_spec, self.engine_notice = resolve_engine(settings)
