@@ -7,8 +7,8 @@
 ``appliance users add NAME`` writes entries; the file is created 0600 and never holds
 a password in clear. Roles: ``reviewer`` (the review console) and ``admin`` (also the
 operator's pages). The file is read again when it changes, so accounts added while
-the daemon runs can log in at once. Five failed logins for one name lock it for five
-minutes.
+the daemon runs can log in at once. Password guessing is throttled by ``LoginThrottle``:
+per name and address, and per address, each lock a fixed window.
 """
 
 from __future__ import annotations
@@ -34,9 +34,11 @@ SALT_BYTES = 16
 HASH_BYTES = 32
 MIN_PASSWORD_CHARS = 10
 NAME_PATTERN = re.compile(r"^[a-z][a-z0-9._-]{1,31}$")
-# Password guessing: after this many failed logins for one name within LOCKOUT_S, the
-# name is refused, right password or not, until the oldest failure is that old.
+# Password guessing: this many failed logins for one name from one address lock that
+# pair, and ADDRESS_FAILED_LOGINS from one address (any names) lock the address, each for
+# LOCKOUT_S from the moment the lock starts.
 MAX_FAILED_LOGINS = 5
+ADDRESS_FAILED_LOGINS = 20
 LOCKOUT_S = 300.0
 
 
@@ -61,6 +63,58 @@ def verify_password(password: str, encoded: str) -> bool:
     return hmac.compare_digest(digest, base64.b64decode(expected))
 
 
+class LoginThrottle:
+    """Slows password guessing without handing an outsider the power to lock a user out.
+
+    Pure: no clock of its own (``now`` is passed in, monotonic seconds), no I/O.
+
+    * Failures are counted per (name, address) and per address, each within
+      ``window_s``. At ``per_pair`` failures the pair is locked, at ``per_address`` the
+      address is (every name from it, so spraying many names is slowed too).
+    * A lock runs a fixed ``window_s`` from its start. Attempts during a lock are
+      refused unchecked and neither extend it nor count: an attacker who keeps trying
+      cannot keep anybody locked out.
+    * A lock never reaches across addresses: the real user, from their own address,
+      still logs in while an outsider is locked out of the same name.
+    * A successful login clears the pair's count.
+    """
+
+    def __init__(self, per_pair: int = MAX_FAILED_LOGINS,
+                 per_address: int = ADDRESS_FAILED_LOGINS, window_s: float = LOCKOUT_S):
+        self.per_pair = per_pair
+        self.per_address = per_address
+        self.window_s = window_s
+        self._failures: dict[tuple, list[float]] = {}  # key -> failure times in the window
+        self._locked_until: dict[tuple, float] = {}
+
+    @staticmethod
+    def _keys(name: str, address: str) -> tuple[tuple, tuple]:
+        return ("pair", name, address), ("address", address)
+
+    def locked(self, name: str, address: str, now: float) -> bool:
+        """Whether an attempt for ``name`` from ``address`` is refused unchecked."""
+        for key in self._keys(name, address):
+            until = self._locked_until.get(key)
+            if until is not None and now >= until:
+                del self._locked_until[key]
+                until = None
+            if until is not None:
+                return True
+        return False
+
+    def failed(self, name: str, address: str, now: float) -> None:
+        for key, limit in zip(self._keys(name, address), (self.per_pair, self.per_address)):
+            recent = [t for t in self._failures.get(key, []) if now - t < self.window_s]
+            recent.append(now)
+            if len(recent) >= limit:
+                self._locked_until[key] = now + self.window_s
+                recent = []  # the lock's window is fixed; counting starts afresh after it
+            self._failures[key] = recent
+
+    def succeeded(self, name: str, address: str) -> None:
+        self._failures.pop(self._keys(name, address)[0], None)
+
+
 @dataclass(frozen=True)
 class User:
     name: str
@@ -73,7 +127,7 @@ class Users:
     def __init__(self, path: Path):
         self.path = path
         self._file = PrivateTomlFile(path)
-        self._failures: dict[str, list[float]] = {}
+        self._throttle = LoginThrottle()
         self._lock = threading.Lock()
 
     def _load(self) -> dict[str, dict]:
@@ -86,25 +140,22 @@ class Users:
                                   f"with `appliance users add {name}`")
         return entries
 
-    def authenticate(self, name: str, password: str) -> User | None:
+    def authenticate(self, name: str, password: str, address: str = "-") -> User | None:
+        """The account, if ``password`` is its password and ``address`` is not locked
+        out for ``name`` (see ``LoginThrottle``); None otherwise."""
         entry = self._load().get(name)
-        locked = self._locked_out(name)
+        with self._lock:
+            locked = self._throttle.locked(name, address, time.monotonic())
         # the same work whether or not the user exists or is locked out
         ok = verify_password(password, entry["password"] if entry else _DUMMY_HASH)
-        if entry is None or locked or not ok:
-            with self._lock:
-                self._failures.setdefault(name, []).append(time.monotonic())
+        if locked:
             return None
         with self._lock:
-            self._failures.pop(name, None)
+            if entry is None or not ok:
+                self._throttle.failed(name, address, time.monotonic())
+                return None
+            self._throttle.succeeded(name, address)
         return User(name, entry["role"])
-
-    def _locked_out(self, name: str) -> bool:
-        now = time.monotonic()
-        with self._lock:
-            recent = [t for t in self._failures.get(name, []) if now - t < LOCKOUT_S]
-            self._failures[name] = recent
-            return len(recent) >= MAX_FAILED_LOGINS
 
     def get(self, name: str) -> User | None:
         entry = self._load().get(name)

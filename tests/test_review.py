@@ -267,15 +267,18 @@ def test_reviewer_accounts(tmp_path):
             users.add(*bad)
 
 
-def test_repeated_failed_logins_lock_the_name_for_a_while(tmp_path, monkeypatch):
+def test_failed_logins_lock_out_the_guessing_address_only(tmp_path, monkeypatch):
     users = Users(tmp_path / "users.toml")
     users.add("anna", "reviewer", "correct horse battery")
     for _ in range(MAX_FAILED_LOGINS):
-        assert users.authenticate("anna", "guess") is None
-    assert users.authenticate("anna", "correct horse battery") is None  # locked out
+        assert users.authenticate("anna", "guess", "10.0.0.66") is None
+    # locked out from the guessing address, right password or not
+    assert users.authenticate("anna", "correct horse battery", "10.0.0.66") is None
+    # anna herself, from her own desk, still gets in
+    assert users.authenticate("anna", "correct horse battery", "10.0.0.5").name == "anna"
     later = time.monotonic() + LOCKOUT_S + 1
     monkeypatch.setattr("appliance.users.time.monotonic", lambda: later)
-    assert users.authenticate("anna", "correct horse battery").name == "anna"
+    assert users.authenticate("anna", "correct horse battery", "10.0.0.66").name == "anna"
 
 
 def test_users_command_adds_an_account(tmp_path):

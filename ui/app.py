@@ -35,7 +35,8 @@ from appliance.store.models import DocStatus, PageStatus
 from appliance.store.queries import DocumentView
 from ui.components import escape_markdown_text, safe_markdown, safe_markdown_view
 from ui.dashboard import dashboard_tab
-from ui.review import check_login, mount_review
+from ui.auth import mount_behind_login
+from ui.review import mount_review
 
 log = logging.getLogger(__name__)
 
@@ -323,14 +324,9 @@ def mount_ui(app: FastAPI, appliance: Appliance) -> None:
     download_dir = Path(tempfile.mkdtemp(prefix="appliance-ui-"))
     atexit.register(shutil.rmtree, download_dir, ignore_errors=True)
     blocks = build_ui(appliance, download_dir)
-    # with API keys or accounts configured, the UI needs a reviewer's (or admin's) login
-    auth = ((lambda name, password: check_login(appliance.users, name, password))
-            if appliance.auth_on() else None)
-    if auth and not appliance.users.names():
-        log.warning("auth is on (API keys exist) but %s holds no account: nobody can log in "
-                    "to the web UI; add one with `appliance users add NAME`",
-                    appliance.users.path)
-    gr.mount_gradio_app(app, blocks, path="/", auth=auth,
-                        max_file_size=appliance.settings.limits.max_bytes,
-                        footer_links=["api", "settings"], run_history=False,
-                        ssr_mode=False, mcp_server=False)
+    # with API keys or accounts configured, the UI needs a reviewer's (or admin's) login;
+    # decided on every request, so the first key or account protects it at once
+    mount_behind_login(app, blocks, "/", appliance.users, "ui", required=appliance.auth_on,
+                       max_file_size=appliance.settings.limits.max_bytes,
+                       footer_links=["api", "settings"], run_history=False,
+                       ssr_mode=False, mcp_server=False)

@@ -31,7 +31,6 @@ from datetime import datetime
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-import anyio
 import gradio as gr
 from fastapi import FastAPI
 from fastapi.responses import RedirectResponse
@@ -42,6 +41,7 @@ from appliance.errors import ApplianceError, LockLost
 from appliance.quality.routing import REVIEW_CODES
 from appliance.review import ReviewPage, ReviewService
 from appliance.store.reviews import ReviewFilter
+from ui.auth import mount_behind_login
 from ui.components import escape_markdown_text, safe_markdown, safe_markdown_view
 
 if TYPE_CHECKING:
@@ -361,24 +361,6 @@ def perform(service: ReviewService, reviewer: str, action: str, page_id: int | N
     return problem or (f"{done} The next page is open." if view.page_id else done), view
 
 
-async def check_login(users, name: str, password: str) -> bool:
-    """Gradio's login check: a reviewer or admin account of the users file. scrypt takes
-    a while, so it runs off the event loop."""
-    def check() -> bool:
-        try:
-            return users.authenticate(name, password) is not None
-        except ApplianceError as exc:  # e.g. a broken users file: nobody gets in, and why is logged
-            log.error("login check failed: %s", exc.message)
-            return False
-
-    allowed = await anyio.to_thread.run_sync(check)
-    if allowed:
-        log.info("review login user=%s", name)
-    else:
-        log.warning("review login refused user=%r", name)
-    return allowed
-
-
 # --- Gradio wiring ---------------------------------------------------------------
 
 CSS = """
@@ -653,18 +635,14 @@ def mount_review(app: FastAPI, appliance: Appliance) -> None:
     """Mount the review console at "/review" of ``app``, behind Gradio's login page
     (accounts of ``review.users_file``). Call it before the UI's "/" mount."""
     blocks = build_review_ui(appliance)
-    users = appliance.users
 
     @app.get(MOUNT_PATH, include_in_schema=False)
     def review_root() -> RedirectResponse:  # the mount answers "/review/" only
         return RedirectResponse(f"{MOUNT_PATH}/")
 
-    async def auth(name: str, password: str) -> bool:
-        return await check_login(users, name, password)
-
-    gr.mount_gradio_app(app, blocks, path=MOUNT_PATH, auth=auth,
-                        auth_message="Sign in with your reviewer account. An administrator "
-                                     "creates accounts with `appliance users add NAME`.",
-                        footer_links=["settings"], run_history=False, ssr_mode=False,
-                        show_error=False,  # a clerk sees our messages, never an exception's
-                        mcp_server=False, css=CSS, js=shortcuts_js())
+    mount_behind_login(app, blocks, MOUNT_PATH, appliance.users, "review",
+                       auth_message="Sign in with your reviewer account. An administrator "
+                                    "creates accounts with `appliance users add NAME`.",
+                       footer_links=["settings"], run_history=False, ssr_mode=False,
+                       show_error=False,  # a clerk sees our messages, never an exception's
+                       mcp_server=False, css=CSS, js=shortcuts_js())

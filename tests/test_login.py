@@ -1,0 +1,143 @@
+"""Logins to the web UI at "/": wrong names and passwords refused (over HTTP and in a
+real Chromium), Gradio's API closed without a session, the first account protecting
+a running daemon at once, and the throttle that slows guessing without locking the
+real user out."""
+
+from __future__ import annotations
+
+import pytest
+from playwright.sync_api import Page, expect
+
+from appliance.users import LoginThrottle, Users
+from tests.browser import UI_TIMEOUT_MS, launched_chromium, screenshot_on_failure
+from tests.daemon import Daemon
+
+PASSWORD = "correct horse battery"
+WRONG_LOGINS = [("nobody", "guess-xyz-1"), ("anna", "wrong password 2"), ("anna", "")]
+
+
+@pytest.fixture(scope="module")
+def daemon(tmp_path_factory):
+    """A daemon that starts with no account and no key: its UI is open until one exists."""
+    tmp = tmp_path_factory.mktemp("login-daemon")
+    d = Daemon(tmp, review={"users_file": str(tmp / "users.toml")},
+               auth={"api_keys_file": str(tmp / "api-keys.toml")})
+    d.users = Users(tmp / "users.toml")
+    d.start()
+    try:
+        d.wait_ready()
+        yield d
+    finally:
+        d.stop()
+
+
+@pytest.fixture
+def anna(daemon):
+    daemon.users.add("anna", "reviewer", PASSWORD)
+    return daemon
+
+
+def ui_routes_status(client) -> dict[str, int]:
+    """What Gradio's own routes answer this client: the page config, an upload, the queue."""
+    return {
+        "config": client.get("/config").status_code,
+        "upload": client.post("/gradio_api/upload",
+                              files={"files": ("a.png", b"\x89PNG\r\n\x1a\n")}).status_code,
+        "queue": client.post("/gradio_api/queue/join",
+                             json={"data": [], "fn_index": 0, "session_hash": "x"}).status_code,
+    }
+
+
+def test_the_first_account_protects_the_running_ui_at_once(daemon):
+    assert not daemon.users.names()
+    assert ui_routes_status(daemon.client)["config"] == 200  # open: no account, no key yet
+    daemon.users.add("anna", "reviewer", PASSWORD)  # as `appliance users add` does
+    assert set(ui_routes_status(daemon.client).values()) == {401}
+
+
+def test_wrong_logins_are_refused_and_their_sessions_open_nothing(anna):
+    for name, password in WRONG_LOGINS:
+        response = anna.client.post("/login", data={"username": name, "password": password})
+        assert response.status_code in (400, 422), (name, response.text)
+        assert "success" not in response.text
+        # whatever the failed login left in the client's cookie jar opens nothing
+        assert set(ui_routes_status(anna.client).values()) == {401}, name
+    log = anna.log()
+    assert "ui login refused user='nobody' address=127.0.0.1" in log
+    assert "guess-xyz-1" not in log and "wrong password 2" not in log
+    ok = anna.client.post("/login", data={"username": "anna", "password": PASSWORD})
+    assert ok.status_code == 200 and ok.json() == {"success": True}
+    assert ui_routes_status(anna.client)["config"] == 200
+    anna.client.cookies.clear()
+
+
+def test_the_log_names_the_address_and_never_the_password(anna):
+    anna.client.post("/login", data={"username": "anna", "password": "Tr0ub4dor&3-secret"})
+    log = anna.log_path.read_text()
+    assert "ui login refused user='anna' address=127.0.0.1" in log
+    assert "Tr0ub4dor" not in log
+
+
+def test_wrong_logins_fail_in_chromium(anna, tmp_path):
+    with launched_chromium() as chromium:
+        context = chromium.new_context(viewport={"width": 1280, "height": 1000})
+        context.set_default_timeout(UI_TIMEOUT_MS)
+        page = context.new_page()
+        with screenshot_on_failure(page, tmp_path, anna):
+            page.goto(f"http://127.0.0.1:{anna.port}/", wait_until="domcontentloaded")
+            for name, password in WRONG_LOGINS:
+                log_in(page, name, password)
+                expect(page.get_by_label("username")).to_be_visible()
+                page.wait_for_timeout(500)  # an app that appeared would have by now
+                assert page.locator("#status-line").count() == 0, (name, password)
+            log_in(page, "anna", PASSWORD)
+            expect(page.locator("#status-line")).to_be_visible()
+        context.close()
+
+
+def log_in(page: Page, name: str, password: str) -> None:
+    page.get_by_label("username").fill(name)
+    page.get_by_label("password").fill(password)
+    page.get_by_role("button", name="Login").click()
+
+
+# --- the throttle: pure, with the clock stepped by hand ---------------------------
+
+
+def test_a_lock_runs_a_fixed_window_that_further_guesses_do_not_extend():
+    throttle = LoginThrottle(per_pair=3, per_address=100, window_s=300)
+    for t in (0, 1, 2):
+        assert not throttle.locked("anna", "10.0.0.66", t)
+        throttle.failed("anna", "10.0.0.66", t)
+    for t in (3, 100, 250, 299):  # the attacker keeps trying during the lock
+        assert throttle.locked("anna", "10.0.0.66", t)
+        # refused attempts are not checked, so they never count as failures
+    assert not throttle.locked("anna", "10.0.0.66", 302)  # 300 s after the lock began
+
+
+def test_a_guessing_address_never_locks_the_real_user_out():
+    throttle = LoginThrottle(per_pair=3, per_address=100, window_s=300)
+    for t in range(3):
+        throttle.failed("anna", "10.0.0.66", t)
+    assert throttle.locked("anna", "10.0.0.66", 5)
+    assert not throttle.locked("anna", "10.0.0.5", 5)  # anna at her own desk
+
+
+def test_an_address_that_sprays_many_names_is_locked_for_all_of_them():
+    throttle = LoginThrottle(per_pair=3, per_address=4, window_s=300)
+    for t, name in enumerate(("anna", "ben", "carl", "dora")):
+        throttle.failed(name, "10.0.0.66", t)
+    assert throttle.locked("erik", "10.0.0.66", 10)
+    assert not throttle.locked("erik", "10.0.0.7", 10)
+
+
+def test_failures_older_than_the_window_do_not_add_up_and_success_clears_them():
+    throttle = LoginThrottle(per_pair=3, per_address=100, window_s=300)
+    throttle.failed("anna", "a", 0)
+    throttle.failed("anna", "a", 1)
+    throttle.failed("anna", "a", 400)  # the first two are older than the window
+    assert not throttle.locked("anna", "a", 401)
+    throttle.failed("anna", "a", 402)
+    throttle.succeeded("anna", "a")
+    throttle.failed("anna", "a", 403)
+    assert not throttle.locked("anna", "a", 404)
