@@ -183,6 +183,18 @@ class Cancelled(ApplianceError):
     code = "cancelled"
 
 
+class RejectedUnreadable(ApplianceError):
+    """A reviewer judged the page unreadable: it carries no text in any output."""
+
+    code = "rejected_unreadable"
+
+
+class PagesFailed(ApplianceError):
+    """The document-level summary of a document some of whose pages failed."""
+
+    code = "pages_failed"
+
+
 class InvalidRequest(ApplianceError):
     code = "invalid_request"
     http_status = 400

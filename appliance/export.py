@@ -15,10 +15,11 @@ import re
 import tempfile
 from pathlib import Path
 
-from appliance.errors import NotFound, NotReady, error_class_for
+from appliance.errors import NotFound, NotReady, PagesFailed, error_class_for
 from appliance.intake.spool import fsync_dir
 from appliance.quality.blocks import parse_blocks
 from appliance.store import Database, queries, transitions
+from appliance.store.models import PageStatus
 from appliance.store.queries import DocumentView
 
 log = logging.getLogger(__name__)
@@ -34,14 +35,40 @@ def safe_stem(name: str) -> str:
     return stem[:MAX_STEM_CHARS] or "document"
 
 
+def document_error(view: DocumentView) -> dict | None:
+    """Why a document, or some of its pages, failed: {"code", "message"}; None if nothing did.
+
+    A document refused at intake has its own reason. Otherwise the failed pages are
+    summed up: their code when they share one (else ``pages_failed``), and a message
+    that names the pages and the first reason.
+    """
+    doc = view.doc
+    if doc.error_code:
+        return {"code": doc.error_code, "message": doc.error_message}
+    failed = [p for p in view.pages if p.status == PageStatus.FAILED]
+    if not failed:
+        return None
+    first = failed[0]
+    codes = {p.error_code for p in failed}
+    code = first.error_code if len(codes) == 1 else PagesFailed.code
+    if len(view.pages) == 1:
+        return {"code": code, "message": first.error_message}
+    which = (f"page {first.index + 1} of {len(view.pages)} failed" if len(failed) == 1 else
+             f"{len(failed)} of {len(view.pages)} pages failed (pages "
+             f"{', '.join(str(p.index + 1) for p in failed)}); page {first.index + 1}")
+    return {"code": code, "message": f"{which}: {first.error_message} [{first.error_code}]"}
+
+
 def document_json(view: DocumentView) -> dict:
+    """A document's status as the API answers it; ``view`` with its pages
+    (``queries.get_document``) for the per-page part and the error summary."""
     doc = view.doc
     body = {
         "id": doc.id, "name": doc.name, "status": view.status, "kind": doc.kind,
         "sha256": doc.sha256, "size_bytes": doc.size_bytes, "page_count": doc.page_count,
         "source": doc.source, "lane": doc.lane, "doc_type": doc.doc_type, "tags": doc.tags,
         "created_at": doc.created_at, "exported_at": doc.exported_at,
-        "error": {"code": doc.error_code, "message": doc.error_message} if doc.error_code else None,
+        "error": document_error(view),
     }
     if view.pages:
         body["pages"] = [{"number": p.index + 1, "status": p.status, "attempts": p.attempts,
@@ -68,10 +95,13 @@ def render(db: Database, document_id: str) -> dict[str, str]:
     md_parts, txt_parts, json_pages = [], [], []
     for page, result in queries.accepted_results(db, document_id):
         number = page.index + 1
-        if result is None:
+        if page.status == PageStatus.FAILED:
+            # failed, or rejected in review: a marker with the reason, never machine text
+            result = None
             md_parts.append(f"<!-- page {number}: failed ({page.error_code}): "
                             f"{_comment(page.error_message or '')} -->")
-            txt_parts.append("")
+            txt_parts.append(f"[page {number}: failed ({page.error_code}): "
+                             f"{page.error_message or ''}]")
         else:
             md_parts.append(f"<!-- page {number} -->\n\n{result.markdown}".rstrip())
             txt_parts.append(result.text or "")
@@ -102,7 +132,7 @@ def render(db: Database, document_id: str) -> dict[str, str]:
         "id": doc.id, "name": doc.name, "sha256": doc.sha256, "kind": doc.kind,
         "size_bytes": doc.size_bytes, "page_count": doc.page_count, "status": view.status,
         "source": doc.source, "doc_type": doc.doc_type, "tags": doc.tags,
-        "created_at": doc.created_at,
+        "created_at": doc.created_at, "error": document_error(view),
     }
     return {
         "md": "\n\n".join(md_parts) + "\n",

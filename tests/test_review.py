@@ -15,7 +15,7 @@ from sqlmodel import select
 
 from appliance.config import dump_toml
 from appliance.errors import InvalidRequest, LockLost
-from appliance.export import Exporter
+from appliance.export import Exporter, document_json
 from appliance.intake.spool import Spool
 from appliance.review import ReviewService, export_jsonl
 from appliance.store import Database, queries, transitions
@@ -156,6 +156,32 @@ def test_reject_fails_the_page_with_the_reviewer_s_reason(setup):
     assert view.status == "failed"
     assert view.pages[0].error_code == "rejected_unreadable"
     assert "coffee stain" in view.pages[0].error_message
+
+
+def test_a_rejected_page_is_exported_like_a_failed_one_without_machine_text(setup):
+    service, db, settings, *_ = setup
+    doc = in_review(db, pages=2, name="two.pdf")
+    first = service.next_page("anna")
+    service.reject("anna", first.item.page_id, "coffee stain over the totals")
+    second = service.next_page("anna")
+    service.approve("anna", second.item.page_id)
+    output = settings.paths.output_dir
+    md, txt = (output / "two.md").read_text(), (output / "two.txt").read_text()
+    rejected_md, approved_md = md.split("<!-- page 2 -->")
+    assert "Invoice 7" not in rejected_md and "Invoice 7" in approved_md
+    assert "rejected_unreadable" in rejected_md and "anna" in rejected_md
+    assert "coffee stain" in rejected_md
+    rejected_txt, approved_txt = txt.split("\f")
+    assert "Invoice 7" not in rejected_txt and "coffee stain" in rejected_txt
+    assert "Invoice 7" in approved_txt
+    exported = json.loads((output / "two.json").read_text())
+    assert exported["pages"][0]["text"] is None and exported["pages"][0]["markdown"] is None
+    assert exported["pages"][1]["text"].startswith("Invoice 7")
+    # the document says what failed, not only its pages
+    error = exported["document"]["error"]
+    assert error["code"] == "rejected_unreadable"
+    assert "page 1 of 2 failed" in error["message"] and "coffee stain" in error["message"]
+    assert document_json(queries.get_document(db, doc.id))["error"] == error
 
 
 def test_rerun_queues_the_page_with_its_options(setup):

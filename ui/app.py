@@ -28,7 +28,7 @@ from fastapi import FastAPI
 
 from appliance.daemon import Appliance
 from appliance.errors import ApplianceError, NotFound, NotReady
-from appliance.export import FORMATS, render, safe_stem, write_atomic
+from appliance.export import FORMATS, document_error, render, safe_stem, write_atomic
 from appliance.intake import SubmitOptions
 from appliance.store import queries
 from appliance.store.models import DocStatus, PageStatus
@@ -68,26 +68,15 @@ def page_progress(view: DocumentView) -> tuple[int, int]:
     return view.page_counts[PageStatus.DONE], view.doc.page_count
 
 
-def document_error(view: DocumentView) -> str:
+def document_problem(view: DocumentView) -> str:
     """Why a document (or some of its pages) failed, in plain words; empty if nothing did."""
-    doc = view.doc
-    if doc.error_code:
-        return error_text(doc.error_code, doc.error_message)
-    failed = [p for p in view.pages if p.status == PageStatus.FAILED]
-    if not failed:
-        return ""
-    first = failed[0]
-    reason = error_text(first.error_code, first.error_message)
-    if len(view.pages) == 1:
-        return reason
-    which = (f"page {first.index + 1} failed" if len(failed) == 1 else
-             f"{len(failed)} of {len(view.pages)} pages failed; page {first.index + 1}")
-    return f"{which}: {reason}"
+    error = document_error(view)
+    return error_text(error["code"], error["message"]) if error else ""
 
 
 def document_row(view: DocumentView) -> list[str]:
     done, total = page_progress(view)
-    return [view.doc.name, str(view.status), f"{done}/{total}", document_error(view), view.doc.id]
+    return [view.doc.name, str(view.status), f"{done}/{total}", document_problem(view), view.doc.id]
 
 
 def document_rows(views: list[DocumentView]) -> list[list[str]]:
@@ -120,7 +109,7 @@ def upload_row(name: str, view: DocumentView | None) -> list[str]:
     if view is None:  # pragma: no cover - submit just stored it
         return [name, "unknown", "the document was stored but cannot be found"]
     if view.status == DocStatus.FAILED:
-        return [name, str(view.status), document_error(view)]
+        return [name, str(view.status), document_problem(view)]
     pages = view.doc.page_count
     return [name, str(view.status), f"{pages} page{'s' if pages != 1 else ''} queued"]
 
@@ -179,7 +168,7 @@ def view_key(view: DocumentView | None) -> str:
 def _title(view: DocumentView) -> str:
     done, total = page_progress(view)
     title = f"### {escape_markdown_text(view.doc.name)}\n\n**{view.status}**, {done}/{total} pages done"
-    problem = document_error(view)
+    problem = document_problem(view)
     return title + (f" — {escape_markdown_text(problem)}" if problem else "")
 
 

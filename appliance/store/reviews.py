@@ -15,7 +15,7 @@ from dataclasses import dataclass
 from sqlalchemy import case
 from sqlmodel import Session, select
 
-from appliance.errors import LockLost, NotFound
+from appliance.errors import LockLost, NotFound, RejectedUnreadable
 from appliance.store.db import Database
 from appliance.store.models import (
     Document, Lane, Outcome, Page, PageResult, PageStatus, ReviewAction,
@@ -143,7 +143,7 @@ def reject(db: Database, page_id: int, reviewer: str, note: str = "") -> str:
     with db.write() as session:
         page = _locked_page(session, page_id, reviewer)
         markdown = session.get(PageResult, page.result_id).markdown
-        page.error_code = "rejected_unreadable"
+        page.error_code = RejectedUnreadable.code
         page.error_message = (f"reviewer {reviewer} marked this page unreadable"
                               + (f": {note}" if note else "")
                               + "; rescan it and submit the document again")
