@@ -337,9 +337,10 @@ class Dispatcher:
         worker.claim = None
         self._may_have_work = True
         if result.pop("ok"):
-            route = self._route(claim, result) if self.settings.review.enabled else None
-            transitions.complete_page(self.db, claim, result, route.reasons if route else None,
-                                      review=bool(route and route.review))
+            # routed either way, so the reasons are on record; held only with review on
+            route = self._route(claim, result)
+            transitions.complete_page(self.db, claim, result, route.reasons,
+                                      review=route.review and self.settings.review.enabled)
             log.info("page done doc=%s page=%d attempt=%d engine=%s ms=%.0f", claim.document_id,
                      claim.page_index, claim.attempt, result["engine"],
                      sum(result["timings_ms"].values()))

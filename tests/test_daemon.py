@@ -9,6 +9,7 @@ import signal
 import subprocess
 import sys
 import time
+from pathlib import Path
 
 import psutil
 import pytest
@@ -122,17 +123,53 @@ def test_daemon_killed_mid_batch_completes_every_document_once(tmp_path):
     assert sorted(exports) == sorted(ids)
 
 
+def run_ocr(tmp_path: Path, *files: Path, fmt: str = "json", **sections) -> subprocess.Popen:
+    """`appliance ocr` with its temporary directories under tmp_path/tmp."""
+    (tmp_path / "tmp").mkdir(exist_ok=True)
+    config = Daemon(tmp_path, **sections).config_path
+    return subprocess.Popen([sys.executable, "-m", "appliance.cli", "ocr", *map(str, files),
+                             "--format", fmt, "--config", str(config)],
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                            env={**os.environ, "TMPDIR": str(tmp_path / "tmp")})
+
+
 def test_cli_ocr_one_shot(tmp_path):
     png = write_png(tmp_path / "memo.png", PAGE_B)
-    config = Daemon(tmp_path).config_path
-    run = subprocess.run([sys.executable, "-m", "appliance.cli", "ocr", str(png), "--format",
-                          "json", "--config", str(config)], capture_output=True, text=True,
-                         timeout=300)
-    assert run.returncode == 0, run.stderr
-    assert "1/1 pages" in run.stderr
-    body = json.loads(run.stdout)
+    run = run_ocr(tmp_path, png)
+    stdout, stderr = run.communicate(timeout=300)
+    assert run.returncode == 0, stderr
+    assert "1/1 pages" in stderr
+    body = json.loads(stdout)
     assert text_similarity(body["pages"][0]["text"], " ".join(PAGE_B)) > 0.7
-    assert not (tmp_path / "data").exists()  # one-shot: nothing left behind
+    assert not list((tmp_path / "tmp").glob("appliance-*"))  # one-shot: nothing left behind
+
+
+def test_cli_ocr_never_waits_for_a_reviewer(tmp_path):
+    """Every page would go to review here; nobody is there, so the result is printed and
+    the pages that would have waited are named, with a code of their own."""
+    png = write_png(tmp_path / "receipt.png", PAGE_B)
+    run = run_ocr(tmp_path, png, fmt="txt",
+                  review={"enabled": True, "review_below": 1.0, "accept_from": 1.0})
+    stdout, stderr = run.communicate(timeout=300)
+    assert run.returncode == 3, stderr
+    assert text_similarity(stdout, " ".join(PAGE_B)) > 0.7
+    assert "receipt.png: page 1 would go to review: low_confidence:" in stderr
+    assert not list((tmp_path / "tmp").glob("appliance-*"))
+
+
+@pytest.mark.parametrize("sig", [signal.SIGTERM, signal.SIGINT])
+def test_cli_ocr_cleans_up_when_interrupted(tmp_path, sig):
+    pdf = write_pdf(tmp_path / "long.pdf", [PAGE_A * 8] * 6, dpi=200)
+    run = run_ocr(tmp_path, pdf)
+    deadline = time.monotonic() + 120
+    while not list((tmp_path / "tmp").glob("appliance-ocr-*/data/spool/originals/*/*")):
+        assert time.monotonic() < deadline and run.poll() is None, run.stderr.read()
+        time.sleep(0.1)
+    run.send_signal(sig)
+    _stdout, stderr = run.communicate(timeout=60)
+    assert run.returncode == 128 + sig, stderr
+    assert "interrupted" in stderr
+    assert not list((tmp_path / "tmp").glob("appliance-*"))
 
 
 def test_page_over_deadline_kills_the_worker_and_fails_after_max_attempts(tmp_path):
