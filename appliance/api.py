@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from typing import Literal
 
-from fastapi import FastAPI, File, Form, Query, Request, UploadFile
+from fastapi import FastAPI, File, Form, Header, Query, Request, UploadFile
 from fastapi.middleware.cors import CORSMiddleware
 from pydantic import AnyHttpUrl
 from fastapi.exceptions import RequestValidationError
@@ -20,7 +20,9 @@ from starlette.exceptions import HTTPException as StarletteHTTPException
 
 from appliance.daemon import Appliance
 from appliance.config import DOC_TYPES
-from appliance.errors import ApplianceError, InvalidRequest, NotFound, QueueFull
+from appliance.errors import (
+    ApplianceError, DuplicateDocument, InvalidRequest, NotFound, QueueFull,
+)
 from appliance.export import document_json, render
 from appliance.intake import SubmitOptions
 from appliance.metrics import install_metrics
@@ -78,23 +80,44 @@ def create_app(appliance: Appliance) -> FastAPI:
     install_metrics(app, appliance)  # GET /metrics
 
     @app.post("/api/v1/documents", status_code=201, tags=["documents"])
-    def submit_document(file: UploadFile = File(...),
+    def submit_document(request: Request, file: UploadFile = File(...),
                         doc_type: DocType = Form("generic"),
                         lane: Lane = Form(Lane.INTERACTIVE),
                         engine: Literal["llama", "classic"] | None = Form(None),
                         tags: str = Form("", description="comma-separated"),
-                        webhook_url: AnyHttpUrl | None = Form(None)):
+                        webhook_url: AnyHttpUrl | None = Form(None),
+                        on_duplicate: Literal["process", "skip"] = Form(
+                            "process", description="skip: content already read answers its "
+                                                   "document (200) instead of a new one"),
+                        idempotency_key: str | None = Header(
+                            None, alias="Idempotency-Key", min_length=1, max_length=255,
+                            pattern=r"^[\x21-\x7e]+$",
+                            description="a retry with the same key answers the first "
+                                        "request's document (200); other content: 409")):
         """Upload one document. A file that cannot be processed is still stored and
         answered with status `failed` and the reason in `error`. While the lane's queue
         is full the answer is 429 with Retry-After, and nothing is stored."""
         appliance.check_engine(engine)
+        key = (getattr(request.state, "api_key", ""), idempotency_key) if idempotency_key \
+            else None
+        if key and (earlier := appliance.intake.replay(key, file.file)) is not None:
+            return _existing(earlier.id, {"Idempotent-Replayed": "true"})
         options = SubmitOptions(source="api", lane=lane, doc_type=doc_type, engine=engine,
                                 tags=[t.strip() for t in tags.split(",") if t.strip()],
-                                webhook_url=str(webhook_url) if webhook_url else None)
-        doc = appliance.submit(file.file, file.filename, options)
+                                webhook_url=str(webhook_url) if webhook_url else None,
+                                skip_duplicates=on_duplicate == "skip", idempotency_key=key)
+        try:
+            doc = appliance.submit(file.file, file.filename, options)
+        except DuplicateDocument as exc:
+            return _existing(exc.existing_id, {"Duplicate-Of": exc.existing_id})
         if doc.error_code:
             appliance.finish(doc.id)
         return document_json(queries.get_document(db, doc.id))
+
+    def _existing(document_id: str, headers: dict[str, str]) -> JSONResponse:
+        """An earlier document answered instead of a new one: 200, not 201."""
+        return JSONResponse(document_json(queries.get_document(db, document_id)),
+                            headers=headers)
 
     @app.post("/api/v1/documents/{document_id}/cancel", tags=["documents"])
     def cancel_document(document_id: str):

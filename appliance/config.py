@@ -196,6 +196,8 @@ class RetentionSettings:
     interval_hours: float = field(default=1.0, metadata={"min": 0.01})
     # Intake refuses new files while the data directory's file system has less free.
     min_free_disk_mb: int = field(default=2048, metadata={"min": 0})
+    # An API client's Idempotency-Key is remembered at least this long.
+    idempotency_hours: float = field(default=24.0, metadata={"min": 1.0})
 
 
 @dataclass

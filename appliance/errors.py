@@ -179,6 +179,13 @@ class DuplicateDocument(ApplianceError):
         self.existing_id = existing_id
 
 
+class IdempotencyConflict(ApplianceError):
+    """An Idempotency-Key sent again with other content than its first request's."""
+
+    code = "idempotency_conflict"
+    http_status = 409
+
+
 class Cancelled(ApplianceError):
     code = "cancelled"
 

@@ -28,8 +28,11 @@ DAY_S = 86_400
 
 def purge(settings: Settings, db: Database, spool: Spool, now: float | None = None) -> dict:
     """Delete what retention allows; returns what it deleted."""
-    cutoff = (now or time.time()) - settings.retention.hot_days * DAY_S
-    purged = {"contents": 0, "files": 0, "cache_entries": 0}
+    now = now or time.time()
+    cutoff = now - settings.retention.hot_days * DAY_S
+    purged = {"contents": 0, "files": 0, "cache_entries": 0,
+              "idempotency_keys": transitions.expire_idempotency_keys(
+                  db, now - settings.retention.idempotency_hours * 3600)}
     for sha in queries.purge_candidates(db, cutoff):
         files = spool.delete_content(sha)
         transitions.mark_purged(db, sha, files)
@@ -41,7 +44,7 @@ def purge(settings: Settings, db: Database, spool: Spool, now: float | None = No
             entry.unlink(missing_ok=True)
             purged["cache_entries"] += 1
     if any(purged.values()):
-        log.info("retention purged contents=%d files=%d cache_entries=%d hot_days=%s",
-                 purged["contents"], purged["files"], purged["cache_entries"],
-                 settings.retention.hot_days)
+        log.info("retention purged contents=%d files=%d cache_entries=%d idempotency_keys=%d "
+                 "hot_days=%s", purged["contents"], purged["files"], purged["cache_entries"],
+                 purged["idempotency_keys"], settings.retention.hot_days)
     return purged

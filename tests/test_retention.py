@@ -63,7 +63,8 @@ def test_purge_deletes_old_originals_and_page_images_and_keeps_results(store, tm
     cache_entry.write_text("{}")
     os.utime(cache_entry, (time.time() - 8 * DAY_S,) * 2)
 
-    assert purge(settings, db, spool) == {"contents": 1, "files": 2, "cache_entries": 1}
+    assert purge(settings, db, spool) == {"contents": 1, "files": 2, "cache_entries": 1,
+                                          "idempotency_keys": 0}
     assert not spool.original_path(old.sha256).exists() and not old_image.exists()
     for doc, image in ((recent, recent_image), (waiting, waiting_image)):
         assert spool.original_path(doc.sha256).exists() and image.exists()
@@ -75,7 +76,8 @@ def test_purge_deletes_old_originals_and_page_images_and_keeps_results(store, tm
         kinds = [e.kind for e in session.exec(select(Event).where(Event.document_id == old.id))]
     assert kinds[0] == "submitted" and kinds[-1] == "purged" and "completed" in kinds
     assert not cache_entry.exists()
-    assert purge(settings, db, spool) == {"contents": 0, "files": 0, "cache_entries": 0}
+    assert purge(settings, db, spool) == {"contents": 0, "files": 0, "cache_entries": 0,
+                                          "idempotency_keys": 0}
 
 
 def test_shared_content_waits_for_its_newest_document(store, tmp_path):

@@ -31,7 +31,7 @@ def test_wal_mode_and_schema_version(db):
     with db.read() as session:
         mode = session.connection().exec_driver_sql("PRAGMA journal_mode").scalar()
     assert mode == "wal"
-    assert db.schema_version() == SCHEMA_VERSION == 2
+    assert db.schema_version() == SCHEMA_VERSION == 3
 
 
 def test_a_version_1_database_is_migrated_in_place(tmp_path):
@@ -41,12 +41,14 @@ def test_a_version_1_database_is_migrated_in_place(tmp_path):
         for table, column in (("page", "review_since"), ("page", "review_owner"),
                               ("page", "review_lock_expires_at"), ("page", "options"),
                               ("pageresult", "confidence"), ("document", "purged_at"),
-                              ("pageresult", "signals"), ("pageresult", "reasons")):
+                              ("pageresult", "signals"), ("pageresult", "reasons"),
+                              ("document", "source_mtime_ns")):
             session.exec(text(f"ALTER TABLE {table} DROP COLUMN {column}"))
+        session.exec(text("DROP TABLE idempotencykey"))
         session.get(SchemaMeta, "schema_version").value = "1"
     old.close()
     migrated = Database(tmp_path / "v1.db")
-    assert migrated.schema_version() == 2
+    assert migrated.schema_version() == 3
     claim = transitions.claim_next_page(migrated, "w1", lease_s=60)
     transitions.complete_page(migrated, claim, {"engine": "classic", "text": "x", "markdown": "x",
                                                 "confidence": 0.9})

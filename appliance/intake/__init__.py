@@ -7,6 +7,7 @@ document, ``failed`` with its reason code, and its original stays in the spool.
 
 from __future__ import annotations
 
+import hashlib
 import logging
 import re
 import shutil
@@ -16,9 +17,11 @@ from pathlib import Path
 from typing import BinaryIO
 
 from appliance.config import Settings
-from appliance.errors import BadInput, DiskFull, DuplicateDocument, QueueFull, TooManyPages
+from appliance.errors import (
+    BadInput, DiskFull, DuplicateDocument, IdempotencyConflict, QueueFull, TooManyPages,
+)
 from appliance.intake.sniff import HEAD_BYTES, sniff_kind
-from appliance.intake.spool import Spool
+from appliance.intake.spool import CHUNK_BYTES, Spool
 from appliance.metrics import Tally
 from appliance.raster import count_pages
 from appliance.store import Database, queries, transitions
@@ -41,6 +44,8 @@ class SubmitOptions:
     webhook_url: str | None = None
     pdf_password: str | None = None  # the watched folder's, for encrypted PDFs
     skip_duplicates: bool = False  # refuse content already read, or being read, successfully
+    # (owner, Idempotency-Key): a retry of a submission answers the first one's document
+    idempotency_key: tuple[str, str] | None = None
 
 
 def display_name(name: str | None) -> str:
@@ -83,6 +88,27 @@ class Intake:
                            f"was stored. Free space, or lower retention.hot_days",
                            retry_after_s=self.queue.retry_after_s)
 
+    def replay(self, key: tuple[str, str], stream: BinaryIO) -> Document | None:
+        """The document an earlier request with this idempotency key created, if any;
+        IdempotencyConflict when ``stream`` is not the content sent with it then."""
+        record = queries.idempotency_record(self.db, key)
+        if record is None:
+            return None
+        digest = hashlib.sha256()
+        while chunk := stream.read(CHUNK_BYTES):
+            digest.update(chunk)
+        stream.seek(0)
+        return self._replayed(queries.get_document(self.db, record.document_id).doc,
+                              digest.hexdigest())
+
+    @staticmethod
+    def _replayed(earlier: Document, sha256: str) -> Document:
+        if earlier.sha256 != sha256:
+            raise IdempotencyConflict(f"this Idempotency-Key was first used for other content "
+                                      f"(document {earlier.id}); use a new key for a new "
+                                      f"document")
+        return earlier
+
     def submit(self, stream: BinaryIO, name: str | None, options: SubmitOptions) -> Document:
         """Spool a file and queue its pages, or record why it cannot be processed."""
         try:
@@ -111,7 +137,11 @@ class Intake:
         except BadInput as exc:
             log.warning("intake rejected doc=%s code=%s source=%s", doc.id, exc.code,
                         options.source)
-            return transitions.record_rejected_document(self.db, doc, exc.code, exc.message)
-        log.info("intake accepted doc=%s kind=%s pages=%d bytes=%d source=%s", doc.id,
-                 doc.kind, pages, size, options.source)
-        return transitions.submit_document(self.db, doc, pages)
+            stored = transitions.record_rejected_document(self.db, doc, exc.code, exc.message,
+                                                          options.idempotency_key)
+        else:
+            log.info("intake accepted doc=%s kind=%s pages=%d bytes=%d source=%s", doc.id,
+                     doc.kind, pages, size, options.source)
+            stored = transitions.submit_document(self.db, doc, pages, options.idempotency_key)
+        # another request with the same key committed first: answer its document
+        return stored if stored.id == doc.id else self._replayed(stored, sha)

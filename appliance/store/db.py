@@ -54,6 +54,9 @@ MIGRATIONS: dict[str, list[str]] = {
         "ALTER TABLE pageresult ADD COLUMN reasons JSON",
         "ALTER TABLE document ADD COLUMN purged_at FLOAT",
     ],
+    "2": [  # idempotent submissions (the table itself is new); watched files' mtime
+        "ALTER TABLE document ADD COLUMN source_mtime_ns INTEGER",
+    ],
 }
 
 

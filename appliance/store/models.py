@@ -9,7 +9,7 @@ from enum import StrEnum
 from sqlalchemy import JSON, Column, Index
 from sqlmodel import Field, SQLModel
 
-SCHEMA_VERSION = 2
+SCHEMA_VERSION = 3
 
 
 class PageStatus(StrEnum):
@@ -74,6 +74,7 @@ class Document(SQLModel, table=True):
     output_stem: str | None = None  # chosen once, so a re-export after a crash overwrites
     exported_at: float | None = None
     source_path: str | None = None  # the watched file it came from, for its disposition
+    source_mtime_ns: int | None = None  # that file's mtime when it was read (size: size_bytes)
     watch_folder: str | None = None  # the [[watch]] folder's name
     disposed_at: float | None = None  # when the watched original was moved/deleted/kept
     webhook_url: str | None = None  # POSTed to when the document is final
@@ -156,6 +157,17 @@ class ReviewAction(SQLModel, table=True):
     after_markdown: str | None = None
     reasons: list[str] | None = Field(default=None, sa_column=Column(JSON))
     note: str | None = None
+
+
+class IdempotencyKey(SQLModel, table=True):
+    """A client's Idempotency-Key and the document its first request created: a retry
+    with the same key gets that document back instead of a second one."""
+
+    owner: str = Field(primary_key=True)  # the API key's name ("" without auth): keys are per client
+    key: str = Field(primary_key=True)
+    document_id: str = Field(foreign_key="document.id")
+    sha256: str  # the content first sent with this key
+    created_at: float = Field(default_factory=_now, index=True)
 
 
 class WatchLedger(SQLModel, table=True):

@@ -11,8 +11,8 @@ from sqlmodel import select
 
 from appliance.store.db import Database
 from appliance.store.models import (
-    FINAL_PAGE_STATUSES, Document, DocStatus, Outcome, Page, PageResult, PageStatus,
-    ReviewAction, WatchLedger,
+    FINAL_PAGE_STATUSES, Document, DocStatus, IdempotencyKey, Outcome, Page, PageResult,
+    PageStatus, ReviewAction, WatchLedger,
 )
 
 
@@ -173,6 +173,11 @@ def same_content(db: Database, sha256: str) -> Document | None:
         counts = _page_counts(session, [d.id for d in docs])
         return next((d for d in docs if derive_status(d, counts[d.id])
                      not in (DocStatus.FAILED, DocStatus.PARTIAL)), None)
+
+
+def idempotency_record(db: Database, key: tuple[str, str]) -> IdempotencyKey | None:
+    with db.read() as session:
+        return session.get(IdempotencyKey, key)
 
 
 def kept_file_seen(db: Database, folder: str, path: str, size_bytes: int,

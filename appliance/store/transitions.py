@@ -21,7 +21,7 @@ from sqlmodel import Session, select
 
 from appliance.store.db import Database
 from appliance.store.models import (
-    Document, Event, Lane, Outcome, Page, PageResult, PageStatus, WatchLedger,
+    Document, Event, IdempotencyKey, Lane, Outcome, Page, PageResult, PageStatus, WatchLedger,
 )
 
 log = logging.getLogger(__name__)
@@ -53,25 +53,57 @@ def _event(session: Session, kind: str, document_id: str | None = None,
                       detail=detail or None))
 
 
-def submit_document(db: Database, doc: Document, page_count: int) -> Document:
-    """Store a new document and queue its pages."""
+IdempotencyKeyId = tuple[str, str]  # (owner: the API key's name or "", the client's key)
+
+
+def _keyed_document(session: Session, key: IdempotencyKeyId | None) -> Document | None:
+    """The document a client's idempotency key already names, if any."""
+    row = session.get(IdempotencyKey, key) if key else None
+    return session.get(Document, row.document_id) if row else None
+
+
+def _store(session: Session, doc: Document, key: IdempotencyKeyId | None) -> None:
+    session.add(doc)
+    session.flush()
+    if key:  # in the document's own transaction: a retry finds one or the other, never half
+        session.add(IdempotencyKey(owner=key[0], key=key[1], document_id=doc.id,
+                                   sha256=doc.sha256))
+
+
+def submit_document(db: Database, doc: Document, page_count: int,
+                    key: IdempotencyKeyId | None = None) -> Document:
+    """Store a new document and queue its pages. When ``key`` already names a document
+    (a concurrent retry committed first), store nothing and answer that one."""
     doc.page_count = page_count
     with db.write() as session:
-        session.add(doc)
-        session.flush()
+        if (earlier := _keyed_document(session, key)) is not None:
+            return earlier
+        _store(session, doc, key)
         session.add_all(Page(document_id=doc.id, index=i) for i in range(page_count))
         _event(session, "submitted", doc.id, source=doc.source, pages=page_count)
     return doc
 
 
-def record_rejected_document(db: Database, doc: Document, code: str, message: str) -> Document:
-    """A document whose intake failed: kept with its reason, no pages to process."""
+def record_rejected_document(db: Database, doc: Document, code: str, message: str,
+                             key: IdempotencyKeyId | None = None) -> Document:
+    """A document whose intake failed: kept with its reason, no pages to process
+    (``key``: as in ``submit_document``)."""
     doc.error_code, doc.error_message, doc.page_count = code, message, 0
     with db.write() as session:
-        session.add(doc)
-        session.flush()
+        if (earlier := _keyed_document(session, key)) is not None:
+            return earlier
+        _store(session, doc, key)
         _event(session, "rejected", doc.id, code=code)
     return doc
+
+
+def expire_idempotency_keys(db: Database, before: float) -> int:
+    """Forget the idempotency keys recorded before ``before``; how many went."""
+    with db.write() as session:
+        rows = session.exec(select(IdempotencyKey).where(IdempotencyKey.created_at < before)).all()
+        for row in rows:
+            session.delete(row)
+        return len(rows)
 
 
 @dataclass(frozen=True)
