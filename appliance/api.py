@@ -16,12 +16,13 @@ from fastapi.middleware.cors import CORSMiddleware
 from pydantic import AnyHttpUrl
 from fastapi.exceptions import RequestValidationError
 from fastapi.responses import JSONResponse, Response
+from starlette.datastructures import Headers
 from starlette.exceptions import HTTPException as StarletteHTTPException
 
 from appliance.daemon import Appliance
 from appliance.config import DOC_TYPES
 from appliance.errors import (
-    ApplianceError, DuplicateDocument, InvalidRequest, NotFound, QueueFull,
+    ApplianceError, DuplicateDocument, HttpError, InvalidRequest, NotFound, QueueFull, TooLarge,
 )
 from appliance.export import document_json, render
 from appliance.intake import SubmitOptions
@@ -31,8 +32,44 @@ from appliance.store import queries
 from appliance.store.models import Lane
 
 DocType = Literal[DOC_TYPES]
+UPLOAD_PATH = "/api/v1/documents"
+# What a multipart upload carries besides the file: boundaries, headers and form fields.
+FORM_ALLOWANCE_BYTES = 64 * 1024
 MEDIA_TYPES = {"md": "text/markdown; charset=utf-8", "json": "application/json",
                "txt": "text/plain; charset=utf-8"}
+
+
+class UploadBodyLimit:
+    """ASGI middleware: an upload's body no larger than the file limit plus the form.
+
+    Refused at once when Content-Length says it is too large, and a chunked body is
+    read no further than the limit: a 60 MB upload against a 2 MB limit costs 2 MB at
+    most. The 413 is raised from ``receive``, inside the route, so it is answered as
+    every other error is (the ``HTTPException`` handler below).
+    """
+
+    def __init__(self, app, limit: int):
+        self.app = app
+        self.limit = limit
+
+    async def __call__(self, scope, receive, send):
+        if scope["type"] != "http" or scope["method"] != "POST" or scope["path"] != UPLOAD_PATH:
+            return await self.app(scope, receive, send)
+        declared = Headers(scope=scope).get("content-length")
+        too_large = declared is not None and declared.isdigit() and int(declared) > self.limit
+        received = 0
+
+        async def limited_receive():
+            nonlocal received
+            if too_large:
+                raise StarletteHTTPException(TooLarge.http_status)
+            message = await receive()
+            received += len(message.get("body", b""))
+            if received > self.limit:
+                raise StarletteHTTPException(TooLarge.http_status)
+            return message
+
+        await self.app(scope, limited_receive, send)
 
 
 def _error(status: int, code: str, message: str) -> JSONResponse:
@@ -42,11 +79,13 @@ def _error(status: int, code: str, message: str) -> JSONResponse:
 def create_app(appliance: Appliance) -> FastAPI:
     app = FastAPI(title="OCR Appliance", version="1", docs_url="/docs")
     db = appliance.db
+    max_bytes = appliance.settings.limits.max_bytes
     auth = appliance.settings.auth
     if auth.cors_origins:  # off unless the operator names the origins
         app.add_middleware(CORSMiddleware, allow_origins=auth.cors_origins,
                            allow_methods=["GET", "POST"], allow_headers=["X-API-Key",
                                                                          "Authorization"])
+    app.add_middleware(UploadBodyLimit, limit=max_bytes + FORM_ALLOWANCE_BYTES)
     # added last, so it runs first: nothing is answered to a request it refuses
     app.add_middleware(AccessGuard, settings=auth, keys=appliance.api_keys,
                        auth_on=appliance.auth_on)
@@ -65,7 +104,11 @@ def create_app(appliance: Appliance) -> FastAPI:
 
     @app.exception_handler(StarletteHTTPException)
     async def _http_error(_request: Request, exc: StarletteHTTPException):
-        code = NotFound.code if exc.status_code == 404 else "http_error"
+        if exc.status_code == TooLarge.http_status:  # the upload route's body limit
+            return _error(413, TooLarge.code, f"the upload is larger than the limit of "
+                                              f"{max_bytes:,} bytes; nothing was stored. Split "
+                                              f"the file, or raise limits.max_bytes")
+        code = NotFound.code if exc.status_code == 404 else HttpError.code
         return _error(exc.status_code, code, str(exc.detail))
 
     @app.get("/healthz", tags=["health"])
@@ -79,7 +122,7 @@ def create_app(appliance: Appliance) -> FastAPI:
 
     install_metrics(app, appliance)  # GET /metrics
 
-    @app.post("/api/v1/documents", status_code=201, tags=["documents"])
+    @app.post(UPLOAD_PATH, status_code=201, tags=["documents"])
     def submit_document(request: Request, file: UploadFile = File(...),
                         doc_type: DocType = Form("generic"),
                         lane: Lane = Form(Lane.INTERACTIVE),

@@ -48,6 +48,11 @@ class PathSettings:
     def spool(self) -> Path:
         return self.data_dir / "spool"
 
+    @property
+    def temp(self) -> Path:
+        """The daemon's temporary files (request bodies, the UI's uploads), one folder a run."""
+        return self.data_dir / "tmp"
+
 
 RETRY_RUNGS = ("greedy", "sampled", "tiled")
 DOC_TYPES = ("generic", "receipt", "invoice", "contract", "report", "table", "handwriting",

@@ -20,7 +20,9 @@ import contextlib
 import fcntl
 import logging
 import os
+import shutil
 import signal
+import tempfile
 import threading
 from dataclasses import fields, replace
 from pathlib import Path
@@ -456,8 +458,27 @@ class Server:
                 systemd.notify("READY=1", status or self._status())
 
 
+def use_run_temp_dir(temp: Path) -> Path:
+    """Point this process's temporary files (request bodies being received, the web
+    UI's uploads and downloads) at a folder of its own under the data directory, where
+    the disk floor and the operator can see them, instead of the system's /tmp."""
+    run_dir = temp / f"run-{os.getpid()}"
+    run_dir.mkdir(parents=True, exist_ok=True, mode=0o700)
+    tempfile.tempdir = os.environ["TMPDIR"] = str(run_dir)  # the workers' too
+    return run_dir
+
+
+def remove_stale_temp_dirs(temp: Path, keep: Path) -> None:
+    """What earlier runs left (a kill -9 cleans up nothing); call it holding the data
+    directory's lock, so no other daemon's folder can be among them."""
+    for stale in temp.glob("run-*"):
+        if stale != keep:
+            shutil.rmtree(stale, ignore_errors=True)
+
+
 def serve(settings: Settings) -> None:
     """Run the HTTP daemon (REST API + web UI) until SIGTERM or SIGINT."""
+    run_temp = use_run_temp_dir(settings.paths.temp)  # before Gradio is imported: it reads it once
     from appliance.api import create_app
     from ui.app import mount_ui
 
@@ -469,8 +490,10 @@ def serve(settings: Settings) -> None:
     mount_ui(app, appliance)
     server = Server(appliance, app)
     appliance.start()
+    remove_stale_temp_dirs(settings.paths.temp, keep=run_temp)
     try:
         log.info("serving url=http://%s:%d", settings.server.host, settings.server.port)
         server.run()
     finally:
         appliance.stop()
+        shutil.rmtree(run_temp, ignore_errors=True)

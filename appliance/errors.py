@@ -34,6 +34,10 @@ class SchemaMismatch(ApplianceError):
 
 
 class BadInput(ApplianceError):
+    """A file that cannot be read. Intake stores it and records a failed document with
+    this code (the API answers 201 with status "failed"); only TooLarge is refused
+    before storing. The status below is what /result answers for such a document."""
+
     code = "bad_input"
     http_status = 422
 
@@ -56,18 +60,19 @@ class EncryptedPdf(BadInput):
 
 
 class TooLarge(BadInput):
+    """Over limits.max_bytes: refused before anything is stored, so no document exists
+    (API 413, at once when Content-Length says so)."""
+
     code = "too_large"
     http_status = 413
 
 
 class TooManyPages(BadInput):
     code = "too_many_pages"
-    http_status = 413
 
 
 class TooManyPixels(BadInput):
     code = "too_many_pixels"
-    http_status = 413
 
 
 class TruncatedFile(CorruptFile):
@@ -121,6 +126,12 @@ class AttemptsExhausted(ApplianceError):
 class NotFound(ApplianceError):
     code = "not_found"
     http_status = 404
+
+
+class HttpError(ApplianceError):
+    """An HTTP-level refusal with no reason of the appliance's own (e.g. 405)."""
+
+    code = "http_error"
 
 
 class NotReady(ApplianceError):
