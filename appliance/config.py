@@ -153,6 +153,7 @@ class WatchFolder:
     mode: Literal["auto", "events", "poll"] = "auto"
     recursive: bool = False
     stability_s: float = field(default=5.0, metadata={"min": 0})
+    failed_hold_s: float = field(default=60.0, metadata={"min": 0})
     poll_interval_s: float = field(default=5.0, metadata={"min": 0.1})
     rescan_interval_s: float = field(default=300.0, metadata={"min": 1})
     ignore: list[str] = field(default_factory=list)  # regexes on the name, added to the defaults

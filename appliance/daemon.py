@@ -290,17 +290,23 @@ class Appliance:
         self.dispatcher.wake()
         return doc
 
-    def finish(self, document_id: str) -> None:
+    def finish(self, document_id: str, source_confirmed: bool = False) -> None:
         """A final document's remaining steps, each done once: export its results,
-        dispose of its watched original, call its webhook."""
+        dispose of its watched original, call its webhook. A watched document whose
+        file may still be being written waits (``WatchService.may_dispose``), and
+        ``source_confirmed`` says the watcher saw the file unchanged for one more window."""
         view = queries.get_document(self.db, document_id)
         if view is None or not view.is_final:
             return
         doc = view.doc
+        folder = (self.watch.folders.get(doc.watch_folder)
+                  if doc.source_path and not doc.disposed_at else None)
+        if folder is not None and not self.watch.may_dispose(view, source_confirmed):
+            return
         if not doc.exported_at and not doc.error_code:
             self.exporter.export(document_id)
-        if doc.source_path and not doc.disposed_at and doc.watch_folder in self.watch.folders:
-            dispose(self.db, view, self.watch.folders[doc.watch_folder])
+        if folder is not None:
+            dispose(self.db, view, folder)
         if doc.webhook_url and not doc.webhook_done_at:
             self.webhooks.notify(document_id, doc.webhook_url)
 

@@ -13,6 +13,9 @@ class ApplianceError(Exception):
     code = "internal_error"
     http_status = 500
     retryable = False
+    # a file still being written fails like this: a watched file is given time to
+    # change before it counts (``[[watch]] failed_hold_s``)
+    may_be_partial = False
 
     def __init__(self, message: str):
         super().__init__(message)
@@ -44,6 +47,7 @@ class BadInput(ApplianceError):
 
 class EmptyFile(BadInput):
     code = "empty_file"
+    may_be_partial = True
 
 
 class UnsupportedType(BadInput):
@@ -53,6 +57,7 @@ class UnsupportedType(BadInput):
 
 class CorruptFile(BadInput):
     code = "corrupt_file"
+    may_be_partial = True
 
 
 class EncryptedPdf(BadInput):
@@ -85,6 +90,7 @@ class UnrecognizedFile(BadInput):
     """No known file signature at the start: damaged, or not a document at all."""
 
     code = "unrecognized_file"
+    may_be_partial = True  # space a writer reserved but has not filled yet
     http_status = 415
 
 

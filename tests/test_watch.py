@@ -109,6 +109,21 @@ def test_tracker_retry_holds_a_refused_file_back_then_returns_it():
     assert tracker.paths() == [P]
 
 
+def test_tracker_rearm_returns_a_settled_file_after_a_hold_unless_it_changes():
+    tracker = StabilityTracker(stability_s=1.0)
+    tracker.track(P, 100, 1, now=0.0)
+    assert tracker.stable(1.0) == [P]
+    tracker.rearm(P, 100, 1, now=2.0, after_s=5.0)  # the owner wants 5 s of quiet
+    assert tracker.stable(6.9) == []
+    assert tracker.stable(7.0) == [P]
+    tracker.rearm(P, 100, 1, now=8.0, after_s=5.0)
+    assert tracker.track(P, 180, 2, now=9.0)  # the writer came back: an ordinary window
+    assert tracker.stable(10.0) == [P]
+    tracker.track(Q, 1, 1, now=10.0)
+    tracker.rearm(Q, 1, 1, now=10.5, after_s=5.0)  # already in a window: left in it
+    assert tracker.stable(11.0) == [Q]
+
+
 def test_tracker_confirm_catches_a_change_between_stable_and_hand_over():
     tracker = StabilityTracker(stability_s=1.0)
     tracker.track(P, 100, 1, now=0.0)

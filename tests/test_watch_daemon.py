@@ -8,7 +8,7 @@ import time
 
 from tests.daemon import Daemon
 from appliance.raster.synthetic import render_text_page
-from tests.fixtures.documents import write_encrypted_pdf, write_png
+from tests.fixtures.documents import write_encrypted_pdf, write_pdf, write_png
 
 LINES = ["Packing list 77", "Two pallets of paper"]
 
@@ -28,7 +28,8 @@ def test_move_disposition_sorts_originals_into_processed_and_failed(tmp_path):
     inbox, done, failed = tmp_path / "inbox", tmp_path / "done", tmp_path / "failed"
     inbox.mkdir()
     daemon = Daemon(tmp_path, watch=[{"path": str(inbox), "mode": "events", "stability_s": 0.5,
-                                      "processed_dir": str(done), "failed_dir": str(failed)}])
+                                      "failed_hold_s": 1, "processed_dir": str(done),
+                                      "failed_dir": str(failed)}])
     daemon.start()
     try:
         daemon.wait_ready()
@@ -125,5 +126,64 @@ def test_a_folder_password_opens_encrypted_pdfs(tmp_path):
         assert docs["payslip-elsewhere.pdf"]["error"]["code"] == "encrypted_pdf"
         wait_for(lambda: not list(locked.iterdir()) and not list(other.iterdir()),
                  timeout_s=10, what="disposition: delete")  # runs just after the final page
+    finally:
+        daemon.stop()
+
+
+def test_a_writer_that_pauses_longer_than_the_window_gets_its_file_read_whole(tmp_path):
+    """A network copy pauses for 6 stability windows half-way. What was read meanwhile
+    (a truncated PDF; a PNG whose pixels end early) must not count: nothing is moved
+    while the writer is away, and once it finishes the whole file is read, once."""
+    inbox, done, failed = tmp_path / "inbox", tmp_path / "done", tmp_path / "failed"
+    inbox.mkdir()
+    daemon = Daemon(tmp_path, watch=[{"path": str(inbox), "mode": "events", "stability_s": 0.5,
+                                      "failed_hold_s": 8, "processed_dir": str(done),
+                                      "failed_dir": str(failed)}])
+    sources = {"scan.pdf": write_pdf(tmp_path / "scan.pdf", [LINES, LINES[::-1]]).read_bytes(),
+               "photo.png": write_png(tmp_path / "photo.png", LINES * 6).read_bytes()}
+    daemon.start()
+    try:
+        daemon.wait_ready()
+        writers = {name: (inbox / name).open("wb") for name in sources}
+        for name, out in writers.items():
+            out.write(sources[name][:len(sources[name]) // 2])
+            out.flush()
+        time.sleep(3)  # the half files are read (and fail) while the writers are away
+        assert sorted(p.name for p in inbox.iterdir()) == sorted(sources)  # nothing moved
+        assert not failed.exists() or not list(failed.iterdir())
+        for name, out in writers.items():
+            out.write(sources[name][len(sources[name]) // 2:])
+            out.close()
+        wait_for(lambda: all((done / name).exists() for name in sources), what="dispositions")
+        time.sleep(2)  # a late second document would show up now
+        docs = documents(daemon)
+        assert sorted(d["name"] for d in docs) == sorted(sources)
+        assert all(d["status"] == "done" for d in docs), docs
+        assert {d["name"]: d["page_count"] for d in docs} == {"scan.pdf": 2, "photo.png": 1}
+        assert not failed.exists() or not list(failed.iterdir())
+        for name, data in sources.items():
+            assert (done / name).read_bytes() == data
+        assert "changed after it was read" in daemon.log_path.read_text()
+    finally:
+        daemon.stop()
+
+
+def test_a_file_that_stays_truncated_fails_after_the_hold(tmp_path):
+    inbox, failed = tmp_path / "inbox", tmp_path / "failed"
+    inbox.mkdir()
+    daemon = Daemon(tmp_path, watch=[{"path": str(inbox), "mode": "events", "stability_s": 0.5,
+                                      "failed_hold_s": 2, "processed_dir": str(tmp_path / "done"),
+                                      "failed_dir": str(failed)}])
+    data = write_pdf(tmp_path / "cut.pdf", [LINES]).read_bytes()
+    daemon.start()
+    try:
+        daemon.wait_ready()
+        (inbox / "cut.pdf").write_bytes(data[:len(data) // 2])
+        started = time.monotonic()
+        wait_for(lambda: (failed / "cut.pdf").exists(), what="the failed disposition")
+        assert time.monotonic() - started >= 2  # it was held first
+        assert "truncated_file" in (failed / "cut.pdf.error.txt").read_text()
+        [doc] = documents(daemon)
+        assert doc["status"] == "failed" and doc["error"]["code"] == "truncated_file"
     finally:
         daemon.stop()

@@ -39,7 +39,8 @@ class SubmitOptions:
     doc_type: str = "generic"
     engine: str | None = None
     tags: list[str] = field(default_factory=list)
-    source_path: Path | None = None  # watched files only
+    source_path: Path | None = None  # watched files only, with the mtime they were read at
+    source_mtime_ns: int | None = None
     watch_folder: str | None = None
     webhook_url: str | None = None
     pdf_password: str | None = None  # the watched folder's, for encrypted PDFs
@@ -125,7 +126,8 @@ class Intake:
                        source=options.source, lane=options.lane, doc_type=options.doc_type,
                        engine=options.engine, tags=options.tags,
                        source_path=str(options.source_path) if options.source_path else None,
-                       watch_folder=options.watch_folder, webhook_url=options.webhook_url)
+                       source_mtime_ns=options.source_mtime_ns, watch_folder=options.watch_folder,
+                       webhook_url=options.webhook_url)
         try:
             with path.open("rb") as fh:
                 doc.kind = sniff_kind(fh.read(HEAD_BYTES))

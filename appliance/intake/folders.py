@@ -19,22 +19,27 @@ from pathlib import Path
 from typing import Callable
 
 from appliance.config import Settings, WatchFolder
-from appliance.errors import BadInput, DuplicateDocument, QueueFull, ShuttingDown
+from appliance.errors import (
+    BadInput, DuplicateDocument, QueueFull, ShuttingDown, error_class_for,
+)
 from appliance.intake import SubmitOptions
 from appliance.intake.disposition import dispose_refused
+from appliance.intake.spool import Spool
 from appliance.intake.watch import FolderWatcher
 from appliance.store import Database, queries, transitions
 from appliance.store.models import Document, Lane
+from appliance.store.queries import DocumentView
 
 log = logging.getLogger(__name__)
 
 
 class WatchService:
     def __init__(self, settings: Settings, db: Database,
-                 submit: Callable[..., Document], on_rejected: Callable[[str], None]):
+                 submit: Callable[..., Document], finish: Callable[..., None]):
         self.db = db
+        self.spool = Spool(settings.paths.spool)
         self.submit = submit  # Appliance.submit
-        self.on_rejected = on_rejected  # a document refused at intake is final at once
+        self.finish = finish  # Appliance.finish: a document refused at intake is final at once
         self.folders = {folder.name: folder for folder in settings.watch}
         self.watchers = [FolderWatcher(folder, self._offerer(folder)) for folder in settings.watch]
         self._started = False
@@ -86,16 +91,16 @@ class WatchService:
 
     def offer(self, folder: WatchFolder, path: Path, tags: list[str]) -> bool:
         key = str(path)
-        if queries.watched_file_in_flight(self.db, key):
-            return True
         stat = path.stat()
+        if (earlier := queries.watched_document(self.db, key)) is not None:
+            return self._offered_again(earlier, stat)
         if folder.disposition == "keep" and queries.kept_file_seen(
                 self.db, folder.name, key, stat.st_size, stat.st_mtime_ns):
             return True
         options = SubmitOptions(source="watch", lane=Lane(folder.lane), doc_type=folder.doc_type,
                                 engine=folder.engine or None, tags=[folder.name, *tags],
-                                source_path=path, watch_folder=folder.name,
-                                pdf_password=folder.password or None,
+                                source_path=path, source_mtime_ns=stat.st_mtime_ns,
+                                watch_folder=folder.name, pdf_password=folder.password or None,
                                 skip_duplicates=folder.on_duplicate == "skip")
         try:
             with path.open("rb") as stream:
@@ -105,16 +110,92 @@ class WatchService:
                      folder.name, path.name, exc.code)
             return False
         except (DuplicateDocument, BadInput) as exc:  # refused before it became a document
+            if _changed(path, (stat.st_size, stat.st_mtime_ns)):
+                return False  # a writer is still at it: judge the file once it is whole
             if folder.disposition == "keep":
                 self._remember(folder, path, stat, None)
             dispose_refused(folder, path, exc.code, exc.message)
             return True
+        if _changed(path, _read_signature(doc)):  # it changed while it was read
+            self._forget(doc, "changed_while_read")
+            return False
         if folder.disposition == "keep":
             self._remember(folder, path, stat, doc.sha256)
         if doc.error_code:
-            self.on_rejected(doc.id)
+            self.finish(doc.id)
         return True
+
+    def _offered_again(self, earlier: DocumentView, stat) -> bool:
+        """A file offered again while a document read from it is not yet disposed of:
+        still being read, or waiting for proof that a failed read was not a half-written
+        file (``may_dispose``)."""
+        if (stat.st_size, stat.st_mtime_ns) != _read_signature(earlier.doc):
+            if not earlier.is_final:
+                return False  # changed under a running document: again once that one ends
+            self._forget(earlier.doc, "changed_after_read")
+            return False  # the next offer reads the new content
+        if earlier.is_final:  # unchanged for a whole window since the failure: it is final
+            self.finish(earlier.doc.id, source_confirmed=True)
+        return True
+
+    def may_dispose(self, view: DocumentView, source_confirmed: bool) -> bool:
+        """Whether a final document's watched original may be disposed of now.
+
+        Not when the file changed since it was read: the writer paused longer than
+        ``stability_s`` and went on. The document is forgotten and the file read again
+        once it is stable. Not yet when the document failed the way a half-written file
+        does (truncated, corrupt, empty) and the file has not stayed unchanged for the
+        folder's ``failed_hold_s`` since: a writer that pauses looks exactly like that.
+        The watcher offers it again after that hold, and ``_offered_again`` confirms it.
+        """
+        doc = view.doc
+        path = Path(doc.source_path)
+        if _changed(path, _read_signature(doc)):
+            self._forget(doc, "changed_after_read")
+            return False
+        if source_confirmed or not _may_be_half_written(view):
+            return True
+        self._recheck(doc.watch_folder, path, self.folders[doc.watch_folder].failed_hold_s)
+        return False
+
+    def _forget(self, doc: Document, reason: str) -> None:
+        """Forget a document read from a file that changed afterwards, and read the file
+        again once it is stable."""
+        path = Path(doc.source_path)
+        orphan = transitions.forget_document(self.db, doc.id, reason)
+        if orphan is not None:
+            self.spool.delete_content(orphan)
+        log.warning("watched file changed after it was read; its document is forgotten and "
+                    "the file is read again once stable doc=%s folder=%s file=%s reason=%s",
+                    doc.id, doc.watch_folder, path.name, reason)
+        self._recheck(doc.watch_folder, path)
+
+    def _recheck(self, folder_name: str | None, path: Path, after_s: float | None = None
+                 ) -> None:
+        watcher = next((w for w in self.watchers if w.folder.name == folder_name), None)
+        if watcher is not None:
+            watcher.recheck(path, after_s)
 
     def _remember(self, folder: WatchFolder, path: Path, stat, sha256: str | None) -> None:
         transitions.record_kept_file(self.db, folder.name, str(path), stat.st_size,
                                      stat.st_mtime_ns, sha256)
+
+
+def _read_signature(doc: Document) -> tuple[int, int | None]:
+    """(size, mtime_ns) of a watched file as it was read."""
+    return doc.size_bytes, doc.source_mtime_ns
+
+
+def _changed(path: Path, signature: tuple[int, int | None]) -> bool:
+    """Whether the file at ``path`` is no longer what ``signature`` describes (a file
+    gone or moved away has not changed: there is nothing left to read again)."""
+    try:
+        stat = path.stat()
+    except FileNotFoundError:
+        return False
+    return (stat.st_size, stat.st_mtime_ns) != signature
+
+
+def _may_be_half_written(view: DocumentView) -> bool:
+    codes = [view.doc.error_code] + [p.error_code for p in view.pages]
+    return any(code and error_class_for(code).may_be_partial for code in codes)

@@ -83,6 +83,14 @@ class StabilityTracker:
         if signature is not None:
             self._pending[path] = _Window(signature, now + after_s - self.stability_s)
 
+    def rearm(self, path: Path, size: int, mtime_ns: int, now: float, after_s: float) -> None:
+        """Return ``path`` from ``stable`` again once it has kept this signature for
+        ``after_s`` from ``now`` (a change meanwhile starts an ordinary window); a file
+        already in a window is left in it."""
+        if path not in self._pending:
+            self._settled.pop(path, None)
+            self._pending[path] = _Window((size, mtime_ns), now + after_s - self.stability_s)
+
     def forget(self, path: Path) -> None:
         """Drop every memory of ``path`` (deleted, moved away, no longer a candidate)."""
         self._pending.pop(path, None)

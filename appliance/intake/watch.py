@@ -403,6 +403,19 @@ class FolderWatcher:
             if self.folder.stability_s == 0:
                 self._wake.set()
 
+    def recheck(self, path: Path, after_s: float | None = None) -> None:
+        """Offer ``path`` again once it has stayed unchanged for ``after_s`` (a stability
+        window by default): its owner wants proof that the writer has finished. Nothing
+        when it is gone, or already in a window."""
+        try:
+            signature = self._signature(path)
+        except OSError:  # unreadable just now: a rescan will bring it back
+            return
+        if signature is not None:
+            with self._lock:
+                self._tracker.rearm(path, *signature, time.monotonic(),
+                                    self.folder.stability_s if after_s is None else after_s)
+
     def _drop(self, path: Path) -> None:
         """Forget everything about ``path`` (the caller holds the lock)."""
         self._tracker.forget(path)

@@ -156,11 +156,13 @@ def final_unnotified_documents(db: Database) -> list[str]:
         return [d.id for d in docs if derive_status(d, counts[d.id]) in FINAL_DOC_STATUSES]
 
 
-def watched_file_in_flight(db: Database, source_path: str) -> bool:
-    """A document from this watched file exists and its original is not yet disposed of."""
+def watched_document(db: Database, source_path: str) -> DocumentView | None:
+    """The document read from this watched file whose original is not yet disposed of."""
     with db.read() as session:
-        return session.exec(select(func.count()).select_from(Document).where(
-            Document.source_path == source_path, Document.disposed_at.is_(None))).one() > 0
+        doc_id = session.exec(select(Document.id).where(
+            Document.source_path == source_path, Document.disposed_at.is_(None))
+            .order_by(Document.created_at.desc())).first()
+    return get_document(db, doc_id) if doc_id else None
 
 
 def same_content(db: Database, sha256: str) -> Document | None:

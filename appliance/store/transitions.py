@@ -21,7 +21,8 @@ from sqlmodel import Session, select
 
 from appliance.store.db import Database
 from appliance.store.models import (
-    Document, Event, IdempotencyKey, Lane, Outcome, Page, PageResult, PageStatus, WatchLedger,
+    Document, Event, IdempotencyKey, Lane, Outcome, Page, PageResult, PageStatus, ReviewAction,
+    WatchLedger,
 )
 
 log = logging.getLogger(__name__)
@@ -350,6 +351,36 @@ def mark_purged(db: Database, sha256: str, files: int) -> None:
             doc.purged_at = now
             session.add(doc)
             _event(session, "purged", doc.id, files=files)
+
+
+def forget_document(db: Database, document_id: str, reason: str) -> str | None:
+    """Remove a document and everything read from it, as if it had never been submitted
+    (a watched file read while its writer was still at work). The audit trail keeps an
+    event. Answers its content hash when no other document holds that content (the
+    caller deletes it from the spool), else None."""
+    with db.write() as session:
+        doc = session.get(Document, document_id)
+        if doc is None:
+            return None
+        pages = session.exec(select(Page).where(Page.document_id == document_id)).all()
+        page_ids = [p.id for p in pages]
+        for model, column in ((PageResult, PageResult.page_id), (ReviewAction,
+                                                                  ReviewAction.page_id)):
+            for row in session.exec(select(model).where(column.in_(page_ids))).all():
+                session.delete(row)
+        for row in session.exec(select(IdempotencyKey).where(
+                IdempotencyKey.document_id == document_id)).all():
+            session.delete(row)
+        session.flush()
+        for page in pages:
+            session.delete(page)
+        session.flush()
+        session.delete(doc)
+        _event(session, "forgotten", document_id, reason=reason, name=doc.name)
+        session.flush()
+        shared = session.exec(select(func.count()).select_from(Document).where(
+            Document.sha256 == doc.sha256)).one()
+        return None if shared else doc.sha256
 
 
 def mark_disposed(db: Database, document_id: str, disposition: str, target: str | None) -> None:
