@@ -211,6 +211,8 @@ class Appliance:
         log.info("appliance started engine=%s workers=%d data_dir=%s output_dir=%s",
                  self.worker_spec.engine, len(self.workers), self.settings.paths.data_dir,
                  self.settings.paths.output_dir)
+        for warning in self.access_warnings():
+            log.warning("%s", warning)
 
     def stop(self) -> None:
         self._stop_watching()
@@ -228,6 +230,24 @@ class Appliance:
     def auth_on(self) -> bool:
         """Auth is configured once there is an API key or a reviewer account."""
         return bool(self.api_keys) or bool(self.users.names())
+
+    def review_unstaffed(self) -> bool:
+        """Review is on but no account can log in to review: a page routed there can
+        never finish."""
+        return self.settings.review.enabled and not self.users.names()
+
+    def access_warnings(self) -> list[str]:
+        """What an operator must fix for people to get in and pages to finish."""
+        warnings = []
+        if self.review_unstaffed():
+            warnings.append(f"review is on but {self.users.path} holds no account: pages "
+                            f"routed to review cannot finish; add a reviewer with "
+                            f"`appliance users add NAME`, or set review.enabled = false")
+        if self.api_keys and not self.users.names():
+            warnings.append(f"auth is on (API keys exist) but {self.users.path} holds no "
+                            f"account: nobody can log in to the web UI; add one with "
+                            f"`appliance users add NAME`")
+        return warnings
 
     def _stop_watching(self) -> None:
         if self._watching:

@@ -107,9 +107,18 @@ def test_upload_two_documents_and_read_their_results(page, daemon, tmp_path):
         receipt_row = wait_done(page, "receipt.png")
 
         # a click on a row of the status table opens that document
+        # the upload's own table follows the documents, too
+        last_upload = page.get_by_role("grid", name="Last upload")
+        for name in ("report.pdf", "receipt.png"):
+            expect(last_upload.get_by_role("row").filter(has_text=name)
+                   .get_by_role("gridcell").nth(1)).to_have_text("done")
+
         receipt_row.get_by_role("gridcell").first.click()
         body = result_body(page)
         wait_for_similar_text(body, RECEIPT)
+        # a receipt keeps its lines on screen, rather than running them into one paragraph
+        shown_lines = [line for line in body.inner_text().splitlines() if line.strip()]
+        assert len(shown_lines) >= len(RECEIPT), shown_lines
 
         # so does picking it in the Document dropdown
         page.get_by_label("Document", exact=True).click()
@@ -173,3 +182,58 @@ def test_hostile_text_and_names_cannot_run_script(page, daemon, tmp_path):
         page.wait_for_timeout(1500)  # time for an onerror or a script to have fired
         assert dialogs == []
         assert page.evaluate("typeof window.__xss") == "undefined"
+
+
+@pytest.fixture(scope="module")
+def review_daemon(tmp_path_factory):
+    """Every page goes to review, and no reviewer account exists."""
+    tmp = tmp_path_factory.mktemp("review-ui-daemon")
+    d = Daemon(tmp, review={"enabled": True, "review_below": 1.0, "accept_from": 1.0,
+                            "users_file": str(tmp / "users.toml")})
+    d.start()
+    try:
+        d.wait_ready()
+        yield d
+    finally:
+        d.stop()
+
+
+def test_a_document_in_review_says_a_person_must_check_it(browser, review_daemon, tmp_path):
+    page = browser.new_page(viewport={"width": 1280, "height": 1600})
+    page.set_default_timeout(UI_TIMEOUT_MS)
+    png = write_png(tmp_path / "doubtful.png", RECEIPT)
+    with screenshot_on_failure(page, tmp_path, review_daemon):
+        open_ui(page, review_daemon)
+        # loud, at once: nobody could ever take a page out of review
+        expect(page.locator("#status-line")).to_contain_text("no reviewer account exists")
+        upload_input(page).set_input_files([png])
+        row = status_row(page, "doubtful.png")
+        expect(row.get_by_role("gridcell").nth(1)).to_have_text("review",
+                                                                 timeout=DONE_TIMEOUT_MS)
+        expect(row).to_contain_text("a person has to check 1 page")
+        row.get_by_role("gridcell").first.click()
+        title = page.locator("#document-title")
+        expect(title).to_contain_text("a person has to check 1 page in the review console")
+        expect(title).to_contain_text("appliance users add NAME")
+        link = page.locator("#open-review")
+        expect(link).to_be_visible()
+        assert "/review/" in (link.get_attribute("href") or
+                              link.locator("a").first.get_attribute("href"))
+    assert "review is on but" in review_daemon.log_path.read_text()  # said at start too
+    page.close()
+
+
+def test_long_errors_are_cut_in_the_table_and_whole_in_the_document(page, daemon, tmp_path):
+    broken = tmp_path / "broken.pdf"
+    broken.write_bytes(b"%PDF-1.4\n garbage garbage garbage\n%%EOF\n")
+    with screenshot_on_failure(page, tmp_path, daemon):
+        open_ui(page, daemon)
+        upload_input(page).set_input_files([broken])
+        row = status_row(page, "broken.pdf")
+        expect(row.get_by_role("gridcell").nth(1)).to_have_text("failed")
+        cell = row.get_by_role("gridcell").nth(3).inner_text()
+        assert cell.endswith("… [corrupt_file]") and len(cell) <= 90, cell
+        row.get_by_role("gridcell").first.click()
+        title = page.locator("#document-title")
+        expect(title).to_contain_text("rescan or re-export it and submit it again")
+        assert ").)" not in title.inner_text()

@@ -14,7 +14,7 @@ from appliance.config import settings_from_dict
 from appliance.daemon import Appliance
 from appliance.store import queries
 from tests.fixtures.documents import text_similarity, write_pdf, write_png
-from ui.app import document_rows, handle_upload, load_recent, show_document
+from ui.app import document_rows, handle_upload, load_recent, show_document, upload_rows
 from ui.components import safe_markdown, safe_markdown_view
 
 PAGE_A = ["Invoice number 4711", "Delivery of office chairs", "Total amount 118.50 EUR"]
@@ -69,9 +69,10 @@ def test_upload_then_show_results(running_appliance, tmp_path):
     pdf = write_pdf(folder / "report.pdf", [PAGE_A, PAGE_B])
     png = write_png(folder / "receipt.png", PAGE_C)
 
-    rows = handle_upload(running_appliance, [str(pdf), str(png)])
+    uploaded = handle_upload(running_appliance, [str(pdf), str(png)])
+    rows = upload_rows(running_appliance, uploaded)
     assert [row[0] for row in rows] == ["report.pdf", "receipt.png"]
-    assert [row[2] for row in rows] == ["2 pages queued", "1 page queued"]
+    assert rows[0][2] in ("0 of 2 pages done", "1 of 2 pages done", "2 pages read")
 
     recent = load_recent(running_appliance)
     assert {v.doc.name for v in recent} == {"report.pdf", "receipt.png"}
@@ -86,6 +87,9 @@ def test_upload_then_show_results(running_appliance, tmp_path):
     table = {row[0]: row for row in document_rows(load_recent(running_appliance))}
     assert table["report.pdf"][1:4] == ["done", "2/2", ""]
     assert table["receipt.png"][1:4] == ["done", "1/1", ""]
+    # the upload's own rows follow the documents to the end, not "queued" for ever
+    assert upload_rows(running_appliance, uploaded) == [
+        ["report.pdf", "done", "2 pages read"], ["receipt.png", "done", "1 page read"]]
 
     download_dir = tmp_path / "dl"
     for name, lines in (("report.pdf", PAGE_A + PAGE_B), ("receipt.png", PAGE_C)):
@@ -117,13 +121,14 @@ def test_upload_errors_are_per_file(tmp_path):
         good = write_png(folder / "receipt.png", PAGE_C)
         missing = folder / "vanished.pdf"
 
-        rows = handle_upload(appliance, [str(big), str(notes), str(good), str(missing)])
+        rows = upload_rows(appliance, handle_upload(
+            appliance, [str(big), str(notes), str(good), str(missing)]))
 
         assert [row[0] for row in rows] == ["big.png", "notes.txt", "receipt.png", "vanished.pdf"]
         assert rows[0][1] == "refused" and "larger than the limit" in rows[0][2]
         assert rows[0][2].endswith("[too_large]")
         assert rows[1][1] == "failed" and "[unsupported_type]" in rows[1][2]
-        assert rows[2][1:] == ["queued", "1 page queued"]
+        assert rows[2][1:] == ["queued", "0 of 1 page done"]
         assert rows[3][1] == "refused" and "internal error" in rows[3][2]
 
         table = {row[0]: row for row in document_rows(load_recent(appliance))}

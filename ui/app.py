@@ -17,6 +17,7 @@ from __future__ import annotations
 import atexit
 import logging
 import os
+import re
 import shutil
 import tempfile
 from dataclasses import dataclass, field
@@ -49,6 +50,10 @@ DOWNLOAD_LABELS = {"md": "Download Markdown (.md)", "json": "Download JSON (.jso
                    "txt": "Download text (.txt)"}
 INTERNAL_ERROR_TEXT = ("the file could not be accepted because of an internal error; "
                        "the server log has the details")
+NO_REVIEWER_TEXT = ("no reviewer account exists, so nobody can check it: an administrator must "
+                    "add one with `appliance users add NAME`")
+TABLE_TEXT_CHARS = 90  # longer details are cut in the tables, whole in the document view
+_REASON_CODE_SUFFIX = re.compile(r" \[[a-z_]+\]$")
 
 
 # --- Gradio-independent logic -------------------------------------------------
@@ -74,13 +79,41 @@ def document_problem(view: DocumentView) -> str:
     return error_text(error["code"], error["message"]) if error else ""
 
 
-def document_row(view: DocumentView) -> list[str]:
+def review_text(view: DocumentView, reviewers_exist: bool) -> str:
+    """What a document waiting for review needs: a person (and who can be one)."""
+    waiting = view.page_counts[PageStatus.REVIEW]
+    text = (f"a person has to check {waiting} page{'s' if waiting != 1 else ''} in the review "
+            f"console (/review) before this document is finished")
+    if not reviewers_exist:
+        text += f"; {NO_REVIEWER_TEXT}"
+    return text
+
+
+def status_details(view: DocumentView, reviewers_exist: bool = True) -> str:
+    """The details of a document's status: why it failed, or what it waits for."""
+    if view.status == DocStatus.REVIEW or view.page_counts[PageStatus.REVIEW]:
+        return review_text(view, reviewers_exist)
+    return document_problem(view)
+
+
+def cut(text: str, limit: int = TABLE_TEXT_CHARS) -> str:
+    """Long text cut for a table cell, keeping a final "[reason_code]" (the document view
+    shows it whole)."""
+    if len(text) <= limit:
+        return text
+    code = _REASON_CODE_SUFFIX.search(text)
+    suffix = code.group(0) if code else ""
+    return text[:limit - len(suffix) - 1].rstrip() + "…" + suffix
+
+
+def document_row(view: DocumentView, reviewers_exist: bool = True) -> list[str]:
     done, total = page_progress(view)
-    return [view.doc.name, str(view.status), f"{done}/{total}", document_problem(view), view.doc.id]
+    return [view.doc.name, str(view.status), f"{done}/{total}",
+            cut(status_details(view, reviewers_exist)), view.doc.id]
 
 
-def document_rows(views: list[DocumentView]) -> list[list[str]]:
-    return [document_row(v) for v in views]
+def document_rows(views: list[DocumentView], reviewers_exist: bool = True) -> list[list[str]]:
+    return [document_row(v, reviewers_exist) for v in views]
 
 
 def document_choices(views: list[DocumentView]) -> list[tuple[str, str]]:
@@ -98,20 +131,46 @@ def load_recent(appliance: Appliance, limit: int = RECENT_LIMIT) -> list[Documen
 
 def status_line(appliance: Appliance) -> str:
     """One line on the appliance's state, e.g. "paused: GPU memory 87 %" while memory
-    is above its high watermark and no new pages start."""
+    is above its high watermark and no new pages start; a warning above it while pages
+    routed to review can never finish."""
     status = appliance.status()
     ready = "ready" if status["ready"] else "starting: the engine is warming up"
-    return (f"Engine **{status['engine']}**, {ready} · {status['queue_depth']} pages waiting"
+    line = (f"Engine **{status['engine']}**, {ready} · {status['queue_depth']} pages waiting"
             f" · {status['memory']['message']}")  # our own words: no escaping needed
+    if appliance.review_unstaffed():
+        line = (f"**⚠ Review is on, but {NO_REVIEWER_TEXT}. Pages sent to review cannot "
+                f"finish until then.**\n\n{line}")
+    return line
 
 
-def upload_row(name: str, view: DocumentView | None) -> list[str]:
-    if view is None:  # pragma: no cover - submit just stored it
-        return [name, "unknown", "the document was stored but cannot be found"]
-    if view.status == DocStatus.FAILED:
-        return [name, str(view.status), document_problem(view)]
-    pages = view.doc.page_count
-    return [name, str(view.status), f"{pages} page{'s' if pages != 1 else ''} queued"]
+@dataclass(frozen=True)
+class Upload:
+    """One file of the last upload: the document it became, or why it was refused."""
+
+    name: str
+    document_id: str | None = None
+    refusal: str = ""
+
+
+def upload_row(upload: Upload, view: DocumentView | None,
+               reviewers_exist: bool = True) -> list[str]:
+    """(file, status, details) as the document stands now, not as it was submitted."""
+    if upload.document_id is None:  # whole: there is no document view to read it in
+        return [upload.name, "refused", upload.refusal]
+    if view is None:  # deleted since
+        return [upload.name, "unknown", "the document is no longer stored"]
+    details = status_details(view, reviewers_exist)
+    if not details:
+        done, total = page_progress(view)
+        details = (f"{total} page{'s' if total != 1 else ''} read" if view.is_final else
+                   f"{done} of {total} page{'s' if total != 1 else ''} done")
+    return [upload.name, str(view.status), cut(details)]
+
+
+def upload_rows(appliance: Appliance, uploads: list[Upload]) -> list[list[str]]:
+    reviewers_exist = not appliance.review_unstaffed()
+    return [upload_row(u, queries.get_document(appliance.db, u.document_id)
+                       if u.document_id else None, reviewers_exist) for u in uploads]
 
 
 def upload_name(item) -> str:
@@ -124,13 +183,13 @@ def upload_name(item) -> str:
     return Path(os.fspath(item)).name
 
 
-def handle_upload(appliance: Appliance, files) -> list[list[str]]:
-    """Submit every uploaded file; one result row (file, status, details) per file.
+def handle_upload(appliance: Appliance, files) -> list[Upload]:
+    """Submit every uploaded file: the document each became, or why it was refused.
 
     A file that is refused (too large, unreadable, ...) gets its reason in plain
     words and the others still go through.
     """
-    rows = []
+    results = []
     for item in files or []:
         path = Path(os.fspath(item))  # the copy in Gradio's upload cache, on this host
         name = upload_name(item)
@@ -138,14 +197,14 @@ def handle_upload(appliance: Appliance, files) -> list[list[str]]:
             doc = appliance.submit_path(path, SubmitOptions(source="upload"))
         except ApplianceError as exc:
             log.warning("upload refused name=%r code=%s", name, exc.code)
-            rows.append([name, "refused", error_text(exc.code, exc.message)])
+            results.append(Upload(name, refusal=error_text(exc.code, exc.message)))
             continue
         except Exception:
             log.exception("upload failed name=%r", name)
-            rows.append([name, "refused", INTERNAL_ERROR_TEXT])
+            results.append(Upload(name, refusal=INTERNAL_ERROR_TEXT))
             continue
-        rows.append(upload_row(name, queries.get_document(appliance.db, doc.id)))
-    return rows
+        results.append(Upload(name, doc.id))
+    return results
 
 
 @dataclass
@@ -157,6 +216,7 @@ class DocumentPanel:
     text: str = ""
     files: dict[str, Path] = field(default_factory=dict)  # format -> file to download
     key: str = ""  # changes whenever what is shown would change
+    in_review: bool = False  # a person has to check pages of it: show the way there
 
 
 def view_key(view: DocumentView | None) -> str:
@@ -165,11 +225,11 @@ def view_key(view: DocumentView | None) -> str:
     return f"{view.doc.id}:{view.status}:{sorted(view.page_counts.items())}:{view.doc.exported_at}"
 
 
-def _title(view: DocumentView) -> str:
+def _title(view: DocumentView, reviewers_exist: bool) -> str:
     done, total = page_progress(view)
     title = f"### {escape_markdown_text(view.doc.name)}\n\n**{view.status}**, {done}/{total} pages done"
-    problem = document_problem(view)
-    return title + (f" — {escape_markdown_text(problem)}" if problem else "")
+    details = status_details(view, reviewers_exist)
+    return title + (f" — {escape_markdown_text(details)}" if details else "")
 
 
 def write_downloads(rendered: dict[str, str], download_dir: Path, document_id: str,
@@ -195,19 +255,21 @@ def show_document(appliance: Appliance, document_id: str | None,
     if view is None:
         return DocumentPanel(markdown="There is no document with this id.")
     key = view_key(view)
+    title = _title(view, not appliance.review_unstaffed())
     if not view.is_final:
-        return DocumentPanel(title=_title(view), key=key,
+        return DocumentPanel(title=title, key=key,
+                             in_review=bool(view.page_counts[PageStatus.REVIEW]),
                              markdown="The result appears here when every page is finished.")
     if view.doc.error_code:  # refused at intake: nothing was recognised
-        return DocumentPanel(title=_title(view), key=key,
+        return DocumentPanel(title=title, key=key,
                              markdown="This document could not be processed; "
                                       "the reason is shown above.")
     try:
         rendered = render(appliance.db, document_id)
     except (NotReady, NotFound) as exc:  # changed between the two reads
-        return DocumentPanel(title=_title(view), key=key, markdown=exc.message)
+        return DocumentPanel(title=title, key=key, markdown=exc.message)
     files = write_downloads(rendered, download_dir, document_id, view.doc.name)
-    return DocumentPanel(title=_title(view), markdown=rendered["md"], text=rendered["txt"],
+    return DocumentPanel(title=title, markdown=rendered["md"], text=rendered["txt"],
                          files=files, key=key)
 
 
@@ -217,8 +279,8 @@ def show_document(appliance: Appliance, document_id: str | None,
 def _panel_updates(panel: DocumentPanel) -> list:
     buttons = [gr.DownloadButton(DOWNLOAD_LABELS[fmt], value=panel.files.get(fmt),
                                  interactive=fmt in panel.files) for fmt in FORMATS]
-    return [safe_markdown(panel.title), safe_markdown(panel.markdown), panel.text, *buttons,
-            panel.key]
+    return [safe_markdown(panel.title), gr.Button(visible=panel.in_review),
+            safe_markdown(panel.markdown), panel.text, *buttons, panel.key]
 
 
 def _documents_tab(appliance: Appliance, download_dir: Path) -> None:
@@ -237,24 +299,32 @@ def _documents_tab(appliance: Appliance, download_dir: Path) -> None:
     # the table may be selected before its refresh arrives; unknown ids are answered below
     selector = gr.Dropdown(label="Document", choices=[], value=None, interactive=True,
                            allow_custom_value=True)
-    title = safe_markdown_view()
+    title = safe_markdown_view(elem_id="document-title")
+    review_link = gr.Button("Open the review console", link="/review/", visible=False,
+                            variant="primary", size="sm", elem_id="open-review")
     with gr.Row():
         buttons = [gr.DownloadButton(DOWNLOAD_LABELS[fmt], interactive=False, size="sm")
                    for fmt in FORMATS]
     with gr.Tabs():
         with gr.Tab("Rendered"):
+            # a line break in the Markdown is one on screen: receipts and forms keep their lines
             body = safe_markdown_view(value="Select a document to see its result.",
-                                container=True, padding=True, max_height=800)
+                                      container=True, padding=True, max_height=800,
+                                      line_breaks=True, elem_id="document-body")
         with gr.Tab("Text"):
             text = gr.Textbox(label="Recognised text", interactive=False, lines=12,
                               max_lines=40, buttons=["copy"])
     shown_key = gr.State("")
     choices_state = gr.State([])
+    uploads = gr.State([])  # this browser's last upload, followed until it is final
+    shown_uploads = gr.State([])
     timer = gr.Timer(REFRESH_S)
-    panel_outputs = [title, body, text, *buttons, shown_key]
+    panel_outputs = [title, review_link, body, text, *buttons, shown_key]
 
     def on_upload(files):
-        return handle_upload(appliance, files), None
+        results = handle_upload(appliance, files)
+        rows = upload_rows(appliance, results)
+        return rows, results, rows, None
 
     def on_select_document(document_id):
         return _panel_updates(show_document(appliance, document_id, download_dir))
@@ -263,7 +333,7 @@ def _documents_tab(appliance: Appliance, download_dir: Path) -> None:
         row = evt.row_value or []
         return row[-1] if row else gr.skip()
 
-    def on_tick(document_id, shown, known_choices):
+    def on_tick(document_id, shown, known_choices, last_upload, shown_rows):
         views = load_recent(appliance)
         choices = document_choices(views)
         choices_update = (gr.skip(), gr.skip()) if choices == known_choices else \
@@ -273,15 +343,20 @@ def _documents_tab(appliance: Appliance, download_dir: Path) -> None:
             panel = _panel_updates(show_document(appliance, document_id, download_dir))
         else:
             panel = [gr.skip()] * len(panel_outputs)
-        return [document_rows(views), *choices_update, *panel]
+        rows = upload_rows(appliance, last_upload)
+        upload_update = (gr.skip(), gr.skip()) if rows == shown_rows else (rows, rows)
+        return [document_rows(views, not appliance.review_unstaffed()), *choices_update,
+                *upload_update, *panel]
 
-    upload.upload(on_upload, inputs=upload, outputs=[upload_results, upload],
+    upload.upload(on_upload, inputs=upload, outputs=[upload_results, uploads, shown_uploads,
+                                                     upload],
                   concurrency_limit=4, api_visibility="private")
     selector.change(on_select_document, inputs=selector, outputs=panel_outputs,
                     api_visibility="private")
     status_table.select(on_select_row, inputs=None, outputs=selector, api_visibility="private")
-    timer.tick(on_tick, inputs=[selector, shown_key, choices_state],
-               outputs=[status_table, selector, choices_state, *panel_outputs],
+    timer.tick(on_tick, inputs=[selector, shown_key, choices_state, uploads, shown_uploads],
+               outputs=[status_table, selector, choices_state, upload_results, shown_uploads,
+                        *panel_outputs],
                show_progress="hidden", trigger_mode="once", concurrency_limit=8,
                concurrency_id="documents-refresh", api_visibility="private")
 

@@ -192,7 +192,8 @@ def _decode_error(exc: BaseException, path: Path, kind: str, what: str) -> Corru
 def _detail(exc: BaseException, path: Path) -> str:
     """The library's words, without the spool path they sometimes quote: a message is
     for the person who sent the file, and the server's layout is none of their business."""
-    return str(exc).replace(str(path), "the file")
+    # "... (PDFium: Data format error)." would end up as "...error).)." in our sentence
+    return str(exc).replace(str(path), "the file").rstrip(". ")
 
 
 def _ends_early(path: Path, kind: str) -> bool:
