@@ -13,6 +13,7 @@ from typing import Literal
 
 from fastapi import FastAPI, File, Form, Header, Query, Request, UploadFile
 from fastapi.middleware.cors import CORSMiddleware
+from fastapi_offline import FastAPIOffline
 from pydantic import AnyHttpUrl
 from fastapi.exceptions import RequestValidationError
 from fastapi.responses import JSONResponse, Response
@@ -77,7 +78,9 @@ def _error(status: int, code: str, message: str) -> JSONResponse:
 
 
 def create_app(appliance: Appliance) -> FastAPI:
-    app = FastAPI(title="OCR Appliance", version="1", docs_url="/docs")
+    # the API docs' scripts and styles come from a package, not a CDN: no internet needed
+    app = FastAPIOffline(title="OCR Appliance", version="1", docs_url="/docs",
+                         redoc_url="/redoc", static_url="/docs/assets")
     db = appliance.db
     max_bytes = appliance.settings.limits.max_bytes
     auth = appliance.settings.auth

@@ -87,6 +87,7 @@ class WorkerSettings:
     poison_crashes: int = field(default=2, metadata={"min": 1, "max": 20})
     recycle_after_pages: int = field(default=1000, metadata={"min": 0})
     max_worker_rss_mb: int = field(default=0, metadata={"min": 0})
+    max_worker_growth_mb: int = field(default=768, metadata={"min": 0})
     max_worker_vram_mb: int = field(default=0, metadata={"min": 0})
 
 

@@ -67,6 +67,22 @@ REVIEW_RESTART_KEYS = ("second_opinion", "users_file")
 
 def configure_logging(level: str) -> None:
     logging.basicConfig(level=level, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
+    # APScheduler says INFO for every run of every job (every few seconds): only its
+    # warnings reach the journal, unless the operator asks for DEBUG
+    logging.getLogger("apscheduler").setLevel(max(logging.getLevelName(level), logging.WARNING))
+
+
+class ApiAccessOnly(logging.Filter):
+    """uvicorn's access log keeps the REST API's requests at INFO; everything else
+    (the web UIs polling every second or two, their assets, health and metrics probes)
+    is a DEBUG line, so that one open browser tab does not fill the journal."""
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        path = record.args[2] if isinstance(record.args, tuple) and len(record.args) > 2 else ""
+        if str(path).startswith("/api/"):
+            return True
+        record.levelno, record.levelname = logging.DEBUG, "DEBUG"
+        return logging.getLogger().isEnabledFor(logging.DEBUG)
 
 
 def resolve_engine(settings: Settings) -> tuple[WorkerSpec, str | None]:
@@ -399,6 +415,7 @@ class Server:
         self.uvicorn = _Uvicorn(uvicorn.Config(
             app, host=settings.server.host, port=settings.server.port,
             log_level=settings.logging.level.lower(), timeout_graceful_shutdown=HTTP_SHUTDOWN_S))
+        logging.getLogger("uvicorn.access").addFilter(ApiAccessOnly())  # after uvicorn's setup
         self._stopping = threading.Event()
         self._ready_sent = False
         self._reload_lock = threading.Lock()

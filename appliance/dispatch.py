@@ -182,6 +182,7 @@ class Dispatcher:
             worker.info = body
             worker.state = WorkerState.IDLE
             worker.warmed_up_once = True
+            worker.baseline_bytes = worker.private_bytes()
             self._may_have_work = True
             if self.memory is not None:  # host memory reports these workers' RSS
                 self.memory.device.watch_pids(w.process.pid for w in self.workers
@@ -361,11 +362,15 @@ class Dispatcher:
         """Leak guard, between pages only: a worker that has read many pages, or whose
         memory grew past its limit, is replaced by a fresh one."""
         limits = self.settings.workers
+        private_mb = worker.private_bytes() / 2**20
+        grown_mb = private_mb - worker.baseline_bytes / 2**20
         reason = None
         if limits.recycle_after_pages and worker.pages_done >= limits.recycle_after_pages:
             reason = f"pages={worker.pages_done}"
-        elif limits.max_worker_rss_mb and worker.rss_bytes() > limits.max_worker_rss_mb * 2**20:
-            reason = f"rss_mb={worker.rss_bytes() / 2**20:.0f}"
+        elif limits.max_worker_rss_mb and private_mb > limits.max_worker_rss_mb:
+            reason = f"private_mb={private_mb:.0f}"
+        elif limits.max_worker_growth_mb and grown_mb > limits.max_worker_growth_mb:
+            reason = f"private_mb={private_mb:.0f} grown_mb={grown_mb:.0f}"
         elif limits.max_worker_vram_mb and self._vram_bytes(worker) > limits.max_worker_vram_mb * 2**20:
             reason = f"vram_mb={self._vram_bytes(worker) / 2**20:.0f}"
         if reason:

@@ -237,3 +237,27 @@ def test_long_errors_are_cut_in_the_table_and_whole_in_the_document(page, daemon
         title = page.locator("#document-title")
         expect(title).to_contain_text("rescan or re-export it and submit it again")
         assert ").)" not in title.inner_text()
+
+
+def test_api_docs_work_without_internet(page, daemon, tmp_path):
+    """/docs is Swagger UI with its scripts served by the appliance (this host has no
+    way out: a CDN script would leave the page blank)."""
+    html = daemon.client.get("/docs").text
+    assert "cdn." not in html and "https://" not in html
+    with screenshot_on_failure(page, tmp_path, daemon):
+        page.goto(f"http://127.0.0.1:{daemon.port}/docs", wait_until="domcontentloaded")
+        expect(page.locator(".opblock-summary-path").filter(
+            has_text="/api/v1/documents").first).to_be_visible()
+        page.goto(f"http://127.0.0.1:{daemon.port}/redoc", wait_until="domcontentloaded")
+        expect(page.get_by_text("Upload one document").first).to_be_visible()
+
+
+def test_an_open_tab_does_not_fill_the_log(page, daemon, tmp_path):
+    """The UI polls every second or two; at the default level (INFO) that is no log line."""
+    with screenshot_on_failure(page, tmp_path, daemon):
+        open_ui(page, daemon)
+        page.wait_for_timeout(3000)  # loading is done
+        before = len(daemon.log_path.read_text().splitlines())
+        page.wait_for_timeout(15_000)
+        added = daemon.log_path.read_text().splitlines()[before:]
+    assert len(added) <= 2, added

@@ -217,6 +217,23 @@ def test_poison_page_is_set_aside_while_the_other_pages_complete(tmp_path):
         daemon.stop()
 
 
+def test_leak_guard_recycles_a_worker_whose_memory_grew(tmp_path):
+    """The default guard is on (max_worker_growth_mb); here its limit is tiny, so a
+    page that grows the worker by a few MiB is enough."""
+    pdf = write_pdf(tmp_path / "dense.pdf", [PAGE_A * 10, PAGE_B * 10], dpi=200)
+    daemon = Daemon(tmp_path, workers={"max_worker_growth_mb": 1}).start()
+    try:
+        daemon.wait_ready()
+        doc = daemon.upload(pdf)
+        final = daemon.wait_final([doc["id"]])[0]
+        assert final["status"] == "done" and all(p["attempts"] == 1 for p in final["pages"])
+        worker = daemon.client.get("/readyz").json()["workers"][0]
+        assert worker["recycled"] >= 1 and worker["restarts"] == 0
+        assert "recycling worker slot=0 private_mb=" in daemon.log_path.read_text()
+    finally:
+        daemon.stop()
+
+
 def test_leak_guard_recycles_a_worker_between_pages_without_losing_one(tmp_path):
     pdf = write_pdf(tmp_path / "four.pdf", [PAGE_A, PAGE_B, PAGE_C, PAGE_A])
     daemon = Daemon(tmp_path, workers={"recycle_after_pages": 2}).start()

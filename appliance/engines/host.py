@@ -222,6 +222,7 @@ class WorkerHandle:
         self.conn: Connection | None = None
         self.info: dict = {}
         self.warmed_up_once = False
+        self.baseline_bytes = 0  # private memory once warmed up: what growth is measured from
         self.restarts = 0  # after a crash, a timeout or a failed start
         self.recycled = 0  # by the leak guard, between pages
         self.pages_done = 0  # by the current process
@@ -280,11 +281,14 @@ class WorkerHandle:
         self.recycled += 1
         self.stop()
 
-    def rss_bytes(self) -> int:
+    def private_bytes(self) -> int:
+        """Resident memory of its own: RSS less file-backed pages (a memory-mapped model
+        is the kernel's page cache, not a leak)."""
         try:
-            return psutil.Process(self.process.pid).memory_info().rss
+            info = psutil.Process(self.process.pid).memory_info()
         except (psutil.Error, AttributeError):
             return 0
+        return info.rss - getattr(info, "shared", 0)
 
     def stop(self, timeout_s: float = 5.0) -> None:
         """Ask an idle worker to exit; kill it if it does not."""
