@@ -12,16 +12,16 @@ from __future__ import annotations
 from typing import Literal
 
 from fastapi import FastAPI, File, Form, Header, Query, Request, UploadFile
-from fastapi.middleware.cors import CORSMiddleware
-from fastapi_offline import FastAPIOffline
-from pydantic import AnyHttpUrl
 from fastapi.exceptions import RequestValidationError
+from fastapi.middleware.cors import CORSMiddleware
 from fastapi.responses import JSONResponse, Response
-from starlette.datastructures import Headers
+from fastapi_offline import FastAPIOffline
+from pydantic import BaseModel
 from starlette.exceptions import HTTPException as StarletteHTTPException
 
-from appliance.daemon import Appliance
+from appliance.api_guards import RouteGuard, UploadBodyLimit, error_response
 from appliance.config import DOC_TYPES
+from appliance.daemon import Appliance
 from appliance.errors import (
     ApplianceError, DuplicateDocument, HttpError, InvalidRequest, NotFound, QueueFull, TooLarge,
 )
@@ -32,49 +32,88 @@ from appliance.security import AccessGuard
 from appliance.store import queries
 from appliance.store.models import Lane
 
-DocType = Literal[DOC_TYPES]
 UPLOAD_PATH = "/api/v1/documents"
 # What a multipart upload carries besides the file: boundaries, headers and form fields.
 FORM_ALLOWANCE_BYTES = 64 * 1024
 MEDIA_TYPES = {"md": "text/markdown; charset=utf-8", "json": "application/json",
                "txt": "text/plain; charset=utf-8"}
+# the routes that take a document's id, by their operationId (OpenAPI links)
+DOCUMENT_LINKS = {"GetDocument": "get_document", "GetResult": "get_result",
+                  "CancelDocument": "cancel_document"}
+# SQLite's integers end at 2**63 - 1; an offset past any real store is still just empty
+MAX_OFFSET = 2**62
 
 
-class UploadBodyLimit:
-    """ASGI middleware: an upload's body no larger than the file limit plus the form.
-
-    Refused at once when Content-Length says it is too large, and a chunked body is
-    read no further than the limit: a 60 MB upload against a 2 MB limit costs 2 MB at
-    most. The 413 is raised from ``receive``, inside the route, so it is answered as
-    every other error is (the ``HTTPException`` handler below).
-    """
-
-    def __init__(self, app, limit: int):
-        self.app = app
-        self.limit = limit
-
-    async def __call__(self, scope, receive, send):
-        if scope["type"] != "http" or scope["method"] != "POST" or scope["path"] != UPLOAD_PATH:
-            return await self.app(scope, receive, send)
-        declared = Headers(scope=scope).get("content-length")
-        too_large = declared is not None and declared.isdigit() and int(declared) > self.limit
-        received = 0
-
-        async def limited_receive():
-            nonlocal received
-            if too_large:
-                raise StarletteHTTPException(TooLarge.http_status)
-            message = await receive()
-            received += len(message.get("body", b""))
-            if received > self.limit:
-                raise StarletteHTTPException(TooLarge.http_status)
-            return message
-
-        await self.app(scope, limited_receive, send)
+class ErrorDetail(BaseModel):
+    code: str
+    message: str
 
 
-def _error(status: int, code: str, message: str) -> JSONResponse:
-    return JSONResponse({"error": {"code": code, "message": message}}, status_code=status)
+class ErrorBody(BaseModel):
+    """Every error the API answers."""
+
+    error: ErrorDetail
+
+
+# What each error status means here, for the OpenAPI description of every route.
+ERROR_STATUSES = {
+    400: "a bad parameter, form field or header (invalid_request)",
+    401: "no API key, or one that is not valid (unauthorized), once auth is on",
+    403: "the caller's address is not in auth.allow_from (forbidden_address), or a "
+         "webhook_url to a host not in webhooks.allow_hosts (webhook_not_allowed)",
+    404: "no such document (not_found)",
+    405: "the route does not take this method (method_not_allowed)",
+    409: "not final yet (not_ready), refused at intake so without a result (no_result), an "
+         "Idempotency-Key sent with other content (idempotency_conflict), or an engine "
+         "this appliance does not run (engine_unavailable)",
+    413: "the upload is over limits.max_bytes (too_large); nothing was stored",
+    429: "over the API key's rate limit (rate_limited) or the lane's queue is full "
+         "(queue_full); see Retry-After",
+    503: "shutting down (shutting_down), or not ready yet",
+    507: "the data directory's disk is under its floor (disk_full); see Retry-After",
+}
+ACCESS_STATUSES = (401, 403, 405, 429)  # any route behind the AccessGuard may answer these
+
+
+def errors(*statuses: int) -> dict:
+    """The OpenAPI ``responses`` of a route that may answer ``statuses`` (and the access
+    refusals every guarded route may answer)."""
+    return {status: {"model": ErrorBody, "description": ERROR_STATUSES[status]}
+            for status in sorted({*ACCESS_STATUSES, *statuses})}
+
+
+def complete_openapi(app: FastAPI) -> None:
+    """What FastAPI cannot infer goes into the OpenAPI schema: the AccessGuard's rules
+    (an API key in X-API-Key or as a bearer token, on every route but /healthz, once a
+    key or an account exists), invalid input as 400 (not FastAPI's 422), uploads as
+    binary, and the links from a new document to the routes that take its id."""
+    generate = app.openapi
+
+    def openapi() -> dict:
+        if app.openapi_schema is None:
+            schema = generate()  # cached on the app: this runs once
+            schema.setdefault("components", {})["securitySchemes"] = {
+                "ApiKey": {"type": "apiKey", "in": "header", "name": "X-API-Key"},
+                "Bearer": {"type": "http", "scheme": "bearer"}}
+            schema["security"] = [{"ApiKey": []}, {"Bearer": []}]
+            schema["paths"]["/healthz"]["get"]["security"] = []
+            for operations in schema["paths"].values():  # invalid input is our 400, not 422
+                for operation in operations.values():
+                    operation["responses"].pop("422", None)
+            for unused in ("HTTPValidationError", "ValidationError"):
+                schema["components"].get("schemas", {}).pop(unused, None)
+            for body in schema["components"].get("schemas", {}).values():
+                for prop in body.get("properties", {}).values():
+                    if prop.get("contentMediaType") == "application/octet-stream":
+                        prop["format"] = "binary"  # any bytes: a file part has no JSON type
+            links = {name: {"operationId": operation,
+                            "parameters": {"document_id": "$response.body#/id"}}
+                     for name, operation in DOCUMENT_LINKS.items()}
+            for status in ("200", "201"):
+                schema["paths"][UPLOAD_PATH]["post"]["responses"][status]["links"] = links
+        return app.openapi_schema
+
+    app.openapi = openapi
 
 
 def create_app(appliance: Appliance) -> FastAPI:
@@ -84,18 +123,19 @@ def create_app(appliance: Appliance) -> FastAPI:
     db = appliance.db
     max_bytes = appliance.settings.limits.max_bytes
     auth = appliance.settings.auth
+    app.add_middleware(RouteGuard, routes=app.router.routes)  # innermost: after CORS
     if auth.cors_origins:  # off unless the operator names the origins
         app.add_middleware(CORSMiddleware, allow_origins=auth.cors_origins,
                            allow_methods=["GET", "POST"], allow_headers=["X-API-Key",
                                                                          "Authorization"])
-    app.add_middleware(UploadBodyLimit, limit=max_bytes + FORM_ALLOWANCE_BYTES)
+    app.add_middleware(UploadBodyLimit, path=UPLOAD_PATH, limit=max_bytes + FORM_ALLOWANCE_BYTES)
     # added last, so it runs first: nothing is answered to a request it refuses
     app.add_middleware(AccessGuard, settings=auth, keys=appliance.api_keys,
                        auth_on=appliance.auth_on)
 
     @app.exception_handler(ApplianceError)
     async def _appliance_error(_request: Request, exc: ApplianceError):
-        response = _error(exc.http_status, exc.code, exc.message)
+        response = error_response(exc.http_status, exc.code, exc.message)
         if isinstance(exc, QueueFull):
             response.headers["Retry-After"] = str(exc.retry_after_s)
         return response
@@ -103,36 +143,50 @@ def create_app(appliance: Appliance) -> FastAPI:
     @app.exception_handler(RequestValidationError)
     async def _validation_error(_request: Request, exc: RequestValidationError):
         detail = "; ".join(f"{'.'.join(map(str, e['loc']))}: {e['msg']}" for e in exc.errors())
-        return _error(400, InvalidRequest.code, f"invalid request: {detail}")
+        return error_response(400, InvalidRequest.code, f"invalid request: {detail}")
 
     @app.exception_handler(StarletteHTTPException)
     async def _http_error(_request: Request, exc: StarletteHTTPException):
         if exc.status_code == TooLarge.http_status:  # the upload route's body limit
-            return _error(413, TooLarge.code, f"the upload is larger than the limit of "
-                                              f"{max_bytes:,} bytes; nothing was stored. Split "
-                                              f"the file, or raise limits.max_bytes")
+            return error_response(413, TooLarge.code,
+                                  f"the upload is larger than the limit of {max_bytes:,} "
+                                  f"bytes; nothing was stored. Split the file, or raise "
+                                  f"limits.max_bytes")
         code = NotFound.code if exc.status_code == 404 else HttpError.code
-        return _error(exc.status_code, code, str(exc.detail))
+        return error_response(exc.status_code, code, str(exc.detail))
 
-    @app.get("/healthz", tags=["health"])
+    @app.get("/healthz", tags=["health"], responses={405: errors()[405]})
     def healthz():
+        """The process is up (always open, no key needed)."""
         return {"status": "ok"}
 
-    @app.get("/readyz", tags=["health"])
+    @app.get("/readyz", tags=["health"], responses=errors(503))
     def readyz():
+        """200 once the engine workers have warmed up, 503 before and while stopping."""
         status = appliance.status()
         return JSONResponse(status, status_code=200 if status["ready"] else 503)
 
-    install_metrics(app, appliance)  # GET /metrics
+    install_metrics(app, appliance, responses=errors())  # GET /metrics
 
-    @app.post(UPLOAD_PATH, status_code=201, tags=["documents"])
+    @app.post(UPLOAD_PATH, status_code=201, tags=["documents"],
+              operation_id="submit_document", responses={
+        200: {"description": "an earlier document instead of a new one: a retry with a known "
+                             "Idempotency-Key, or on_duplicate=skip for content already read"},
+        **errors(400, 409, 413, 503, 507)})
+    # An empty form field means its default (FastAPI reads it so), hence "" in each choice.
     def submit_document(request: Request, file: UploadFile = File(...),
-                        doc_type: DocType = Form("generic"),
-                        lane: Lane = Form(Lane.INTERACTIVE),
-                        engine: Literal["llama", "classic"] | None = Form(None),
+                        doc_type: Literal[("", *DOC_TYPES)] = Form(
+                            "generic", description="empty: generic"),
+                        lane: Literal["", "interactive", "batch"] = Form(
+                            Lane.INTERACTIVE, description="empty: interactive"),
+                        engine: Literal["", "llama", "classic"] = Form(
+                            "", description="empty: the engine the appliance runs"),
                         tags: str = Form("", description="comma-separated"),
-                        webhook_url: AnyHttpUrl | None = Form(None),
-                        on_duplicate: Literal["process", "skip"] = Form(
+                        webhook_url: str = Form(
+                            "", max_length=2083, pattern=r"^(https?://\S+)?$",
+                            description="POSTed to once the document is final; only hosts "
+                                        "in webhooks.allow_hosts"),
+                        on_duplicate: Literal["", "process", "skip"] = Form(
                             "process", description="skip: content already read answers its "
                                                    "document (200) instead of a new one"),
                         idempotency_key: str | None = Header(
@@ -143,14 +197,17 @@ def create_app(appliance: Appliance) -> FastAPI:
         """Upload one document. A file that cannot be processed is still stored and
         answered with status `failed` and the reason in `error`. While the lane's queue
         is full the answer is 429 with Retry-After, and nothing is stored."""
+        engine = engine or None
         appliance.check_engine(engine)
+        if webhook_url:
+            appliance.webhooks.policy.check(webhook_url)
         key = (getattr(request.state, "api_key", ""), idempotency_key) if idempotency_key \
             else None
         if key and (earlier := appliance.intake.replay(key, file.file)) is not None:
             return _existing(earlier.id, {"Idempotent-Replayed": "true"})
-        options = SubmitOptions(source="api", lane=lane, doc_type=doc_type, engine=engine,
+        options = SubmitOptions(source="api", lane=Lane(lane), doc_type=doc_type, engine=engine,
                                 tags=[t.strip() for t in tags.split(",") if t.strip()],
-                                webhook_url=str(webhook_url) if webhook_url else None,
+                                webhook_url=webhook_url or None,
                                 skip_duplicates=on_duplicate == "skip", idempotency_key=key)
         try:
             doc = appliance.submit(file.file, file.filename, options)
@@ -165,31 +222,36 @@ def create_app(appliance: Appliance) -> FastAPI:
         return JSONResponse(document_json(queries.get_document(db, document_id)),
                             headers=headers)
 
-    @app.post("/api/v1/documents/{document_id}/cancel", tags=["documents"])
+    @app.post("/api/v1/documents/{document_id}/cancel", tags=["documents"],
+              operation_id="cancel_document", responses=errors(404))
     def cancel_document(document_id: str):
         """Pages not yet started end `failed: cancelled`; pages being read finish."""
         return document_json(appliance.cancel(document_id))
 
-    @app.get("/api/v1/documents", tags=["documents"])
-    def list_documents(limit: int = Query(50, ge=1, le=500), offset: int = Query(0, ge=0)):
+    @app.get("/api/v1/documents", tags=["documents"], operation_id="list_documents",
+             responses=errors(400))
+    def list_documents(limit: int = Query(50, ge=1, le=500),
+                       offset: int = Query(0, ge=0, le=MAX_OFFSET)):
         return {"documents": [document_json(v) for v in queries.list_documents(db, limit, offset)]}
 
-    @app.get("/api/v1/documents/{document_id}", tags=["documents"])
+    @app.get("/api/v1/documents/{document_id}", tags=["documents"],
+             operation_id="get_document", responses=errors(404))
     def get_document(document_id: str):
         view = queries.get_document(db, document_id)
         if view is None:
             raise NotFound(f"no document with id {document_id}")
         return document_json(view)
 
-    @app.get("/api/v1/documents/{document_id}/result", tags=["documents"])
+    @app.get("/api/v1/documents/{document_id}/result", tags=["documents"],
+             operation_id="get_result", responses={
+        200: {"content": {media: {} for media in MEDIA_TYPES.values()},
+              "description": "the result in the format asked for"},
+        **errors(400, 404, 409)})
     def get_result(document_id: str, format: Literal["md", "json", "txt"] = "md"):
+        """The document's result once it is final (409 not_ready before; 409 no_result for
+        a document refused at intake)."""
         content = render(db, document_id)[format]
         return Response(content, media_type=MEDIA_TYPES[format])
 
-    @app.api_route("/api/{rest:path}", methods=["GET", "POST", "PUT", "PATCH", "DELETE"],
-                   include_in_schema=False)
-    def unknown_api_route(rest: str):
-        # The web UI is mounted at "/" and would answer unknown API paths otherwise.
-        raise NotFound(f"no API route /api/{rest}; see /docs")
-
+    complete_openapi(app)
     return app

@@ -222,6 +222,13 @@ class AuthSettings:
 
 
 @dataclass
+class WebhookSettings:
+    # Hosts a completion webhook may be sent to: names ("hooks.example.com"), wildcards
+    # ("*.example.com") or addresses and CIDRs ("10.1.2.0/24"). Empty: no webhooks.
+    allow_hosts: list[str] = field(default_factory=list, metadata={"empty_ok": True})
+
+
+@dataclass
 class LoggingSettings:
     level: Literal["DEBUG", "INFO", "WARNING", "ERROR"] = "INFO"
 
@@ -241,6 +248,7 @@ class Settings:
     review: ReviewSettings = field(default_factory=ReviewSettings)
     retention: RetentionSettings = field(default_factory=RetentionSettings)
     auth: AuthSettings = field(default_factory=AuthSettings)
+    webhooks: WebhookSettings = field(default_factory=WebhookSettings)
     logging: LoggingSettings = field(default_factory=LoggingSettings)
     source: Path | None = None  # the file these settings came from; not a TOML key
 

@@ -54,7 +54,7 @@ from appliance.store import Database, queries, transitions
 from appliance.store.models import Document
 from appliance.store.queries import DocumentView
 from appliance.users import Users
-from appliance.webhooks import WebhookNotifier
+from appliance.webhooks import WebhookNotifier, WebhookPolicy
 
 log = logging.getLogger(__name__)
 
@@ -178,7 +178,8 @@ class Appliance:
                                     wake=self.dispatcher.wake)
         self.users = Users(settings.review.users_file)
         self.api_keys = ApiKeys(settings.auth.api_keys_file)
-        self.webhooks = WebhookNotifier(self.db, self._document_payload)
+        self.webhooks = WebhookNotifier(self.db, self._document_payload,
+                                        WebhookPolicy(settings.webhooks.allow_hosts))
         self.watch = WatchService(settings, self.db, self.submit, self.finish)
         self.scheduler = BackgroundScheduler(daemon=True)
         self.draining = False

@@ -38,8 +38,8 @@ class SchemaMismatch(ApplianceError):
 
 class BadInput(ApplianceError):
     """A file that cannot be read. Intake stores it and records a failed document with
-    this code (the API answers 201 with status "failed"); only TooLarge is refused
-    before storing. The status below is what /result answers for such a document."""
+    this code (the API answers 201 with status "failed", and its result NoResult);
+    only TooLarge is refused before storing."""
 
     code = "bad_input"
     http_status = 422
@@ -52,7 +52,6 @@ class EmptyFile(BadInput):
 
 class UnsupportedType(BadInput):
     code = "unsupported_type"
-    http_status = 415
 
 
 class CorruptFile(BadInput):
@@ -103,8 +102,11 @@ class EngineError(ApplianceError):
 
 
 class EngineUnavailable(ApplianceError):
+    """The engine asked for is not one this appliance runs (or it could not start). To
+    a request that names it: 409, since asking again will not help; ask for another."""
+
     code = "engine_unavailable"
-    http_status = 503
+    http_status = 409
 
 
 class DegenerateOutput(ApplianceError):
@@ -135,9 +137,24 @@ class NotFound(ApplianceError):
 
 
 class HttpError(ApplianceError):
-    """An HTTP-level refusal with no reason of the appliance's own (e.g. 405)."""
+    """An HTTP-level refusal with no reason of the appliance's own."""
 
     code = "http_error"
+
+
+class MethodNotAllowed(ApplianceError):
+    """A known route asked with a method it does not take; its Allow header lists them."""
+
+    code = "method_not_allowed"
+    http_status = 405
+
+
+class NoResult(ApplianceError):
+    """A document refused at intake (unreadable, not a scan, ...) has no result; its
+    own reason says why."""
+
+    code = "no_result"
+    http_status = 409
 
 
 class NotReady(ApplianceError):
@@ -222,6 +239,14 @@ class PagesFailed(ApplianceError):
 class InvalidRequest(ApplianceError):
     code = "invalid_request"
     http_status = 400
+
+
+class WebhookNotAllowed(ApplianceError):
+    """A webhook_url whose host is not in webhooks.allow_hosts: a well-formed request
+    that policy refuses."""
+
+    code = "webhook_not_allowed"
+    http_status = 403
 
 
 class AlreadyRunning(ApplianceError):

@@ -15,7 +15,7 @@ import re
 import tempfile
 from pathlib import Path
 
-from appliance.errors import NotFound, NotReady, PagesFailed, error_class_for
+from appliance.errors import NoResult, NotFound, NotReady, PagesFailed
 from appliance.intake.spool import fsync_dir
 from appliance.quality.blocks import parse_blocks
 from appliance.store import Database, queries, transitions
@@ -91,7 +91,8 @@ def render(db: Database, document_id: str) -> dict[str, str]:
                        f"once every page is finished")
     doc = view.doc
     if doc.error_code:  # rejected at intake: there is no result, only the reason
-        raise error_class_for(doc.error_code)(doc.error_message)
+        raise NoResult(f"document {document_id} has no result: it was refused when it "
+                       f"arrived ({doc.error_code}): {doc.error_message}")
     md_parts, txt_parts, json_pages = [], [], []
     for page, result in queries.accepted_results(db, document_id):
         number = page.index + 1

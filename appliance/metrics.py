@@ -462,11 +462,14 @@ def metrics_for(appliance: Appliance) -> ApplianceMetrics:
         return metrics
 
 
-def install_metrics(app: FastAPI, appliance: Appliance) -> None:
-    """Serve the appliance's metrics at ``/metrics`` in Prometheus' text format."""
+def install_metrics(app: FastAPI, appliance: Appliance, responses: dict) -> None:
+    """Serve the appliance's metrics at ``/metrics`` in Prometheus' text format
+    (``responses``: the OpenAPI description of its refusals)."""
     metrics = metrics_for(appliance)
 
-    @app.get("/metrics", tags=["health"])
+    @app.get("/metrics", tags=["health"], responses={
+        200: {"content": {"text/plain": {}, "application/openmetrics-text": {}},
+              "description": "the metrics"}, **responses})
     def prometheus_metrics(request: Request) -> Response:  # sync: read in the thread pool
         """Prometheus metrics: the text format, or OpenMetrics when the scraper asks."""
         encoder, content_type = choose_encoder(request.headers.get("accept", ""))

@@ -172,8 +172,10 @@ class AccessGuard:
         if scope.get("method") == "OPTIONS":
             return None  # a CORS preflight carries no key and changes nothing
         headers = dict(scope.get("headers") or [])
-        presented = headers.get(b"x-api-key", b"").decode()
-        bearer = headers.get(b"authorization", b"").decode()
+        # header bytes are Latin-1 by HTTP's rules: any bytes decode (and a key with odd
+        # ones simply matches none)
+        presented = headers.get(b"x-api-key", b"").decode("latin-1")
+        bearer = headers.get(b"authorization", b"").decode("latin-1")
         if not presented and bearer.lower().startswith("bearer "):
             presented = bearer[7:].strip()
         if not presented:

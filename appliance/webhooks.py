@@ -1,5 +1,10 @@
 """Completion webhooks: POST the finished document's JSON to the URL its submitter gave.
 
+Only to the hosts the operator allows (``WebhookPolicy``, ``[webhooks] allow_hosts``):
+an API client must not be able to make the appliance call into the internal network.
+The URL is checked when the document is submitted and again before each delivery,
+and redirects are never followed.
+
 Deliveries run on a thread of their own, so a slow receiver never holds up pages.
 A failed delivery is retried with exponential backoff; the outcome is recorded on
 the document, and deliveries still owed after a restart are sent again.
@@ -7,14 +12,18 @@ the document, and deliveries still owed after a restart are sent again.
 
 from __future__ import annotations
 
+import fnmatch
+import ipaddress
 import logging
 import queue
 import threading
 import time
 from typing import Callable
+from urllib.parse import urlsplit
 
 import httpx
 
+from appliance.errors import ConfigError, WebhookNotAllowed
 from appliance.store import Database, transitions
 
 log = logging.getLogger(__name__)
@@ -24,11 +33,47 @@ FIRST_BACKOFF_S = 1.0
 TIMEOUT_S = 10.0
 
 
+class WebhookPolicy:
+    """Which hosts a webhook may go to: names, ``*.`` wildcards, addresses and CIDRs."""
+
+    def __init__(self, allow_hosts: list[str]):
+        self.names: list[str] = []
+        self.networks = []
+        for pattern in allow_hosts:
+            try:
+                self.networks.append(ipaddress.ip_network(pattern, strict=False))
+            except ValueError:
+                if not pattern or "/" in pattern or ":" in pattern:
+                    raise ConfigError(f"webhooks.allow_hosts: {pattern!r} is neither a host "
+                                      f"name, a '*.' wildcard, nor an address or CIDR") from None
+                self.names.append(pattern.lower().rstrip("."))
+
+    def check(self, url: str) -> None:
+        """Raise WebhookNotAllowed unless ``url`` is http(s) to an allowed host."""
+        parts = urlsplit(url)
+        host = (parts.hostname or "").rstrip(".")
+        if parts.scheme not in ("http", "https") or not host:
+            raise WebhookNotAllowed(f"webhook_url must be an http or https URL, got {url!r}")
+        if not self.allows(host):
+            raise WebhookNotAllowed(
+                f"webhooks may only go to the hosts in webhooks.allow_hosts"
+                f"{'' if self.names or self.networks else ' (none: webhooks are off)'}, "
+                f"and {host} is not one; ask the operator to add it")
+
+    def allows(self, host: str) -> bool:
+        try:
+            address = ipaddress.ip_address(host)
+        except ValueError:
+            return any(fnmatch.fnmatchcase(host.lower(), name) for name in self.names)
+        return any(address in network for network in self.networks)
+
+
 class WebhookNotifier:
-    def __init__(self, db: Database, payload: Callable[[str], dict], *,
-                 first_backoff_s: float = FIRST_BACKOFF_S):
+    def __init__(self, db: Database, payload: Callable[[str], dict], policy: WebhookPolicy,
+                 *, first_backoff_s: float = FIRST_BACKOFF_S):
         self.db = db
         self.payload = payload  # document id -> the JSON body
+        self.policy = policy
         self.first_backoff_s = first_backoff_s
         self._queue: queue.Queue[tuple[str, str] | None] = queue.Queue()
         self._queued: set[str] = set()
@@ -56,6 +101,12 @@ class WebhookNotifier:
                     self._queued.discard(document_id)
 
     def _deliver(self, client: httpx.Client, document_id: str, url: str) -> None:
+        try:  # allowed when it was submitted; the operator may have changed the list since
+            self.policy.check(url)
+        except WebhookNotAllowed as exc:
+            log.warning("webhook refused doc=%s reason=%s", document_id, exc.message)
+            transitions.mark_webhook_done(self.db, document_id, False, exc.message)
+            return
         body = {"event": "document.finished", "document": self.payload(document_id)}
         error = ""
         for attempt in range(1, ATTEMPTS + 1):

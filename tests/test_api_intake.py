@@ -44,7 +44,8 @@ class Receiver:
 
 @pytest.fixture
 def daemon(tmp_path):
-    d = Daemon(tmp_path, queue={"max_queued_pages_interactive": 3, "retry_after_s": 7})
+    d = Daemon(tmp_path, queue={"max_queued_pages_interactive": 3, "retry_after_s": 7},
+               webhooks={"allow_hosts": ["127.0.0.1"]})
     d.start()
     yield d
     d.stop()
@@ -82,11 +83,20 @@ def test_bad_options_are_refused_clearly(daemon, tmp_path):
     png = write_png(tmp_path / "x.png", LINES)
     for form, code in (({"doc_type": "poem"}, "invalid_request"),
                        ({"engine": "llama"}, "engine_unavailable"),
-                       ({"webhook_url": "file:///etc/passwd"}, "invalid_request")):
+                       ({"webhook_url": "file:///etc/passwd"}, "invalid_request"),
+                       # only the hosts in webhooks.allow_hosts (here 127.0.0.1)
+                       ({"webhook_url": "http://169.254.169.254/latest/meta-data"},
+                        "webhook_not_allowed"),
+                       ({"webhook_url": "http://localhost:8480/api/v1/documents"},
+                        "webhook_not_allowed"),
+                       ({"webhook_url": "http://127.0.0.2/hook"}, "webhook_not_allowed")):
         with png.open("rb") as fh:
             response = daemon.client.post("/api/v1/documents", files={"file": ("x.png", fh)},
                                           data=form)
         assert response.json()["error"]["code"] == code, (form, response.text)
+        assert response.status_code == {"engine_unavailable": 409,
+                                        "webhook_not_allowed": 403}.get(code, 400)
+    assert daemon.client.get("/api/v1/documents").json()["documents"] == []  # none stored
 
 
 def test_full_queue_answers_429_and_stores_nothing_then_cancel(daemon, tmp_path):

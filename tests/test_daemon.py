@@ -69,7 +69,8 @@ def test_api_errors_are_json(daemon, tmp_path):
     doc = daemon.upload(tmp_path / "notes.pdf")
     assert doc["status"] == "failed" and doc["error"]["code"] == "unsupported_type"
     result = daemon.client.get(f"/api/v1/documents/{doc['id']}/result")
-    assert result.status_code == 415 and result.json()["error"]["code"] == "unsupported_type"
+    assert result.status_code == 409 and result.json()["error"]["code"] == "no_result"
+    assert "(unsupported_type)" in result.json()["error"]["message"]
 
 
 def test_worker_killed_mid_page_is_restarted_and_the_page_retried(daemon, tmp_path):
