@@ -183,9 +183,10 @@ def create_app(appliance: Appliance) -> FastAPI:
                             "", description="empty: the engine the appliance runs"),
                         tags: str = Form("", description="comma-separated"),
                         webhook_url: str = Form(
-                            "", max_length=2083, pattern=r"^(https?://\S+)?$",
-                            description="POSTed to once the document is final; only hosts "
-                                        "in webhooks.allow_hosts"),
+                            "", max_length=2083,
+                            description="an http(s) URL, POSTed to once the document is "
+                                        "final; only hosts in webhooks.allow_hosts (anything "
+                                        "else: 403 webhook_not_allowed)"),
                         on_duplicate: Literal["", "process", "skip"] = Form(
                             "process", description="skip: content already read answers its "
                                                    "document (200) instead of a new one"),

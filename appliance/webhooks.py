@@ -50,10 +50,14 @@ class WebhookPolicy:
 
     def check(self, url: str) -> None:
         """Raise WebhookNotAllowed unless ``url`` is http(s) to an allowed host."""
-        parts = urlsplit(url)
-        host = (parts.hostname or "").rstrip(".")
-        if parts.scheme not in ("http", "https") or not host:
-            raise WebhookNotAllowed(f"webhook_url must be an http or https URL, got {url!r}")
+        try:
+            parts = urlsplit(url)
+            scheme, host = parts.scheme, (parts.hostname or "").rstrip(".")
+        except ValueError:  # e.g. an unbalanced "[" (an IPv6 address cut short)
+            scheme, host = "", ""
+        if scheme not in ("http", "https") or not host:
+            raise WebhookNotAllowed(f"webhook_url must be an http or https URL with a host, "
+                                    f"got {url[:200]!r}")
         if not self.allows(host):
             raise WebhookNotAllowed(
                 f"webhooks may only go to the hosts in webhooks.allow_hosts"

@@ -83,7 +83,8 @@ def test_bad_options_are_refused_clearly(daemon, tmp_path):
     png = write_png(tmp_path / "x.png", LINES)
     for form, code in (({"doc_type": "poem"}, "invalid_request"),
                        ({"engine": "llama"}, "engine_unavailable"),
-                       ({"webhook_url": "file:///etc/passwd"}, "invalid_request"),
+                       ({"webhook_url": "file:///etc/passwd"}, "webhook_not_allowed"),
+                       ({"webhook_url": "https://[::1/x"}, "webhook_not_allowed"),
                        # only the hosts in webhooks.allow_hosts (here 127.0.0.1)
                        ({"webhook_url": "http://169.254.169.254/latest/meta-data"},
                         "webhook_not_allowed"),

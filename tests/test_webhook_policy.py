@@ -17,7 +17,8 @@ def test_names_wildcards_addresses_and_cidrs():
         policy.check(url)
     for url in ("https://evil.example.com/x", "https://corp.example.evil/x",
                 "http://10.1.3.1/h", "http://127.0.0.1/h", "http://169.254.169.254/",
-                "ftp://hooks.example.com/x", "file:///etc/passwd", "http:///nohost"):
+                "ftp://hooks.example.com/x", "file:///etc/passwd", "http:///nohost",
+                "https://[::1/x", "https://༄]ëý/x", "not a url"):
         with pytest.raises(WebhookNotAllowed):
             policy.check(url)
 
