@@ -26,7 +26,7 @@ def _progress(done: int, total: int, width: int = 30) -> None:
 
 
 def cmd_serve(args) -> int:
-    from appliance.daemon import configure_logging, serve
+    from appliance.server import configure_logging, serve
 
     settings = load_settings(args.config)
     configure_logging(settings.logging.level)
@@ -69,7 +69,8 @@ def cmd_ocr(args) -> int:
     Nobody is there to review, so no page waits for review: each is scored and routed
     as the daemon would, and those that would have gone to review are named on stderr
     with their reasons (exit code 3)."""
-    from appliance.daemon import Appliance, configure_logging
+    from appliance.daemon import Appliance
+    from appliance.server import configure_logging
 
     settings = load_settings(args.config)
     configure_logging("WARNING")

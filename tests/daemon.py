@@ -8,7 +8,9 @@ import socket
 import subprocess
 import sys
 import time
+from contextlib import contextmanager
 from pathlib import Path
+from typing import Iterator
 
 import httpx
 
@@ -57,6 +59,16 @@ class Daemon:
             stdout=log, stderr=subprocess.STDOUT, start_new_session=True,
             env={**{k: v for k, v in os.environ.items() if k not in SYSTEMD_ENV}, **self.env})
         return self
+
+    @contextmanager
+    def running(self) -> Iterator["Daemon"]:
+        """Started and ready for the block; stopped after it, whatever happened."""
+        self.start()
+        try:
+            self.wait_ready()
+            yield self
+        finally:
+            self.stop()
 
     def wait_ready(self, timeout_s: float = READY_TIMEOUT_S) -> dict:
         deadline = time.monotonic() + timeout_s

@@ -29,12 +29,8 @@ def daemon(tmp_path_factory):
                limits={"max_bytes": 2_000_000})
     d.client.headers["X-API-Key"] = key
     d.key = key
-    d.start()
-    try:
-        d.wait_ready()
+    with d.running():
         yield d
-    finally:
-        d.stop()
 
 
 def test_schemathesis_finds_nothing(daemon, tmp_path):

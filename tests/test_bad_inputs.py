@@ -109,12 +109,12 @@ def _bad_inputs(folder: Path) -> dict[str, tuple[Path, str]]:
 
 
 def _failure_code(doc: dict) -> str | None:
-    """The document's reason: its own (refused at intake) or that of its failed pages."""
-    if doc["error"]:
-        return doc["error"]["code"]
+    """The document's reason: its own (refused at intake), which for a document whose
+    pages failed sums theirs up; one page code, so the summary carries it."""
     codes = {page["error"]["code"] for page in doc.get("pages", []) if page["error"]}
     assert len(codes) <= 1, doc
-    return codes.pop() if codes else None
+    assert doc["error"]["code"] == (codes.pop() if codes else doc["error"]["code"]), doc
+    return doc["error"]["code"]
 
 
 def test_bad_inputs_fail_with_their_own_code_and_the_daemon_keeps_serving(tmp_path):
@@ -132,14 +132,16 @@ def test_bad_inputs_fail_with_their_own_code_and_the_daemon_keeps_serving(tmp_pa
             assert doc["status"] == "failed", (name, doc)
             codes[name] = _failure_code(doc)
             assert codes[name] == expected, (name, doc)
-            if not doc["error"]:  # failed while decoding: bad input is never retried
+            if doc["page_count"]:  # failed while decoding: bad input is never retried
                 assert doc["pages"] and all(p["status"] == "failed" and p["attempts"] == 1
                                             for p in doc["pages"]), (name, doc)
                 assert "ends early" in doc["pages"][0]["error"]["message"]
-            else:
+            else:  # refused at intake: no pages, and no result but the reason
                 assert doc["error"]["message"], (name, doc)
                 result = daemon.client.get(f"/api/v1/documents/{doc['id']}/result")
-                assert result.json()["error"]["code"] == expected, (name, result.text)
+                assert result.status_code == 409, (name, result.text)
+                assert result.json()["error"]["code"] == "no_result", (name, result.text)
+                assert f"({expected})" in result.json()["error"]["message"], (name, result.text)
             # the original stays in the spool, byte for byte
             data = path.read_bytes()
             assert doc["sha256"] == hashlib.sha256(data).hexdigest() and doc["size_bytes"] == len(data)

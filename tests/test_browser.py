@@ -190,12 +190,8 @@ def review_daemon(tmp_path_factory):
     tmp = tmp_path_factory.mktemp("review-ui-daemon")
     d = Daemon(tmp, review={"enabled": True, "review_below": 1.0, "accept_from": 1.0,
                             "users_file": str(tmp / "users.toml")})
-    d.start()
-    try:
-        d.wait_ready()
+    with d.running():
         yield d
-    finally:
-        d.stop()
 
 
 def test_a_document_in_review_says_a_person_must_check_it(browser, review_daemon, tmp_path):

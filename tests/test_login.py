@@ -23,12 +23,8 @@ def daemon(tmp_path_factory):
     d = Daemon(tmp, review={"users_file": str(tmp / "users.toml")},
                auth={"api_keys_file": str(tmp / "api-keys.toml")})
     d.users = Users(tmp / "users.toml")
-    d.start()
-    try:
-        d.wait_ready()
+    with d.running():
         yield d
-    finally:
-        d.stop()
 
 
 @pytest.fixture

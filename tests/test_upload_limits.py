@@ -24,12 +24,8 @@ def daemon(tmp_path_factory):
     (tmp / "system-tmp").mkdir()
     # the daemon's TMPDIR is watched: nothing of an upload may land there
     d = Daemon(tmp, env={"TMPDIR": str(tmp / "system-tmp")}, limits={"max_bytes": MAX_BYTES})
-    d.start()
-    try:
-        d.wait_ready()
+    with d.running():
         yield d
-    finally:
-        d.stop()
 
 
 def multipart_head(name: str = "big.pdf") -> bytes:

@@ -32,7 +32,7 @@ from appliance.errors import ApplianceError, NotFound, NotReady
 from appliance.export import FORMATS, document_error, render, safe_stem, write_atomic
 from appliance.intake import SubmitOptions
 from appliance.store import queries
-from appliance.store.models import DocStatus, PageStatus
+from appliance.store.models import PageStatus
 from appliance.store.queries import DocumentView
 from ui.components import escape_markdown_text, safe_markdown, safe_markdown_view
 from ui.dashboard import dashboard_tab
@@ -91,7 +91,7 @@ def review_text(view: DocumentView, reviewers_exist: bool) -> str:
 
 def status_details(view: DocumentView, reviewers_exist: bool = True) -> str:
     """The details of a document's status: why it failed, or what it waits for."""
-    if view.status == DocStatus.REVIEW or view.page_counts[PageStatus.REVIEW]:
+    if view.page_counts[PageStatus.REVIEW]:
         return review_text(view, reviewers_exist)
     return document_problem(view)
 

@@ -5,7 +5,9 @@ same intake ``submit()`` the UI and the API use.
 not yet disposed of), already read (`keep` folders: the ledger), a duplicate of
 finished content (`on_duplicate = "skip"`), refused (too large), or a new document.
 It answers False only when the file must stay and come again: the queue is full,
-the daemon is shutting down, or the file could not be read right now.
+the daemon is shutting down, the file could not be read right now, or it changed
+while or after it was read (a writer that paused longer than the stability window;
+``may_dispose`` holds the disposition until the file is known to be whole).
 
 ``reload`` (SIGHUP) swaps in a new list of folders: unchanged entries keep their
 watcher, changed and new ones get a fresh one, removed ones stop.
@@ -91,9 +93,9 @@ class WatchService:
 
     def offer(self, folder: WatchFolder, path: Path, tags: list[str]) -> bool:
         key = str(path)
-        stat = path.stat()
         if (earlier := queries.watched_document(self.db, key)) is not None:
-            return self._offered_again(earlier, stat)
+            return self._offered_again(earlier)
+        stat = path.stat()
         if folder.disposition == "keep" and queries.kept_file_seen(
                 self.db, folder.name, key, stat.st_size, stat.st_mtime_ns):
             return True
@@ -125,11 +127,11 @@ class WatchService:
             self.finish(doc.id)
         return True
 
-    def _offered_again(self, earlier: DocumentView, stat) -> bool:
+    def _offered_again(self, earlier: DocumentView) -> bool:
         """A file offered again while a document read from it is not yet disposed of:
         still being read, or waiting for proof that a failed read was not a half-written
         file (``may_dispose``)."""
-        if (stat.st_size, stat.st_mtime_ns) != _read_signature(earlier.doc):
+        if _changed(Path(earlier.doc.source_path), _read_signature(earlier.doc)):
             if not earlier.is_final:
                 return False  # changed under a running document: again once that one ends
             self._forget(earlier.doc, "changed_after_read")
@@ -181,14 +183,17 @@ class WatchService:
                                      stat.st_mtime_ns, sha256)
 
 
-def _read_signature(doc: Document) -> tuple[int, int | None]:
-    """(size, mtime_ns) of a watched file as it was read."""
-    return doc.size_bytes, doc.source_mtime_ns
+def _read_signature(doc: Document) -> tuple[int, int] | None:
+    """(size, mtime_ns) of a watched file as it was read; None for a document read by a
+    version that did not record it."""
+    return None if doc.source_mtime_ns is None else (doc.size_bytes, doc.source_mtime_ns)
 
 
-def _changed(path: Path, signature: tuple[int, int | None]) -> bool:
+def _changed(path: Path, signature: tuple[int, int] | None) -> bool:
     """Whether the file at ``path`` is no longer what ``signature`` describes (a file
     gone or moved away has not changed: there is nothing left to read again)."""
+    if signature is None:
+        return False
     try:
         stat = path.stat()
     except FileNotFoundError:
