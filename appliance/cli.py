@@ -216,6 +216,15 @@ def cmd_eval(args) -> int:
     return status
 
 
+def cmd_make_eval_set(args) -> int:
+    from appliance.measure.synthetic_sets import make_sets
+
+    counts = make_sets(args.dir, pages=args.pages, seed=args.seed)
+    for name, pages in counts.items():
+        sys.stdout.write(f"{args.dir / name}: {pages} pages\n")
+    return 0
+
+
 def _read_json(path: Path, what: str) -> dict:
     try:
         return json.loads(path.read_text())
@@ -429,6 +438,14 @@ def build_parser() -> argparse.ArgumentParser:
     evaluate.add_argument("--check-contract", type=Path,
                           help="exit 1 when the output structure drifts from this contract")
     evaluate.set_defaults(func=cmd_eval)
+
+    make_set = sub.add_parser("make-eval-set",
+                              help="write synthetic datasets with ground truth in reading order "
+                                   "(columns, receipts, tables, degraded scans) for eval")
+    make_set.add_argument("dir", type=Path)
+    make_set.add_argument("--pages", type=int, default=12, help="pages per dataset")
+    make_set.add_argument("--seed", type=int, default=7)
+    make_set.set_defaults(func=cmd_make_eval_set)
 
     calibrate = sub.add_parser("calibrate", parents=[common],
                                help="how well confidence predicts reviewers' corrections; "

@@ -18,6 +18,7 @@ from pathlib import Path
 from appliance.errors import NoResult, NotFound, NotReady, PagesFailed
 from appliance.intake.spool import fsync_dir
 from appliance.quality.blocks import parse_blocks
+from appliance.reading.markdown import layout_blocks
 from appliance.store import Database, queries, transitions
 from appliance.store.models import PageStatus
 from appliance.store.queries import DocumentView
@@ -117,6 +118,8 @@ def render(db: Database, document_id: str) -> dict[str, str]:
             # the Markdown's structure, for systems that want tables as rows and cells
             "blocks": [b.to_dict() for b in parse_blocks(result.markdown or "")] if result else [],
             "lines": result.lines if result else [],
+            # the reading-order blocks the lines belong to (engines that give them)
+            "layout": layout_blocks(result.lines or []) if result else [],
             "flags": result.flags if result else [],
             "confidence": result.confidence if result else None,
             "signals": result.signals if result else None,  # what the confidence is built from

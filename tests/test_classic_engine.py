@@ -3,13 +3,8 @@ from __future__ import annotations
 import pytest
 from PIL import Image
 
-from appliance.engines.base import Line, PageRequest
-from appliance.engines.classic import (
-    ClassicEngine,
-    bands_to_markdown,
-    bands_to_text,
-    reading_order,
-)
+from appliance.engines.base import PageRequest
+from appliance.engines.classic import ClassicEngine
 from appliance.quality.markdown import escape_markdown
 from tests.fixtures.documents import render_text_page, text_similarity
 
@@ -21,51 +16,11 @@ PAGE_LINES = [
 ]
 
 
-def _line(text: str, x0: float, y0: float, x1: float, y1: float) -> Line:
-    return Line(text=text, box=[x0, y0, x1, y1], score=0.9)
-
-
 @pytest.fixture(scope="module")
 def engine():
     engine = ClassicEngine(threads=2)
     yield engine
     engine.close()
-
-
-# --- reading order and formatting: pure functions, no RapidOCR ---
-
-
-def test_reading_order_bands_top_to_bottom_left_to_right():
-    right = _line("right", 600, 102, 900, 140)
-    left = _line("left", 100, 100, 400, 138)
-    below = _line("below", 100, 200, 400, 238)
-    above = _line("title", 300, 20, 700, 60)
-    assert reading_order([below, right, left, above]) == [[above], [left, right], [below]]
-
-
-def test_reading_order_tolerates_skew_but_not_small_overlaps():
-    # 10 px of drift on 40 px lines stays one band; 30 px (only 10 px overlap) does not.
-    drifted = [_line("a", 100, 100, 400, 140), _line("b", 450, 110, 800, 150)]
-    assert len(reading_order(drifted)) == 1
-    stacked = [_line("a", 100, 100, 400, 140), _line("b", 450, 130, 800, 170)]
-    assert [[line.text for line in band] for band in reading_order(stacked)] == [["a"], ["b"]]
-
-
-def test_reading_order_empty():
-    assert reading_order([]) == []
-
-
-def test_text_and_paragraphs():
-    bands = reading_order(
-        [
-            _line("First", 100, 100, 300, 140),
-            _line("line", 320, 100, 420, 140),
-            _line("second line", 100, 160, 400, 200),  # 20 px gap: same paragraph
-            _line("new paragraph", 100, 300, 400, 340),  # 100 px gap > 1.2 x 40 px
-        ]
-    )
-    assert bands_to_text(bands) == "First line\nsecond line\nnew paragraph"
-    assert bands_to_markdown(bands) == "First line\nsecond line\n\nnew paragraph"
 
 
 @pytest.mark.parametrize(
@@ -84,14 +39,6 @@ def test_text_and_paragraphs():
 )
 def test_escape_markdown(raw, escaped):
     assert escape_markdown(raw) == escaped
-
-
-def test_markdown_escapes_every_band():
-    bands = reading_order(
-        [_line("<script>alert(1)</script>", 100, 100, 500, 140), _line("# not a heading", 100, 160, 500, 200)]
-    )
-    assert bands_to_markdown(bands) == "\\<script\\>alert(1)\\</script\\>\n\\# not a heading"
-    assert bands_to_text(bands) == "<script>alert(1)</script>\n# not a heading"
 
 
 # --- the real RapidOCR ---

@@ -14,11 +14,18 @@ from PIL import Image
 
 @dataclass
 class Line:
-    """One recognised text line: its text, its box [x0, y0, x1, y1] in page pixels, its score."""
+    """One recognised text line: its text, its box [x0, y0, x1, y1] in page pixels, its
+    score; where the engine knows the page's structure, the reading-order index of the
+    block it belongs to and its role there (heading, list, table, text); its words."""
 
     text: str
     box: list[float]
     score: float
+    block: int | None = None
+    role: str | None = None
+    # the words, where the engine gives them: {"text", "box", "score"}, the score being
+    # the least sure of the word's characters
+    words: list[dict] | None = None
 
 
 @dataclass

@@ -3,23 +3,17 @@
 It needs no download and no GPU, so it is the default when no GGUF model is
 installed, the fast path for simple pages and a second opinion for the VLM.
 
-Output conventions:
-- ``lines`` are in reading order: lines are grouped into horizontal bands (see
-  ``reading_order``), bands top to bottom, lines left to right within a band.
-- ``text``: one band per line, the lines of a band joined by a single space.
-- ``markdown``: the same bands, with a blank line where the gap between two bands
-  is wider than PARAGRAPH_GAP x the median line height, and every character that
-  Markdown could read as markup escaped, so OCR text never turns into a heading, a
-  list, a link or raw HTML.
-
-Reading order is band-based, so two text columns are read across, not down; pages
-with a real layout are the VLM's job.
+Output conventions (``appliance.reading``):
+- ``lines`` are in reading order: columns one after the other, rows within a block
+  (forms and receipts row by row), each line with its block and its role.
+- ``text``: one row per line, the lines of a row joined by a single space.
+- ``markdown``: the same words, escaped, with the headings, lists, tables and
+  paragraphs the page's geometry shows.
 """
 
 from __future__ import annotations
 
 import logging
-import statistics
 import time
 from importlib.metadata import version
 from pathlib import Path
@@ -30,12 +24,10 @@ from rapidocr import RapidOCR
 
 from appliance.engines.base import Line, PageRequest, Recognition
 from appliance.errors import EngineError
-from appliance.quality.markdown import escape_markdown
+from appliance.reading.markdown import render
+from appliance.reading.order import read_order
 
 log = logging.getLogger(__name__)
-
-# A gap between bands wider than this many median line heights starts a paragraph.
-PARAGRAPH_GAP = 1.2
 
 
 
@@ -72,9 +64,9 @@ def bare_loop(pages: list[Path], *, threads: int = 2, **_engine_options) -> floa
     return time.perf_counter() - start
 
 
-# How lines become text and Markdown (reading_order, bands_to_markdown): bump it when
-# they change, so the result cache does not serve the old rendering.
-RECIPE = "bands/v1"
+# How lines become text and Markdown (appliance.reading): bump it when they change, so
+# the result cache does not serve the old rendering.
+RECIPE = "layout/v1"
 
 
 class ClassicEngine:
@@ -103,70 +95,49 @@ class ClassicEngine:
             raise EngineError("the classic engine was closed; the worker must create a new one")
         started = time.perf_counter()
         try:
-            result = self._ocr(image.convert("RGB"))
+            # per character: its confidence and box (RapidOCR's per-word scores are those
+            # of the word's first characters, so words are built here from characters)
+            result = self._ocr(image.convert("RGB"), return_word_box=True,
+                               return_single_char_box=True)
         except Exception as exc:  # any failure inside RapidOCR/onnxruntime is an engine failure
             raise EngineError(f"classic OCR failed: {exc}") from exc
         lines = []
         if result.boxes is not None and result.txts is not None:
+            chars = result.word_results or [None] * len(result.txts)
             lines = [
-                Line(text=text.strip(), box=_quad_to_box(quad), score=float(score))
-                for quad, text, score in zip(result.boxes, result.txts, result.scores)
+                Line(text=text.strip(), box=_quad_to_box(quad), score=float(score),
+                     words=_words(text, line_chars))
+                for quad, text, score, line_chars in zip(result.boxes, result.txts,
+                                                         result.scores, chars)
                 if text.strip()
             ]
-        bands = reading_order(lines)
+        blocks = read_order(lines)
+        page = render(blocks)
         log.debug(
-            "event=classic_recognize doc_type=%s lines=%d bands=%d ms=%d",
-            request.doc_type, len(lines), len(bands), (time.perf_counter() - started) * 1000,
+            "event=classic_recognize doc_type=%s lines=%d blocks=%d ms=%d",
+            request.doc_type, len(lines), len(blocks), (time.perf_counter() - started) * 1000,
         )
-        return Recognition(
-            text=bands_to_text(bands),
-            markdown=bands_to_markdown(bands),
-            lines=[line for band in bands for line in band],
-        )
+        return Recognition(text=page.text, markdown=page.markdown, lines=page.lines)
 
     def close(self) -> None:
         self._ocr = None
 
 
-def reading_order(lines: list[Line]) -> list[list[Line]]:
-    """Group lines into horizontal bands, top to bottom, each band left to right.
-
-    Lines are taken by vertical centre; a line joins the current band when it
-    overlaps the band vertically by more than half the smaller of the two heights,
-    otherwise it starts a new band. The band grows to cover its lines.
-    """
-    bands: list[list[Line]] = []
-    top = bottom = 0.0
-    for line in sorted(lines, key=lambda item: ((item.box[1] + item.box[3]) / 2, item.box[0])):
-        y0, y1 = line.box[1], line.box[3]
-        overlap = min(y1, bottom) - max(y0, top)
-        if bands and overlap > min(y1 - y0, bottom - top) / 2:
-            bands[-1].append(line)
-            top, bottom = min(top, y0), max(bottom, y1)
-        else:
-            bands.append([line])
-            top, bottom = y0, y1
-    return [sorted(band, key=lambda item: item.box[0]) for band in bands]
-
-
-def bands_to_text(bands: list[list[Line]]) -> str:
-    return "\n".join(" ".join(line.text for line in band) for band in bands)
-
-
-def bands_to_markdown(bands: list[list[Line]]) -> str:
-    """Escaped band text, with a blank line between paragraphs."""
-    if not bands:
-        return ""
-    median_height = statistics.median(line.box[3] - line.box[1] for band in bands for line in band)
-    out = [escape_markdown(" ".join(line.text for line in bands[0]))]
-    for previous, band in zip(bands, bands[1:]):
-        gap = min(line.box[1] for line in band) - max(line.box[3] for line in previous)
-        if gap > PARAGRAPH_GAP * median_height:
-            out.append("")
-        out.append(escape_markdown(" ".join(line.text for line in band)))
-    return "\n".join(out)
-
-
+def _words(text: str, chars) -> list[dict] | None:
+    """The line's words from its characters (text, confidence, quad each; spaces are
+    not among them): each word's box and its least sure character's confidence. None
+    when the characters do not match the text."""
+    words = text.split()
+    if not chars or sum(len(word) for word in words) != len(chars):
+        return None
+    result, start = [], 0
+    for word in words:
+        mine = chars[start:start + len(word)]
+        start += len(word)
+        quads = np.array([quad for _char, _conf, quad in mine], dtype=np.float32).reshape(-1, 2)
+        result.append({"text": word, "box": _quad_to_box(quads),
+                       "score": round(min(float(conf) for _char, conf, _quad in mine), 4)})
+    return result
 
 
 def _quad_to_box(quad: np.ndarray) -> list[float]:

@@ -20,12 +20,12 @@ from __future__ import annotations
 
 import json
 import logging
-import re
 from dataclasses import dataclass, field
 from pathlib import Path
 
 from appliance.config import DOC_TYPES
 from appliance.errors import InvalidRequest
+from appliance.quality.markdown import markdown_to_text
 
 log = logging.getLogger(__name__)
 
@@ -35,8 +35,6 @@ LAYOUTS_HELP = ("FUNSD-style (labels/<stem>.json with images/<stem>.png), "
                 "SROIE-style (img/<stem>.jpg with box/<stem>.csv, optional key/<stem>.json), "
                 "or plain (<stem>.png with <stem>.txt or <stem>.md in one folder)")
 
-# A Markdown table's header delimiter row: |---|:--:|, ---|---, | :-- |
-_TABLE_DELIMITER = re.compile(r"^\s*\|?\s*:?-+:?\s*(\|\s*:?-+:?\s*)*\|?\s*$")
 
 
 @dataclass
@@ -269,9 +267,9 @@ def _read_plain(root: Path) -> list[tuple]:
             continue
         content = _read_text(truth)
         markdown = content if truth.suffix == ".md" else None
-        units = [line.strip() for line in content.splitlines()
-                 if line.strip() and not (markdown is not None and "|" in line
-                                          and _TABLE_DELIMITER.match(line))]
+        # the text of Markdown truth is its words: no "#", no "|", no delimiter rows
+        text = markdown_to_text(content) if markdown is not None else content
+        units = [line.strip() for line in text.splitlines() if line.strip()]
         fields_path = image.with_name(f"{image.stem}.fields.json")
         fields = _read_fields(fields_path) if fields_path.is_file() else {}
         rows.append((image.stem, image, units, markdown, fields))

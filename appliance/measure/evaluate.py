@@ -54,7 +54,8 @@ COLUMNS = (("pages", "pages", "{:d}"), ("failed", "failed", "{:d}"), ("score", "
            ("tables", "TEDS", "{:.3f}"), ("format_validity", "format ok", "{:.0%}"),
            ("field_accuracy", "fields", "{:.1%}"), ("repaired_rate", "repaired", "{:.1%}"),
            ("degraded_rate", "degraded", "{:.1%}"), ("confidence_auroc", "conf AUROC", "{:.3f}"),
-           ("auto_accepted", "auto-accepted", "{:.0%}"), ("seconds_per_page", "s/page", "{:.2f}"))
+           ("auto_accepted", "auto-accepted", "{:.0%}"),
+           ("accepted_cer", "CER accepted", "{:.2%}"), ("seconds_per_page", "s/page", "{:.2f}"))
 BAD_PAGE_CER = 0.05  # a page worse than this needed a reviewer (issue 8's yardstick)
 
 
@@ -116,10 +117,11 @@ def summarize(pages: list[dict], accept_from: float = 0.75) -> dict:
 def _confidence_figures(pages: list[dict], accept_from: float) -> dict:
     scored = [p for p in pages if p["confidence"] is not None]
     confidences = [p["confidence"] for p in scored]
+    accepted = [p["cer_nows"] for p in scored if p["confidence"] >= accept_from]
     return {
         "confidence_auroc": auroc(confidences, [p["cer_nows"] > BAD_PAGE_CER for p in scored]),
-        "auto_accepted": (sum(c >= accept_from for c in confidences) / len(scored)
-                          if scored else None),
+        "auto_accepted": len(accepted) / len(scored) if scored else None,
+        "accepted_cer": mean(accepted) if accepted else None,  # what auto-accepting let through
     }
 
 
@@ -146,6 +148,7 @@ def _page_record(sample: Sample, client: ApplianceClient, outcome: str | Rejecte
     if isinstance(outcome, Rejected):
         return record | {"status": "failed", "error": outcome.code, "seconds": None,
                          "model_id": None, "repair_level": None, "confidence": None,
+                         "signals": None,
                          "structure": output_structure(""),
                          **score_page(sample, "", "", failed=True)}
     pages = client.result(outcome)["pages"]
@@ -162,6 +165,7 @@ def _page_record(sample: Sample, client: ApplianceClient, outcome: str | Rejecte
         "repair_level": max((p["provenance"]["repair"]["level"] for p in accepted), default=None),
         # the weakest page decides: a document is as doubtful as its worst page
         "confidence": min((p["confidence"] for p in accepted), default=None),
+        "signals": min(accepted, key=lambda p: p["confidence"])["signals"] if accepted else None,
         "structure": output_structure(markdown),
         **score_page(sample, markdown, text, failed=status != "done"),
     }

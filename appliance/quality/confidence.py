@@ -88,6 +88,13 @@ BLANK_PAGE_BASE = 0.9
 # "low_line_score"): the recogniser alone was not sure enough to auto-accept.
 LOW_BASE = 0.75
 
+# A word whose least sure character the recogniser gave less than this is shaky.
+SHAKY_WORD = 0.8
+# A figure with a letter that looks like a digit inside it ("1l8.50", "3O0", "S5"), or
+# a word with a digit that looks like a letter inside it ("C0DE", "te5t"): the
+# classic misreadings of amounts and codes.
+_ODD_TOKEN = re.compile(r"\d[OoIlSBZ]+\d|\d[OoIlSBZ][.,]\d|[a-z][015][a-z]")
+
 # --- second opinion ---------------------------------------------------------------------
 
 # Word-level similarity of the VLM and classic texts at or above which the two
@@ -304,11 +311,26 @@ def _base(recognition: Recognition, signals: dict) -> tuple[float, str]:
         mean = sum(score * weight for score, weight in scored) / total
         low = weighted_percentile(scored, LOW_PERCENTILE)
         signals.update(source="lines", line_score_mean=round(mean, 4),
-                       line_score_p10=round(low, 4))
+                       line_score_p10=round(low, 4), **_word_signals(recognition.lines))
         blend = MEAN_WEIGHT * mean + (1 - MEAN_WEIGHT) * low
         return min(1.0, max(0.0, 1.0 - CLASSIC_STRETCH * (1.0 - blend))), "lines"
     signals["source"] = "none"
     return NO_EVIDENCE_BASE, "none"
+
+
+def _word_signals(lines) -> dict:
+    """What the words say (engines that give them): how unsure the least sure words
+    are, and how many tokens look like misreadings (letters inside figures)."""
+    words = [word for line in lines for word in (line.words or [])]
+    if not words:
+        return {"words": 0}
+    scores = [word["score"] for word in words]
+    tokens = [word["text"] for word in words]
+    return {"words": len(words),
+            "word_score_p05": round(percentile(scores, 5), 4),
+            "shaky_words": round(sum(score < SHAKY_WORD for score in scores) / len(scores), 4),
+            "odd_tokens": round(sum(bool(_ODD_TOKEN.search(t)) for t in tokens) / len(tokens), 4),
+            "line_height": round(percentile([line.box[3] - line.box[1] for line in lines], 50), 1)}
 
 
 def _logprob(token: dict) -> float | None:

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import re
 
-_TABLE_SEPARATOR = re.compile(r"^\s*\|?\s*:?-{3,}:?\s*(\|\s*:?-{3,}:?\s*)*\|?\s*$")
+_TABLE_SEPARATOR = re.compile(r"^\s*\|?\s*:?-+:?\s*(\|\s*:?-+:?\s*)*\|?\s*$")
 _HEADING = re.compile(r"^\s{0,3}#{1,6}\s+")
 _BULLET = re.compile(r"^(\s*)[-*+]\s+")
 _EMPHASIS = re.compile(r"(\*\*|__|\*|_)(?=\S)(.+?)(?<=\S)\1")
@@ -16,7 +16,7 @@ _INLINE_MARKUP = re.compile(r"([\\`*_\[\]<>|~])")
 # quotes (already escaped inline), bullets, ordered items ("1." and "1)"), setext
 # underlines ("===").
 _LEADING_MARKER = re.compile(r"^(#|-|\+|=)")
-_LEADING_ORDERED = re.compile(r"^(\d+)([.)])")
+_LEADING_ORDERED = re.compile(r"^(\d{1,9})([.)])(?=\s|$)")  # "12." opens a list, "12.50" not
 
 
 def markdown_to_text(markdown: str) -> str:

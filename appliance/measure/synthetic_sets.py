@@ -1,0 +1,210 @@
+"""Synthetic evaluation sets with ground truth in reading order (`appliance make-eval-set`).
+
+Four datasets in the plain layout (``<stem>.png`` beside ``<stem>.txt`` or ``.md``, a
+``dataset.json`` each), deterministic for a seed:
+
+- ``columns``: report and magazine pages, a title across the page over two or three
+  columns of prose, sometimes a footer; the truth reads the title, then each column
+  top to bottom.
+- ``receipts``: a shop's name, item rows with prices at the right edge, totals as
+  label/value pairs; the truth reads row by row.
+- ``tables``: a heading over a ruled or unruled table; the truth is Markdown (TEDS).
+- ``degraded``: one column of text, scanned badly: leaning, blurred, noisy, faint,
+  JPEG-compressed.
+
+They are the measure for the layout work that real scans of these kinds need; real
+scans remain the check (`appliance eval` on FUNSD, SROIE, ...).
+"""
+
+from __future__ import annotations
+
+import io
+import json
+import random
+from pathlib import Path
+
+import numpy as np
+from PIL import Image, ImageDraw, ImageFilter, ImageFont
+
+PAGE = (1240, 1754)  # A4 at 150 dpi
+FONTS = ("/usr/share/fonts/truetype/dejavu/DejaVuSans.ttf",
+         "/usr/share/fonts/truetype/dejavu/DejaVuSerif.ttf",
+         "/usr/share/fonts/truetype/dejavu/DejaVuSansCondensed.ttf")
+BOLD = "/usr/share/fonts/truetype/dejavu/DejaVuSans-Bold.ttf"
+WORDS = ("the annual report shows that revenue grew in every region while costs stayed "
+         "close to the plan of last year our customers ordered more paper and toner than "
+         "before and the new office in the north opened on time the board thanks all staff "
+         "for their work during a demanding period in which prices for energy and transport "
+         "rose sharply contracts with suppliers were renewed at better terms and the share "
+         "of recycled material in our products reached a new high").split()
+ITEMS = ("Paper A4 500 sheets", "Toner cartridge black", "Stapler", "Envelopes C5 pack",
+         "Ballpoint pens blue", "Desk lamp LED", "Ring binder", "Sticky notes", "Coffee beans 1kg",
+         "Printer cable", "Whiteboard marker", "Archive box")
+
+
+def make_sets(root: Path, pages: int = 12, seed: int = 7) -> dict[str, int]:
+    """Write the four datasets under ``root``; answers how many pages each got."""
+    makers = {"columns": ("report", _columns_page), "receipts": ("receipt", _receipt_page),
+              "tables": ("table", _table_page), "degraded": ("generic", _degraded_page)}
+    counts = {}
+    for name, (doc_type, make) in makers.items():
+        folder = root / name
+        folder.mkdir(parents=True, exist_ok=True)
+        (folder / "dataset.json").write_text(json.dumps({"name": f"synthetic-{name}",
+                                                         "doc_type": doc_type}))
+        for number in range(pages):
+            rng = random.Random(f"{seed}-{name}-{number}")
+            image, truth, suffix = make(rng)
+            stem = f"{name}-{number:03d}"
+            image.save(folder / f"{stem}.png")
+            (folder / f"{stem}{suffix}").write_text(truth + "\n", encoding="utf-8")
+        counts[name] = pages
+    return counts
+
+
+def _font(path: str, size: int) -> ImageFont.FreeTypeFont:
+    return ImageFont.truetype(path, size)
+
+
+def _wrap(rng: random.Random, font, width: int, words: int) -> list[str]:
+    """Prose of about ``words`` words, wrapped to ``width`` pixels."""
+    start = rng.randrange(len(WORDS))
+    text = [WORDS[(start + i) % len(WORDS)] for i in range(words)]
+    text[0] = text[0].capitalize()
+    lines, current = [], ""
+    for word in text:
+        candidate = f"{current} {word}".strip()
+        if font.getlength(candidate) <= width:
+            current = candidate
+        else:
+            lines.append(current)
+            current = word
+    return lines + ([current + "."] if current else [])
+
+
+def _columns_page(rng: random.Random) -> tuple[Image.Image, str, str]:
+    page = Image.new("RGB", PAGE, "white")
+    draw = ImageDraw.Draw(page)
+    size = rng.choice((20, 22, 24))
+    font = _font(rng.choice(FONTS), size)
+    columns = rng.choice((2, 2, 3))
+    margin, gutter = 90, rng.choice((36, 48, 60))
+    title_font = _font(BOLD, size * 2)
+    title = rng.choice(("Annual report", "Quarterly review", "News from the north office",
+                        "Supplier update")) + f" {rng.randint(2019, 2026)}"
+    draw.text((margin, margin), title, font=title_font, fill="black")
+    truth = [title]
+    column_width = (PAGE[0] - 2 * margin - (columns - 1) * gutter) // columns
+    pitch = round(size * 1.45)
+    top = margin + size * 4
+    bottom_limit = PAGE[1] - margin - (pitch * 3)
+    for column in range(columns):
+        x = margin + column * (column_width + gutter)
+        y = top
+        while y < bottom_limit - pitch * 4:
+            paragraph = _wrap(rng, font, column_width, rng.randint(25, 70))
+            for line in paragraph:
+                if y >= bottom_limit:
+                    break
+                draw.text((x, y), line, font=font, fill="black")
+                truth.append(line)
+                y += pitch
+            y += pitch  # a blank line between paragraphs
+    if rng.random() < 0.5:
+        footer = f"Page {rng.randint(2, 40)} of the report, printed for internal use only"
+        draw.text((margin, PAGE[1] - margin - size), footer, font=_font(FONTS[0], size - 4),
+                  fill="black")
+        truth.append(footer)
+    return _scan(page, rng, mild=True), "\n".join(truth), ".txt"
+
+
+def _receipt_page(rng: random.Random) -> tuple[Image.Image, str, str]:
+    width = 620
+    size = rng.choice((22, 24, 26))
+    font = _font(rng.choice((FONTS[0], "/usr/share/fonts/truetype/dejavu/DejaVuSansMono.ttf")),
+                 size)
+    rows: list[tuple[str, str]] = [(rng.choice(("CORNER STATIONERY", "OFFICE WORLD LTD",
+                                                "PAPER & CO")), "")]
+    rows.append((f"Receipt {rng.randint(1000, 9999)}  {rng.randint(1, 28):02d}/"
+                 f"{rng.randint(1, 12):02d}/2026", ""))
+    total = 0.0
+    for item in rng.sample(ITEMS, rng.randint(3, 8)):
+        price = rng.randint(100, 9999) / 100
+        total += price
+        rows.append((item, f"{price:.2f}"))
+    paid = total + rng.randint(0, 2000) / 100
+    rows += [("TOTAL", f"{total:.2f}"), ("CASH", f"{paid:.2f}"), ("CHANGE", f"{paid - total:.2f}"),
+             ("Thank you for your visit", "")]
+    pitch = round(size * 1.6)
+    page = Image.new("RGB", (width, 80 + pitch * (len(rows) + 2)), "white")
+    draw = ImageDraw.Draw(page)
+    y = 40
+    for label, value in rows:
+        draw.text((30, y), label, font=font, fill="black")
+        if value:
+            draw.text((width - 30 - font.getlength(value), y), value, font=font, fill="black")
+        y += pitch
+    truth = "\n".join(f"{label} {value}".strip() for label, value in rows)
+    return _scan(page, rng, mild=True), truth, ".txt"
+
+
+def _table_page(rng: random.Random) -> tuple[Image.Image, str, str]:
+    page = Image.new("RGB", PAGE, "white")
+    draw = ImageDraw.Draw(page)
+    size = rng.choice((22, 24))
+    font = _font(rng.choice(FONTS), size)
+    heading = rng.choice(("Orders by region", "Stock on hand", "Invoices due"))
+    draw.text((90, 90), heading, font=_font(BOLD, round(size * 1.6)), fill="black")
+    header = ["Item", "Region", "Quantity", "Amount"]
+    body = [[rng.choice(ITEMS), rng.choice(("North", "South", "East", "West")),
+             str(rng.randint(1, 500)), f"{rng.randint(100, 99999) / 100:.2f}"]
+            for _ in range(rng.randint(4, 9))]
+    widths = [430, 220, 200, 200]
+    x_starts = [90 + sum(widths[:i]) for i in range(len(widths))]
+    ruled = rng.random() < 0.5
+    pitch = round(size * 2.0)
+    y = 200
+    for row in [header, *body]:
+        for x, cell in zip(x_starts, row):
+            draw.text((x + 10, y + (pitch - size) // 2), cell, font=font, fill="black")
+        if ruled:
+            draw.line((90, y, x_starts[-1] + widths[-1], y), fill="black", width=2)
+        y += pitch
+    if ruled:
+        draw.line((90, y, x_starts[-1] + widths[-1], y), fill="black", width=2)
+        for x in [*x_starts, x_starts[-1] + widths[-1]]:
+            draw.line((x, 200, x, y), fill="black", width=2)
+    table = ["| " + " | ".join(header) + " |", "|" + "---|" * len(header)]
+    table += ["| " + " | ".join(row) + " |" for row in body]
+    return _scan(page, rng, mild=True), f"# {heading}\n\n" + "\n".join(table), ".md"
+
+
+def _degraded_page(rng: random.Random) -> tuple[Image.Image, str, str]:
+    page = Image.new("RGB", PAGE, "white")
+    draw = ImageDraw.Draw(page)
+    size = rng.choice((18, 20, 24))
+    font = _font(rng.choice(FONTS), size)
+    lines = _wrap(rng, font, PAGE[0] - 200, rng.randint(120, 260))
+    pitch = round(size * 1.5)
+    for number, line in enumerate(lines[: (PAGE[1] - 200) // pitch]):
+        draw.text((100, 100 + number * pitch), line, font=font, fill="black")
+    shown = lines[: (PAGE[1] - 200) // pitch]
+    return _scan(page, rng, mild=False), "\n".join(shown), ".txt"
+
+
+def _scan(page: Image.Image, rng: random.Random, *, mild: bool) -> Image.Image:
+    """What a scanner and a tired photocopier do to a page."""
+    angle = rng.uniform(-0.6, 0.6) if mild else rng.uniform(-3.0, 3.0)
+    page = page.convert("L").rotate(angle, resample=Image.BICUBIC, expand=False, fillcolor=255)
+    if not mild or rng.random() < 0.3:
+        page = page.filter(ImageFilter.GaussianBlur(rng.uniform(0.4, 1.2 if mild else 1.6)))
+    pixels = np.asarray(page, dtype=np.float32)
+    if not mild:
+        low, high = rng.uniform(40, 110), rng.uniform(200, 245)  # faint, grey paper
+        pixels = low + pixels * (high - low) / 255
+    noise = rng.uniform(3, 8 if mild else 22)
+    pixels = pixels + np.random.default_rng(rng.randrange(2**32)).normal(0, noise, pixels.shape)
+    page = Image.fromarray(np.clip(pixels, 0, 255).astype(np.uint8))
+    buffer = io.BytesIO()
+    page.save(buffer, format="JPEG", quality=rng.randint(35, 60) if not mild else 85)
+    return Image.open(io.BytesIO(buffer.getvalue())).convert("RGB")

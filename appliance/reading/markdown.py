@@ -1,0 +1,244 @@
+"""A page's blocks (``reading.order``) as text and as Markdown with its structure.
+
+- **Text**: one row per line, the lines of a row joined by a space, blocks in reading
+  order.
+- **Markdown**: the same words, every one of them escaped (OCR text never becomes
+  markup by accident), with the structure the geometry shows:
+  - *headings*: a row standing alone whose print is clearly taller than the page's
+    body text (``HEADING_RATIO``), short and without a full stop; ``#`` for the
+    tallest size on the page, ``##`` for the next, ``###`` below;
+  - *lists*: rows that start with a bullet (``•``, ``-``, ``*`` ...) or an enumerator
+    (``1.``, ``2)``, ``a)``);
+  - *tables*: ``MIN_TABLE_ROWS`` or more consecutive rows of two or more cells whose
+    cells fall into the same columns (cells are the separate lines of a row; columns
+    are where the cells' horizontal extents overlap from row to row); the first row
+    is the header unless it holds figures (item rows of a receipt: the header stays
+    empty);
+  - *paragraphs*: the rest, a blank line where the gap between rows is wider than
+    ``PARAGRAPH_GAP`` line heights and between blocks.
+
+Each line is also given its ``block`` (the reading-order index of its block) and its
+``role`` (heading, list, table or text), which the JSON output carries.
+"""
+
+from __future__ import annotations
+
+import re
+import statistics
+from dataclasses import dataclass
+
+from appliance.engines.base import Line
+from appliance.quality.markdown import escape_markdown
+from appliance.reading.order import Block
+
+PARAGRAPH_GAP = 1.2  # line heights of white between rows that start a paragraph
+HEADING_RATIO = 1.3  # a heading's print is at least this much taller than the body's
+HEADING_MAX_WORDS = 12
+MIN_TABLE_ROWS = 3
+TABLE_CELL_GAP = 1.0  # line heights between two lines of a row for them to be two cells
+
+_BULLET = re.compile(r"^\s*([•●▪■◦○‣∙·*+\-–])\s*(?=\S)")
+_ENUMERATOR = re.compile(r"^\s*(\(?\d{1,3}[.)]|\(?[a-zA-Z][.)])\s+(?=\S)")
+
+
+@dataclass
+class Page:
+    text: str
+    markdown: str
+    lines: list[Line]  # in reading order, each with its block and role
+
+
+def render(blocks: list[Block]) -> Page:
+    """Text and Markdown of ``blocks`` (in reading order)."""
+    lines = [line for block in blocks for line in block.lines]
+    if not lines:
+        return Page("", "", [])
+    body = statistics.median(_height(line) for line in lines)
+    heading_sizes = _heading_sizes(blocks, body)
+    parts: list[str] = []
+    for block in blocks:
+        for line in block.lines:
+            line.block, line.role = block.order, "text"
+        if parts:
+            parts.append("")
+        parts.extend(_block_markdown(block, body, heading_sizes))
+    text = "\n".join(" ".join(line.text for line in row) for block in blocks for row in block.rows)
+    return Page(text=text, markdown="\n".join(parts).strip("\n"), lines=lines)
+
+
+def _block_markdown(block: Block, body: float, heading_sizes: list[float]) -> list[str]:
+    out: list[str] = []
+    rows = block.rows
+    tables = _table_runs(rows, body)
+    index = 0
+    previous_bottom: float | None = None
+    while index < len(rows):
+        row = rows[index]
+        top = min(line.box[1] for line in row)
+        if previous_bottom is not None and top - previous_bottom > PARAGRAPH_GAP * body \
+                and out and out[-1] != "":
+            out.append("")
+        if index in tables:
+            end = tables[index]
+            if out and out[-1] != "":
+                out.append("")
+            out.extend(_table(rows[index:end], body))
+            out.append("")
+            previous_bottom = None
+            index = end
+            continue
+        out.append(_row_markdown(row, body, heading_sizes))
+        previous_bottom = max(line.box[3] for line in row)
+        index += 1
+    while out and out[-1] == "":
+        out.pop()
+    return out
+
+
+def _row_markdown(row: list[Line], body: float, heading_sizes: list[float]) -> str:
+    text = " ".join(line.text for line in row)
+    level = _heading_level(row, body, heading_sizes)
+    if level:
+        for line in row:
+            line.role = "heading"
+        return "#" * level + " " + escape_markdown(text)
+    if bullet := _BULLET.match(text):
+        for line in row:
+            line.role = "list"
+        return "- " + escape_markdown(text[bullet.end():])
+    if number := _ENUMERATOR.match(text):
+        for line in row:
+            line.role = "list"
+        marker = number.group(1)
+        if marker[:-1].isdigit():  # "3." or "3)": an ordered item as it stands
+            return f"{marker} " + escape_markdown(text[number.end():])
+        return "- " + escape_markdown(text)  # "a)", "(b)": kept in the item's text
+    return escape_markdown(text)
+
+
+def _heading_sizes(blocks: list[Block], body: float) -> list[float]:
+    """The print heights that make headings on this page, tallest first."""
+    sizes = {round(_row_height(row)) for block in blocks for row in block.rows
+             if _heading_candidate(row, body)}
+    return sorted(sizes, reverse=True)
+
+
+def _heading_candidate(row: list[Line], body: float) -> bool:
+    text = " ".join(line.text for line in row).strip()
+    return (_row_height(row) >= HEADING_RATIO * body
+            and 0 < len(text.split()) <= HEADING_MAX_WORDS
+            and not text.endswith((".", ",", ";", ":"))
+            and any(ch.isalpha() for ch in text))
+
+
+def _heading_level(row: list[Line], body: float, sizes: list[float]) -> int:
+    if not _heading_candidate(row, body):
+        return 0
+    return min(3, sizes.index(round(_row_height(row))) + 1)
+
+
+def _table_runs(rows: list[list[Line]], body: float) -> dict[int, int]:
+    """Runs of rows that form a table: {first row index: index after the last}."""
+    runs: dict[int, int] = {}
+    index = 0
+    while index < len(rows):
+        end = index
+        columns: list[list[float]] = []
+        while end < len(rows):
+            cells = _cells(rows[end], body)
+            merged = _merge_columns(columns, cells) if len(cells) >= 2 else None
+            if merged is None:
+                break
+            columns = merged
+            end += 1
+        if end - index >= MIN_TABLE_ROWS:
+            runs[index] = end
+            index = end
+        else:
+            index += 1
+    return runs
+
+
+def _cells(row: list[Line], body: float) -> list[list[Line]]:
+    """A row's lines grouped into cells: lines closer than TABLE_CELL_GAP line heights
+    are one cell (a sentence split in two by the detector)."""
+    cells = [[row[0]]]
+    for line in row[1:]:
+        if line.box[0] - cells[-1][-1].box[2] < TABLE_CELL_GAP * body:
+            cells[-1].append(line)
+        else:
+            cells.append([line])
+    return cells
+
+
+def _merge_columns(columns: list[list[float]], cells: list[list[Line]]) -> list[list[float]] | None:
+    """The table's columns (x extents) with this row's cells added; None when a cell
+    would overlap two columns or two cells one column: the row does not fit."""
+    spans = [[cell[0].box[0], cell[-1].box[2]] for cell in cells]
+    if not columns:
+        return spans
+    merged = [list(column) for column in columns]
+    used: set[int] = set()
+    for x0, x1 in spans:
+        hits = [i for i, (c0, c1) in enumerate(merged) if x0 < c1 and c0 < x1]
+        if len(hits) > 1 or (hits and hits[0] in used):
+            return None
+        if hits:
+            column = merged[hits[0]]
+            column[0], column[1] = min(column[0], x0), max(column[1], x1)
+            used.add(hits[0])
+        else:
+            merged.append([x0, x1])
+    merged.sort()
+    # a new column must not overlap a neighbour either
+    if any(a[1] > b[0] for a, b in zip(merged, merged[1:])):
+        return None
+    return merged
+
+
+def _table(rows: list[list[Line]], body: float) -> list[str]:
+    columns: list[list[float]] = []
+    for row in rows:
+        columns = _merge_columns(columns, _cells(row, body)) or columns
+    grid = []
+    for row in rows:
+        cells = [""] * len(columns)
+        for cell in _cells(row, body):
+            x0, x1 = cell[0].box[0], cell[-1].box[2]
+            column = next(i for i, (c0, c1) in enumerate(columns) if x0 < c1 and c0 < x1)
+            cells[column] = escape_markdown(" ".join(line.text for line in cell))
+            for line in cell:
+                line.role = "table"
+        grid.append(cells)
+    if any(ch.isdigit() for cell in grid[0] for ch in cell):  # data, not column names
+        grid.insert(0, [""] * len(columns))
+    out = ["| " + " | ".join(grid[0]) + " |", "|" + "---|" * len(columns)]
+    return out + ["| " + " | ".join(cells) + " |" for cells in grid[1:]]
+
+
+def _row_height(row: list[Line]) -> float:
+    return statistics.median(_height(line) for line in row)
+
+
+def _height(line: Line) -> float:
+    return line.box[3] - line.box[1]
+
+
+def layout_blocks(lines: list[dict]) -> list[dict]:
+    """The blocks of a stored page, from its lines' ``block`` and ``role``: each with its
+    reading-order index, its box, the roles of its lines and the indexes of its lines
+    in the page's ``lines`` (the JSON output's ``layout``). Empty for lines without
+    blocks (an engine that reads the page whole, such as the vision model)."""
+    blocks: dict[int, dict] = {}
+    for index, line in enumerate(lines):
+        if line.get("block") is None:
+            continue
+        x0, y0, x1, y1 = line["box"]
+        block = blocks.setdefault(line["block"], {"order": line["block"], "box": [x0, y0, x1, y1],
+                                                  "roles": [], "lines": []})
+        box = block["box"]
+        block["box"] = [min(box[0], x0), min(box[1], y0), max(box[2], x1), max(box[3], y1)]
+        if line.get("role") and line["role"] not in block["roles"]:
+            block["roles"].append(line["role"])
+        block["lines"].append(index)
+    return [blocks[order] for order in sorted(blocks)]

@@ -1,0 +1,233 @@
+"""Reading order from line boxes: columns read top to bottom, one after the other;
+forms and receipts read row by row.
+
+A recursive XY-cut on the boxes of the recognised lines (no pixels: any engine that
+gives line boxes can use it). A region of the page is cut
+
+1. down a *gutter*: a vertical strip of white at least ``MIN_GUTTER`` line heights
+   wide, when what lies on either side is a column of prose (``_is_column_cut``),
+   judged section by section (``_columns_hold``). A few lines may cross the
+   strip (a title, a caption, a footer across the page): they become *spanners*. The
+   region is then cut across above and below each spanner, so that the columns
+   between two spanners are read one after the other, left before right, and each
+   spanner in its place between them;
+2. across a *section gap*: white across the full width of the region, taller than
+   ``SECTION_GAP`` line heights. Top goes before bottom;
+3. otherwise it is one block, read as rows: a row is the lines whose vertical
+   centres lie within half a line height of the row's own centre, left to right.
+
+Why the column test matters: a receipt or a form has a white strip between its labels
+and its values too ("CASH ... 30.90"), and reading all labels before all values
+turns it into nonsense. Typeset columns hold prose, lines of four words and more;
+labels and values have one to three. (A test that also took sides whose lines do not
+share rows for columns read FUNSD's forms worse: multi-line values and signature
+blocks beside a label stack look exactly like that.)
+"""
+
+from __future__ import annotations
+
+import statistics
+from dataclasses import dataclass
+
+import numpy as np
+
+from appliance.engines.base import Line
+
+# White across a region at least this many median line heights tall separates sections.
+SECTION_GAP = 0.9
+# A gutter is at least this many median line heights wide.
+MIN_GUTTER = 0.6
+# Each side of a column cut has at least this many lines.
+MIN_COLUMN_LINES = 3
+# Prose: the median line of a side has at least this many words (a form's labels and
+# values have one to three, a column of running text five or more).
+PROSE_WORDS = 4
+# A footer under the columns stands this many line heights below the column it ends.
+FOOTER_GAP = 1.8
+# Lines that may cross a gutter (titles, captions, footers across the columns).
+MAX_SPANNERS = 4
+MAX_SPANNER_SHARE = 0.2
+
+
+@dataclass
+class Block:
+    """A region read as rows, in reading order: its rows, each left to right."""
+
+    rows: list[list[Line]]
+    order: int = 0
+
+    @property
+    def lines(self) -> list[Line]:
+        return [line for row in self.rows for line in row]
+
+    @property
+    def box(self) -> list[float]:
+        boxes = [line.box for line in self.lines]
+        return [min(b[0] for b in boxes), min(b[1] for b in boxes),
+                max(b[2] for b in boxes), max(b[3] for b in boxes)]
+
+
+def read_order(lines: list[Line]) -> list[Block]:
+    """The page's blocks in reading order (see the module docstring)."""
+    lines = [line for line in lines if line.box[3] > line.box[1] and line.box[2] > line.box[0]]
+    if not lines:
+        return []
+    height = statistics.median(_height(line) for line in lines)
+    blocks = [Block(rows=rows(region, height)) for region in _cut(lines, height)]
+    for number, block in enumerate(blocks):
+        block.order = number
+    return blocks
+
+
+def rows(lines: list[Line], height: float | None = None) -> list[list[Line]]:
+    """Lines grouped into rows, top to bottom, each row left to right.
+
+    A line joins the current row when its vertical centre is within half a line
+    height of the row's mean centre. The mean, not the union of the row's boxes: a
+    union grows with every line it takes and swallows the next row on a page that
+    leans a little.
+    """
+    if not lines:
+        return []
+    height = height or statistics.median(_height(line) for line in lines)
+    result: list[list[Line]] = []
+    centres: list[float] = []
+    for line in sorted(lines, key=lambda item: (_centre(item), item.box[0])):
+        if result and abs(_centre(line) - statistics.fmean(centres)) <= height / 2:
+            result[-1].append(line)
+            centres.append(_centre(line))
+        else:
+            result.append([line])
+            centres = [_centre(line)]
+    return [sorted(row, key=lambda item: item.box[0]) for row in result]
+
+
+def _cut(lines: list[Line], height: float) -> list[list[Line]]:
+    if len(lines) < 2:
+        return [lines]
+    columns = [(x, spanners) for x, spanners in _gutters(lines, height)
+               if _columns_hold(lines, x, height)]
+    # a line across any of the column gutters separates what is above from below
+    spanners = [line for line in lines if any(line in crossing for _x, crossing in columns)]
+    if spanners:
+        return [region for piece in _between(lines, spanners) for region in _cut(piece, height)]
+    if columns:
+        x = columns[0][0]
+        left = [line for line in lines if line.box[2] <= x]
+        right = [line for line in lines if line.box[0] >= x]
+        tail = _footer(left, right, height) + _footer(right, left, height)
+        if tail:  # read after the columns, not after the first one
+            body = [line for line in lines if line not in tail]
+            return _cut(body, height) + _cut(tail, height)
+        return _cut(left, height) + _cut(right, height)
+    sections = _section_splits(lines, height)
+    if len(sections) > 1:
+        return [region for section in sections for region in _cut(section, height)]
+    return [lines]
+
+
+def _gutters(lines: list[Line], height: float) -> list[tuple[float, list[Line]]]:
+    """Candidate gutters, cleanest and widest first: (x, the lines that cross it).
+
+    A gutter is a run of x at least MIN_GUTTER line heights wide that at most
+    MAX_SPANNERS of the lines cross (and at most MAX_SPANNER_SHARE of them).
+    """
+    width = int(max(line.box[2] for line in lines)) + 2
+    cover = np.zeros(width + 1, dtype=np.int32)
+    for line in lines:
+        cover[int(line.box[0])] += 1
+        cover[int(line.box[2]) + 1] -= 1
+    cover = np.cumsum(cover)[:width]
+    allowed = min(MAX_SPANNERS, int(len(lines) * MAX_SPANNER_SHARE))
+    left_edge = int(min(line.box[0] for line in lines))
+    candidates = []
+    for crossing in range(allowed + 1):
+        quiet = np.flatnonzero(cover[left_edge:] <= crossing) + left_edge
+        for run in np.split(quiet, np.flatnonzero(np.diff(quiet) > 1) + 1):
+            if len(run) and run[-1] - run[0] + 1 >= MIN_GUTTER * height:
+                x = (run[0] + run[-1]) / 2
+                spanners = [line for line in lines if line.box[0] < x < line.box[2]]
+                if len(spanners) == crossing:
+                    candidates.append((crossing, -(run[-1] - run[0]), x, spanners))
+    candidates.sort(key=lambda item: item[:2])
+    return [(x, spanners) for _c, _w, x, spanners in candidates]
+
+
+def _between(lines: list[Line], spanners: list[Line]) -> list[list[Line]]:
+    """``lines`` cut across above and below each spanner: the runs of other lines
+    between spanners, and each spanner alone, top to bottom."""
+    pieces: list[list[Line]] = []
+    current: list[Line] = []
+    for line in sorted(lines, key=_centre):
+        if line in spanners:
+            if current:
+                pieces.append(current)
+            pieces.append([line])
+            current = []
+        else:
+            current.append(line)
+    return pieces + ([current] if current else [])
+
+
+def _footer(side: list[Line], other: list[Line], height: float) -> list[Line]:
+    """The lines at the foot of ``side`` that stand apart from it (a gap of FOOTER_GAP
+    line heights) and below everything on the ``other`` side: a footer or a note
+    under the columns, not the end of this column."""
+    bottom = max(line.box[3] for line in other)
+    ordered = sorted(side, key=lambda line: line.box[1])
+    reach = ordered[0].box[3]
+    for number, line in enumerate(ordered[1:], 1):
+        if line.box[1] > bottom and line.box[1] - reach >= FOOTER_GAP * height:
+            return ordered[number:]
+        reach = max(reach, line.box[3])
+    return []
+
+
+def _section_splits(lines: list[Line], height: float) -> list[list[Line]]:
+    """``lines`` split at every horizontal strip of white taller than SECTION_GAP
+    line heights, top to bottom."""
+    ordered = sorted(lines, key=lambda line: line.box[1])
+    sections = [[ordered[0]]]
+    reach = ordered[0].box[3]
+    for line in ordered[1:]:
+        if line.box[1] - reach >= SECTION_GAP * height:
+            sections.append([])
+        sections[-1].append(line)
+        reach = max(reach, line.box[3])
+    return sections
+
+
+def _columns_hold(lines: list[Line], x: float, height: float) -> bool:
+    """Whether the gutter at ``x`` separates columns, judged section by section: a form
+    whose label and value stacks sit above a list or a signature block is rows in its
+    form part, and those rows must not be read label stack first because the region
+    as a whole looks like two columns. Sections too small to judge do not vote; when
+    none can, the region is judged whole."""
+    votes = {True: 0, False: 0}
+    for section in _section_splits(lines, height):
+        left = [line for line in section if line.box[2] <= x]
+        right = [line for line in section if line.box[0] >= x]
+        if min(len(left), len(right)) >= MIN_COLUMN_LINES:
+            votes[_is_column_cut(left, right)] += len(left) + len(right)
+    if votes[True] or votes[False]:
+        return votes[True] >= votes[False]
+    return _is_column_cut([line for line in lines if line.box[2] <= x],
+                          [line for line in lines if line.box[0] >= x])
+
+
+def _is_column_cut(left: list[Line], right: list[Line]) -> bool:
+    """Whether the two sides of a gutter are columns read one after the other, rather
+    than the two halves of rows (labels and their values, item and price)."""
+    return min(len(left), len(right)) >= MIN_COLUMN_LINES and _prose(left) and _prose(right)
+
+
+def _prose(lines: list[Line]) -> bool:
+    return statistics.median(len(line.text.split()) for line in lines) >= PROSE_WORDS
+
+
+def _centre(line: Line) -> float:
+    return (line.box[1] + line.box[3]) / 2
+
+
+def _height(line: Line) -> float:
+    return line.box[3] - line.box[1]

@@ -1,0 +1,129 @@
+"""Reading order and structure from line boxes (appliance.reading): pure functions on
+hand-made lines, no OCR. The measured effect on real and synthetic scans is in the
+README (appliance eval)."""
+
+from __future__ import annotations
+
+from appliance.engines.base import Line
+from appliance.reading.markdown import render
+from appliance.reading.order import read_order, rows
+
+H = 30  # the body's line height in these pages
+
+
+def line(text: str, x0: float, y0: float, x1: float | None = None, h: float = H) -> Line:
+    x1 = x0 + 14 * len(text) if x1 is None else x1
+    return Line(text=text, box=[x0, y0, x1, y0 + h], score=0.95)
+
+
+def order_of(lines: list[Line]) -> list[str]:
+    return [l.text for block in read_order(lines) for row in block.rows for l in row]
+
+
+def column(x: float, top: float, texts: list[str], pitch: float = 40) -> list[Line]:
+    return [line(text, x, top + i * pitch, x + 380) for i, text in enumerate(texts)]
+
+
+PROSE = [f"line {i} of a column of running prose text" for i in range(8)]
+
+
+def test_rows_read_top_to_bottom_and_left_to_right():
+    lines = [line("below", 100, 200), line("right", 600, 102), line("left", 100, 100),
+             line("title", 300, 20)]
+    assert [[l.text for l in row] for row in rows(lines)] == [["title"], ["left", "right"],
+                                                               ["below"]]
+
+
+def test_a_row_does_not_grow_into_the_next_one_on_a_leaning_page():
+    # each line 10 px lower than the one to its left: one row. A row that grew to the
+    # union of its boxes (100-150 px) would take the next row's line (133-163 px) too.
+    leaning = [line(f"w{i}", 100 + 200 * i, 100 + 10 * i) for i in range(3)]
+    below = [line("next", 100, 133)]
+    assert [[l.text for l in row] for row in rows(leaning + below)] == [
+        ["w0", "w1", "w2"], ["next"]]
+
+
+def test_two_columns_of_prose_are_read_one_after_the_other():
+    title = line("Annual report 2026", 100, 40, 900, h=60)
+    left = column(100, 160, [f"left {t}" for t in PROSE])
+    right = column(560, 160, [f"right {t}" for t in PROSE])
+    footer = line("Page 3 of the report, internal use only", 100, 560, 500)
+    got = order_of([footer, *right, title, *left])
+    assert got == [title.text, *(l.text for l in left), *(l.text for l in right), footer.text]
+
+
+def test_three_columns_under_a_title_that_crosses_the_gutters():
+    title = line("News from the north office", 100, 40, 1100, h=60)
+    cols = [column(100 + 400 * i, 140, [f"c{i} {t}" for t in PROSE[:5]]) for i in range(3)]
+    for col in cols:  # narrower than 380 px: a 20 px gutter between them is 1.2 lines wide
+        for l in col:
+            l.box[2] = l.box[0] + 360
+    got = order_of([title, *cols[2], *cols[0], *cols[1]])
+    assert got == [title.text] + [l.text for col in cols for l in col]
+
+
+def test_a_receipt_reads_row_by_row_not_labels_then_values():
+    labels = ["TOTAL", "CASH", "CHANGE", "ROUNDING"]
+    values = ["30.90", "51.00", "20.10", "0.00"]
+    lines = [line(t, 40, 100 + 40 * i) for i, t in enumerate(labels)]
+    lines += [line(t, 480, 102 + 40 * i) for i, t in enumerate(values)]
+    assert order_of(lines) == ["TOTAL", "30.90", "CASH", "51.00", "CHANGE", "20.10",
+                               "ROUNDING", "0.00"]
+
+
+def test_a_form_reads_each_label_with_its_value_even_multi_line_ones():
+    rows_ = [("PROJECT CODE", ["BD-FF"]), ("PROJECT NAME", ["Full Flavor King Size"]),
+             ("PROJECT OBJECTIVE", ["Develop a king size blend for the", "generic market with",
+                                     "a new flavour"])]
+    lines, y = [], 100
+    for label, values in rows_:
+        lines.append(line(label, 60, y))
+        for value in values:
+            lines.append(line(value, 400, y))
+            y += 40
+    assert order_of(lines) == ["PROJECT CODE", "BD-FF", "PROJECT NAME", "Full Flavor King Size",
+                               "PROJECT OBJECTIVE", "Develop a king size blend for the",
+                               "generic market with", "a new flavour"]
+
+
+def test_render_paragraphs_headings_lists_and_escaping():
+    lines = [line("Delivery terms", 100, 40, h=60),
+             line("Goods are sent within", 100, 140), line("three days.", 100, 175),
+             line("<b>Payment</b> in 30 days", 100, 300),
+             line("• First item", 100, 380), line("2. Second item", 100, 420),
+             line("# not a heading", 100, 460)]
+    page = render(read_order(lines))
+    assert page.markdown.split("\n") == [
+        "# Delivery terms", "", "Goods are sent within", "three days.", "",
+        r"\<b\>Payment\</b\> in 30 days", "", "- First item", "2. Second item",
+        r"\# not a heading"]
+    assert page.text.split("\n")[0] == "Delivery terms"
+    assert {l.text: l.role for l in page.lines}["• First item"] == "list"
+    assert all(l.block is not None for l in page.lines)
+
+
+def test_aligned_cells_become_a_table():
+    grid = [["Item", "Region", "Amount"], ["Paper", "North", "12.50"],
+            ["Toner", "South", "99.00"], ["Stapler", "East", "4.20"]]
+    lines = [line(cell, 100 + 300 * c, 100 + 45 * r) for r, row in enumerate(grid)
+             for c, cell in enumerate(row)]
+    page = render(read_order(lines))
+    assert page.markdown.split("\n") == [
+        "| Item | Region | Amount |", "|---|---|---|", "| Paper | North | 12.50 |",
+        "| Toner | South | 99.00 |", "| Stapler | East | 4.20 |"]
+    assert {l.role for l in page.lines} == {"table"}
+    assert page.text.split("\n")[1] == "Paper North 12.50"
+
+
+def test_empty_page():
+    assert read_order([]) == []
+    page = render([])
+    assert (page.text, page.markdown, page.lines) == ("", "", [])
+
+
+def test_item_rows_with_figures_get_an_empty_header():
+    items = [("Paper A4", "4.20"), ("Toner", "29.90"), ("Stapler", "7.10")]
+    lines = [l for r, (item, price) in enumerate(items)
+             for l in (line(item, 40, 100 + 40 * r), line(price, 480, 100 + 40 * r))]
+    page = render(read_order(lines))
+    assert page.markdown.split("\n")[:3] == ["|  |  |", "|---|---|", "| Paper A4 | 4.20 |"]
