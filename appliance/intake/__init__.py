@@ -92,15 +92,14 @@ class Intake:
     def replay(self, key: tuple[str, str], stream: BinaryIO) -> Document | None:
         """The document an earlier request with this idempotency key created, if any;
         IdempotencyConflict when ``stream`` is not the content sent with it then."""
-        record = queries.idempotency_record(self.db, key)
-        if record is None:
+        earlier = queries.keyed_document(self.db, key)
+        if earlier is None:
             return None
         digest = hashlib.sha256()
         while chunk := stream.read(CHUNK_BYTES):
             digest.update(chunk)
         stream.seek(0)
-        return self._replayed(queries.get_document(self.db, record.document_id).doc,
-                              digest.hexdigest())
+        return self._replayed(earlier, digest.hexdigest())
 
     @staticmethod
     def _replayed(earlier: Document, sha256: str) -> Document:

@@ -165,8 +165,7 @@ class IdempotencyKey(SQLModel, table=True):
 
     owner: str = Field(primary_key=True)  # the API key's name ("" without auth): keys are per client
     key: str = Field(primary_key=True)
-    document_id: str = Field(foreign_key="document.id")
-    sha256: str  # the content first sent with this key
+    document_id: str = Field(foreign_key="document.id")  # its sha256 is the content sent
     created_at: float = Field(default_factory=_now, index=True)
 
 

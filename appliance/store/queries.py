@@ -177,9 +177,11 @@ def same_content(db: Database, sha256: str) -> Document | None:
                      not in (DocStatus.FAILED, DocStatus.PARTIAL)), None)
 
 
-def idempotency_record(db: Database, key: tuple[str, str]) -> IdempotencyKey | None:
+def keyed_document(db: Database, key: tuple[str, str]) -> Document | None:
+    """The document a client's idempotency key (owner, key) names, if any."""
     with db.read() as session:
-        return session.get(IdempotencyKey, key)
+        row = session.get(IdempotencyKey, key)
+        return session.get(Document, row.document_id) if row else None
 
 
 def kept_file_seen(db: Database, folder: str, path: str, size_bytes: int,

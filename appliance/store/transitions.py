@@ -67,8 +67,7 @@ def _store(session: Session, doc: Document, key: IdempotencyKeyId | None) -> Non
     session.add(doc)
     session.flush()
     if key:  # in the document's own transaction: a retry finds one or the other, never half
-        session.add(IdempotencyKey(owner=key[0], key=key[1], document_id=doc.id,
-                                   sha256=doc.sha256))
+        session.add(IdempotencyKey(owner=key[0], key=key[1], document_id=doc.id))
 
 
 def submit_document(db: Database, doc: Document, page_count: int,
