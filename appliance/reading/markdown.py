@@ -29,7 +29,7 @@ from dataclasses import dataclass
 
 from appliance.engines.base import Line
 from appliance.quality.markdown import escape_markdown
-from appliance.reading.order import Block
+from appliance.reading.order import Block, line_height
 
 PARAGRAPH_GAP = 1.2  # line heights of white between rows that start a paragraph
 HEADING_RATIO = 1.3  # a heading's print is at least this much taller than the body's
@@ -53,7 +53,7 @@ def render(blocks: list[Block]) -> Page:
     lines = [line for block in blocks for line in block.lines]
     if not lines:
         return Page("", "", [])
-    body = statistics.median(_height(line) for line in lines)
+    body = statistics.median(line_height(line) for line in lines)
     heading_sizes = _heading_sizes(blocks, body)
     parts: list[str] = []
     for block in blocks:
@@ -79,10 +79,10 @@ def _block_markdown(block: Block, body: float, heading_sizes: list[float]) -> li
                 and out and out[-1] != "":
             out.append("")
         if index in tables:
-            end = tables[index]
+            end, columns = tables[index]
             if out and out[-1] != "":
                 out.append("")
-            out.extend(_table(rows[index:end], body))
+            out.extend(_table(rows[index:end], columns, body))
             out.append("")
             previous_bottom = None
             index = end
@@ -137,9 +137,11 @@ def _heading_level(row: list[Line], body: float, sizes: list[float]) -> int:
     return min(3, sizes.index(round(_row_height(row))) + 1)
 
 
-def _table_runs(rows: list[list[Line]], body: float) -> dict[int, int]:
-    """Runs of rows that form a table: {first row index: index after the last}."""
-    runs: dict[int, int] = {}
+def _table_runs(rows: list[list[Line]], body: float
+                ) -> dict[int, tuple[int, list[list[float]]]]:
+    """Runs of rows that form a table: {first row index: (index after the last, the
+    table's columns as x extents)}."""
+    runs: dict[int, tuple[int, list[list[float]]]] = {}
     index = 0
     while index < len(rows):
         end = index
@@ -152,7 +154,7 @@ def _table_runs(rows: list[list[Line]], body: float) -> dict[int, int]:
             columns = merged
             end += 1
         if end - index >= MIN_TABLE_ROWS:
-            runs[index] = end
+            runs[index] = (end, columns)
             index = end
         else:
             index += 1
@@ -196,10 +198,7 @@ def _merge_columns(columns: list[list[float]], cells: list[list[Line]]) -> list[
     return merged
 
 
-def _table(rows: list[list[Line]], body: float) -> list[str]:
-    columns: list[list[float]] = []
-    for row in rows:
-        columns = _merge_columns(columns, _cells(row, body)) or columns
+def _table(rows: list[list[Line]], columns: list[list[float]], body: float) -> list[str]:
     grid = []
     for row in rows:
         cells = [""] * len(columns)
@@ -217,11 +216,7 @@ def _table(rows: list[list[Line]], body: float) -> list[str]:
 
 
 def _row_height(row: list[Line]) -> float:
-    return statistics.median(_height(line) for line in row)
-
-
-def _height(line: Line) -> float:
-    return line.box[3] - line.box[1]
+    return statistics.median(line_height(line) for line in row)
 
 
 def layout_blocks(lines: list[dict]) -> list[dict]:

@@ -72,7 +72,7 @@ def read_order(lines: list[Line]) -> list[Block]:
     lines = [line for line in lines if line.box[3] > line.box[1] and line.box[2] > line.box[0]]
     if not lines:
         return []
-    height = statistics.median(_height(line) for line in lines)
+    height = statistics.median(line_height(line) for line in lines)
     blocks = [Block(rows=rows(region, height)) for region in _cut(lines, height)]
     for number, block in enumerate(blocks):
         block.order = number
@@ -89,7 +89,7 @@ def rows(lines: list[Line], height: float | None = None) -> list[list[Line]]:
     """
     if not lines:
         return []
-    height = height or statistics.median(_height(line) for line in lines)
+    height = height or statistics.median(line_height(line) for line in lines)
     result: list[list[Line]] = []
     centres: list[float] = []
     for line in sorted(lines, key=lambda item: (_centre(item), item.box[0])):
@@ -229,5 +229,5 @@ def _centre(line: Line) -> float:
     return (line.box[1] + line.box[3]) / 2
 
 
-def _height(line: Line) -> float:
+def line_height(line: Line) -> float:
     return line.box[3] - line.box[1]
