@@ -3,26 +3,14 @@
 from __future__ import annotations
 
 import argparse
-import contextlib
 import json
-import signal
 import sys
-import tempfile
-import time
-from dataclasses import replace
 from pathlib import Path
 
 from appliance.config import DOC_TYPES, load_settings
 from appliance.errors import ApplianceError, InvalidRequest
 
-POLL_S = 0.2
 SHAPED_MODEL_TOKENS = 600  # per page: about a dense page of Markdown
-
-
-def _progress(done: int, total: int, width: int = 30) -> None:
-    filled = width * done // max(total, 1)
-    sys.stderr.write(f"\r[{'#' * filled}{'.' * (width - filled)}] {done}/{total} pages")
-    sys.stderr.flush()
 
 
 def cmd_serve(args) -> int:
@@ -34,112 +22,14 @@ def cmd_serve(args) -> int:
     return 0
 
 
-# `appliance ocr` exit codes (README, "Command line")
-OCR_OK, OCR_FAILED, OCR_NEEDS_REVIEW = 0, 1, 3
-
-
-class Interrupted(Exception):
-    """SIGINT or SIGTERM during a one-shot run: unwind, so its temporary data goes too."""
-
-    def __init__(self, signum: int):
-        super().__init__(signal.Signals(signum).name)
-        self.signum = signum
-
-
-@contextlib.contextmanager
-def _interruptible():
-    """SIGINT and SIGTERM raise Interrupted once; later ones are ignored, so that the
-    clean-up they started is not cut short."""
-    def handler(signum, _frame):
-        for sig in (signal.SIGINT, signal.SIGTERM):
-            signal.signal(sig, signal.SIG_IGN)
-        raise Interrupted(signum)
-
-    previous = {sig: signal.signal(sig, handler) for sig in (signal.SIGINT, signal.SIGTERM)}
-    try:
-        yield
-    finally:
-        for sig, action in previous.items():
-            signal.signal(sig, action)
-
-
 def cmd_ocr(args) -> int:
-    """One-shot: no daemon, a throw-away data directory, the same pipeline.
-
-    Nobody is there to review, so no page waits for review: each is scored and routed
-    as the daemon would, and those that would have gone to review are named on stderr
-    with their reasons (exit code 3)."""
-    from appliance.daemon import Appliance
+    """One-shot: no daemon, a throw-away data directory, the same pipeline."""
+    from appliance.oneshot import run_once
     from appliance.server import configure_logging
 
     settings = load_settings(args.config)
     configure_logging("WARNING")
-    try:
-        with _interruptible(), tempfile.TemporaryDirectory(prefix="appliance-ocr-") as tmp:
-            paths = replace(settings.paths, data_dir=Path(tmp) / "data",
-                            output_dir=Path(tmp) / "output")
-            appliance = Appliance(replace(settings, paths=paths,
-                                          review=replace(settings.review, enabled=False)))
-            started = False
-            try:
-                appliance.start()
-                started = True
-                views = _read_all(appliance, [Path(f) for f in args.files])
-                return _report(appliance, views, args.format)
-            finally:
-                if started:
-                    appliance.stop()
-    except Interrupted as exc:
-        sys.stderr.write(f"\ninterrupted ({exc}); nothing was kept\n")
-        return 128 + exc.signum
-
-
-def _read_all(appliance, files: list[Path]) -> list:
-    """Submit ``files`` and wait, with a progress bar, until each is final."""
-    from appliance.intake import SubmitOptions
-    from appliance.store import queries
-
-    docs = [appliance.submit_path(f, SubmitOptions(source="cli")) for f in files]
-    total, shown = sum(d.page_count for d in docs), -1
-    while True:
-        views = [queries.get_document(appliance.db, d.id) for d in docs]
-        done = sum(1 for v in views for p in v.pages if p.status in ("done", "failed"))
-        if done != shown:
-            _progress(done, total)
-            shown = done
-        if all(v.is_final for v in views):
-            sys.stderr.write("\n")
-            return views
-        time.sleep(POLL_S)
-
-
-def _report(appliance, views: list, fmt: str) -> int:
-    """Each document's result to stdout; failures, and the pages that would have gone
-    to review with their reasons, to stderr. Answers the exit code."""
-    from appliance.export import render
-    from appliance.quality.routing import REVIEW_CODES, reason_code
-    from appliance.store import queries
-
-    code = OCR_OK
-    for view in views:
-        if view.doc.error_code:
-            code = OCR_FAILED
-            sys.stderr.write(f"{view.doc.name}: failed ({view.doc.error_code}): "
-                             f"{view.doc.error_message}\n")
-            continue
-        if len(views) > 1 and fmt != "json":
-            sys.stdout.write(f"==> {view.doc.name} <==\n")
-        sys.stdout.write(render(appliance.db, view.doc.id)[fmt])
-        if view.status != "done":
-            code = OCR_FAILED
-        for page, result in queries.accepted_results(appliance.db, view.doc.id):
-            held = [r for r in (result.reasons or []) if reason_code(r) in REVIEW_CODES] \
-                if result and page.status == "done" else []
-            if held:
-                code = code or OCR_NEEDS_REVIEW
-                sys.stderr.write(f"{view.doc.name}: page {page.index + 1} would go to review: "
-                                 f"{'; '.join(held)}\n")
-    return code
+    return run_once(settings, [Path(f) for f in args.files], args.format)
 
 
 def cmd_bench(args) -> int:
