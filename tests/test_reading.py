@@ -4,6 +4,8 @@ README (appliance eval)."""
 
 from __future__ import annotations
 
+import math
+
 from appliance.engines.base import Line
 from appliance.reading.markdown import render
 from appliance.reading.order import read_order, rows
@@ -60,6 +62,45 @@ def test_three_columns_under_a_title_that_crosses_the_gutters():
             l.box[2] = l.box[0] + 360
     got = order_of([title, *cols[2], *cols[0], *cols[1]])
     assert got == [title.text] + [l.text for col in cols for l in col]
+
+
+def test_a_page_that_leans_is_read_as_if_level():
+    # Two columns 20 px apart (0.67 line heights), the page turned by half a degree:
+    # the lines 24 rows down move 8 px further left than the top ones, so only 12 px
+    # are white all the way down, too narrow for a gutter, unless the page is read
+    # turned level by the lean the engine measured.
+    lean = 0.5
+    left = column(100, 100, [f"left {t}" for t in PROSE * 3], pitch=36)
+    right = column(500, 100, [f"right {t}" for t in PROSE * 3], pitch=36)
+    cos, sin = math.cos(math.radians(lean)), math.sin(math.radians(lean))
+    for l in left + right:
+        x, y = (l.box[0] + l.box[2]) / 2, (l.box[1] + l.box[3]) / 2
+        dx, dy = x * cos - y * sin - x, x * sin + y * cos - y
+        l.box = [l.box[0] + dx, l.box[1] + dy, l.box[2] + dx, l.box[3] + dy]
+    straight = [l.text for l in left] + [l.text for l in right]
+    boxes = [list(l.box) for l in left + right]
+    assert [l.text for block in read_order(left + right, lean_deg=lean)
+            for row in block.rows for l in row] == straight
+    assert [l.box for l in left + right] == boxes  # the lines keep their own boxes
+    assert order_of(left + right) != straight
+
+
+def test_a_line_reaching_into_the_gutter_does_not_close_it():
+    left = column(100, 100, [f"left {t}" for t in PROSE])
+    right = column(520, 100, [f"right {t}" for t in PROSE])
+    left[3].box[2] = 505  # a long line of the ragged left column: 15 of the 40 px white
+    assert order_of(left + right) == [l.text for l in left] + [l.text for l in right]
+
+
+def test_columns_under_a_list_across_the_page():
+    # OCRmyPDF's linn.png: bullets across the page, 0.73 line heights of white, then two
+    # columns; a short bullet ends left of the gutter, the long ones cross it
+    bullets = [line(f"• feature {i} of the sequencer, described in a sentence", 100,
+                    40 + 36 * i, 400 if i % 3 == 0 else 900) for i in range(10)]
+    left = column(100, 40 + 36 * 10 + 16, [f"left {t}" for t in PROSE])
+    right = column(520, 40 + 36 * 10 + 16, [f"right {t}" for t in PROSE])
+    got = order_of([*right, *bullets, *left])
+    assert got == [l.text for l in bullets] + [l.text for l in left] + [l.text for l in right]
 
 
 def test_a_receipt_reads_row_by_row_not_labels_then_values():

@@ -14,6 +14,7 @@ Output conventions (``appliance.reading``):
 from __future__ import annotations
 
 import logging
+import math
 import time
 from importlib.metadata import version
 from pathlib import Path
@@ -28,7 +29,6 @@ from appliance.reading.markdown import render
 from appliance.reading.order import read_order
 
 log = logging.getLogger(__name__)
-
 
 
 def make_rapidocr(threads: int) -> RapidOCR:
@@ -66,7 +66,8 @@ def bare_loop(pages: list[Path], *, threads: int = 2, **_engine_options) -> floa
 
 # How lines become text and Markdown (appliance.reading): bump it when they change, so
 # the result cache does not serve the old rendering.
-RECIPE = "layout/v1"
+RECIPE = "layout/v2"
+LEAN_MIN_ASPECT = 3.0
 
 
 class ClassicEngine:
@@ -101,7 +102,7 @@ class ClassicEngine:
                                return_single_char_box=True)
         except Exception as exc:  # any failure inside RapidOCR/onnxruntime is an engine failure
             raise EngineError(f"classic OCR failed: {exc}") from exc
-        lines = []
+        lines, lean = [], 0.0
         if result.boxes is not None and result.txts is not None:
             chars = result.word_results or [None] * len(result.txts)
             lines = [
@@ -111,7 +112,8 @@ class ClassicEngine:
                                                          result.scores, chars)
                 if text.strip()
             ]
-        blocks = read_order(lines)
+            lean = _lean(result.boxes)
+        blocks = read_order(lines, lean_deg=lean)
         page = render(blocks)
         log.debug(
             "event=classic_recognize doc_type=%s lines=%d blocks=%d ms=%d",
@@ -138,6 +140,17 @@ def _words(text: str, chars) -> list[dict] | None:
         result.append({"text": word, "box": _quad_to_box(quads),
                        "score": round(min(float(conf) for _char, conf, _quad in mine), 4)})
     return result
+
+
+def _lean(quads) -> float:
+    """How far the page's text lines descend to the right, in degrees: the median slope
+    of the top edges of the line quads (RapidOCR's detector fits each line a rotated
+    rectangle) among lines at least LEAN_MIN_ASPECT times longer than tall, whose
+    slope a pixel of rounding does not swing. 0.0 without such lines."""
+    slopes = [math.degrees(math.atan2(quad[1][1] - quad[0][1], quad[1][0] - quad[0][0]))
+              for quad in quads
+              if quad[1][0] - quad[0][0] >= LEAN_MIN_ASPECT * max(1.0, quad[3][1] - quad[0][1])]
+    return float(np.median(slopes)) if slopes else 0.0
 
 
 def _quad_to_box(quad: np.ndarray) -> list[float]:
