@@ -9,8 +9,9 @@ Four datasets in the plain layout (``<stem>.png`` beside ``<stem>.txt`` or ``.md
 - ``receipts``: a shop's name, item rows with prices at the right edge, totals as
   label/value pairs; the truth reads row by row.
 - ``tables``: a heading over a ruled or unruled table; the truth is Markdown (TEDS).
-- ``degraded``: one column of text, scanned badly: leaning, blurred, noisy, faint,
-  JPEG-compressed.
+- ``degraded``: one column of text, scanned badly: leaning, low resolution, blurred,
+  noisy, faint, JPEG-compressed, from a fair copy to barely legible (the set for
+  judging confidence: its truth is exact, so every error is the reader's).
 
 They are the measure for the layout work that real scans of these kinds need; real
 scans remain the check (`appliance eval` on FUNSD, SROIE, ...).
@@ -193,18 +194,28 @@ def _degraded_page(rng: random.Random) -> tuple[Image.Image, str, str]:
 
 
 def _scan(page: Image.Image, rng: random.Random, *, mild: bool) -> Image.Image:
-    """What a scanner and a tired photocopier do to a page."""
+    """What a scanner and a tired photocopier do to a page. A mild scan is a good
+    office scanner's; otherwise the damage has a severity drawn evenly from 0 (a fair
+    copy) to 1 (barely legible: a third of the resolution, heavy blur and noise, grey
+    paper, hard JPEG), so a set spans pages a reader gets right and pages it does not,
+    and confidence has something to separate."""
+    severity = 0.0 if mild else rng.random()
     angle = rng.uniform(-0.6, 0.6) if mild else rng.uniform(-3.0, 3.0)
     page = page.convert("L").rotate(angle, resample=Image.BICUBIC, expand=False, fillcolor=255)
+    if not mild:  # scanned at a lower resolution
+        scale = 1.0 - 0.65 * severity
+        page = page.resize((round(page.width * scale), round(page.height * scale)),
+                           Image.LANCZOS)
     if not mild or rng.random() < 0.3:
-        page = page.filter(ImageFilter.GaussianBlur(rng.uniform(0.4, 1.2 if mild else 1.6)))
+        radius = rng.uniform(0.4, 1.2) if mild else 0.3 + 1.5 * severity * rng.uniform(0.6, 1.0)
+        page = page.filter(ImageFilter.GaussianBlur(radius))
     pixels = np.asarray(page, dtype=np.float32)
-    if not mild:
-        low, high = rng.uniform(40, 110), rng.uniform(200, 245)  # faint, grey paper
+    if not mild:  # faint toner on grey paper
+        low, high = 20 + 110 * severity, 250 - 50 * severity * rng.random()
         pixels = low + pixels * (high - low) / 255
-    noise = rng.uniform(3, 8 if mild else 22)
+    noise = rng.uniform(3, 8) if mild else 4 + 30 * severity
     pixels = pixels + np.random.default_rng(rng.randrange(2**32)).normal(0, noise, pixels.shape)
     page = Image.fromarray(np.clip(pixels, 0, 255).astype(np.uint8))
     buffer = io.BytesIO()
-    page.save(buffer, format="JPEG", quality=rng.randint(35, 60) if not mild else 85)
+    page.save(buffer, format="JPEG", quality=85 if mild else round(70 - 50 * severity))
     return Image.open(io.BytesIO(buffer.getvalue())).convert("RGB")
