@@ -1,14 +1,15 @@
 # Two entry points do all set-up on a fresh machine:
-#   make run   - create .venv on first use, then serve the appliance
-#   make test  - create .venv on first use, install Chromium if missing (the browser
-#                tests drive it through Playwright) and systemd's tools (the unit file
-#                tests run systemd-analyze), then run the test suite
+#   make run   - create .venv on first use, install Tesseract if missing (the classic
+#                engine's second reader for pages in doubt), then serve the appliance
+#   make test  - the same set-up, Chromium if missing (the browser tests drive it
+#                through Playwright) and systemd's tools (the unit file tests run
+#                systemd-analyze), then run the test suite
 PYTHON ?= python3
 VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 
-.PHONY: run test chromium systemd clean
+.PHONY: run test tesseract chromium systemd clean
 
 $(STAMP): pyproject.toml
 	test -d $(VENV) || $(PYTHON) -m venv $(VENV)
@@ -17,8 +18,12 @@ $(STAMP): pyproject.toml
 	$(BIN)/pip install -e '.[test]'
 	touch $(STAMP)
 
-run: $(STAMP)
+run: $(STAMP) tesseract
 	$(BIN)/appliance serve $(if $(CONFIG),--config $(CONFIG))
+
+# Debian's Tesseract 5 with English; other languages are tesseract-ocr-<lang>.
+tesseract:
+	command -v tesseract >/dev/null || (apt-get update && apt-get install -y --no-install-recommends tesseract-ocr)
 
 # Debian's Chromium for tests/test_browser.py; Playwright's own browser download is not used.
 chromium:
@@ -29,7 +34,7 @@ chromium:
 systemd:
 	command -v systemd-analyze >/dev/null || (apt-get update && apt-get install -y --no-install-recommends systemd)
 
-test: $(STAMP) chromium systemd
+test: $(STAMP) tesseract chromium systemd
 	$(BIN)/python -m pytest $(PYTEST_ARGS)
 
 clean:

@@ -187,8 +187,12 @@ class ReviewSettings:
     sample_rate: float = field(default=0.1, metadata={"min": 0.0, "max": 1.0})
     always_review: list[str] = field(default_factory=list,
                                      metadata={"choices": DOC_TYPES, "empty_ok": True})
-    # A vision reading short of accept_from is compared with a classic reading.
+    # A reading short of accept_from is compared with another engine's: a vision
+    # reading with a classic one, a classic reading with Tesseract's (when installed).
     second_opinion: bool = True
+    # Tesseract's languages for that second reading, e.g. "eng+deu" (each installed as
+    # Debian's tesseract-ocr-<lang>).
+    second_opinion_languages: str = "eng"
     lock_minutes: float = field(default=15.0, metadata={"min": 1.0, "max": 24 * 60.0})
     users_file: Path = Path("users.toml")
     required_fields: list[RequiredField] = field(default_factory=list)

@@ -46,7 +46,7 @@ log = logging.getLogger(__name__)
 
 FINISH_PENDING_S = 30
 # [review] keys read once at start-up: a reload cannot change them
-REVIEW_RESTART_KEYS = ("second_opinion", "users_file")
+REVIEW_RESTART_KEYS = ("second_opinion", "second_opinion_languages", "users_file")
 
 
 def resolve_engine(settings: Settings) -> tuple[WorkerSpec, str | None]:
@@ -56,7 +56,8 @@ def resolve_engine(settings: Settings) -> tuple[WorkerSpec, str | None]:
     common = {"log_level": settings.logging.level, "preprocess": settings.preprocess,
               "cache_dir": settings.paths.data_dir / "cache" if engine.result_cache else None,
               "second_opinion_below": (settings.review.accept_from
-                                       if settings.review.second_opinion else None)}
+                                       if settings.review.second_opinion else None),
+              "second_opinion_languages": settings.review.second_opinion_languages}
     classic = WorkerSpec("classic", {"threads": engine.threads}, **common)
     if engine.name == "classic":
         return classic, None

@@ -19,6 +19,7 @@ from typing import Literal
 
 from appliance.config import Settings
 from appliance.engines.llama.validate import human_size, inspect_model
+from appliance.engines.tesseract import tesseract_problem
 from appliance.errors import ModelError
 
 Status = Literal["ok", "warn", "FAIL"]
@@ -67,6 +68,7 @@ def doctor(settings: Settings, model: Path | None = None,
     checks.append(_llama_build(engine.name, bool(gpus), uses_vlm))
     checks += _model(settings, model, mmproj, gpus)
     checks.append(_classic(engine.name))
+    checks.append(_second_opinion(settings))
     checks.append(_directory("data_dir", settings.paths.data_dir))
     checks.append(_directory("output_dir", settings.paths.output_dir))
     return checks
@@ -172,6 +174,18 @@ def _classic(engine_name: str) -> Check:
                                         "the appliance's dependencies")
     version = importlib.metadata.version("rapidocr")
     return Check("ok", "classic", f"rapidocr {version} (CPU, models inside the wheel)")
+
+
+def _second_opinion(settings: Settings) -> Check:
+    review = settings.review
+    if not review.second_opinion:
+        return Check("ok", "second_opinion", "off (review.second_opinion = false)")
+    if problem := tesseract_problem(review.second_opinion_languages):
+        return Check("warn", "second_opinion", f"{problem}: classic pages in doubt are not "
+                                               "read a second time, so their confidence is "
+                                               "less sure")
+    return Check("ok", "second_opinion", f"tesseract ({review.second_opinion_languages}) reads "
+                                         "classic pages in doubt a second time")
 
 
 def _directory(label: str, path: Path) -> Check:

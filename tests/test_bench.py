@@ -52,9 +52,17 @@ def test_bench_sends_the_pages_of_an_eval_dataset(tmp_path):
     for i in range(2):
         render_text_page([f"Dataset page {i}"], width=400, height=200).save(data / f"p{i}.png")
         (data / f"p{i}.txt").write_text(f"Dataset page {i}\n")
-    result = bench(tmp_path, {"engine": {"name": "classic", "threads": 1}},
+    # every page is in doubt below accept_from 1.0: Tesseract reads each again, and
+    # that cost is reported on its own
+    result = bench(tmp_path, {"engine": {"name": "classic", "threads": 1},
+                              "review": {"accept_from": 1.0}},
                    "--limit", "2", "--dataset", str(data))
     assert result["source"] == str(data) and result["appliance"]["pages_done"] == 2
+    second = result["second_opinion"]
+    assert second["pages"] == second["of_pages"] == 2
+    assert second["mean_ms"] > 0 and 0 < second["share_of_service"] < 1
+    assert "second_opinion_ms" not in result["stage_ms"]
+    assert "2 of 2 pages in doubt read again" in result["stdout"]
 
 
 def test_bench_fixed_tokens_and_the_degenerate_injection_on_the_tiny_model(tmp_path, tiny_model):

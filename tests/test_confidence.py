@@ -8,8 +8,9 @@ import pytest
 from appliance.config import DOC_TYPES
 from appliance.engines.base import Line, Recognition
 from appliance.quality.confidence import (
-    AGREEMENT_CONFIRMS,
+    CLASSIC_CHECK,
     EXPECTED_CHARS,
+    VISION_CHECK,
     Confidence,
     bad_chars,
     needs_second_opinion,
@@ -206,7 +207,7 @@ def test_agreement_and_disagreement():
     alone = score_page(reading, doc_type="invoice")
     assert alone.signals["agreement"] is None
     agree = score_page(reading, doc_type="invoice", second_opinion=classic())
-    assert agree.signals["agreement"] >= AGREEMENT_CONFIRMS
+    assert agree.signals["agreement"] >= VISION_CHECK[0]
     assert agree.score > alone.score
     assert agree.penalties == []
     # a confirmed reading is no longer named unsure
@@ -220,6 +221,23 @@ def test_agreement_and_disagreement():
     assert disagree.signals["agreement"] < 0.5
     assert "disagreement" in disagree.penalties
     assert disagree.score < alone.score
+
+
+def test_tesseract_confirms_a_classic_reading_but_its_disagreement_is_no_penalty():
+    reading = classic(score=0.97)  # in doubt: below auto-accept on its own
+    alone = score_page(reading, doc_type="invoice")
+    assert alone.score < 0.75
+    # Tesseract misreads a few words of a page it reads: still confirms
+    words = CLEAN_TEXT.replace("Acme Office Supplies Ltd, 12 Market Street",
+                               "Acrne 0ffice Suppl1es Ltd, I2 Markct Strect"
+                               ).replace("cartridge", "cartrldgc")
+    confirmed = score_page(reading, doc_type="invoice", second_opinion=Recognition(words, words))
+    assert CLASSIC_CHECK[0] <= confirmed.signals["agreement"] < 0.95
+    assert confirmed.score > alone.score
+    # it reads nothing of a poor scan the classic engine read: no verdict either way
+    unread = score_page(reading, doc_type="invoice", second_opinion=Recognition("", ""))
+    assert unread.signals["agreement"] == 0.0
+    assert unread.score == alone.score and "disagreement" not in unread.penalties
 
 
 def test_agreement_ignores_reading_order_markup_and_case():
@@ -271,8 +289,11 @@ def test_needs_second_opinion():
     shaky = score_page(vlm(logprob=-0.3), doc_type="invoice")
     assert needs_second_opinion(shaky, accept_from=0.75)
     assert not needs_second_opinion(score_page(vlm(), doc_type="invoice"), accept_from=0.75)
-    # already compared, a classic reading, a fallback: nothing to compare against
+    # a classic reading in doubt is read again too (by Tesseract), a sure one is not
+    assert needs_second_opinion(score_page(classic(score=0.7), doc_type="invoice"), 0.75)
+    assert not needs_second_opinion(score_page(classic(), doc_type="invoice"), 0.75)
+    # already compared, a fallback, no evidence: nothing to compare against
     compared = score_page(vlm(logprob=-0.3), doc_type="invoice", second_opinion=classic())
     assert not needs_second_opinion(compared, accept_from=1.0)
-    assert not needs_second_opinion(score_page(classic(score=0.7), doc_type="invoice"), 0.75)
     assert not needs_second_opinion(Confidence(0.3, {"source": "lines", "fallback": True}), 0.75)
+    assert not needs_second_opinion(Confidence(0.3, {"source": "none"}), 0.75)

@@ -33,6 +33,7 @@ from appliance.config import PreprocessSettings
 from appliance.engines import create_engine
 from appliance.engines.base import Engine, PageRequest, Recognition
 from appliance.engines.cache import ResultCache, image_digest
+from appliance.engines.tesseract import TesseractReader, tesseract_problem
 from appliance.errors import ApplianceError, DegenerateOutput
 from appliance.quality.confidence import Confidence, needs_second_opinion, score_page
 from appliance.quality.postprocess import postprocess
@@ -52,8 +53,10 @@ class WorkerSpec:
     log_level: str = "INFO"
     preprocess: PreprocessSettings = field(default_factory=PreprocessSettings)
     cache_dir: Path | None = None  # the result cache; None: every page is read
-    # a vision reading whose confidence is under this gets a classic second opinion
+    # a reading whose confidence is under this gets a second opinion: a vision reading
+    # the classic engine's, a classic reading Tesseract's (in these languages)
     second_opinion_below: float | None = None
+    second_opinion_languages: str = "eng"
 
 
 @dataclass(frozen=True)
@@ -83,6 +86,7 @@ class PagePipeline:
     cache: ResultCache | None = None
     classify_upside_down: Callable | None = None
     second_opinion_below: float | None = None
+    second_reader: TesseractReader | None = None  # reads classic pages in doubt again
 
 
 def warmup_image() -> Image.Image:
@@ -125,8 +129,16 @@ def run_job(pipeline: PagePipeline, job: Job, background: ThreadPoolExecutor) ->
             timings["cache_ms"] = (time.perf_counter() - start) * 1000
         start = time.perf_counter()
         postprocess(recognition)
-        confidence = _score(pipeline, image, request, recognition)
+        confidence = score_page(recognition, doc_type=request.doc_type)
         timings["postprocess_ms"] = (time.perf_counter() - start) * 1000
+        below = pipeline.second_opinion_below
+        if below is not None and needs_second_opinion(confidence, below):
+            start = time.perf_counter()
+            second = _second_reading(pipeline, image, request, confidence)
+            timings["second_opinion_ms"] = (time.perf_counter() - start) * 1000
+            if second is not None:
+                confidence = score_page(recognition, doc_type=request.doc_type,
+                                        second_opinion=second)
         recognition.provenance["preprocess"] = [step.to_dict() for step in steps]
         recognition.provenance["image_size"] = [image.width, image.height]
         saving.result()
@@ -146,16 +158,15 @@ def run_job(pipeline: PagePipeline, job: Job, background: ThreadPoolExecutor) ->
             **recognition.to_dict()}
 
 
-def _score(pipeline: PagePipeline, image: Image.Image, request: PageRequest,
-           recognition: Recognition) -> Confidence:
-    """The page's confidence; a doubtful vision reading is compared with a classic one."""
-    confidence = score_page(recognition, doc_type=request.doc_type)
-    below = pipeline.second_opinion_below
-    if (below is None or pipeline.engine.name != "llama" or "fallback" in recognition.flags
-            or request.engine == "classic" or not needs_second_opinion(confidence, below)):
-        return confidence
-    second = pipeline.engine.recognize(image, replace(request, engine="classic"))
-    return score_page(recognition, doc_type=request.doc_type, second_opinion=second)
+def _second_reading(pipeline: PagePipeline, image: Image.Image, request: PageRequest,
+                    confidence: Confidence) -> Recognition | None:
+    """Another engine's reading of a page in doubt: the classic engine's of a vision
+    reading, Tesseract's of a classic one. None when there is no other engine."""
+    if confidence.signals.get("source") == "tokens":
+        return pipeline.engine.recognize(image, replace(request, engine="classic"))
+    if pipeline.second_reader is not None:
+        return pipeline.second_reader.read(image)
+    return None
 
 
 def _exit_with_parent(parent_pid: int) -> None:
@@ -176,6 +187,11 @@ def worker_main(spec: WorkerSpec, conn: Connection, parent_pid: int) -> None:
         pipeline = PagePipeline(engine, spec.preprocess,
                                 ResultCache(spec.cache_dir) if spec.cache_dir else None,
                                 second_opinion_below=spec.second_opinion_below)
+        if spec.second_opinion_below is not None:
+            if problem := tesseract_problem(spec.second_opinion_languages):
+                log.warning("classic pages in doubt get no second opinion: %s", problem)
+            else:
+                pipeline.second_reader = TesseractReader(spec.second_opinion_languages)
         if spec.preprocess.enabled and spec.preprocess.orientation:
             from appliance.engines.orientation import UpsideDownClassifier  # the worker's import
 
