@@ -196,14 +196,14 @@ def _degraded_page(rng: random.Random) -> tuple[Image.Image, str, str]:
 def _scan(page: Image.Image, rng: random.Random, *, mild: bool) -> Image.Image:
     """What a scanner and a tired photocopier do to a page. A mild scan is a good
     office scanner's; otherwise the damage has a severity drawn evenly from 0 (a fair
-    copy) to 1 (barely legible: a third of the resolution, heavy blur and noise, grey
-    paper, hard JPEG), so a set spans pages a reader gets right and pages it does not,
-    and confidence has something to separate."""
+    copy) to 1 (barely legible: half the resolution, heavy blur and noise, grey paper,
+    hard JPEG), so a set spans pages a reader gets right and pages it does not, and
+    confidence has something to separate."""
     severity = 0.0 if mild else rng.random()
     angle = rng.uniform(-0.6, 0.6) if mild else rng.uniform(-3.0, 3.0)
     page = page.convert("L").rotate(angle, resample=Image.BICUBIC, expand=False, fillcolor=255)
     if not mild:  # scanned at a lower resolution
-        scale = 1.0 - 0.65 * severity
+        scale = 1.0 - 0.5 * severity
         page = page.resize((round(page.width * scale), round(page.height * scale)),
                            Image.LANCZOS)
     if not mild or rng.random() < 0.3:
@@ -211,9 +211,9 @@ def _scan(page: Image.Image, rng: random.Random, *, mild: bool) -> Image.Image:
         page = page.filter(ImageFilter.GaussianBlur(radius))
     pixels = np.asarray(page, dtype=np.float32)
     if not mild:  # faint toner on grey paper
-        low, high = 20 + 110 * severity, 250 - 50 * severity * rng.random()
+        low, high = 20 + 90 * severity, 250 - 50 * severity * rng.random()
         pixels = low + pixels * (high - low) / 255
-    noise = rng.uniform(3, 8) if mild else 4 + 30 * severity
+    noise = rng.uniform(3, 8) if mild else 4 + 24 * severity
     pixels = pixels + np.random.default_rng(rng.randrange(2**32)).normal(0, noise, pixels.shape)
     page = Image.fromarray(np.clip(pixels, 0, 255).astype(np.uint8))
     buffer = io.BytesIO()
