@@ -13,6 +13,7 @@ from appliance.quality.confidence import (
     VISION_CHECK,
     Confidence,
     bad_chars,
+    implausible_figures,
     needs_second_opinion,
     score_page,
     script_mix,
@@ -297,3 +298,26 @@ def test_needs_second_opinion():
     assert not needs_second_opinion(compared, accept_from=1.0)
     assert not needs_second_opinion(Confidence(0.3, {"source": "lines", "fallback": True}), 0.75)
     assert not needs_second_opinion(Confidence(0.3, {"source": "none"}), 0.75)
+
+
+def test_a_misread_figure_keeps_a_receipt_from_auto_accept():
+    sure = [*CLEAN_LINES[:-1]]
+    clean = score_page(classic([*sure, "Total due 160.50 EUR", "Date 31/12/2024"]),
+                       doc_type="receipt")
+    assert clean.signals["misread_amounts"] == clean.signals["impossible_dates"] == 0
+    assert "implausible_figures" not in clean.penalties and clean.score >= 0.75
+    for last, signal in (("Total due 16O.50 EUR", "misread_amounts"),
+                         ("Total due (S.00)", "misread_amounts"),
+                         ("Date 31/13/2024", "impossible_dates")):
+        page = score_page(classic([*sure, last]), doc_type="receipt")
+        assert page.signals[signal] == 1, last
+        assert "implausible_figures" in page.penalties and page.score < 0.75, last
+        # a letter that only looks like a digit is common in other pages' codes: counted,
+        # not penalised
+        other = score_page(classic([*sure, last]), doc_type="generic")
+        assert other.signals[signal] == 1 and "implausible_figures" not in other.penalties
+
+
+def test_dates_either_way_round_and_codes_are_plausible():
+    assert implausible_figures("12/31/2024 31/12/24 1/2/2020 code 4B0-17 3O0 RM 118.50") == (0, 0)
+    assert implausible_figures("00/12/2020 and 1,5O and 12.5O.") == (2, 1)

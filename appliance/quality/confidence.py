@@ -36,8 +36,8 @@ The combination, in three steps (each constant below says why it has its size):
    score is monotone in each signal. The factors' sizes follow the routing bands
    (review below 0.5, accept from 0.75): a problem that means text is known to be
    missing (truncated, empty) takes even a perfect page below 0.5; a problem that
-   rules out auto-accept (fallback, degraded, length anomaly) takes a perfect page
-   below 0.75; a cosmetic one (a level-1 repair) costs a few points.
+   rules out auto-accept (fallback, degraded, length anomaly, a misread figure on a
+   receipt, invoice or table) takes a perfect page below 0.75; a cosmetic one (a level-1 repair) costs a few points.
 
 The signals (``Confidence.signals``): ``source`` ("tokens" | "lines" | "none"),
 ``tokens``, ``logprob_mean``, ``logprob_p10``, ``lines``, ``line_score_mean``,
@@ -45,7 +45,8 @@ The signals (``Confidence.signals``): ``source`` ("tokens" | "lines" | "none"),
 ``expected_min_chars``, ``expected_max_chars``, ``length_anomaly`` ("short" | "long"
 | None), ``blank_page`` (the preprocessor found no ink), ``repair_level``,
 ``repeated_line_ratio``, ``degenerate`` (an engine flagged a loop), ``rung`` (the
-retry-ladder rung that produced the reading), ``bad_chars``, ``dominant_script``,
+retry-ladder rung that produced the reading), ``misread_amounts``,
+``impossible_dates``, ``bad_chars``, ``dominant_script``,
 ``foreign_script_ratio``, ``truncated``, ``truncated_retry``, ``fallback``,
 ``cached``, ``agreement`` (None without a second opinion).
 """
@@ -158,6 +159,17 @@ BAD_CHARS_FACTOR = 0.7
 FOREIGN_SCRIPT_RATIO = 0.05
 FOREIGN_SCRIPT_MIN = 3
 FOREIGN_SCRIPT_FACTOR = 0.85
+
+# The figures of a receipt, an invoice or a table are what the page is for: a figure
+# read with a letter in it, or a date no calendar has, means a reviewer must look, so
+# such a page is never auto-accepted (0.7 x a perfect 1.0 < 0.75). Other types record
+# the counts without a penalty: codes like "4B0-17" are common on them.
+FIGURE_TYPES = ("receipt", "invoice", "table")
+IMPLAUSIBLE_FACTOR = 0.7
+# An amount with a letter a recogniser takes for a digit: "1O.50", "12.5O", "S.00".
+_MISREAD_AMOUNT = re.compile(r"^(?=.*\d)(?=.*[OoIlSB])[\dOoIlSB]+[.,][\dOoIlSB]{2}$")
+_DATE = re.compile(r"(?<![\d/])(\d{1,2})/(\d{1,2})/(\d{4}|\d{2})(?![\d/])")
+_TOKEN_EDGES = "()[]{}<>\"'`:;!?*|$€£¥%"
 
 # Expected page length per document type, in non-whitespace characters: generous
 # bounds (about a third of a sparse page's length, about twice a dense page's), so
@@ -282,6 +294,9 @@ def score_page(recognition: Recognition, *, doc_type: str,
     signals["bad_chars"] = bad
     signals["dominant_script"] = script
     signals["foreign_script_ratio"] = round(foreign / letters, 4) if letters else 0.0
+    signals["misread_amounts"], signals["impossible_dates"] = implausible_figures(text)
+    if doc_type in FIGURE_TYPES and (signals["misread_amounts"] or signals["impossible_dates"]):
+        penalise("implausible_figures", IMPLAUSIBLE_FACTOR)
     if bad:
         penalise("charset_anomaly", BAD_CHARS_FACTOR)
     if foreign >= FOREIGN_SCRIPT_MIN and foreign / letters > FOREIGN_SCRIPT_RATIO:
@@ -404,6 +419,22 @@ def repeated_lines(text: str) -> tuple[float, int]:
     if not content:
         return 0.0, 0
     return (content - len(counts)) / content, max(counts.values())
+
+
+def implausible_figures(text: str) -> tuple[int, int]:
+    """How many amounts have a letter where a digit belongs ("1O.50"), and how many
+    day/month dates are no date read either way round ("31/13/2024")."""
+    amounts = 0
+    for token in text.split():
+        token = token.strip(_TOKEN_EDGES)
+        amounts += bool(_MISREAD_AMOUNT.match(token.removesuffix(".").removesuffix(",")))
+    dates = sum(1 for first, second, _year in _DATE.findall(text)
+                if not (_day_month(int(first), int(second)) or _day_month(int(second), int(first))))
+    return amounts, dates
+
+
+def _day_month(day: int, month: int) -> bool:
+    return 1 <= day <= 31 and 1 <= month <= 12
 
 
 def bad_chars(text: str) -> int:
