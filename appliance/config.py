@@ -314,11 +314,18 @@ def _check_auth(auth: AuthSettings, where) -> None:
                               f"or network; write e.g. \"10.0.0.0/8\" or \"127.0.0.1\"") from None
 
 
+_LANGUAGES = re.compile(r"[A-Za-z_]+(\+[A-Za-z_]+)*")
+
+
 def _check_review(review: ReviewSettings, where) -> None:
     if review.review_below > review.accept_from:
         raise ConfigError(f"{where}: review.review_below ({review.review_below}) is above "
                           f"review.accept_from ({review.accept_from}); lower it or raise "
                           f"accept_from")
+    if not _LANGUAGES.fullmatch(review.second_opinion_languages):
+        raise ConfigError(f"{where}: review.second_opinion_languages = "
+                          f"{review.second_opinion_languages!r} is not a list of Tesseract "
+                          f"languages; write e.g. \"eng\" or \"eng+deu\"")
     for i, required in enumerate(review.required_fields):
         try:
             re.compile(required.pattern)

@@ -26,6 +26,9 @@ def test_shipped_default_loads_and_matches_the_code_defaults(tmp_path):
     ({"engine": {"name": "gpu"}}, "'engine.name' = 'gpu' is not allowed; use one of"),
     ({"server": "x"}, "'server' must be a [server] table"),
     ({"paths": {"data_dir": ""}}, "'paths.data_dir' must be a non-empty path"),
+    ({"review": {"second_opinion_languages": "eng --tessdata-dir /tmp"}},
+     "review.second_opinion_languages = 'eng --tessdata-dir /tmp' is not a list of Tesseract "
+     "languages; write e.g. \"eng\""),
 ])
 def test_bad_keys_and_values_name_the_key_and_the_fix(raw, message):
     with pytest.raises(ConfigError, match=message.replace("[", r"\[").replace("]", r"\]")):

@@ -52,8 +52,6 @@ class TesseractReader:
     """Reads page images with the ``tesseract`` command in ``languages`` (Tesseract's
     form: ``eng``, ``eng+deu``); each must be installed (``tesseract-ocr-<lang>``)."""
 
-    name = "tesseract"
-
     def __init__(self, languages: str = "eng"):
         self.languages = languages
 
