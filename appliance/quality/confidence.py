@@ -163,7 +163,7 @@ FOREIGN_SCRIPT_FACTOR = 0.85
 # The figures of a receipt, an invoice or a table are what the page is for: a figure
 # read with a letter in it, or a date no calendar has, means a reviewer must look, so
 # such a page is never auto-accepted (0.7 x a perfect 1.0 < 0.75). Other types record
-# the counts without a penalty: codes like "4B0-17" are common on them.
+# the counts without a penalty: their figures are not what the page is for.
 FIGURE_TYPES = ("receipt", "invoice", "table")
 IMPLAUSIBLE_FACTOR = 0.7
 # An amount with a letter a recogniser takes for a digit: "1O.50", "12.5O", "S.00".
