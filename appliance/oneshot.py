@@ -45,18 +45,34 @@ class Interrupted(Exception):
         self.signum = signum
 
 
+class _Stop:
+    """The first SIGINT or SIGTERM, noted by the handler and acted on by the run
+    between its steps (``check``). Raising inside the handler instead surfaced in
+    whatever library call was running: SQLAlchemy wrapped it in its own error, and
+    the run ended with a traceback and exit code 1."""
+
+    def __init__(self):
+        self.signum: int | None = None
+
+    def check(self) -> None:
+        if self.signum is not None:
+            raise Interrupted(self.signum)
+
+
 @contextlib.contextmanager
 def _interruptible():
-    """SIGINT and SIGTERM raise Interrupted once; later ones are ignored, so that the
-    clean-up they started is not cut short."""
+    """A _Stop that SIGINT and SIGTERM set once; later signals are ignored, so that the
+    clean-up the first one started is not cut short."""
+    stop = _Stop()
+
     def handler(signum, _frame):
         for sig in (signal.SIGINT, signal.SIGTERM):
             signal.signal(sig, signal.SIG_IGN)
-        raise Interrupted(signum)
+        stop.signum = signum
 
     previous = {sig: signal.signal(sig, handler) for sig in (signal.SIGINT, signal.SIGTERM)}
     try:
-        yield
+        yield stop
     finally:
         for sig, action in previous.items():
             signal.signal(sig, action)
@@ -66,7 +82,8 @@ def run_once(settings: Settings, files: list[Path], fmt: str) -> int:
     """Read ``files`` with ``settings`` in a throw-away data directory; the results to
     stdout, progress and problems to stderr. Answers the exit code."""
     try:
-        with _interruptible(), tempfile.TemporaryDirectory(prefix="appliance-ocr-") as tmp:
+        with _interruptible() as stop, \
+                tempfile.TemporaryDirectory(prefix="appliance-ocr-") as tmp:
             paths = replace(settings.paths, data_dir=Path(tmp) / "data",
                             output_dir=Path(tmp) / "output")
             appliance = Appliance(replace(settings, paths=paths,
@@ -75,7 +92,7 @@ def run_once(settings: Settings, files: list[Path], fmt: str) -> int:
             try:
                 appliance.start()
                 started = True
-                views = _read_all(appliance, files)
+                views = _read_all(appliance, files, stop)
                 return _report(appliance, views, fmt)
             finally:
                 if started:
@@ -85,11 +102,15 @@ def run_once(settings: Settings, files: list[Path], fmt: str) -> int:
         return 128 + exc.signum
 
 
-def _read_all(appliance: Appliance, files: list[Path]) -> list[DocumentView]:
+def _read_all(appliance: Appliance, files: list[Path], stop: _Stop) -> list[DocumentView]:
     """Submit ``files`` and wait, with a progress bar, until each is final."""
-    docs = [appliance.submit_path(f, SubmitOptions(source="cli")) for f in files]
+    docs = []
+    for path in files:
+        stop.check()
+        docs.append(appliance.submit_path(path, SubmitOptions(source="cli")))
     total, shown = sum(d.page_count for d in docs), -1
     while True:
+        stop.check()
         views = [queries.get_document(appliance.db, d.id) for d in docs]
         done = sum(1 for v in views for p in v.pages if p.status in ("done", "failed"))
         if done != shown:
