@@ -60,7 +60,9 @@ def cmd_bench(args) -> int:
 
         if args.shape not in SHAPES:
             raise InvalidRequest(f"unknown shape '{args.shape}'; known: {', '.join(SHAPES)}")
-        model = build_shaped_model(SHAPES[args.shape], settings.paths.data_dir / "bench-models",
+        shape = SHAPES[args.shape]
+        model = build_shaped_model(shape, settings.paths.data_dir / "bench-models",
+                                   quant=shape.quant,
                                    progress=lambda line: sys.stderr.write(line + "\n"))
         tokens = tokens or SHAPED_MODEL_TOKENS
     result = run_bench(settings, pages=args.pages, concurrency=args.concurrency, url=args.url,
@@ -300,8 +302,8 @@ def build_parser() -> argparse.ArgumentParser:
                        help="vision model: make every answer exactly this many tokens")
     bench.add_argument("--cost-per-hour", type=float,
                        help="what the host costs per hour; prints C1M, the cost of 1e6 pages")
-    bench.add_argument("--shape", help="e.g. gemma3-4b: run a random-weight model of this "
-                                       "real shape, Q4_K_M, built once "
+    bench.add_argument("--shape", help="gemma3-4b (Q4_K_M) or gemma3-1b (Q8_0): run a "
+                                       "random-weight model of this real shape, built once "
                             f"into <data_dir>/bench-models (default {SHAPED_MODEL_TOKENS} tokens "
                             "per page; needs disk and time)")
     bench.set_defaults(func=cmd_bench)

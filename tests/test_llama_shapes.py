@@ -50,6 +50,13 @@ def test_the_4b_shape_is_gemma_3_4b(tmp_path: Path) -> None:
     assert 11e9 < estimate_bytes(shape, "Q4_K_M") < 13e9
 
 
+def test_the_1b_shape_is_gemma_3_1b_with_a_small_vision_tower() -> None:
+    shape = SHAPES["gemma3-1b"]
+    assert shape.n_params == pytest.approx(1.0e9, rel=0.01)  # llama.cpp: "model params = 999.89 M"
+    assert (shape.n_embd, shape.n_layer, shape.n_head, shape.n_head_kv) == (1152, 26, 4, 1)
+    assert shape.n_image_tokens == 256 and shape.quant == "Q8_0"
+
+
 def test_a_page_generates_exactly_the_fixed_number_of_tokens(mini: tuple[Path, Path]) -> None:
     model, mmproj = mini
     engine = LlamaEngine(str(model), str(mmproj), n_ctx=2048, threads=1, fixed_tokens=FIXED_TOKENS)

@@ -115,6 +115,7 @@ class ModelShape(GemmaShape):
     rope_freq_base_swa: float = 10_000.0  # sliding-window layers
     rope_scaling_factor: float = 8.0  # linear, global layers only
     vision_layer_norm_eps: float = 1e-6
+    quant: str = "Q4_K_M"  # what `appliance bench --shape` builds it in
 
     def __post_init__(self) -> None:
         problems = self.problems()
@@ -164,6 +165,37 @@ SHAPES: dict[str, ModelShape] = {
             vision_n_ff=4304,
             vision_n_layer=27,
             vision_n_head=16,
+        ),
+        # google/gemma-3-1b-it's text model (its config.json: hidden 1152, intermediate
+        # 6912, 26 layers, 4 heads, 1 KV head, head_dim 256, vocab 262144, max_position
+        # 32768, sliding_window 512 with pattern 6, rope_theta 1e6 and 1e4 locally, no
+        # rope scaling; llama.cpp reads about 1.0 B params) with a small vision tower
+        # (the real 1B has none) that still gives a page 256 image tokens. Its weights
+        # (1 GB at Q8_0) exceed a CPU's caches, so decoding is memory-bound as on a GPU:
+        # the shape for measuring batched decoding on a CPU host (issue 15). 1152 is no
+        # multiple of 256, so the K-quants would fall back; Q8_0 is what the raw loop in
+        # that issue was measured with.
+        ModelShape(
+            name="gemma3-1b",
+            n_vocab=262_144,
+            n_embd=1152,
+            n_layer=26,
+            n_head=4,
+            n_head_kv=1,
+            head_dim=256,
+            n_ff=6912,
+            context_length=32_768,
+            sliding_window=512,
+            sliding_window_pattern=6,
+            rope_scaling_factor=1.0,
+            image_size=896,
+            patch_size=14,
+            n_merge=4,
+            vision_n_embd=128,
+            vision_n_ff=256,
+            vision_n_layer=2,
+            vision_n_head=2,
+            quant="Q8_0",
         ),
         # The same structure, small enough for the test suite: six layers (five local,
         # one global), GQA 2:1, head_dim != n_embd / n_head, K-quant-sized matrices.
