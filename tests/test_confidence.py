@@ -12,15 +12,13 @@ from appliance.quality.confidence import (
     EXPECTED_CHARS,
     VISION_CHECK,
     Confidence,
-    bad_chars,
-    implausible_figures,
     needs_second_opinion,
     score_page,
-    script_mix,
     text_agreement,
     weighted_percentile,
 )
 from appliance.quality.postprocess import postprocess
+from appliance.quality.text_checks import bad_chars, implausible_figures, script_mix
 
 CLEAN_LINES = [
     "INVOICE 2024-0117",
