@@ -94,21 +94,26 @@ def read_order(lines: list[Line], lean_deg: float = 0.0) -> list[Block]:
 
 @contextmanager
 def _levelled(lines: list[Line], lean_deg: float):
-    """The lines' boxes moved as the page turned by ``-lean_deg`` about the origin
-    would move their centres, while the block is running; their own boxes again after.
-    Each keeps its width and height: a line that leans with the page is level then."""
+    """The lines' boxes moved as the page turned by ``-lean_deg`` would move their
+    centres, while the block is running; their own boxes again after. Each keeps its
+    width and height: a line that leans with the page is level then. The turned page
+    is shifted back to where the lines' top-left corner was, so no coordinate turns
+    negative (the gutter search indexes an array by x)."""
     if not lean_deg:
         yield
         return
     own = [line.box for line in lines]
     angle = math.radians(lean_deg)
     cos, sin = math.cos(angle), math.sin(angle)
+    moves = []
+    for x0, y0, x1, y1 in own:
+        x, y = (x0 + x1) / 2, (y0 + y1) / 2
+        moves.append((x * cos + y * sin - x, y * cos - x * sin - y))
+    left = min(box[0] for box in own) - min(box[0] + dx for box, (dx, _dy) in zip(own, moves))
+    top = min(box[1] for box in own) - min(box[1] + dy for box, (_dx, dy) in zip(own, moves))
     try:
-        for line in lines:
-            x0, y0, x1, y1 = line.box
-            x, y = (x0 + x1) / 2, (y0 + y1) / 2
-            dx, dy = x * cos + y * sin - x, y * cos - x * sin - y
-            line.box = [x0 + dx, y0 + dy, x1 + dx, y1 + dy]
+        for line, (x0, y0, x1, y1), (dx, dy) in zip(lines, own, moves):
+            line.box = [x0 + dx + left, y0 + dy + top, x1 + dx + left, y1 + dy + top]
         yield
     finally:
         for line, box in zip(lines, own):
