@@ -119,6 +119,14 @@ class PageTimeout(ApplianceError):
     retryable = True
 
 
+class PagePreempted(ApplianceError):
+    """The page was taken back from the engine (device memory critical, a crash
+    suspect's retry, a drain): it is queued again without charging an attempt."""
+
+    code = "preempted"
+    retryable = True
+
+
 class WorkerCrashed(ApplianceError):
     code = "worker_crashed"
     retryable = True

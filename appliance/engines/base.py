@@ -6,6 +6,7 @@ appliance sees only these types.
 
 from __future__ import annotations
 
+import threading
 from dataclasses import asdict, dataclass, field
 from typing import Protocol
 
@@ -35,6 +36,9 @@ class PageRequest:
     attempt: int = 1  # 1-based; picks the rung of the engine's retry ladder
     deadline: float | None = None  # time.monotonic() by which the engine must answer
     context: str = ""  # the end of the previous page, for engines that can use it
+    # set by the worker to take the page back (memory critical): the engine stops
+    # reading it soon and raises PagePreempted
+    cancel: threading.Event | None = field(default=None, compare=False)
 
 
 @dataclass
@@ -60,6 +64,8 @@ class Recognition:
 
 class Engine(Protocol):
     name: str
+    # pages it reads at once: ``recognize`` is called from up to this many threads
+    slots: int
 
     @property
     def model_id(self) -> str:

@@ -74,6 +74,7 @@ class ClassicEngine:
     """RapidOCR behind the Engine protocol; one instance per worker process."""
 
     name = "classic"
+    slots = 1  # ONNX Runtime already uses the cores for one page
 
     def __init__(self, threads: int = 4):
         self._ocr: RapidOCR | None = make_rapidocr(threads)

@@ -210,6 +210,7 @@ def bare_loop(pages: list[Path], *, model: str, mmproj: str, n_ctx: int = 4096,
 
 class LlamaEngine:
     name = "llama"
+    slots = 1  # pages decoded at once (engine.parallel)
 
     def __init__(self, model: str, mmproj: str, *, n_ctx: int = 4096, n_batch: int = 512,
                  n_gpu_layers: int = -1, flash_attn: bool = True, threads: int = 2,
