@@ -10,8 +10,7 @@ from PIL import Image
 
 from appliance.engines.base import Line, PageRequest, Recognition
 from appliance.engines.cache import ResultCache, image_digest
-from appliance.engines.llama.engine import page_messages
-from appliance.engines.llama.prompts import prompt_for
+from appliance.engines.llama.prompts import prompt_for, user_turn
 from appliance.quality.blocks import format_problems, page_tail
 from appliance.quality.postprocess import postprocess
 from tests.daemon import Daemon
@@ -180,13 +179,12 @@ def test_the_tail_of_a_page_ending_in_a_table_is_its_header_and_last_rows():
 
 
 def test_the_context_goes_before_the_page_image_in_the_prompt():
-    image = Image.new("RGB", (64, 64), "white")
-    plain = page_messages(image, prompt_for("invoice"), 64)[0]["content"]
-    assert [part["type"] for part in plain] == ["image_url", "text"]
-    with_context = page_messages(image, prompt_for("invoice"), 64, "| item | qty |")[0]["content"]
-    assert [part["type"] for part in with_context] == ["text", "image_url", "text"]
-    assert "| item | qty |" in with_context[0]["text"]
-    assert "previous page" in with_context[0]["text"]
+    plain = user_turn(prompt_for("invoice"), "<__media__>")
+    assert plain.startswith("<__media__>") and plain.endswith(prompt_for("invoice").text)
+    with_context = user_turn(prompt_for("invoice"), "<__media__>", "| item | qty |")
+    context, image_and_prompt = with_context.split("<__media__>")
+    assert "| item | qty |" in context and "previous page" in context
+    assert image_and_prompt.strip() == prompt_for("invoice").text
 
 
 def test_vision_pages_are_read_in_order_with_the_previous_page_s_end(tmp_path, daemon,

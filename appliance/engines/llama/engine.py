@@ -1,13 +1,11 @@
-"""The ``llama`` engine: a Gemma-class vision GGUF + mmproj through llama-cpp-python.
+"""The ``llama`` engine: a Gemma-class vision GGUF + mmproj through llama.cpp.
 
 One page is one chat turn: the page image (resized to the model's square input) and
-the document type's prompt. Decoding is greedy. Generation is watched token by
-token by a logits processor, the only hook that sees every token (``max_tokens`` is
-not enforced while the output ends in an incomplete UTF-8 sequence, and the mtmd
-chat handler drops stopping criteria). It records each chosen token's
-log-probability and the step's entropy, and ends the turn early by forcing the
-end-of-generation token when the page's token cap, its deadline or the repetition
-guard trips.
+the document type's prompt, decoded as one sequence of the engine's
+:class:`BatchedDecoder`, which reads up to ``parallel`` pages at once on one copy of
+the weights. Each sequence is watched token by token: each chosen token's
+log-probability and the step's entropy are recorded, and the token cap, the deadline,
+the cancel event or the repetition guard end that sequence alone.
 
 Each attempt of a page climbs the retry ladder (after olmOCR): greedy, then sampled
 at temperature 0.2 with a mild repeat penalty, then the page in overlapping tiles.
@@ -22,126 +20,28 @@ import base64
 import hashlib
 import io
 import logging
-import math
+import threading
 import time
-from dataclasses import dataclass, field, replace
+from dataclasses import replace
 from pathlib import Path
-from typing import Callable
 
-import numpy as np
 from PIL import Image
 
 from appliance.engines.base import PageRequest, Recognition
-from appliance.engines.degeneration import RepetitionGuard
-from appliance.engines.llama.prompts import CONTEXT_VERSION, Prompt, context_text, prompt_for
+from appliance.engines.llama.batched import (SAMPLED_REPEAT_PENALTY, SAMPLED_TEMPERATURE, SEED,
+                                             BatchedDecoder, Decoding, Generation,
+                                             route_native_logs)
+from appliance.engines.llama.prompts import (CONTEXT_VERSION, Prompt, context_text, prompt_for,
+                                             user_turn)
 from appliance.engines.llama.validate import inspect_model
 from appliance.engines.tiling import crop_tiles, decide_tiling, plan_tiles, stitch
-from appliance.errors import DegenerateOutput, PageTimeout
+from appliance.errors import DegenerateOutput, PagePreempted, PageTimeout
 from appliance.quality.markdown import markdown_to_text
 from appliance.raster.layout import analyze
 
 log = logging.getLogger(__name__)
 
 TILE_OVERLAP = 0.15
-SAMPLED_TEMPERATURE = 0.2
-SAMPLED_REPEAT_PENALTY = 1.05  # mild: a strong penalty corrupts faithful repeated rows
-SEED = 0  # sampled attempts stay reproducible
-
-
-@dataclass
-class Generation:
-    text: str
-    tokens: list[dict]
-    stop: str  # "stop" (end of turn) | "length" | "deadline" | "degenerate"
-    reason: str = ""
-
-
-@dataclass
-class TokenWatch:
-    """The logits processor: per-token confidence, and the early stops.
-
-    ``__call__(input_ids, logits)`` runs once per generated token with the raw
-    logits of that step. The token chosen at step k is ``input_ids[-1]`` at step
-    k + 1, so its log-probability is looked up in the previous step's
-    log-softmax (under greedy decoding it is that row's maximum).
-    """
-
-    detokenize: Callable[[list[int]], bytes]
-    end_token: int
-    max_tokens: int
-    deadline: float | None
-    fixed: bool = False  # benchmark mode: exactly max_tokens tokens, no guard, no early end
-    guard: RepetitionGuard | None = field(default_factory=RepetitionGuard)
-    tokens: list[dict] = field(default_factory=list)
-    stop: str = "stop"
-    reason: str = ""
-    _ending: bool = False
-    _prev_logprobs: np.ndarray | None = None
-    _prev_entropy: float = 0.0
-
-    def __post_init__(self):
-        if self.fixed:
-            self.guard = None
-
-    def __call__(self, input_ids: np.ndarray, logits: np.ndarray) -> np.ndarray:
-        if self._ending:
-            return self._force_end(logits)
-        if self._prev_logprobs is not None:
-            self._record(int(input_ids[-1]))
-            if self.stop == "degenerate":
-                return self._end(self.stop, self.reason, logits)
-        shifted = logits.astype(np.float32) - np.max(logits)
-        log_z = math.log(float(np.sum(np.exp(shifted))))
-        self._prev_logprobs = shifted - log_z
-        probs = np.exp(self._prev_logprobs)
-        self._prev_entropy = float(-np.sum(probs * self._prev_logprobs))
-        if len(self.tokens) >= self.max_tokens:
-            return self._end("stop" if self.fixed else "length",
-                             f"token cap of {self.max_tokens} reached", logits)
-        if self.deadline is not None and time.monotonic() > self.deadline:
-            return self._end("deadline", "page deadline reached during generation", logits)
-        if self.fixed:  # the answer may not end before its fixed length
-            logits = logits.copy()
-            logits[self.end_token] = -np.inf
-        return logits
-
-    def _record(self, token: int) -> None:
-        piece = self.detokenize([token]).decode("utf-8", errors="replace")
-        self.tokens.append({"t": piece, "lp": round(float(self._prev_logprobs[token]), 4),
-                            "h": round(self._prev_entropy, 4)})
-        reason = self.guard.feed(piece, token) if self.guard else None
-        if reason:
-            self.stop, self.reason = "degenerate", reason
-
-    def _end(self, stop: str, reason: str, logits: np.ndarray) -> np.ndarray:
-        self.stop, self.reason, self._ending = stop, reason, True
-        return self._force_end(logits)
-
-    def _force_end(self, logits: np.ndarray) -> np.ndarray:
-        forced = np.full_like(logits, -np.inf)
-        forced[self.end_token] = 0.0
-        return forced
-
-
-_NATIVE_WARN, _NATIVE_ERROR = 3, 4  # enum ggml_log_level in ggml.h
-
-
-def _route_native_logs() -> None:
-    """Send llama.cpp's and mtmd's own log lines through `logging`, warnings and errors
-    only: mtmd prints every prompt chunk per call, whatever `verbose` says."""
-    import llama_cpp
-    from llama_cpp import mtmd_cpp
-
-    @llama_cpp.llama_log_callback
-    def forward(level: int, text: bytes, _user_data) -> None:
-        if level in (_NATIVE_WARN, _NATIVE_ERROR):
-            log.log(logging.WARNING if level == _NATIVE_WARN else logging.ERROR, "llama.cpp: %s",
-                    text.decode("utf-8", errors="replace").rstrip())
-
-    _route_native_logs.callback = forward  # ctypes callbacks must outlive their use
-    llama_cpp.llama_log_set(forward, None)
-    mtmd_cpp.mtmd_log_set(forward, None)
-    mtmd_cpp.mtmd_helper_log_set(forward, None)
 
 
 def _data_uri(image: Image.Image, side: int) -> str:
@@ -162,7 +62,7 @@ def load_llama(model: str, mmproj: str, *, n_ctx: int, n_batch: int, n_gpu_layer
     from llama_cpp import Llama
     from llama_cpp.llama_chat_format import MTMDChatHandler
 
-    _route_native_logs()
+    route_native_logs()
     return Llama(model_path=str(model),
                  chat_handler=MTMDChatHandler(clip_model_path=str(mmproj), verbose=False),
                  n_ctx=n_ctx, n_batch=n_batch, n_gpu_layers=n_gpu_layers, flash_attn=flash_attn,
@@ -210,24 +110,25 @@ def bare_loop(pages: list[Path], *, model: str, mmproj: str, n_ctx: int = 4096,
 
 class LlamaEngine:
     name = "llama"
-    slots = 1  # pages decoded at once (engine.parallel)
 
-    def __init__(self, model: str, mmproj: str, *, n_ctx: int = 4096, n_batch: int = 512,
-                 n_gpu_layers: int = -1, flash_attn: bool = True, threads: int = 2,
-                 retry_ladder: list[str] | None = None, max_tokens: int = 0,
+    def __init__(self, model: str, mmproj: str, *, parallel: int = 1, n_ctx: int = 4096,
+                 n_batch: int = 512, n_gpu_layers: int = -1, flash_attn: bool = True,
+                 threads: int = 2, retry_ladder: list[str] | None = None, max_tokens: int = 0,
                  fixed_tokens: int = 0, auto_tiling: bool = True, model_sha256: str = "",
                  mmproj_sha256: str = ""):
         self.info = inspect_model(model, mmproj)  # refuse a bad pair before llama.cpp sees it
+        self.slots = parallel  # pages decoded at once, one sequence each; n_ctx is per page
         self.ladder = retry_ladder or ["greedy", "sampled", "tiled"]
         self.max_tokens = max_tokens  # 0: each document type's own cap
         self.fixed_tokens = fixed_tokens  # benchmarks: every answer exactly this long
         self.auto_tiling = auto_tiling  # strips from the first attempt for small or dense print
-        self._llm = load_llama(model, mmproj, n_ctx=n_ctx, n_batch=n_batch,
-                               n_gpu_layers=n_gpu_layers, flash_attn=flash_attn, threads=threads)
-        self._end_token = self._llm.token_eos()
+        self._decoder = BatchedDecoder(model, mmproj, slots=parallel, n_ctx=n_ctx,
+                                       n_batch=n_batch, n_gpu_layers=n_gpu_layers,
+                                       flash_attn=flash_attn, threads=threads)
         self._model_id = f"{self.info.name}@{self.info.model_size}"
         self._files = {"model_sha256": model_sha256, "mmproj_sha256": mmproj_sha256}
         self._classic = None  # the fallback reader, created on first need
+        self._classic_lock = threading.Lock()  # page threads share one classic reader
         self._threads = threads
 
     @property
@@ -244,7 +145,7 @@ class LlamaEngine:
 
     def recognize(self, image: Image.Image, request: PageRequest) -> Recognition:
         if request.engine == "classic":
-            return self._classic_reader().recognize(image, request)
+            return self._read_classic(image, request)
         prompt = prompt_for(request.doc_type)
         rung = self.ladder[min(request.attempt, len(self.ladder)) - 1]
         last_rung = request.attempt >= len(self.ladder)
@@ -300,27 +201,27 @@ class LlamaEngine:
     def _raise_if_failed(generation: Generation) -> None:
         if generation.stop == "degenerate":
             raise DegenerateOutput(f"the model's output degenerated ({generation.reason})")
+        if generation.stop == "cancelled":
+            raise PagePreempted("the page was taken back from the engine; it is queued "
+                                "again without counting an attempt")
         if generation.stop == "deadline":
             raise PageTimeout("the page's deadline passed while the model was writing; "
                               "raise workers.page_timeout_s or lower the page's size")
 
     def generate(self, image: Image.Image, prompt: Prompt, request: PageRequest,
-                  sampled: bool) -> Generation:
-        from llama_cpp import LogitsProcessorList
-
+                 sampled: bool) -> Generation:
+        side = self.info.image_size
+        square = image.resize((side, side), Image.Resampling.LANCZOS)
         max_tokens = (self.fixed_tokens or
                       min(prompt.max_tokens, self.max_tokens or prompt.max_tokens))
-        watch = TokenWatch(detokenize=self._llm.detokenize, end_token=self._end_token,
-                           max_tokens=max_tokens, deadline=request.deadline,
-                           fixed=bool(self.fixed_tokens))
-        response = self._llm.create_chat_completion(
-            messages=page_messages(image, prompt, self.info.image_size, request.context),
-            max_tokens=max_tokens + 8,  # our cap comes first
-            temperature=SAMPLED_TEMPERATURE if sampled else 0.0,
-            repeat_penalty=SAMPLED_REPEAT_PENALTY if sampled else 1.0,
-            seed=SEED, logits_processor=LogitsProcessorList([watch]))
-        text = response["choices"][0]["message"]["content"] or ""
-        return Generation(text.strip(), watch.tokens, watch.stop, watch.reason)
+        return self._decoder.generate(Decoding(
+            square, user_turn(prompt, self._decoder.image_marker, request.context),
+            max_tokens=max_tokens, deadline=request.deadline, fixed=bool(self.fixed_tokens),
+            sampled=sampled, cancel=request.cancel))
+
+    def decode_stats(self) -> dict:
+        """Where the decode loop's time went since it started (for `bench`)."""
+        return self._decoder.stats.to_dict()
 
     @staticmethod
     def _recognition(markdown: str, tokens: list[dict], provenance: dict, flags: list[str],
@@ -331,18 +232,26 @@ class LlamaEngine:
     def _classic_reader(self):
         from appliance.engines.classic import ClassicEngine
 
-        if self._classic is None:
-            self._classic = ClassicEngine(threads=self._threads)
+        with self._classic_lock:
+            if self._classic is None:
+                self._classic = ClassicEngine(threads=self._threads)
         return self._classic
 
+    def _read_classic(self, image: Image.Image, request: PageRequest) -> Recognition:
+        """The classic engine's reading (fallback, second opinion), one page at a time:
+        its ONNX Runtime sessions already use the cores."""
+        reader = self._classic_reader()
+        with self._classic_lock:
+            return reader.recognize(image, request)
+
     def _fallback(self, image, request, provenance, reason: str) -> Recognition:
-        result = self._classic_reader().recognize(image, request)
+        result = self._read_classic(image, request)
         result.flags = ["fallback"]
         result.provenance = {**provenance, "fallback_engine": self._classic.model_id,
                              "fallback_reason": reason}
         return result
 
     def close(self) -> None:
-        self._llm.close()
+        self._decoder.close()
         if self._classic is not None:
             self._classic.close()

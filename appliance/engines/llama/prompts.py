@@ -62,3 +62,10 @@ def prompt_for(doc_type: str) -> Prompt:
     except KeyError:
         raise InvalidRequest(f"unknown doc_type '{doc_type}'; use one of "
                              f"{', '.join(PROMPTS)}") from None
+
+
+def user_turn(prompt: Prompt, image_marker: str, context: str = "") -> str:
+    """One page's user turn: the previous page's end (if any), the page image (where
+    the marker stands) and the document type's instructions."""
+    return "\n\n".join([*([context_text(context)] if context else []), image_marker,
+                         prompt.text])

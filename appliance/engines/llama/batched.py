@@ -1,0 +1,450 @@
+"""Continuous batching: one llama.cpp context decodes up to N pages at once.
+
+One copy of the weights, one vision (mtmd) context and one llama context with N
+sequence slots, each with its own KV cache at the slot's context. One thread owns
+them (llama.cpp contexts are not thread-safe) and runs the loop:
+
+- a page waiting for a slot joins as soon as one frees: its prompt and image are
+  evaluated into the slot's own sequence, while the others wait that long (llama-server
+  does the same with images);
+- every step advances all active sequences by one token in one ``llama_decode`` batch;
+- a finished sequence's KV cells are released at once.
+
+Callers, one thread per page, block in :meth:`BatchedDecoder.generate`.
+
+Each sequence keeps its own watch: the chosen token's log-probability and the step's
+entropy, the repetition guard, the token cap, the deadline and the cancel event. Each
+ends that sequence alone; the others go on. Greedy decoding is the argmax of the raw
+logits. Sampled decoding draws from the page's own seeded generator, so no page's
+answer depends on its neighbours.
+"""
+
+from __future__ import annotations
+
+import ctypes
+import logging
+import math
+import queue
+import threading
+import time
+from concurrent.futures import Future
+from concurrent.futures import TimeoutError as FutureTimeout
+from dataclasses import dataclass, field
+
+import numpy as np
+from PIL import Image
+
+from appliance.engines.degeneration import RepetitionGuard
+from appliance.errors import ApplianceError, EngineError, ModelError
+
+log = logging.getLogger(__name__)
+
+SAMPLED_TEMPERATURE = 0.2
+SAMPLED_REPEAT_PENALTY = 1.05  # mild: a strong penalty corrupts faithful repeated rows
+REPEAT_WINDOW = 64  # llama.cpp's default penalty_last_n
+SEED = 0  # sampled attempts stay reproducible
+LOOP_CHECK_S = 1.0  # how often a waiting caller checks that the loop still runs
+
+
+@dataclass
+class Generation:
+    text: str
+    tokens: list[dict]  # per token: "t" its text, "lp" its log-probability, "h" the entropy
+    # "stop" (end of turn) | "length" | "deadline" | "degenerate" | "cancelled"
+    stop: str
+    reason: str = ""
+
+
+@dataclass
+class Decoding:
+    """What one page asks of the decoder."""
+
+    image: Image.Image  # RGB, at the model's square input size
+    user_text: str  # the user turn, holding the image marker where the image goes
+    max_tokens: int
+    deadline: float | None = None  # time.monotonic()
+    fixed: bool = False  # benchmarks: exactly max_tokens tokens, no guard, no early end
+    sampled: bool = False
+    cancel: threading.Event | None = None
+
+
+@dataclass
+class DecodeStats:
+    """Counters since the loop started, for `bench`: where the loop's time went."""
+
+    started: float = field(default_factory=time.perf_counter)
+    idle_s: float = 0.0  # waiting with no sequence to advance
+    decode_s: float = 0.0  # generation steps inside llama_decode
+    prompt_s: float = 0.0  # evaluating prompts and images
+    generated_tokens: int = 0
+    steps: int = 0
+
+    def to_dict(self) -> dict:
+        return {"wall_s": time.perf_counter() - self.started, "idle_s": self.idle_s,
+                "decode_s": self.decode_s, "prompt_s": self.prompt_s,
+                "generated_tokens": self.generated_tokens, "steps": self.steps}
+
+
+class _Sequence:
+    """One page in a slot: its position, its answer so far, its watch."""
+
+    def __init__(self, slot: int, decoding: Decoding, future: Future):
+        self.slot = slot
+        self.decoding = decoding
+        self.future = future
+        self.pos = 0
+        self.token = -1  # the last chosen token, fed at the next step
+        self.tokens: list[dict] = []
+        self.ids: list[int] = []
+        self.text = bytearray()
+        self.guard = None if decoding.fixed else RepetitionGuard()
+        self.rng = np.random.default_rng(SEED) if decoding.sampled else None
+        self.stop = ""
+        self.reason = ""
+
+    def finish(self, stop: str, reason: str) -> None:
+        self.stop, self.reason = stop, reason
+
+    def result(self) -> Generation:
+        return Generation(self.text.decode("utf-8", errors="replace").strip(), self.tokens,
+                          self.stop, self.reason)
+
+    def interrupted(self) -> bool:
+        """The page's deadline or cancel: checked before each step."""
+        decoding = self.decoding
+        if decoding.cancel is not None and decoding.cancel.is_set():
+            self.finish("cancelled", "the page was taken back")
+        elif decoding.deadline is not None and time.monotonic() > decoding.deadline:
+            self.finish("deadline", "page deadline reached during generation")
+        return bool(self.stop)
+
+
+def token_stats(rows: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Per row of logits: the row's maximum, its log-sum-exp less that maximum, and the
+    entropy (nats) of its softmax. One pass of exp over the batch, no per-row Python."""
+    peak = rows.max(axis=1, keepdims=True)
+    shifted = rows - peak
+    weights = np.exp(shifted)
+    total = weights.sum(axis=1)
+    log_total = np.log(total)
+    entropy = log_total - np.einsum("ij,ij->i", weights, shifted) / total
+    return peak[:, 0], log_total, entropy
+
+
+_NATIVE_WARN, _NATIVE_ERROR = 3, 4  # enum ggml_log_level in ggml.h
+
+
+def route_native_logs() -> None:
+    """Send llama.cpp's and mtmd's own log lines through `logging`, warnings and errors
+    only: mtmd prints every prompt chunk per call, whatever `verbose` says."""
+    import llama_cpp
+    from llama_cpp import mtmd_cpp
+
+    @llama_cpp.llama_log_callback
+    def forward(level: int, text: bytes, _user_data) -> None:
+        if level in (_NATIVE_WARN, _NATIVE_ERROR):
+            log.log(logging.WARNING if level == _NATIVE_WARN else logging.ERROR, "llama.cpp: %s",
+                    text.decode("utf-8", errors="replace").rstrip())
+
+    route_native_logs.callback = forward  # ctypes callbacks must outlive their use
+    llama_cpp.llama_log_set(forward, None)
+    mtmd_cpp.mtmd_log_set(forward, None)
+    mtmd_cpp.mtmd_helper_log_set(forward, None)
+
+
+class BatchedDecoder:
+    """One model, N sequence slots, one decoding thread."""
+
+    def __init__(self, model: str, mmproj: str, *, slots: int, n_ctx: int, n_batch: int,
+                 n_gpu_layers: int, flash_attn: bool, threads: int):
+        import llama_cpp as L
+        from llama_cpp import mtmd_cpp
+
+        self._L, self._mtmd = L, mtmd_cpp
+        self.slots = slots
+        self.n_ctx = n_ctx  # per slot
+        self._n_batch = n_batch
+        L.llama_backend_init()
+        route_native_logs()
+        model_params = L.llama_model_default_params()
+        model_params.n_gpu_layers = n_gpu_layers if n_gpu_layers >= 0 else 0x7FFFFFFF
+        self._model = L.llama_model_load_from_file(str(model).encode(), model_params)
+        if not self._model:
+            raise ModelError(f"llama.cpp could not load {model}")
+        params = L.llama_context_default_params()
+        params.n_ctx = n_ctx * slots
+        params.n_batch = params.n_ubatch = n_batch
+        params.n_seq_max = slots
+        params.kv_unified = False  # each slot its own stream: no attention over the others
+        params.n_threads = params.n_threads_batch = threads
+        params.flash_attn_type = (L.LLAMA_FLASH_ATTN_TYPE_ENABLED if flash_attn
+                                  else L.LLAMA_FLASH_ATTN_TYPE_DISABLED)
+        self._ctx = L.llama_init_from_model(self._model, params)
+        if not self._ctx:
+            self._free()
+            raise ModelError(f"llama.cpp could not make a context of {slots} x {n_ctx}")
+        vision = mtmd_cpp.mtmd_context_params_default()
+        vision.use_gpu = n_gpu_layers != 0
+        vision.print_timings = False
+        vision.n_threads = threads
+        vision.flash_attn_type = params.flash_attn_type
+        self._vision = mtmd_cpp.mtmd_init_from_file(str(mmproj).encode(), self._model, vision)
+        if not self._vision:
+            self._free()
+            raise ModelError(f"llama.cpp could not load the projector {mmproj}")
+        self.image_marker = mtmd_cpp.mtmd_default_marker().decode()
+        self._memory = L.llama_get_memory(self._ctx)
+        self._vocab = L.llama_model_get_vocab(self._model)
+        self.n_vocab = L.llama_vocab_n_tokens(self._vocab)
+        self._template = L.llama_model_chat_template(self._model, None)
+        self._end_tokens = sorted({t for t in (L.llama_vocab_eos(self._vocab),
+                                               L.llama_vocab_eot(self._vocab)) if t >= 0})
+        self._batch = L.llama_batch_init(max(slots, n_batch), 0, 1)
+        self._pieces: dict[int, bytes] = {}
+        self.stats = DecodeStats()
+        self._waiting: queue.SimpleQueue[tuple[Decoding, Future] | None] = queue.SimpleQueue()
+        self._free_slots = list(range(slots))
+        self._active: list[_Sequence] = []
+        self._closing = False
+        self._thread = threading.Thread(target=self._run, name="decode-loop", daemon=True)
+        self._thread.start()
+
+    # --- the callers' side ---
+
+    def chat_prompt(self, user_text: str) -> str:
+        """The model's own chat template around one user turn, ready for the answer."""
+        L = self._L
+        message = (L.llama_chat_message * 1)(L.llama_chat_message(b"user", user_text.encode()))
+        size = len(user_text) * 2 + 256
+        for _ in range(2):
+            buffer = ctypes.create_string_buffer(size)
+            n = L.llama_chat_apply_template(self._template, message, 1, True, buffer, size)
+            if n < 0:
+                raise ModelError("llama.cpp does not know this model's chat template; "
+                                 "use a model whose GGUF carries a supported template")
+            if n <= size:
+                return buffer.raw[:n].decode()
+            size = n
+        raise ModelError("the chat template kept growing")  # pragma: no cover
+
+    def generate(self, decoding: Decoding) -> Generation:
+        """Decode one page; blocks until its sequence ends. Thread-safe."""
+        future: Future = Future()
+        self._waiting.put((decoding, future))
+        while True:
+            try:
+                return future.result(timeout=LOOP_CHECK_S)
+            except FutureTimeout:
+                if not self._thread.is_alive():  # it failed, or closed, before our turn
+                    raise EngineError("the decode loop has stopped; the page will be "
+                                      "read again") from None
+
+    def close(self) -> None:
+        if not self._closing:
+            self._closing = True
+            self._waiting.put(None)
+            self._thread.join()
+            self._free()
+
+    # --- the loop (its own thread) ---
+
+    def _run(self) -> None:
+        try:
+            while True:
+                if not self._admit():
+                    break
+                if self._active:
+                    self._step()
+        except BaseException as exc:  # a broken context: fail every page, never hang them
+            log.exception("decode loop failed")
+            failure = EngineError(f"the decode loop failed ({type(exc).__name__}: {exc})")
+            for sequence in self._active:
+                sequence.future.set_exception(failure)
+            while True:
+                try:
+                    item = self._waiting.get_nowait()
+                except queue.Empty:
+                    break
+                if item is not None:
+                    item[1].set_exception(failure)
+        finally:
+            for sequence in self._active:
+                if not sequence.future.done():
+                    sequence.future.set_exception(EngineError("the engine shut down"))
+
+    def _admit(self) -> bool:
+        """Start waiting pages in free slots. Blocks while there is nothing to do.
+        False when the decoder is closing."""
+        while self._free_slots:
+            block = not self._active
+            start = time.perf_counter()
+            try:
+                item = self._waiting.get(block=block)
+            except queue.Empty:
+                return True
+            if block:
+                self.stats.idle_s += time.perf_counter() - start
+            if item is None:
+                return False
+            decoding, future = item
+            if future.set_running_or_notify_cancel():
+                self._start(decoding, future)
+        return True
+
+    def _start(self, decoding: Decoding, future: Future) -> None:
+        sequence = _Sequence(self._free_slots.pop(), decoding, future)
+        start = time.perf_counter()
+        try:
+            if not sequence.interrupted():
+                self._evaluate_prompt(sequence)
+        except ApplianceError as exc:
+            self._release(sequence)
+            future.set_exception(exc)
+            return
+        finally:
+            self.stats.prompt_s += time.perf_counter() - start
+        if sequence.stop:
+            self._finish(sequence)
+        else:
+            self._active.append(sequence)
+
+    def _evaluate_prompt(self, sequence: _Sequence) -> None:
+        L, mtmd = self._L, self._mtmd
+        decoding = sequence.decoding
+        rgb = np.ascontiguousarray(np.asarray(decoding.image.convert("RGB")))
+        bitmap = mtmd.mtmd_bitmap_init(rgb.shape[1], rgb.shape[0],
+                                      rgb.ctypes.data_as(ctypes.POINTER(ctypes.c_uint8)))
+        chunks = mtmd.mtmd_input_chunks_init()
+        try:
+            text = mtmd.mtmd_input_text()
+            prompt = self.chat_prompt(decoding.user_text).encode()
+            text.text, text.text_len = prompt, len(prompt)
+            text.add_special = text.parse_special = True
+            bitmaps = (mtmd.mtmd_bitmap_p_ctypes * 1)(bitmap)
+            if mtmd.mtmd_tokenize(self._vision, chunks, ctypes.byref(text), bitmaps, 1) != 0:
+                raise EngineError("the page prompt could not be tokenized")
+            n_prompt = mtmd.mtmd_helper_get_n_pos(chunks)
+            if n_prompt + 1 >= self.n_ctx:
+                raise EngineError(f"the prompt ({n_prompt} positions) does not fit the "
+                                  f"slot's context of {self.n_ctx}; raise engine.n_ctx")
+            L.llama_memory_seq_rm(self._memory, sequence.slot, -1, -1)
+            n_past = L.llama_pos(0)
+            if mtmd.mtmd_helper_eval_chunks(self._vision, self._ctx, chunks, 0, sequence.slot,
+                                            self._n_batch, True, ctypes.byref(n_past)) != 0:
+                raise EngineError("llama.cpp could not evaluate the page image and prompt")
+        finally:
+            mtmd.mtmd_input_chunks_free(chunks)
+            mtmd.mtmd_bitmap_free(bitmap)
+        sequence.pos = n_past.value
+        logits = np.ctypeslib.as_array(L.llama_get_logits_ith(self._ctx, -1),
+                                       shape=(self.n_vocab,))
+        self._advance([sequence], logits[None, :])
+
+    def _step(self) -> None:
+        """Advance every active sequence by one token in one llama_decode."""
+        live = [s for s in self._active if not s.interrupted()]
+        for sequence in self._active:
+            if sequence.stop:
+                self._finish(sequence)
+        self._active = live
+        if not live:
+            return
+        batch = self._batch
+        batch.n_tokens = len(live)
+        for i, sequence in enumerate(live):
+            batch.token[i] = sequence.token
+            batch.pos[i] = sequence.pos
+            batch.n_seq_id[i] = 1
+            batch.seq_id[i][0] = sequence.slot
+            batch.logits[i] = True
+        start = time.perf_counter()
+        status = self._L.llama_decode(self._ctx, batch)
+        self.stats.decode_s += time.perf_counter() - start
+        self.stats.steps += 1
+        if status != 0:
+            raise EngineError(f"llama_decode returned {status}")
+        for sequence in live:
+            sequence.pos += 1
+        logits = np.ctypeslib.as_array(self._L.llama_get_logits(self._ctx),
+                                       shape=(len(live), self.n_vocab))
+        self._advance(live, logits)
+        for sequence in live:
+            if sequence.stop:
+                self._finish(sequence)
+        self._active = [s for s in live if not s.stop]
+
+    def _advance(self, sequences: list[_Sequence], logits: np.ndarray) -> None:
+        """Choose each sequence's next token from its row of logits, and watch it."""
+        peaks, log_totals, entropies = token_stats(logits)
+        for row, sequence in enumerate(sequences):
+            decoding = sequence.decoding
+            values = logits[row]
+            if decoding.fixed:  # the answer may not end before its fixed length
+                values[self._end_tokens] = -np.inf
+            token = (self._sample(sequence, values) if decoding.sampled
+                     else int(np.argmax(values)))
+            if not decoding.fixed and self._L.llama_vocab_is_eog(self._vocab, token):
+                sequence.finish("stop", "")
+                continue
+            piece = self._piece(token)
+            sequence.token = token
+            sequence.ids.append(token)
+            sequence.text += piece
+            text = piece.decode("utf-8", errors="replace")
+            sequence.tokens.append({
+                "t": text, "lp": round(float(values[token] - peaks[row] - log_totals[row]), 4),
+                "h": round(float(entropies[row]), 4)})
+            self.stats.generated_tokens += 1
+            if sequence.guard and (reason := sequence.guard.feed(text, token)):
+                sequence.finish("degenerate", reason)
+            elif len(sequence.tokens) >= decoding.max_tokens:
+                sequence.finish("stop" if decoding.fixed else "length",
+                                f"token cap of {decoding.max_tokens} reached")
+            elif sequence.pos + 1 >= self.n_ctx:
+                sequence.finish("length", f"the slot's context of {self.n_ctx} is full")
+
+    @staticmethod
+    def _sample(sequence: _Sequence, values: np.ndarray) -> int:
+        """Temperature sampling with a mild repeat penalty, from the page's own stream."""
+        row = values.astype(np.float64)
+        recent = list(set(sequence.ids[-REPEAT_WINDOW:]))
+        if recent:
+            hit = row[recent]
+            row[recent] = np.where(hit > 0, hit / SAMPLED_REPEAT_PENALTY,
+                                   hit * SAMPLED_REPEAT_PENALTY)
+        row = (row - row.max()) / SAMPLED_TEMPERATURE
+        weights = np.exp(row)
+        cumulative = np.cumsum(weights)
+        return int(np.searchsorted(cumulative, sequence.rng.random() * cumulative[-1],
+                                   side="right"))
+
+    def _piece(self, token: int) -> bytes:
+        piece = self._pieces.get(token)
+        if piece is None:
+            buffer = ctypes.create_string_buffer(64)
+            n = self._L.llama_token_to_piece(self._vocab, token, buffer, 64, 0, False)
+            piece = self._pieces[token] = buffer.raw[:max(n, 0)]
+        return piece
+
+    def _finish(self, sequence: _Sequence) -> None:
+        self._release(sequence)
+        sequence.future.set_result(sequence.result())
+
+    def _release(self, sequence: _Sequence) -> None:
+        self._L.llama_memory_seq_rm(self._memory, sequence.slot, -1, -1)
+        self._free_slots.append(sequence.slot)
+
+    def _free(self) -> None:
+        L = self._L
+        if getattr(self, "_batch", None) is not None:
+            L.llama_batch_free(self._batch)
+            self._batch = None
+        if getattr(self, "_vision", None):
+            self._mtmd.mtmd_free(self._vision)
+            self._vision = None
+        if getattr(self, "_ctx", None):
+            L.llama_free(self._ctx)
+            self._ctx = None
+        if getattr(self, "_model", None):
+            L.llama_model_free(self._model)
+            self._model = None
