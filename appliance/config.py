@@ -19,6 +19,7 @@ from dataclasses import dataclass, field, fields, is_dataclass
 from pathlib import Path
 from typing import Literal
 
+from appliance.engines import registry
 from appliance.errors import ConfigError
 
 CONFIG_ENV = "APPLIANCE_CONFIG"
@@ -61,7 +62,7 @@ DOC_TYPES = ("generic", "receipt", "invoice", "contract", "report", "table", "ha
 
 @dataclass
 class EngineSettings:
-    name: Literal["auto", "llama", "classic"] = "auto"
+    name: str = field(default=registry.AUTO, metadata={"choices": registry.config_names()})
     model: Path | None = None
     mmproj: Path | None = None
     threads: int = field(default=2, metadata={"min": 1, "max": 256})
@@ -160,7 +161,7 @@ class WatchFolder:
     ignore: list[str] = field(default_factory=list)  # regexes on the name, added to the defaults
     doc_type: str = field(default="generic", metadata={"choices": DOC_TYPES})
     lane: Literal["interactive", "batch"] = "batch"
-    engine: Literal["", "llama", "classic"] = ""
+    engine: str = field(default="", metadata={"choices": ("", *registry.names())})
     on_duplicate: Literal["skip", "reprocess"] = "skip"
     disposition: Literal["move", "delete", "keep"] = "move"
     processed_dir: Path | None = None
@@ -439,3 +440,4 @@ def _coerce(kind, value, dotted: str, meta, base_dir: Path, where):
         bounds = f">= {low}" if high is None else f"between {low} and {high}"
         raise ConfigError(f"{where}: '{dotted}' = {value!r} is out of range; use a value {bounds}")
     return value
+

@@ -18,6 +18,7 @@ from pathlib import Path
 from typing import Literal
 
 from appliance.config import Settings
+from appliance.engines import registry
 from appliance.engines.llama.validate import human_size, inspect_model
 from appliance.engines.tesseract import tesseract_problem
 from appliance.errors import ModelError
@@ -60,14 +61,15 @@ def doctor(settings: Settings, model: Path | None = None,
     engine = settings.engine
     model = model if model is not None else engine.model
     mmproj = mmproj if mmproj is not None else engine.mmproj
-    uses_vlm = engine.name == "llama" or (engine.name == "auto" and model is not None)
+    wanted = registry.configured(engine.name)
+    uses_vlm = wanted.model_files and (registry.strict(engine.name) or model is not None)
     checks = [Check("ok", "config", f"{settings.source or 'built-in defaults'}, "
                                     f"engine.name = {engine.name}")]
     gpu_checks, gpus = _gpus()
     checks += gpu_checks
-    checks.append(_llama_build(engine.name, bool(gpus), uses_vlm))
-    checks += _model(settings, model, mmproj, gpus)
-    checks.append(_classic(engine.name))
+    checks.append(_llama_build(bool(gpus), uses_vlm))
+    checks += _model(settings, wanted, model, mmproj, gpus)
+    checks.append(_classic(registry.may_run_fallback(engine.name)))
     checks.append(_second_opinion(settings))
     checks.append(_directory("data_dir", settings.paths.data_dir))
     checks.append(_directory("output_dir", settings.paths.output_dir))
@@ -110,7 +112,7 @@ def _text(value) -> str:
     return value.decode() if isinstance(value, bytes) else str(value)
 
 
-def _llama_build(engine_name: str, have_gpu: bool, uses_vlm: bool) -> Check:
+def _llama_build(have_gpu: bool, uses_vlm: bool) -> Check:
     try:
         import llama_cpp
     except Exception as exc:  # a broken native library raises OSError, not ImportError
@@ -130,19 +132,21 @@ def _llama_build(engine_name: str, have_gpu: bool, uses_vlm: bool) -> Check:
                  + ("; the vision model runs on the CPU (slow)" if uses_vlm else ""))
 
 
-def _model(settings: Settings, model: Path | None, mmproj: Path | None,
-           gpus: list[Gpu]) -> list[Check]:
+def _model(settings: Settings, wanted: registry.EngineEntry, model: Path | None,
+           mmproj: Path | None, gpus: list[Gpu]) -> list[Check]:
     name = settings.engine.name
-    if name == "classic":
-        return [Check("ok", "model", "engine.name = classic: the vision model is not used")]
+    if not wanted.model_files:
+        return [Check("ok", "model", f"engine.name = {name}: the vision model is not used")]
     if model is None:
-        if name == "llama":
-            return [Check("FAIL", "model", "engine.name = llama but engine.model is not set: "
-                                           "set engine.model and engine.mmproj (see "
-                                           "models/README.md), or use engine.name = auto")]
-        return [Check("warn", "model", "no vision model configured (engine.model, "
-                                       "engine.mmproj): engine=auto runs the classic engine; "
-                                       "see models/README.md to add one")]
+        if registry.strict(name):
+            return [Check("FAIL", "model", f"engine.name = {name} but engine.model is not "
+                                           f"set: set engine.model and engine.mmproj (see "
+                                           f"models/README.md), or use engine.name = "
+                                           f"{registry.AUTO}")]
+        return [Check("warn", "model", f"no vision model configured (engine.model, "
+                                       f"engine.mmproj): engine={name} runs the "
+                                       f"{registry.FALLBACK} engine; see models/README.md to "
+                                       f"add one")]
     try:
         info = inspect_model(model, mmproj)
     except ModelError as exc:
@@ -166,9 +170,10 @@ def _model(settings: Settings, model: Path | None, mmproj: Path | None,
     return checks
 
 
-def _classic(engine_name: str) -> Check:
+def _classic(may_run: bool) -> Check:
+    """RapidOCR, FALLBACK's library: a failure when it may be what reads the pages."""
     if importlib.util.find_spec("rapidocr") is None:
-        status = "warn" if engine_name == "llama" else "FAIL"
+        status = "FAIL" if may_run else "warn"
         return Check(status, "classic", "rapidocr is not installed: the classic engine (and "
                                         "the vision model's fallback) cannot run; reinstall "
                                         "the appliance's dependencies")

@@ -24,6 +24,8 @@ def test_shipped_default_loads_and_matches_the_code_defaults(tmp_path):
     ({"workers": {"count": "two"}}, "'workers.count' = 'two' must be of type int"),
     ({"workers": {"count": 0}}, "'workers.count' = 0 is out of range"),
     ({"engine": {"name": "gpu"}}, "'engine.name' = 'gpu' is not allowed; use one of"),
+    ({"watch": [{"path": "/in", "engine": "gpu"}]},
+     "'watch[0].engine' = 'gpu' is not allowed; use one of '', 'llama', 'classic'"),
     ({"server": "x"}, "'server' must be a [server] table"),
     ({"paths": {"data_dir": ""}}, "'paths.data_dir' must be a non-empty path"),
     ({"review": {"second_opinion_languages": "eng --tessdata-dir /tmp"}},
@@ -55,3 +57,4 @@ def test_missing_file_and_broken_toml_are_clear(tmp_path):
     (tmp_path / "bad.toml").write_text("[server\n")
     with pytest.raises(ConfigError, match="not valid TOML"):
         load_settings(tmp_path / "bad.toml")
+
