@@ -26,13 +26,12 @@ from appliance.errors import (
     AlreadyRunning, ConfigError, EngineUnavailable, ModelError, NotFound, ShuttingDown,
 )
 from appliance.export import Exporter, document_json
-from appliance.gpu import (
-    MemoryDevice, MemorySampler, Watermarks, estimate_worker_bytes, open_device, plan_workers,
-)
+from appliance.gpu import MemoryDevice, MemorySampler, Watermarks, open_device
 from appliance.intake import Intake, SubmitOptions
 from appliance.intake.disposition import dispose
 from appliance.intake.folders import WatchService
 from appliance.intake.spool import Spool
+from appliance.memory_plan import plan_for
 from appliance.quality.routing import routing_rules
 from appliance.retention import purge
 from appliance.review import ReviewService
@@ -138,8 +137,8 @@ class Appliance:
             self.device, Watermarks(memory.vram_high_watermark, memory.vram_low_watermark,
                                     memory.vram_critical, memory.critical_samples),
             interval_s=memory.sample_interval_s, on_transition=self._on_memory_transition)
-        self.workers = [WorkerHandle(slot, self.worker_spec)
-                        for slot in range(self._worker_count())]
+        count = self._plan_memory()
+        self.workers = [WorkerHandle(slot, self.worker_spec) for slot in range(count)]
         self.dispatcher = Dispatcher(settings, self.db, self.spool, self.workers, self.finish,
                                      self.memory)
         self.review = ReviewService(settings, self.db, self.spool, on_settled=self.finish,
@@ -158,22 +157,26 @@ class Appliance:
                                seconds=settings.retention.interval_hours * 3600,
                                id="retention", max_instances=1, coalesce=True)
 
-    def _worker_count(self) -> int:
-        """The configured count, or fewer if the vision model does not fit that often;
-        refuses (ModelDoesNotFit) when it does not fit once."""
-        configured = self.settings.workers.count
+    def _plan_memory(self) -> int:
+        """How many workers to start: the configured count, or for an engine that holds
+        a model on the card as many as fit, each reading as many pages at once as fit
+        (engine.parallel, which then reaches the engine as a number). Refuses
+        (ModelDoesNotFit) when not even one worker reading one page fits."""
         if not self.engine.model_files:
-            return configured
+            return self.settings.workers.count
         engine = self.settings.engine
-        estimate = estimate_worker_bytes(inspect_model(engine.model, engine.mmproj),
-                                         n_ctx=engine.n_ctx, n_gpu_layers=engine.n_gpu_layers)
-        plan = plan_workers(estimate, self.device.sample(), configured=configured,
-                            load_limit=self.settings.memory.vram_load_limit)
-        log.info("memory plan device=%s %s workers=%d", self.device.name, estimate.describe(),
-                 plan.count)
-        if not plan.refused and plan.count < configured:
-            log.warning("fewer workers than configured: %s", plan.message)
-        return plan.require()
+        plan = plan_for(self.settings, inspect_model(engine.model, engine.mmproj),
+                        self.device.sample(), parallel_slots=self.engine.parallel_slots)
+        log.info("memory plan device=%s workers=%d slots=%d kv_slot_bytes=%d total_bytes=%d "
+                 "%s", self.device.name, plan.workers, plan.slots, plan.estimate.kv_slot_bytes,
+                 plan.total_bytes, plan.message)
+        if plan.short:
+            log.warning("fewer workers or slots than configured: %s", plan.message)
+        plan.require()
+        if self.engine.parallel_slots:
+            self.worker_spec = replace(self.worker_spec, options={**self.worker_spec.options,
+                                                                   "parallel": plan.slots})
+        return plan.workers
 
     def _on_memory_transition(self, transition) -> None:
         if transition.kind == "preempt":  # the sampler has logged and counted it

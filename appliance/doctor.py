@@ -19,9 +19,11 @@ from typing import Literal
 
 from appliance.config import Settings
 from appliance.engines import registry
-from appliance.engines.llama.validate import human_size, inspect_model
+from appliance.engines.llama.validate import ModelInfo, human_size, inspect_model
 from appliance.engines.tesseract import tesseract_problem
 from appliance.errors import ModelError
+from appliance.gpu import MemoryDevice, NvmlDevice, open_device
+from appliance.memory_plan import plan_for
 
 Status = Literal["ok", "warn", "FAIL"]
 
@@ -55,9 +57,11 @@ def exit_code(checks: list[Check]) -> int:
     return 1 if any(check.status == "FAIL" for check in checks) else 0
 
 
-def doctor(settings: Settings, model: Path | None = None,
-           mmproj: Path | None = None) -> list[Check]:
-    """Every check, in order. ``model`` / ``mmproj`` override ``engine.model`` / ``.mmproj``."""
+def doctor(settings: Settings, model: Path | None = None, mmproj: Path | None = None,
+           device: MemoryDevice | None = None) -> list[Check]:
+    """Every check, in order. ``model`` / ``mmproj`` override ``engine.model`` / ``.mmproj``;
+    ``device`` is the memory the plan is made against (default: the daemon's, the card
+    memory.device_index or host memory)."""
     engine = settings.engine
     model = model if model is not None else engine.model
     mmproj = mmproj if mmproj is not None else engine.mmproj
@@ -68,7 +72,7 @@ def doctor(settings: Settings, model: Path | None = None,
     gpu_checks, gpus = _gpus()
     checks += gpu_checks
     checks.append(_llama_build(bool(gpus), uses_vlm))
-    checks += _model(settings, wanted, model, mmproj, gpus)
+    checks += _model(settings, wanted, model, mmproj, device)
     checks.append(_classic(registry.may_run_fallback(engine.name)))
     checks.append(_second_opinion(settings))
     checks.append(_directory("data_dir", settings.paths.data_dir))
@@ -133,7 +137,7 @@ def _llama_build(have_gpu: bool, uses_vlm: bool) -> Check:
 
 
 def _model(settings: Settings, wanted: registry.EngineEntry, model: Path | None,
-           mmproj: Path | None, gpus: list[Gpu]) -> list[Check]:
+           mmproj: Path | None, device: MemoryDevice | None) -> list[Check]:
     name = settings.engine.name
     if not wanted.model_files:
         return [Check("ok", "model", f"engine.name = {name}: the vision model is not used")]
@@ -151,23 +155,23 @@ def _model(settings: Settings, wanted: registry.EngineEntry, model: Path | None,
         info = inspect_model(model, mmproj)
     except ModelError as exc:
         return [Check("FAIL", "model", f"({exc.code}) {exc.message}")]
-    checks = [Check("ok", "model", f"{info.summary()}; checksums: `appliance models verify`")]
-    need = info.model_size + info.mmproj_size
-    if gpus and settings.engine.n_gpu_layers != 0:
-        best = max(gpus, key=lambda g: g.free)
-        if need > best.free:
-            checks.append(Check("warn", "vram",
-                                f"the model files alone take {human_size(need)} but gpu"
-                                f"{best.index} has {human_size(best.free)} free: lower "
-                                f"engine.n_gpu_layers, or choose a smaller model "
-                                f"(models/README.md has a VRAM table)"))
-        else:
-            checks.append(Check("ok", "vram",
-                                f"the model files ({human_size(need)}) fit in gpu{best.index}'s "
-                                f"{human_size(best.free)} free; the KV cache for "
-                                f"engine.n_ctx = {settings.engine.n_ctx} and buffers come "
-                                f"on top"))
-    return checks
+    return [Check("ok", "model", f"{info.summary()}; checksums: `appliance models verify`"),
+            _memory(settings, wanted, info, device)]
+
+
+def _memory(settings: Settings, wanted: registry.EngineEntry, info: ModelInfo,
+            device: MemoryDevice | None) -> Check:
+    """The daemon's memory plan: workers, pages read at once, what they take."""
+    opened = device is None
+    device = device or open_device(settings.memory.device_index)
+    try:
+        sample = device.sample()
+    finally:
+        if opened and isinstance(device, NvmlDevice):
+            device.close()
+    plan = plan_for(settings, info, sample, parallel_slots=wanted.parallel_slots)
+    status = "FAIL" if plan.refused else "warn" if plan.short else "ok"
+    return Check(status, "memory", f"{device.name}: {plan.message}")
 
 
 def _classic(may_run: bool) -> Check:

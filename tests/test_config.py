@@ -26,6 +26,11 @@ def test_shipped_default_loads_and_matches_the_code_defaults(tmp_path):
     ({"engine": {"name": "gpu"}}, "'engine.name' = 'gpu' is not allowed; use one of"),
     ({"watch": [{"path": "/in", "engine": "gpu"}]},
      "'watch[0].engine' = 'gpu' is not allowed; use one of '', 'llama', 'classic'"),
+    ({"engine": {"parallel": 0}}, "'engine.parallel' = 0 is not allowed; use 'auto' or a "
+                                  "whole number between 1 and 64"),
+    ({"engine": {"parallel": 65}}, "'engine.parallel' = 65 is not allowed"),
+    ({"engine": {"parallel": "many"}}, "'engine.parallel' = 'many' is not allowed; use 'auto'"),
+    ({"engine": {"parallel": True}}, "'engine.parallel' = True is not allowed"),
     ({"server": "x"}, "'server' must be a [server] table"),
     ({"paths": {"data_dir": ""}}, "'paths.data_dir' must be a non-empty path"),
     ({"review": {"second_opinion_languages": "eng --tessdata-dir /tmp"}},
@@ -58,3 +63,13 @@ def test_missing_file_and_broken_toml_are_clear(tmp_path):
     with pytest.raises(ConfigError, match="not valid TOML"):
         load_settings(tmp_path / "bad.toml")
 
+
+def test_engine_names_and_parallel_that_load():
+    def engine(**values):
+        return settings_from_dict({"engine": values}, base_dir=Path("/tmp")).engine
+
+    assert (engine().name, engine().parallel) == ("auto", "auto")
+    for name in ("auto", "llama", "classic"):
+        assert engine(name=name).name == name
+    for parallel in (1, 8, 64, "auto"):
+        assert engine(parallel=parallel).parallel == parallel

@@ -67,7 +67,9 @@ def _llama_options(engine: EngineSettings) -> dict:
             "n_batch": engine.n_batch, "n_gpu_layers": engine.n_gpu_layers,
             "flash_attn": engine.flash_attn, "threads": engine.threads,
             "retry_ladder": engine.retry_ladder, "max_tokens": engine.max_tokens,
-            "fixed_tokens": engine.fixed_tokens, "auto_tiling": engine.auto_tiling}
+            "fixed_tokens": engine.fixed_tokens, "auto_tiling": engine.auto_tiling,
+            # "auto" until the daemon's memory plan has chosen the number
+            "parallel": engine.parallel}
 
 
 ENGINES: dict[str, EngineEntry] = {entry.name: entry for entry in (

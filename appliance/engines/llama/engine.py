@@ -215,13 +215,16 @@ class LlamaEngine:
     def __init__(self, model: str, mmproj: str, *, n_ctx: int = 4096, n_batch: int = 512,
                  n_gpu_layers: int = -1, flash_attn: bool = True, threads: int = 2,
                  retry_ladder: list[str] | None = None, max_tokens: int = 0,
-                 fixed_tokens: int = 0, auto_tiling: bool = True, model_sha256: str = "",
-                 mmproj_sha256: str = ""):
+                 fixed_tokens: int = 0, auto_tiling: bool = True, parallel: int = 1,
+                 model_sha256: str = "", mmproj_sha256: str = ""):
         self.info = inspect_model(model, mmproj)  # refuse a bad pair before llama.cpp sees it
         self.ladder = retry_ladder or ["greedy", "sampled", "tiled"]
         self.max_tokens = max_tokens  # 0: each document type's own cap
         self.fixed_tokens = fixed_tokens  # benchmarks: every answer exactly this long
         self.auto_tiling = auto_tiling  # strips from the first attempt for small or dense print
+        # the sequence slots the daemon's memory plan made room for; this engine still
+        # decodes one page at a time (slots = 1) until batched decoding uses them
+        self.parallel = parallel
         self._llm = load_llama(model, mmproj, n_ctx=n_ctx, n_batch=n_batch,
                                n_gpu_layers=n_gpu_layers, flash_attn=flash_attn, threads=threads)
         self._end_token = self._llm.token_eos()
