@@ -22,6 +22,7 @@ from starlette.exceptions import HTTPException as StarletteHTTPException
 from appliance.api_guards import RouteGuard, UploadBodyLimit, error_response
 from appliance.config import DOC_TYPES
 from appliance.daemon import Appliance
+from appliance.engines import registry
 from appliance.errors import (
     ApplianceError, DuplicateDocument, HttpError, InvalidRequest, NotFound, QueueFull, TooLarge,
 )
@@ -179,7 +180,7 @@ def create_app(appliance: Appliance) -> FastAPI:
                             "generic", description="empty: generic"),
                         lane: Literal["", "interactive", "batch"] = Form(
                             Lane.INTERACTIVE, description="empty: interactive"),
-                        engine: Literal["", "llama", "classic"] = Form(
+                        engine: Literal[("", *registry.names())] = Form(
                             "", description="empty: the engine the appliance runs"),
                         tags: str = Form("", description="comma-separated"),
                         webhook_url: str = Form(

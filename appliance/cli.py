@@ -8,6 +8,7 @@ import sys
 from pathlib import Path
 
 from appliance.config import DOC_TYPES, load_settings
+from appliance.engines import registry
 from appliance.errors import ApplianceError, InvalidRequest
 
 SHAPED_MODEL_TOKENS = 600  # per page: about a dense page of Markdown
@@ -312,7 +313,7 @@ def build_parser() -> argparse.ArgumentParser:
                               help="accuracy on datasets with ground truth, through the daemon")
     evaluate.add_argument("datasets", nargs="+", type=Path,
                           help="dataset directories (FUNSD, SROIE or plain layout), or their parent")
-    evaluate.add_argument("--engine", choices=("auto", "llama", "classic"),
+    evaluate.add_argument("--engine", choices=registry.config_names(),
                           help="the engine to evaluate (default: the config's)")
     evaluate.add_argument("--limit", type=int, help="the first N pages of each dataset")
     evaluate.add_argument("--doc-type", choices=DOC_TYPES,

@@ -14,11 +14,13 @@ import ipaddress
 import os
 import re
 import tomllib
+import types
 import typing
 from dataclasses import dataclass, field, fields, is_dataclass
 from pathlib import Path
 from typing import Literal
 
+from appliance.engines import registry
 from appliance.errors import ConfigError
 
 CONFIG_ENV = "APPLIANCE_CONFIG"
@@ -61,7 +63,7 @@ DOC_TYPES = ("generic", "receipt", "invoice", "contract", "report", "table", "ha
 
 @dataclass
 class EngineSettings:
-    name: Literal["auto", "llama", "classic"] = "auto"
+    name: str = field(default=registry.AUTO, metadata={"choices": registry.config_names()})
     model: Path | None = None
     mmproj: Path | None = None
     threads: int = field(default=2, metadata={"min": 1, "max": 256})
@@ -74,6 +76,8 @@ class EngineSettings:
     retry_ladder: list[str] = field(default_factory=lambda: list(RETRY_RUNGS),
                                     metadata={"choices": RETRY_RUNGS})
     auto_tiling: bool = True
+    # pages the vision engine reads at once, each with its own KV cache of n_ctx
+    parallel: int | Literal["auto"] = field(default="auto", metadata={"min": 1, "max": 64})
     page_context: bool = True
     result_cache: bool = True
 
@@ -160,7 +164,7 @@ class WatchFolder:
     ignore: list[str] = field(default_factory=list)  # regexes on the name, added to the defaults
     doc_type: str = field(default="generic", metadata={"choices": DOC_TYPES})
     lane: Literal["interactive", "batch"] = "batch"
-    engine: Literal["", "llama", "classic"] = ""
+    engine: str = field(default="", metadata={"choices": ("", *registry.names())})
     on_duplicate: Literal["skip", "reprocess"] = "skip"
     disposition: Literal["move", "delete", "keep"] = "move"
     processed_dir: Path | None = None
@@ -397,6 +401,8 @@ def _build(cls, raw: dict, prefix: str, base_dir: Path, where):
 
 
 def _coerce(kind, value, dotted: str, meta, base_dir: Path, where):
+    if typing.get_origin(kind) in (typing.Union, types.UnionType) and int in typing.get_args(kind):
+        return _coerce_number_or_word(kind, value, dotted, meta, where)
     if typing.get_origin(kind) is Literal:
         choices = typing.get_args(kind)
         if value not in choices:
@@ -439,3 +445,17 @@ def _coerce(kind, value, dotted: str, meta, base_dir: Path, where):
         bounds = f">= {low}" if high is None else f"between {low} and {high}"
         raise ConfigError(f"{where}: '{dotted}' = {value!r} is out of range; use a value {bounds}")
     return value
+
+
+def _coerce_number_or_word(kind, value, dotted: str, meta, where):
+    """``int | Literal[...]``: a whole number in range, or one of the words."""
+    words = [word for arg in typing.get_args(kind) if typing.get_origin(arg) is Literal
+             for word in typing.get_args(arg)]
+    if isinstance(value, str) and value in words:
+        return value
+    low, high = meta["min"], meta["max"]
+    if isinstance(value, int) and not isinstance(value, bool) and low <= value <= high:
+        return value
+    raise ConfigError(f"{where}: '{dotted}' = {value!r} is not allowed; use "
+                      f"{' or '.join(repr(w) for w in words)} or a whole number between "
+                      f"{low} and {high}")

@@ -19,19 +19,19 @@ from apscheduler.schedulers.background import BackgroundScheduler
 
 from appliance.config import Settings, load_settings
 from appliance.dispatch import Dispatcher
+from appliance.engines import registry
 from appliance.engines.host import WorkerHandle, WorkerSpec
 from appliance.engines.llama.validate import cached_sha256, inspect_model
 from appliance.errors import (
     AlreadyRunning, ConfigError, EngineUnavailable, ModelError, NotFound, ShuttingDown,
 )
 from appliance.export import Exporter, document_json
-from appliance.gpu import (
-    MemoryDevice, MemorySampler, Watermarks, estimate_worker_bytes, open_device, plan_workers,
-)
+from appliance.gpu import MemoryDevice, MemorySampler, Watermarks, open_device
 from appliance.intake import Intake, SubmitOptions
 from appliance.intake.disposition import dispose
 from appliance.intake.folders import WatchService
 from appliance.intake.spool import Spool
+from appliance.memory_plan import plan_for
 from appliance.quality.routing import routing_rules
 from appliance.retention import purge
 from appliance.review import ReviewService
@@ -51,38 +51,39 @@ REVIEW_RESTART_KEYS = ("second_opinion", "second_opinion_languages", "users_file
 
 def resolve_engine(settings: Settings) -> tuple[WorkerSpec, str | None]:
     """Which engine the workers run, and a notice for the operator when `auto` had to
-    fall back to the embedded classic engine."""
+    fall back to the embedded engine (registry.FALLBACK)."""
     engine = settings.engine
     common = {"log_level": settings.logging.level, "preprocess": settings.preprocess,
               "cache_dir": settings.paths.data_dir / "cache" if engine.result_cache else None,
               "second_opinion_below": (settings.review.accept_from
                                        if settings.review.second_opinion else None),
               "second_opinion_languages": settings.review.second_opinion_languages}
-    classic = WorkerSpec("classic", {"threads": engine.threads}, **common)
-    if engine.name == "classic":
-        return classic, None
+
+    def spec(entry: registry.EngineEntry) -> WorkerSpec:
+        return WorkerSpec(entry.name, entry.options(engine), **common)
+
+    wanted, strict = registry.configured(engine.name), registry.strict(engine.name)
+    fallback = registry.entry(registry.FALLBACK)
+    if not wanted.model_files:
+        return spec(wanted), None
     if not (engine.model and engine.mmproj):
-        if engine.name == "llama":
-            raise ConfigError("engine.name = 'llama' needs engine.model and engine.mmproj; "
-                              "see models/README.md")
-        return classic, ("No vision model is configured, so the embedded classic engine "
-                         "(RapidOCR) is reading pages. To add one, put a Gemma GGUF and its "
-                         "mmproj in models/ and set engine.model and engine.mmproj "
-                         "(see models/README.md).")
+        if strict:
+            raise ConfigError(f"engine.name = '{wanted.name}' needs engine.model and "
+                              f"engine.mmproj; see models/README.md")
+        return spec(fallback), (
+            f"No vision model is configured, so the embedded {fallback.name} engine "
+            f"({fallback.library}) is reading pages. To add one, put a Gemma GGUF and its "
+            f"mmproj in models/ and set engine.model and engine.mmproj (see "
+            f"models/README.md).")
     try:
         inspect_model(engine.model, engine.mmproj)
     except ModelError as exc:
-        if engine.name == "llama":
+        if strict:
             raise
-        return classic, (f"The configured vision model failed its checks ({exc.message}), so "
-                         f"the embedded classic engine is reading pages. Run "
-                         f"`appliance doctor` for details.")
-    options = {"model": str(engine.model), "mmproj": str(engine.mmproj), "n_ctx": engine.n_ctx,
-               "n_batch": engine.n_batch, "n_gpu_layers": engine.n_gpu_layers,
-               "flash_attn": engine.flash_attn, "threads": engine.threads,
-               "retry_ladder": engine.retry_ladder, "max_tokens": engine.max_tokens,
-               "fixed_tokens": engine.fixed_tokens, "auto_tiling": engine.auto_tiling}
-    return WorkerSpec("llama", options, **common), None
+        return spec(fallback), (f"The configured vision model failed its checks "
+                                f"({exc.message}), so the embedded {fallback.name} engine "
+                                f"is reading pages. Run `appliance doctor` for details.")
+    return spec(wanted), None
 
 
 class DataDirLock:
@@ -121,7 +122,8 @@ class Appliance:
         self.intake = Intake(settings, self.db, self.spool)
         self.exporter = Exporter(self.db, settings.paths.output_dir)
         self.worker_spec, self.engine_notice = resolve_engine(settings)
-        if self.worker_spec.engine == "llama":  # every result names the exact files that read it
+        self.engine = registry.entry(self.worker_spec.engine)  # what it is, what it can do
+        if self.engine.model_files:  # every result names the exact files that read it
             digests = {f"{key}_sha256": cached_sha256(self.worker_spec.options[key],
                                                       data_dir / "model-digests.json")
                        for key in ("model", "mmproj")}
@@ -135,8 +137,8 @@ class Appliance:
             self.device, Watermarks(memory.vram_high_watermark, memory.vram_low_watermark,
                                     memory.vram_critical, memory.critical_samples),
             interval_s=memory.sample_interval_s, on_transition=self._on_memory_transition)
-        self.workers = [WorkerHandle(slot, self.worker_spec)
-                        for slot in range(self._worker_count())]
+        count = self._plan_memory()
+        self.workers = [WorkerHandle(slot, self.worker_spec) for slot in range(count)]
         self.dispatcher = Dispatcher(settings, self.db, self.spool, self.workers, self.finish,
                                      self.memory)
         self.review = ReviewService(settings, self.db, self.spool, on_settled=self.finish,
@@ -155,22 +157,26 @@ class Appliance:
                                seconds=settings.retention.interval_hours * 3600,
                                id="retention", max_instances=1, coalesce=True)
 
-    def _worker_count(self) -> int:
-        """The configured count, or fewer if the vision model does not fit that often;
-        refuses (ModelDoesNotFit) when it does not fit once."""
-        configured = self.settings.workers.count
-        if self.worker_spec.engine != "llama":
-            return configured
+    def _plan_memory(self) -> int:
+        """How many workers to start: the configured count, or for an engine that holds
+        a model on the card as many as fit, each reading as many pages at once as fit
+        (engine.parallel, which then reaches the engine as a number). Refuses
+        (ModelDoesNotFit) when not even one worker reading one page fits."""
+        if not self.engine.model_files:
+            return self.settings.workers.count
         engine = self.settings.engine
-        estimate = estimate_worker_bytes(inspect_model(engine.model, engine.mmproj),
-                                         n_ctx=engine.n_ctx, n_gpu_layers=engine.n_gpu_layers)
-        plan = plan_workers(estimate, self.device.sample(), configured=configured,
-                            load_limit=self.settings.memory.vram_load_limit)
-        log.info("memory plan device=%s %s workers=%d", self.device.name, estimate.describe(),
-                 plan.count)
-        if not plan.refused and plan.count < configured:
-            log.warning("fewer workers than configured: %s", plan.message)
-        return plan.require()
+        plan = plan_for(self.settings, inspect_model(engine.model, engine.mmproj),
+                        self.device.sample(), parallel_slots=self.engine.parallel_slots)
+        log.info("memory plan device=%s workers=%d slots=%d kv_slot_bytes=%d total_bytes=%d "
+                 "%s", self.device.name, plan.workers, plan.slots, plan.estimate.kv_slot_bytes,
+                 plan.total_bytes, plan.message)
+        if plan.short:
+            log.warning("fewer workers or slots than configured: %s", plan.message)
+        plan.require()
+        if self.engine.parallel_slots:
+            self.worker_spec = replace(self.worker_spec, options={**self.worker_spec.options,
+                                                                   "parallel": plan.slots})
+        return plan.workers
 
     def _on_memory_transition(self, transition) -> None:
         if transition.kind == "preempt":  # the sampler has logged and counted it
@@ -278,9 +284,9 @@ class Appliance:
         return not self.draining and self.dispatcher.ready
 
     def check_engine(self, requested: str | None) -> None:
-        """A request may ask for the engine the workers run, or for classic: a vision
-        worker keeps a classic reader for fallbacks."""
-        if requested not in (None, self.worker_spec.engine, "classic"):
+        """A request may ask for the engine the workers run, or for the one it keeps
+        for fallbacks (a vision worker keeps a classic reader)."""
+        if requested is not None and requested not in registry.readings(self.engine.name):
             raise EngineUnavailable(f"engine '{requested}' is not available: the workers run "
                                     f"'{self.worker_spec.engine}'")
 

@@ -23,6 +23,7 @@ from typing import Callable
 
 from appliance import systemd
 from appliance.config import Settings
+from appliance.engines import registry
 from appliance.engines.host import Job, WorkerHandle, WorkerState
 from appliance.gpu import MemorySampler
 from appliance.errors import DegenerateOutput, PageTimeout, WorkerCrashed
@@ -68,7 +69,7 @@ class Dispatcher:
         # Vision workers read a page with the end of the previous one (multi-page context),
         # so a document's pages go to them in order.
         self.page_context = settings.engine.page_context and any(
-            w.spec.engine == "llama" for w in workers)
+            registry.entry(w.spec.engine).page_context for w in workers)
         self.routing_rules = routing_rules(settings.review)
         self._stop = threading.Event()
         self._thread = threading.Thread(target=self._run, name="dispatcher", daemon=True)
@@ -316,7 +317,8 @@ class Dispatcher:
 
     def _context(self, claim: transitions.Claim) -> str:
         """The end of the previous page's Markdown, for a vision reading of this page."""
-        if not self.page_context or claim.page_index == 0 or claim.engine == "classic":
+        asked = registry.entry(claim.engine) if claim.engine else None  # e.g. a fallback's
+        if not self.page_context or claim.page_index == 0 or (asked and not asked.page_context):
             return ""
         previous = queries.accepted_markdown(self.db, claim.document_id, claim.page_index - 1)
         return page_tail(previous) if previous else ""

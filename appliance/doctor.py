@@ -18,9 +18,12 @@ from pathlib import Path
 from typing import Literal
 
 from appliance.config import Settings
-from appliance.engines.llama.validate import human_size, inspect_model
+from appliance.engines import registry
+from appliance.engines.llama.validate import ModelInfo, human_size, inspect_model
 from appliance.engines.tesseract import tesseract_problem
 from appliance.errors import ModelError
+from appliance.gpu import MemoryDevice, NvmlDevice, open_device
+from appliance.memory_plan import plan_for
 
 Status = Literal["ok", "warn", "FAIL"]
 
@@ -54,20 +57,23 @@ def exit_code(checks: list[Check]) -> int:
     return 1 if any(check.status == "FAIL" for check in checks) else 0
 
 
-def doctor(settings: Settings, model: Path | None = None,
-           mmproj: Path | None = None) -> list[Check]:
-    """Every check, in order. ``model`` / ``mmproj`` override ``engine.model`` / ``.mmproj``."""
+def doctor(settings: Settings, model: Path | None = None, mmproj: Path | None = None,
+           device: MemoryDevice | None = None) -> list[Check]:
+    """Every check, in order. ``model`` / ``mmproj`` override ``engine.model`` / ``.mmproj``;
+    ``device`` is the memory the plan is made against (default: the daemon's, the card
+    memory.device_index or host memory)."""
     engine = settings.engine
     model = model if model is not None else engine.model
     mmproj = mmproj if mmproj is not None else engine.mmproj
-    uses_vlm = engine.name == "llama" or (engine.name == "auto" and model is not None)
+    wanted = registry.configured(engine.name)
+    uses_vlm = wanted.model_files and (registry.strict(engine.name) or model is not None)
     checks = [Check("ok", "config", f"{settings.source or 'built-in defaults'}, "
                                     f"engine.name = {engine.name}")]
     gpu_checks, gpus = _gpus()
     checks += gpu_checks
-    checks.append(_llama_build(engine.name, bool(gpus), uses_vlm))
-    checks += _model(settings, model, mmproj, gpus)
-    checks.append(_classic(engine.name))
+    checks.append(_llama_build(bool(gpus), uses_vlm))
+    checks += _model(settings, wanted, model, mmproj, device)
+    checks.append(_classic(registry.may_run_fallback(engine.name)))
     checks.append(_second_opinion(settings))
     checks.append(_directory("data_dir", settings.paths.data_dir))
     checks.append(_directory("output_dir", settings.paths.output_dir))
@@ -110,7 +116,7 @@ def _text(value) -> str:
     return value.decode() if isinstance(value, bytes) else str(value)
 
 
-def _llama_build(engine_name: str, have_gpu: bool, uses_vlm: bool) -> Check:
+def _llama_build(have_gpu: bool, uses_vlm: bool) -> Check:
     try:
         import llama_cpp
     except Exception as exc:  # a broken native library raises OSError, not ImportError
@@ -130,45 +136,48 @@ def _llama_build(engine_name: str, have_gpu: bool, uses_vlm: bool) -> Check:
                  + ("; the vision model runs on the CPU (slow)" if uses_vlm else ""))
 
 
-def _model(settings: Settings, model: Path | None, mmproj: Path | None,
-           gpus: list[Gpu]) -> list[Check]:
+def _model(settings: Settings, wanted: registry.EngineEntry, model: Path | None,
+           mmproj: Path | None, device: MemoryDevice | None) -> list[Check]:
     name = settings.engine.name
-    if name == "classic":
-        return [Check("ok", "model", "engine.name = classic: the vision model is not used")]
+    if not wanted.model_files:
+        return [Check("ok", "model", f"engine.name = {name}: the vision model is not used")]
     if model is None:
-        if name == "llama":
-            return [Check("FAIL", "model", "engine.name = llama but engine.model is not set: "
-                                           "set engine.model and engine.mmproj (see "
-                                           "models/README.md), or use engine.name = auto")]
-        return [Check("warn", "model", "no vision model configured (engine.model, "
-                                       "engine.mmproj): engine=auto runs the classic engine; "
-                                       "see models/README.md to add one")]
+        if registry.strict(name):
+            return [Check("FAIL", "model", f"engine.name = {name} but engine.model is not "
+                                           f"set: set engine.model and engine.mmproj (see "
+                                           f"models/README.md), or use engine.name = "
+                                           f"{registry.AUTO}")]
+        return [Check("warn", "model", f"no vision model configured (engine.model, "
+                                       f"engine.mmproj): engine={name} runs the "
+                                       f"{registry.FALLBACK} engine; see models/README.md to "
+                                       f"add one")]
     try:
         info = inspect_model(model, mmproj)
     except ModelError as exc:
         return [Check("FAIL", "model", f"({exc.code}) {exc.message}")]
-    checks = [Check("ok", "model", f"{info.summary()}; checksums: `appliance models verify`")]
-    need = info.model_size + info.mmproj_size
-    if gpus and settings.engine.n_gpu_layers != 0:
-        best = max(gpus, key=lambda g: g.free)
-        if need > best.free:
-            checks.append(Check("warn", "vram",
-                                f"the model files alone take {human_size(need)} but gpu"
-                                f"{best.index} has {human_size(best.free)} free: lower "
-                                f"engine.n_gpu_layers, or choose a smaller model "
-                                f"(models/README.md has a VRAM table)"))
-        else:
-            checks.append(Check("ok", "vram",
-                                f"the model files ({human_size(need)}) fit in gpu{best.index}'s "
-                                f"{human_size(best.free)} free; the KV cache for "
-                                f"engine.n_ctx = {settings.engine.n_ctx} and buffers come "
-                                f"on top"))
-    return checks
+    return [Check("ok", "model", f"{info.summary()}; checksums: `appliance models verify`"),
+            _memory(settings, wanted, info, device)]
 
 
-def _classic(engine_name: str) -> Check:
+def _memory(settings: Settings, wanted: registry.EngineEntry, info: ModelInfo,
+            device: MemoryDevice | None) -> Check:
+    """The daemon's memory plan: workers, pages read at once, what they take."""
+    opened = device is None
+    device = device or open_device(settings.memory.device_index)
+    try:
+        sample = device.sample()
+    finally:
+        if opened and isinstance(device, NvmlDevice):
+            device.close()
+    plan = plan_for(settings, info, sample, parallel_slots=wanted.parallel_slots)
+    status = "FAIL" if plan.refused else "warn" if plan.short else "ok"
+    return Check(status, "memory", f"{device.name}: {plan.message}")
+
+
+def _classic(may_run: bool) -> Check:
+    """RapidOCR, FALLBACK's library: a failure when it may be what reads the pages."""
     if importlib.util.find_spec("rapidocr") is None:
-        status = "warn" if engine_name == "llama" else "FAIL"
+        status = "FAIL" if may_run else "warn"
         return Check(status, "classic", "rapidocr is not installed: the classic engine (and "
                                         "the vision model's fallback) cannot run; reinstall "
                                         "the appliance's dependencies")

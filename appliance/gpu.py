@@ -1,43 +1,34 @@
-"""GPU memory: sampling, watermarks, and what a model needs before it is loaded.
+"""GPU memory: sampling and watermarks.
 
 - ``MemoryDevice``: ``sample()`` used/total and per-process memory. ``NvmlDevice``
   asks the NVIDIA driver; ``HostMemoryDevice`` reads host RAM (psutil), so the same
   logic guards CPU-only hosts; ``FakeDevice`` stands in for the card in tests.
 - ``Watermarks``: a pure hysteresis state machine; ``MemorySampler`` drives it.
-- ``estimate_worker_bytes`` / ``plan_workers``: one worker's bytes, how many fit.
+
+What a model needs before it is loaded, and how much of it fits, is
+``appliance.memory_plan``'s.
 """
 
 from __future__ import annotations
 
 import logging
-import math
 import threading
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
-from fractions import Fraction
-from typing import TYPE_CHECKING, Protocol
+from typing import Protocol
 
 import psutil
 
-from appliance.errors import ConfigError, ModelDoesNotFit
+from appliance.errors import ConfigError
 
 try:
     import pynvml
 except ImportError:  # nvidia-ml-py missing: only host memory can be watched
     pynvml = None
 
-if TYPE_CHECKING:
-    from appliance.engines.llama.validate import ModelInfo
-
 log = logging.getLogger(__name__)
 
-GIB = 2**30
-MIB = 2**20
 _LABELS = {"nvml": "GPU memory", "host": "host memory", "fake": "GPU memory"}
-
-
-def _gib(n: float, digits: int = 1) -> str:
-    return f"{n / GIB:.{digits}f} GiB"
 
 
 # --- sampling ------------------------------------------------------------------------
@@ -53,6 +44,11 @@ class MemorySample:
     @property
     def fraction(self) -> float:
         return self.used_bytes / self.total_bytes if self.total_bytes > 0 else 0.0
+
+    @property
+    def label(self) -> str:
+        """What was measured, for messages: GPU memory or host memory."""
+        return _LABELS.get(self.source, "memory")
 
 
 class MemoryDevice(Protocol):
@@ -328,120 +324,6 @@ class MemorySampler:
         if sample is None:
             return status | {"source": None, "used_bytes": None, "total_bytes": None,
                              "fraction": None, "message": f"{state}: no memory sample yet"}
-        label = _LABELS.get(sample.source, "memory")
         return status | {"source": sample.source, "used_bytes": sample.used_bytes,
                          "total_bytes": sample.total_bytes, "fraction": sample.fraction,
-                         "message": f"{state}: {label} {sample.fraction * 100:.0f} %"}
-
-
-# --- what a worker needs -------------------------------------------------------------
-
-# Bytes per KV-cache element for llama.cpp's cache types (block bytes / block size).
-KV_BYTES_PER_ELEMENT = {
-    "f32": Fraction(4), "f16": Fraction(2), "bf16": Fraction(2),
-    "q8_0": Fraction(34, 32), "q5_1": Fraction(24, 32), "q5_0": Fraction(22, 32),
-    "q4_1": Fraction(20, 32), "q4_0": Fraction(18, 32), "iq4_nl": Fraction(18, 32),
-}
-MIN_COMPUTE_MARGIN_BYTES = 256 * MIB
-
-
-@dataclass(frozen=True)
-class WorkerEstimate:
-    """What one engine worker holds on the card, in bytes."""
-
-    weights_bytes: int
-    mmproj_bytes: int
-    kv_cache_bytes: int
-    compute_bytes: int
-    n_ctx: int
-    cache_type: str
-    gpu_layers: int
-    n_layer: int
-    quant: str
-
-    @property
-    def total_bytes(self) -> int:
-        return self.weights_bytes + self.mmproj_bytes + self.kv_cache_bytes + self.compute_bytes
-
-    def describe(self) -> str:
-        return (f"{_gib(self.total_bytes, 2)} per worker = weights "
-                f"{_gib(self.weights_bytes, 2)} ({self.quant}, {self.gpu_layers}/"
-                f"{self.n_layer} layers) + mmproj {_gib(self.mmproj_bytes, 2)} + KV cache "
-                f"{_gib(self.kv_cache_bytes, 2)} (n_ctx {self.n_ctx}, {self.cache_type}) + "
-                f"compute {_gib(self.compute_bytes, 2)}")
-
-
-def estimate_worker_bytes(info: ModelInfo, *, n_ctx: int, n_gpu_layers: int = -1,
-                          cache_type: str = "f16",
-                          compute_margin_bytes: int | None = None) -> WorkerEstimate:
-    """The device memory one worker needs for ``info`` at ``n_ctx``.
-
-    Weights are the model file's size (the tensors, mapped as stored). The KV cache is
-    n_ctx x n_layer x n_head_kv x head_dim x 2 (K and V) x bytes per element: an
-    upper bound for Gemma's sliding-window layers, which llama.cpp may cache shorter.
-    With partial offload (0 <= n_gpu_layers < n_layer) weights and KV cache scale by
-    the offloaded fraction; the mmproj runs on the card either way. The compute
-    margin, unless given, is max(256 MiB, 10 % of the offloaded weights): it covers
-    llama.cpp's compute graph buffer, which grows with the model's width (and so with
-    its size), the vision encoder's activations, and the per-process CUDA context
-    and cuBLAS workspace, none of which the files show; 256 MiB is the floor that a
-    small model still needs.
-    """
-    try:
-        per_element = KV_BYTES_PER_ELEMENT[cache_type.lower()]
-    except KeyError:
-        raise ConfigError(f"unknown KV cache type {cache_type!r}: use one of "
-                          f"{', '.join(KV_BYTES_PER_ELEMENT)}") from None
-    n_ctx = n_ctx if n_ctx > 0 else info.context_length  # llama.cpp: 0 = the model's
-    n_layer = max(info.n_layer, 1)
-    layers = n_layer if n_gpu_layers < 0 else min(n_gpu_layers, n_layer)
-    kv_full = math.ceil(n_ctx * n_layer * info.n_head_kv * info.head_dim * 2 * per_element)
-    weights = info.model_size * layers // n_layer
-    if compute_margin_bytes is None:
-        compute_margin_bytes = max(MIN_COMPUTE_MARGIN_BYTES, weights // 10)
-    return WorkerEstimate(weights, info.mmproj_size, kv_full * layers // n_layer,
-                          compute_margin_bytes, n_ctx, cache_type.lower(), layers,
-                          n_layer, info.quant)
-
-
-@dataclass(frozen=True)
-class WorkerPlan:
-    count: int
-    configured: int
-    fits: int
-    refused: bool
-    message: str
-
-    def require(self) -> int:
-        """The worker count, or ``ModelDoesNotFit`` when not even one fits."""
-        if self.refused:
-            raise ModelDoesNotFit(self.message)
-        return self.count
-
-
-def plan_workers(estimate: WorkerEstimate, sample: MemorySample, *, configured: int,
-                 load_limit: float = 0.90, safety: float = 0.15) -> WorkerPlan:
-    """How many workers fit: used + k x estimate x (1 + safety) <= load_limit x total."""
-    per_worker = estimate.total_bytes * (1 + safety)
-    budget = load_limit * sample.total_bytes - sample.used_bytes
-    fits = max(0, math.floor(budget / per_worker)) if per_worker > 0 else configured
-    count = min(configured, fits)
-    label = _LABELS.get(sample.source, "memory")
-    facts = (f"one worker needs {_gib(per_worker)} with {safety * 100:.0f} % safety "
-             f"({estimate.describe()}); {_gib(max(0.0, budget))} of {label} is free below "
-             f"the {load_limit * 100:.0f} % load limit ({_gib(sample.used_bytes)} of "
-             f"{_gib(sample.total_bytes)} in use)")
-    knobs = (f"a smaller quant than {estimate.quant} (engine.model), fewer offloaded "
-             f"layers (engine.n_gpu_layers), a smaller context (engine.n_ctx = "
-             f"{estimate.n_ctx})")
-    if fits < 1:
-        message = (f"the model does not fit: {facts}. To make it fit, use {knobs}, or "
-                   f"fewer workers (workers.count = {configured}) if other workers "
-                   f"already hold memory")
-    elif count < configured:
-        message = (f"only {fits} of {configured} configured workers fit, running {count}: "
-                   f"{facts}. To run {configured}, use {knobs}; or set workers.count = "
-                   f"{count}")
-    else:
-        message = f"{count} worker(s) fit: {facts}"
-    return WorkerPlan(count, configured, fits, fits < 1, message)
+                         "message": f"{state}: {sample.label} {sample.fraction * 100:.0f} %"}

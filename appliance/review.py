@@ -25,6 +25,7 @@ from typing import Callable, TextIO
 from sqlmodel import select
 
 from appliance.config import Settings
+from appliance.engines import registry
 from appliance.errors import InvalidRequest, NotFound
 from appliance.intake.spool import Spool
 from appliance.quality.markdown import markdown_to_text
@@ -38,7 +39,6 @@ log = logging.getLogger(__name__)
 # A line read with a score under this, or a token whose probability is under this, is
 # highlighted for the reviewer.
 HIGHLIGHT_BELOW = 0.8
-ENGINES = ("llama", "classic")
 
 
 @dataclass
@@ -164,8 +164,9 @@ class ReviewService:
               higher_resolution: bool = False) -> None:
         options: dict = {}
         if engine:
-            if engine not in ENGINES:
-                raise InvalidRequest(f"engine '{engine}' is unknown; use {' or '.join(ENGINES)}")
+            if engine not in registry.names():
+                raise InvalidRequest(f"engine '{engine}' is unknown; use "
+                                     f"{' or '.join(registry.names())}")
             options["engine"] = engine
         if higher_resolution:
             options["resolution_boost"] = self._options(page_id).get("resolution_boost", 0) + 1

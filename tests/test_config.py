@@ -24,6 +24,13 @@ def test_shipped_default_loads_and_matches_the_code_defaults(tmp_path):
     ({"workers": {"count": "two"}}, "'workers.count' = 'two' must be of type int"),
     ({"workers": {"count": 0}}, "'workers.count' = 0 is out of range"),
     ({"engine": {"name": "gpu"}}, "'engine.name' = 'gpu' is not allowed; use one of"),
+    ({"watch": [{"path": "/in", "engine": "gpu"}]},
+     "'watch[0].engine' = 'gpu' is not allowed; use one of '', 'llama', 'classic'"),
+    ({"engine": {"parallel": 0}}, "'engine.parallel' = 0 is not allowed; use 'auto' or a "
+                                  "whole number between 1 and 64"),
+    ({"engine": {"parallel": 65}}, "'engine.parallel' = 65 is not allowed"),
+    ({"engine": {"parallel": "many"}}, "'engine.parallel' = 'many' is not allowed; use 'auto'"),
+    ({"engine": {"parallel": True}}, "'engine.parallel' = True is not allowed"),
     ({"server": "x"}, "'server' must be a [server] table"),
     ({"paths": {"data_dir": ""}}, "'paths.data_dir' must be a non-empty path"),
     ({"review": {"second_opinion_languages": "eng --tessdata-dir /tmp"}},
@@ -55,3 +62,14 @@ def test_missing_file_and_broken_toml_are_clear(tmp_path):
     (tmp_path / "bad.toml").write_text("[server\n")
     with pytest.raises(ConfigError, match="not valid TOML"):
         load_settings(tmp_path / "bad.toml")
+
+
+def test_engine_names_and_parallel_that_load():
+    def engine(**values):
+        return settings_from_dict({"engine": values}, base_dir=Path("/tmp")).engine
+
+    assert (engine().name, engine().parallel) == ("auto", "auto")
+    for name in ("auto", "llama", "classic"):
+        assert engine(name=name).name == name
+    for parallel in (1, 8, 64, "auto"):
+        assert engine(parallel=parallel).parallel == parallel

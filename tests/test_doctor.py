@@ -12,6 +12,9 @@ import pytest
 from appliance.config import dump_toml, load_settings
 from appliance.doctor import doctor, exit_code
 from appliance.engines.llama.testmodel import write_test_model
+from appliance.engines.llama.validate import inspect_model
+from appliance.gpu import FakeDevice
+from appliance.memory_plan import MAX_AUTO_SLOTS, estimate_worker_bytes
 
 ROOT = Path(__file__).resolve().parent.parent
 LINE = re.compile(r"(ok  |warn|FAIL) [\w.]+: .+")
@@ -55,6 +58,10 @@ def test_a_configured_tiny_model_passes(tmp_path, pair):
     assert checks["model"].startswith("ok   model: tiny-gemma3")
     assert "n_embd 64" in checks["model"] and "16 tokens per image" in checks["model"]
     assert checks["classic"].startswith("ok   classic: rapidocr")
+    # the daemon's memory plan, on the card or (no GPU here) on host memory
+    assert checks["memory"].startswith(("ok   memory: host: 1 worker(s) x",
+                                        "ok   memory: gpu0 "))
+    assert "slot(s)" in checks["memory"] and "per slot" in checks["memory"]
     for name in ("data_dir", "output_dir"):
         assert checks[name].startswith(f"ok   {name}: {tmp_path / 'var'}")
         assert "writable" in checks[name] and "(created at first start)" in checks[name]
@@ -111,3 +118,38 @@ def test_the_second_reader_is_checked_with_its_languages(tmp_path):
     assert code == 0  # the appliance runs; its classic pages are just less sure
     assert checks["second_opinion"].startswith("warn second_opinion: tesseract lacks the "
                                                "language(s) xyz (apt-get install tesseract-ocr-xyz)")
+
+
+def memory_check(settings, pair, device):
+    checks = doctor(settings, model=pair[0], mmproj=pair[1], device=device)
+    return next(c for c in checks if c.name == "memory"), exit_code(checks)
+
+
+def test_doctor_prints_the_memory_plan(tmp_path, pair):
+    settings = load_settings(write_config(tmp_path, model=str(pair[0]), mmproj=str(pair[1])))
+    one = estimate_worker_bytes(inspect_model(*pair), n_ctx=settings.engine.n_ctx)
+
+    check, code = memory_check(settings, pair, FakeDevice(8 * 2**30))
+    assert (check.status, code) == ("ok", 0)
+    assert check.detail.startswith(f"fake: 1 worker(s) x {MAX_AUTO_SLOTS} slot(s) fit (the "
+                                   f"most auto takes)")
+    assert f"KV cache {MAX_AUTO_SLOTS} x " in check.detail and "per slot" in check.detail
+
+    settings = load_settings(write_config(tmp_path, model=str(pair[0]), mmproj=str(pair[1]),
+                                          parallel=8))
+    room_for_3 = int(one.at(3).total_bytes * 1.15 / 0.9) + 1
+    check, code = memory_check(settings, pair, FakeDevice(room_for_3))
+    assert (check.status, code) == ("warn", 0)  # the daemon starts, with fewer slots
+    assert check.detail.startswith("fake: only 3 of 8 slots (engine.parallel) fit, running 3")
+
+    check, code = memory_check(settings, pair, FakeDevice(one.total_bytes))
+    assert (check.status, code) == ("FAIL", 1)  # the daemon would refuse to start
+    assert "the model does not fit" in check.detail and "engine.n_ctx" in check.detail
+
+
+def test_the_classic_engine_has_no_memory_plan(tmp_path, pair):
+    settings = load_settings(write_config(tmp_path, name="classic"))
+    checks = doctor(settings, model=pair[0], mmproj=pair[1], device=FakeDevice(2**20))
+    assert "memory" not in [c.name for c in checks]
+    assert next(c for c in checks if c.name == "model").detail == (
+        "engine.name = classic: the vision model is not used")

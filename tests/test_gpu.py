@@ -1,4 +1,4 @@
-"""Memory sampling, watermarks and load-time estimates.
+"""Memory sampling, watermarks, and load-time estimates and plans.
 
 The GPU is the one part this machine may lack, so ``FakeDevice`` stands in for the
 card; host memory and NVML are asked for real.
@@ -26,10 +26,10 @@ from appliance.gpu import (
     NvmlDevice,
     Transition,
     Watermarks,
-    estimate_worker_bytes,
     open_device,
-    plan_workers,
 )
+from appliance.memory_plan import MAX_AUTO_SLOTS, estimate_worker_bytes, plan_for, plan_memory
+from tests.conftest import make_settings
 
 GIB = 2**30
 MIB = 2**20
@@ -239,12 +239,13 @@ def test_plan_workers_on_a_24_gib_card():
     per_worker = estimate.total_bytes * 1.15
     # 21.6 GiB may be used; 2 GiB are; each worker takes about 7.9 GiB: two fit.
     assert 2 * GIB + 2 * per_worker <= 0.9 * 24 * GIB < 2 * GIB + 3 * per_worker
-    plan = plan_workers(estimate, sample, configured=4)
-    assert (plan.count, plan.fits, plan.refused) == (2, 2, False)
+    plan = plan_memory(estimate, sample, workers=4)
+    assert (plan.workers, plan.slots, plan.refused, plan.short) == (2, 1, False, True)
     assert plan.message.startswith("only 2 of 4 configured workers fit, running 2")
     assert "workers.count = 2" in plan.message
-    assert plan_workers(estimate, sample, configured=1).count == 1
-    assert plan_workers(estimate, sample, configured=2).require() == 2
+    assert plan_memory(estimate, sample, workers=1).workers == 1
+    assert plan_memory(estimate, sample, workers=2).require().workers == 2
+    assert not plan_memory(estimate, sample, workers=2).short
 
 
 def test_a_model_that_does_not_fit_is_refused_with_the_knobs():
@@ -253,22 +254,129 @@ def test_a_model_that_does_not_fit_is_refused_with_the_knobs():
     sample = card.sample()
     huge = replace(GEMMA3_4B, name="gemma-3-27b-it", quant="Q8_0", model_size=27 * GIB)
     estimate = estimate_worker_bytes(huge, n_ctx=8192)
-    plan = plan_workers(estimate, sample, configured=1)
-    assert plan.refused and plan.count == 0
-    needed, free = estimate.total_bytes * 1.15 / GIB, 0.9 * 24 - 2
-    assert f"needs {needed:.1f} GiB with 15 % safety" in plan.message
-    assert f"{free:.1f} GiB of GPU memory is free" in plan.message
-    for knob in ("smaller quant than Q8_0", "engine.n_gpu_layers", "engine.n_ctx = 8192",
-                 "workers.count"):
-        assert knob in plan.message
-    with pytest.raises(ModelDoesNotFit) as caught:
-        plan.require()
-    assert caught.value.message == plan.message
+    for parallel in (1, 8, "auto"):
+        plan = plan_memory(estimate, sample, workers=1, parallel=parallel)
+        assert plan.refused and plan.workers == 0 and plan.slots == 1
+        assert plan.message.startswith("the model does not fit, not even one worker reading "
+                                       "one page at a time")
+        needed, free = estimate.total_bytes * 1.15 / GIB, 0.9 * 24 - 2
+        assert f"needs {needed:.1f} GiB with 15 % safety" in plan.message
+        assert f"{free:.1f} GiB of GPU memory is free" in plan.message
+        for knob in ("smaller quant than Q8_0", "engine.n_gpu_layers", "engine.n_ctx = 8192",
+                     "workers.count"):
+            assert knob in plan.message
+        with pytest.raises(ModelDoesNotFit) as caught:
+            plan.require()
+        assert caught.value.message == plan.message
     assert caught.value.code == "model_does_not_fit" and caught.value.http_status == 503
     assert error_class_for("model_does_not_fit") is ModelDoesNotFit
 
 
 def test_plan_on_host_memory_says_so():
     sample = MemorySample(used_bytes=15 * GIB, total_bytes=16 * GIB, source="host")
-    plan = plan_workers(estimate_worker_bytes(GEMMA3_4B, n_ctx=4096), sample, configured=1)
+    plan = plan_memory(estimate_worker_bytes(GEMMA3_4B, n_ctx=4096), sample, workers=1)
     assert plan.refused and "0.0 GiB of host memory is free" in plan.message
+
+
+def test_the_plan_on_this_hosts_memory(tiny_model):
+    """A CPU-only host plans against host memory, sampled for real."""
+    sample = HostMemoryDevice().sample()
+    estimate = estimate_worker_bytes(inspect_model(*tiny_model), n_ctx=512)
+    plan = plan_memory(estimate, sample, workers=1, parallel="auto", load_limit=1.0)
+    if sample.total_bytes - sample.used_bytes > 1.15 * estimate.at(MAX_AUTO_SLOTS).total_bytes:
+        assert (plan.workers, plan.slots, plan.short) == (1, MAX_AUTO_SLOTS, False)
+    assert "of host memory is free" in plan.message
+
+
+# Gemma 3 4B at n_ctx 4096 on one card: weights + mmproj + compute once, 0.53 GiB a slot.
+GEMMA3_4B_ONCE = GEMMA3_4B.model_size + GEMMA3_4B.mmproj_size + 256 * MIB
+
+
+def card(total_gib: float, used_gib: float) -> MemorySample:
+    device = FakeDevice(int(total_gib * GIB))
+    device.set_used(int(used_gib * GIB))
+    return device.sample()
+
+
+def test_slots_add_a_kv_cache_each_to_one_copy_of_the_weights():
+    one = estimate_worker_bytes(GEMMA3_4B, n_ctx=4096)
+    assert (one.slots, one.kv_slot_bytes) == (1, GEMMA3_4B_KV_F16)
+    four = one.at(4)
+    assert four.kv_cache_bytes == 4 * GEMMA3_4B_KV_F16
+    assert four.total_bytes == GEMMA3_4B_ONCE + 4 * GEMMA3_4B_KV_F16
+    assert "KV cache 4 x 0.53 GiB (n_ctx 4096 per slot, f16)" in four.describe()
+
+
+def test_auto_takes_the_most_slots_that_fit():
+    estimate = estimate_worker_bytes(GEMMA3_4B, n_ctx=4096)
+    sample = card(12, 1)  # 9.8 GiB below the load limit
+    plan = plan_memory(estimate, sample, workers=1, parallel="auto")
+    assert (plan.workers, plan.slots, plan.refused, plan.short) == (1, 9, False, False)
+    limit = 0.9 * 12 * GIB
+
+    def used_with(slots: int) -> float:
+        return 1 * GIB + (GEMMA3_4B_ONCE + slots * GEMMA3_4B_KV_F16) * 1.15
+
+    assert used_with(9) <= limit < used_with(10)  # the largest N that fits
+    assert plan.total_bytes == GEMMA3_4B_ONCE + 9 * GEMMA3_4B_KV_F16
+    assert plan.message.startswith("1 worker(s) x 9 slot(s) fit, "
+                                   f"{plan.total_bytes / GIB:.2f} GiB in all: ")
+    assert "KV cache 9 x 0.53 GiB (n_ctx 4096 per slot, f16)" in plan.message
+    assert "9.8 GiB of GPU memory is free below the 90 % load limit" in plan.message
+
+
+def test_auto_stops_at_the_cap_on_a_big_card():
+    estimate = estimate_worker_bytes(GEMMA3_4B, n_ctx=4096)
+    plan = plan_memory(estimate, card(141, 0), workers=1, parallel="auto")
+    assert (plan.workers, plan.slots, plan.short) == (1, MAX_AUTO_SLOTS, False)
+    assert f"x {MAX_AUTO_SLOTS} slot(s) fit (the most auto takes)" in plan.message
+    # an explicit number goes past the cap when it fits
+    assert plan_memory(estimate, card(141, 0), workers=1, parallel=64).slots == 64
+
+
+def test_an_explicit_parallel_that_fits_runs_as_asked():
+    estimate = estimate_worker_bytes(GEMMA3_4B, n_ctx=4096)
+    plan = plan_memory(estimate, card(12, 1), workers=1, parallel=4)
+    assert (plan.workers, plan.slots, plan.short) == (1, 4, False)
+    assert plan.require() is plan
+
+
+def test_fewer_slots_than_asked_run_and_the_message_says_so():
+    estimate = estimate_worker_bytes(GEMMA3_4B, n_ctx=4096)
+    plan = plan_memory(estimate, card(12, 1), workers=1, parallel=12)
+    assert (plan.workers, plan.slots, plan.refused, plan.short) == (1, 9, False, True)
+    assert plan.message.startswith("only 9 of 12 slots (engine.parallel) fit, running 9 (1 "
+                                   f"worker(s) x 9 slot(s), {plan.total_bytes / GIB:.2f} GiB "
+                                   "in all): one worker with 9 slot(s) needs ")
+    assert "KV cache 9 x 0.53 GiB (n_ctx 4096 per slot, f16)" in plan.message
+    assert "or set engine.parallel = 9" in plan.message
+    assert "engine.n_ctx = 4096" in plan.message and "smaller quant than Q4_K_M" in plan.message
+    assert plan.require().slots == 9
+
+
+def test_workers_come_first_then_the_slots_they_leave_room_for():
+    estimate = estimate_worker_bytes(GEMMA3_4B, n_ctx=4096)
+    plan = plan_memory(estimate, card(24, 2), workers=2, parallel="auto")
+    budget = 0.9 * 24 * GIB - 2 * GIB
+    assert (plan.workers, plan.slots, plan.short) == (2, 9, False)
+    assert 2 * estimate.at(9).total_bytes * 1.15 <= budget < 2 * estimate.at(10).total_bytes * 1.15
+    assert plan.total_bytes == 2 * estimate.at(9).total_bytes
+    assert plan.message.startswith("2 worker(s) x 9 slot(s) fit, ")
+    # four workers with one slot each fit, not five, and four leave no room for a second slot
+    both = plan_memory(estimate, card(24, 2), workers=5, parallel=2)
+    assert (both.workers, both.slots, both.short) == (4, 1, True)
+    assert both.message.startswith("only 4 of 5 configured workers fit, running 4; only 1 of 2 "
+                                   "slots (engine.parallel) fit, running 1 (4 worker(s) x 1 "
+                                   "slot(s), ")
+    assert "or set workers.count = 4 and engine.parallel = 1" in both.message
+
+
+def test_the_plan_follows_the_settings(tmp_path):
+    settings = make_settings(tmp_path, engine={"n_ctx": 8192, "parallel": 3},
+                             memory={"vram_load_limit": 0.5})
+    plan = plan_for(settings, GEMMA3_4B, card(24, 0), parallel_slots=True)
+    assert (plan.workers, plan.slots) == (1, 3)
+    assert plan.estimate.kv_slot_bytes == 2 * GEMMA3_4B_KV_F16  # n_ctx 8192 per slot
+    assert "below the 50 % load limit" in plan.message
+    # an engine that reads one page at a time gets one slot, whatever engine.parallel says
+    assert plan_for(settings, GEMMA3_4B, card(24, 0), parallel_slots=False).slots == 1

@@ -11,7 +11,8 @@ from sqlmodel import select
 from appliance.daemon import Appliance
 from appliance.engines.llama.validate import inspect_model
 from appliance.errors import ModelDoesNotFit
-from appliance.gpu import FakeDevice, estimate_worker_bytes
+from appliance.gpu import FakeDevice
+from appliance.memory_plan import estimate_worker_bytes
 from appliance.intake import SubmitOptions
 from appliance.store import queries
 from appliance.store.models import PageResult
@@ -29,10 +30,10 @@ def wait_for(predicate, timeout_s=120, what="condition"):
         time.sleep(0.05)
 
 
-def llama_settings(tmp_path, tiny_model, count):
+def llama_settings(tmp_path, tiny_model, count, **engine):
     model, mmproj = tiny_model
     return make_settings(tmp_path, engine={"name": "llama", "model": str(model),
-                                           "mmproj": str(mmproj), "threads": 1},
+                                           "mmproj": str(mmproj), "threads": 1, **engine},
                          workers={"count": count})
 
 
@@ -53,7 +54,27 @@ def test_the_worker_count_follows_the_memory_budget(tmp_path, tiny_model):
     total = int(per_worker.total_bytes * 1.15 * 2.5 / 0.90)
     appliance = Appliance(settings, device=FakeDevice(total_bytes=total))
     assert len(appliance.workers) == 2
+    # the half worker left over becomes more slots for each of the two
+    slots = appliance.worker_spec.options["parallel"]
+    assert 2 * per_worker.at(slots).total_bytes * 1.15 <= 0.9 * total
+    assert slots == 16 or 2 * per_worker.at(slots + 1).total_bytes * 1.15 > 0.9 * total
+    assert all(w.spec.options["parallel"] == slots for w in appliance.workers)
     appliance.db.close()
+
+
+def test_the_engine_gets_the_slots_that_fit(tmp_path, tiny_model, caplog):
+    settings = llama_settings(tmp_path, tiny_model, 1, parallel=6)
+    one = estimate_worker_bytes(inspect_model(*tiny_model), n_ctx=settings.engine.n_ctx)
+    # room for 4 of the 6 slots asked for
+    total = int(one.at(4).total_bytes * 1.15 / 0.90) + 1
+    with caplog.at_level("INFO", logger="appliance.daemon"):
+        appliance = Appliance(settings, device=FakeDevice(total_bytes=total))
+    appliance.db.close()
+    assert len(appliance.workers) == 1 and appliance.worker_spec.options["parallel"] == 4
+    plan = next(r.getMessage() for r in caplog.records if "memory plan" in r.getMessage())
+    assert "workers=1 slots=4" in plan and "only 4 of 6 slots (engine.parallel) fit" in plan
+    assert any(r.levelname == "WARNING" and "engine.parallel = 4" in r.getMessage()
+               for r in caplog.records)
 
 
 @pytest.fixture

@@ -37,6 +37,7 @@ from fastapi.responses import RedirectResponse
 from PIL import Image, ImageDraw, ImageFont
 
 from appliance.config import DOC_TYPES
+from appliance.engines import registry
 from appliance.errors import ApplianceError, LockLost
 from appliance.quality.routing import REVIEW_CODES
 from appliance.review import ReviewPage, ReviewService
@@ -309,7 +310,7 @@ def _same_text(a: str, b: str) -> bool:
 
 def perform(service: ReviewService, reviewer: str, action: str, page_id: int | None, *,
             markdown: str = "", original: str = "", note: str = "", engine: str | None = None,
-            available_engines: tuple[str, ...] = ("classic",),
+            available_engines: tuple[str, ...] = (registry.FALLBACK,),
             where: ReviewFilter = ReviewFilter()) -> tuple[str, PageView | None]:
     """Do ``action`` on the open page; then open the next one.
 
@@ -447,7 +448,7 @@ def build_review_ui(appliance: Appliance) -> gr.Blocks:
     service: ReviewService = appliance.review
     settings = appliance.settings
     lock_minutes = settings.review.lock_minutes
-    available = ("llama", "classic") if appliance.worker_spec.engine == "llama" else ("classic",)
+    available = registry.readings(appliance.worker_spec.engine)
     watch_names = [w.name or Path(w.path).name for w in settings.watch]
 
     def reviewer_of(request: gr.Request | None) -> str:

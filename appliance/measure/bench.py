@@ -21,7 +21,7 @@ from pathlib import Path
 
 from appliance.config import Settings, WatchFolder
 from appliance.daemon import resolve_engine
-from appliance.engines import bare_loop
+from appliance.engines import bare_loop, registry
 from appliance.errors import InvalidRequest
 from appliance.intake.watch import FolderWatcher
 from appliance.measure.driver import (
@@ -120,15 +120,17 @@ def run_degenerate_experiment(settings: Settings, *, pages: int, concurrency: in
     until the repetition guard stops it and then climbs the retry ladder.
     """
     raw, settings = daemon_config(settings)
-    if resolve_engine(settings)[0].engine != "llama":
-        raise InvalidRequest("--inject-degenerate needs engine.name = 'llama' with a model")
+    fallback = registry.entry(resolve_engine(settings)[0].engine).fallback
+    if fallback is None:
+        raise InvalidRequest(f"--inject-degenerate needs engine.name = "
+                             f"'{registry.model_engine().name}' with a model")
     with tempfile.TemporaryDirectory(prefix="appliance-bench-") as tmp:
         workdir = Path(tmp)
         files = make_pages(workdir / "pages", pages)
         looping = make_pages(workdir / "looping", 1)
         with LocalDaemon(raw, workdir) as daemon, ApplianceClient(daemon.url, daemon) as client:
             client.wait_ready()
-            healthy = {"engine": "classic"}
+            healthy = {"engine": fallback}
             runs = {"without_looping_page": _drive(client, files, concurrency, healthy)}
             loop_id = client.submit(looping[0])
             runs["with_looping_page"] = _drive(client, files, concurrency, healthy)
@@ -171,7 +173,8 @@ def run_bench(settings: Settings, *, pages: int, concurrency: int, url: str | No
               report: Path | None = None, tokens: int = 0, dataset: Path | None = None,
               cost_per_hour: float | None = None, model: tuple[Path, Path] | None = None) -> dict:
     """``model``: a (text, mmproj) pair to run instead of the configured engine."""
-    overrides = {"name": "llama", "model": str(model[0]), "mmproj": str(model[1])} if model else {}
+    overrides = ({"name": registry.model_engine().name, "model": str(model[0]),
+                  "mmproj": str(model[1])} if model else {})
     raw, settings = daemon_config(settings, fixed_tokens=tokens, **overrides)
     with tempfile.TemporaryDirectory(prefix="appliance-bench-") as tmp:
         workdir = Path(tmp)
