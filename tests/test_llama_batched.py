@@ -33,11 +33,12 @@ def _engine(tiny_model, parallel: int, **options) -> LlamaEngine:
                        auto_tiling=False, **options)
 
 
-def _read_all(engine: LlamaEngine, pages, request: PageRequest = PageRequest()):
-    """Every page through ``generate``, as many at once as the engine has slots."""
-    with ThreadPoolExecutor(engine.slots) as pool:
-        return list(pool.map(lambda page: engine.generate(page[0], page[1], request,
-                                                          sampled=False), pages))
+def _read_all(engine: LlamaEngine, pages, sampled: bool = False):
+    """Every page queued at once: each joins the batch as soon as a slot frees."""
+    decodings = [engine.decoding_for(image, prompt, PageRequest(), sampled)
+                 for image, prompt in pages]
+    futures = [engine.decoder.submit(decoding) for decoding in decodings]
+    return [engine.decoder.wait(future) for future in futures]
 
 
 @pytest.fixture(scope="module")
@@ -81,25 +82,26 @@ def test_a_looping_page_does_not_hold_up_the_others(tiny_model):
     """The degenerate page runs until its guard trips (~300 tokens); the short pages
     beside it finish after their own tokens' worth of steps, not after it."""
     engine = _engine(tiny_model, 4)
+    decoder = engine.decoder
     finished_at: dict[str, int] = {}
 
-    def read(name: str, prompt: Prompt):
-        generation = engine.generate(PAGES[0][0], prompt, PageRequest(), sampled=False)
-        finished_at[name] = engine.decode_stats()["steps"]
-        return generation
+    def submit(name: str, prompt: Prompt):
+        future = decoder.submit(engine.decoding_for(PAGES[0][0], prompt, PageRequest(),
+                                                 sampled=False))
+        # a done callback runs in the decode loop as the sequence ends
+        future.add_done_callback(lambda _: finished_at.setdefault(name, decoder.stats.steps))
+        return future
 
     try:
-        with ThreadPoolExecutor(4) as pool:
-            looping = pool.submit(read, "looping", prompt_for("generic"))
-            time.sleep(0.05)  # it is decoding before the others join
-            short = [pool.submit(read, f"short{i}", PAGES[i][1]) for i in range(3)]
-            results = [f.result() for f in short]
-            degenerate = looping.result()
+        looping = submit("looping", prompt_for("generic"))
+        short = [submit(f"short{i}", PAGES[i][1]) for i in range(3)]
+        results = [decoder.wait(future) for future in short]
+        degenerate = decoder.wait(looping)
     finally:
         engine.close()
     assert degenerate.stop == "degenerate" and len(degenerate.tokens) > 150
     for i, result in enumerate(results):
-        assert result.stop == "length"
+        assert result.stop == "length" and len(result.tokens) == PAGES[i][1].max_tokens
         assert finished_at[f"short{i}"] < finished_at["looping"] - 100
 
 
@@ -145,10 +147,7 @@ def test_sampled_answers_do_not_depend_on_the_neighbours(tiny_model):
     for parallel in (1, 3):
         engine = _engine(tiny_model, parallel)
         try:
-            with ThreadPoolExecutor(parallel) as pool:
-                answers[parallel] = list(pool.map(
-                    lambda page: engine.generate(page[0], page[1], PageRequest(),
-                                                 sampled=True).text, PAGES[:3]))
+            answers[parallel] = [g.text for g in _read_all(engine, PAGES[:3], sampled=True)]
         finally:
             engine.close()
     assert answers[1] == answers[3]

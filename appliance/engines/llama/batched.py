@@ -65,7 +65,7 @@ class Decoding:
     deadline: float | None = None  # time.monotonic()
     fixed: bool = False  # benchmarks: exactly max_tokens tokens, no guard, no early end
     sampled: bool = False
-    cancel: threading.Event | None = None
+    cancel: tuple[threading.Event, ...] = ()  # any of them set: stop, "cancelled"
 
 
 @dataclass
@@ -112,7 +112,7 @@ class _Sequence:
     def interrupted(self) -> bool:
         """The page's deadline or cancel: checked before each step."""
         decoding = self.decoding
-        if decoding.cancel is not None and decoding.cancel.is_set():
+        if any(event.is_set() for event in decoding.cancel):
             self.finish("cancelled", "the page was taken back")
         elif decoding.deadline is not None and time.monotonic() > decoding.deadline:
             self.finish("deadline", "page deadline reached during generation")
@@ -237,10 +237,17 @@ class BatchedDecoder:
             size = n
         raise ModelError("the chat template kept growing")  # pragma: no cover
 
-    def generate(self, decoding: Decoding) -> Generation:
-        """Decode one page; blocks until its sequence ends. Thread-safe."""
+    def submit(self, decoding: Decoding) -> Future:
+        """Queue one page for a slot; the Future holds its Generation. Thread-safe."""
         future: Future = Future()
         self._waiting.put((decoding, future))
+        return future
+
+    def generate(self, decoding: Decoding) -> Generation:
+        """Decode one page; blocks until its sequence ends. Thread-safe."""
+        return self.wait(self.submit(decoding))
+
+    def wait(self, future: Future) -> Generation:
         while True:
             try:
                 return future.result(timeout=LOOP_CHECK_S)

@@ -122,7 +122,7 @@ class LlamaEngine:
         self.max_tokens = max_tokens  # 0: each document type's own cap
         self.fixed_tokens = fixed_tokens  # benchmarks: every answer exactly this long
         self.auto_tiling = auto_tiling  # strips from the first attempt for small or dense print
-        self._decoder = BatchedDecoder(model, mmproj, slots=parallel, n_ctx=n_ctx,
+        self.decoder = BatchedDecoder(model, mmproj, slots=parallel, n_ctx=n_ctx,
                                        n_batch=n_batch, n_gpu_layers=n_gpu_layers,
                                        flash_attn=flash_attn, threads=threads)
         self._model_id = f"{self.info.name}@{self.info.model_size}"
@@ -181,18 +181,28 @@ class LlamaEngine:
             return self._fallback(image, request, provenance, exc.message)
 
     def _read_tiles(self, image, prompt: Prompt, request, provenance, flags) -> Recognition:
-        # square strips: the model sees each at its full input resolution, undistorted
+        """The page in square strips, so the model sees each at its full input
+        resolution, undistorted. The strips are decoded side by side in free slots;
+        when one fails the others are given up."""
         boxes = plan_tiles(image.width, image.height, tile_height=image.width,
                            overlap=TILE_OVERLAP)
-        texts, tokens, truncated = [], [], False
-        for index, tile in enumerate(crop_tiles(image, boxes)):
+        give_up = threading.Event()
+        futures = [self.decoder.submit(self.decoding_for(
+            tile, prompt,
             # the previous page's end belongs before the first strip only
-            tile_request = request if index == 0 else replace(request, context="")
-            generation = self.generate(tile, prompt, tile_request, sampled=False)
-            self._raise_if_failed(generation)
-            truncated |= generation.stop == "length"
-            texts.append(generation.text)
-            tokens.extend(generation.tokens)
+            request if index == 0 else replace(request, context=""),
+            sampled=False, give_up=give_up))
+            for index, tile in enumerate(crop_tiles(image, boxes))]
+        texts, tokens, truncated = [], [], False
+        try:
+            for future in futures:
+                generation = self.decoder.wait(future)
+                self._raise_if_failed(generation)
+                truncated |= generation.stop == "length"
+                texts.append(generation.text)
+                tokens.extend(generation.tokens)
+        finally:
+            give_up.set()  # after a failure: the strips still decoding stop at once
         return self._recognition(stitch(texts), tokens, {**provenance, "tiles": len(boxes)},
                                  [*flags, "truncated"] if truncated else flags,
                                  finish_reason="length" if truncated else "stop")
@@ -210,18 +220,22 @@ class LlamaEngine:
 
     def generate(self, image: Image.Image, prompt: Prompt, request: PageRequest,
                  sampled: bool) -> Generation:
+        return self.decoder.generate(self.decoding_for(image, prompt, request, sampled))
+
+    def decoding_for(self, image: Image.Image, prompt: Prompt, request: PageRequest,
+                  sampled: bool, give_up: threading.Event | None = None) -> Decoding:
         side = self.info.image_size
         square = image.resize((side, side), Image.Resampling.LANCZOS)
         max_tokens = (self.fixed_tokens or
                       min(prompt.max_tokens, self.max_tokens or prompt.max_tokens))
-        return self._decoder.generate(Decoding(
-            square, user_turn(prompt, self._decoder.image_marker, request.context),
-            max_tokens=max_tokens, deadline=request.deadline, fixed=bool(self.fixed_tokens),
-            sampled=sampled, cancel=request.cancel))
+        return Decoding(square, user_turn(prompt, self.decoder.image_marker, request.context),
+                        max_tokens=max_tokens, deadline=request.deadline,
+                        fixed=bool(self.fixed_tokens), sampled=sampled,
+                        cancel=tuple(e for e in (request.cancel, give_up) if e is not None))
 
     def decode_stats(self) -> dict:
         """Where the decode loop's time went since it started (for `bench`)."""
-        return self._decoder.stats.to_dict()
+        return self.decoder.stats.to_dict()
 
     @staticmethod
     def _recognition(markdown: str, tokens: list[dict], provenance: dict, flags: list[str],
@@ -252,6 +266,6 @@ class LlamaEngine:
         return result
 
     def close(self) -> None:
-        self._decoder.close()
+        self.decoder.close()
         if self._classic is not None:
             self._classic.close()
