@@ -148,11 +148,11 @@ def parallel(tmp_path, tiny_model):
     appliance.stop()
 
 
-def submit_letters(appliance: Appliance, tmp_path: Path, count: int) -> list[int]:
+def submit_letters(appliance: Appliance, tmp_path: Path, numbers: range) -> list[int]:
     """One single-page document each (pages of one document may be read in order);
     answers their page ids."""
     docs = [appliance.submit_path(write_png(tmp_path / f"letter-{n}.png", [f"Letter {n}"]),
-                                  SubmitOptions(source="api")) for n in range(count)]
+                                  SubmitOptions(source="api")) for n in numbers]
     with appliance.db.read() as session:
         return [session.exec(select(Page.id).where(Page.document_id == d.id)).one()
                 for d in docs]
@@ -178,11 +178,12 @@ def test_a_crash_with_two_pages_in_flight_charges_neither_and_reads_each_alone(p
     appliance = parallel
     worker = appliance.workers[0]
     assert worker.slots == 2
-    page_ids = submit_letters(appliance, tmp_path, 2)
+    page_ids = submit_letters(appliance, tmp_path, range(2))
     wait_for(lambda: appliance.dispatcher.in_flight == 2, what="two pages on one worker")
     os.kill(worker.process.pid, signal.SIGKILL)
     wait_for(lambda: all(p.crash_suspect for p in pages(appliance, page_ids)),
              what="both pages released as crash suspects")
+    [plain] = submit_letters(appliance, tmp_path, range(2, 3))  # no suspect: may share
 
     def one_suspect_read_alone() -> list[Page]:
         running = [p for p in pages(appliance, page_ids) if p.status == PageStatus.RUNNING]
@@ -191,7 +192,8 @@ def test_a_crash_with_two_pages_in_flight_charges_neither_and_reads_each_alone(p
     wait_for(one_suspect_read_alone, what="a suspect read alone")
     culprit = one_suspect_read_alone()[0].id  # it crashes its worker alone: it is charged
     os.kill(worker.process.pid, signal.SIGKILL)
-    wait_for(lambda: all_done(appliance, page_ids), timeout_s=300, what="both pages read")
+    wait_for(lambda: all_done(appliance, [*page_ids, plain]), timeout_s=300,
+             what="every page read")
 
     innocent = next(page_id for page_id in page_ids if page_id != culprit)
     charged, spared = attempts(appliance, culprit), attempts(appliance, innocent)
@@ -201,8 +203,10 @@ def test_a_crash_with_two_pages_in_flight_charges_neither_and_reads_each_alone(p
         (1, "preempted", "crash_suspect"), (1, "ok", None)]
     assert [(p.attempts, p.crash_suspect) for p in pages(appliance, [culprit, innocent])] == [
         (2, False), (1, False)]
-    # after the crash each was read alone: no two attempts overlap
-    read = sorted((a.started_at, a.finished_at) for a in charged[1:] + spared[1:])
+    assert [(a.attempt, a.outcome) for a in attempts(appliance, plain)] == [(1, "ok")]
+    # after the crash each suspect was read alone, the plain page only after them
+    read = sorted((a.started_at, a.finished_at)
+                  for a in charged[1:] + spared[1:] + attempts(appliance, plain))
     assert all(end <= start for (_, end), (start, _) in zip(read, read[1:])), read
     assert worker.restarts == 2
 
@@ -210,7 +214,7 @@ def test_a_crash_with_two_pages_in_flight_charges_neither_and_reads_each_alone(p
 def test_preemption_takes_back_the_newest_page_and_the_other_one_goes_on(parallel, tmp_path):
     appliance = parallel
     worker = appliance.workers[0]
-    older, newer = submit_letters(appliance, tmp_path, 2)
+    older, newer = submit_letters(appliance, tmp_path, range(2))
     wait_for(lambda: appliance.dispatcher.in_flight == 2, what="two pages on one worker")
     appliance.dispatcher.request_preemption()  # what the memory sampler does when critical
     wait_for(lambda: all_done(appliance, [older, newer]), timeout_s=300, what="both pages read")
