@@ -273,3 +273,14 @@ def test_crash_suspects_are_read_alone_and_first_and_cleared_once_read(db):
     plain = transitions.claim_next_page(db, "w2", lease_s=60, alone=False)
     assert (plain.document_id, plain.suspect) == (third.id, False)
 
+
+
+def test_a_crash_suspect_stays_one_across_a_daemon_restart(db):
+    doc = new_doc(db, pages=1)
+    transitions.release_claim(db, transitions.claim_next_page(db, "w1", lease_s=60),
+                              "crash_suspect", "died", suspect=True)
+    assert transitions.claim_next_page(db, "w1", lease_s=60).suspect  # being read alone ...
+    assert transitions.requeue_after_restart(db) == 1  # ... when the daemon died
+    page = queries.get_document(db, doc.id).pages[0]
+    assert (page.status, page.attempts, page.crash_suspect) == ("queued", 0, True)
+    assert transitions.claim_next_page(db, "w1", lease_s=60, alone=False) is None
