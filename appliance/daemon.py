@@ -346,8 +346,9 @@ class Appliance:
     def worker_status(self) -> list[dict]:
         return [{"slot": w.slot, "state": w.state, "pid": w.process.pid if w.process else None,
                  "warmed_up": w.warmed_up_once, "restarts": w.restarts, "recycled": w.recycled,
-                 "pages_done": w.pages_done,
-                 "engine": w.info.get("engine"), "model_id": w.info.get("model_id")}
+                 "pages_done": w.pages_done, "slots": w.slots, "in_flight": len(w.jobs),
+                 "engine": w.info.engine if w.info else None,
+                 "model_id": w.info.model_id if w.info else None}
                 for w in self.workers]
 
     def status(self) -> dict:

@@ -1,10 +1,14 @@
-"""The dispatcher: one thread that claims queued pages, hands them to idle workers,
-records what comes back, and supervises the worker processes.
+"""The dispatcher: one thread that claims queued pages, hands them to workers with a
+free slot, records what comes back, and supervises the worker processes.
 
 It is also the supervisor: a worker that dies is restarted (its page is retried or
 failed), a page past its deadline gets its worker killed, a worker that cannot start
 is retried with a growing backoff. It sleeps on the workers' pipes and process
 sentinels, so a result or a death wakes it at once.
+
+A worker may read several pages at once (its engine's slots). When it dies with
+more than one in flight, nobody knows which page killed it: none is charged, each
+becomes a crash suspect and is read alone, where a crash is charged as usual.
 
 Its loop is what proves the daemon alive to systemd: every turn sends the watchdog
 ping when one is due (``systemd.Watchdog``), so a hung dispatcher gets restarted.
@@ -14,19 +18,25 @@ while, and hands the rest back to the queue without charging them an attempt.
 
 from __future__ import annotations
 
+import itertools
 import logging
 import socket
 import threading
 import time
+from dataclasses import asdict
 from multiprocessing.connection import wait
 from typing import Callable
 
 from appliance import systemd
 from appliance.config import Settings
 from appliance.engines import registry
-from appliance.engines.host import Job, WorkerHandle, WorkerState
+from appliance.engines.host import WorkerHandle, WorkerState
+from appliance.engines.messages import Job, PageDone, PageFailed, Ready, StartFailed
 from appliance.gpu import MemorySampler
-from appliance.errors import DegenerateOutput, PageTimeout, WorkerCrashed
+from appliance.errors import (
+    CrashSuspect, DegenerateOutput, EngineUnavailable, PagePreempted, PageTimeout,
+    WarmupTimeout, WorkerCrashed,
+)
 from appliance.intake.spool import Spool
 from appliance.quality.blocks import page_tail
 from appliance.raster import render_dpi
@@ -73,6 +83,7 @@ class Dispatcher:
         self.routing_rules = routing_rules(settings.review)
         self._stop = threading.Event()
         self._thread = threading.Thread(target=self._run, name="dispatcher", daemon=True)
+        self._job_ids = itertools.count(1)
         self._restart_at: dict[int, float] = {}
         self._start_failures: dict[int, int] = {}
         self._next_housekeeping = 0.0
@@ -113,7 +124,8 @@ class Dispatcher:
 
     @property
     def in_flight(self) -> int:
-        return sum(w.state == WorkerState.BUSY for w in self.workers)
+        """Pages being read, by all workers."""
+        return sum(len(w.jobs) for w in self.workers)
 
     def drain(self, timeout_s: float) -> int:
         """Claim no more pages; let the pages being read finish for up to ``timeout_s``,
@@ -163,67 +175,87 @@ class Dispatcher:
             self._on_message(worker, message)
         elif not worker.is_alive():
             self._on_death(worker)
-        elif worker.state == WorkerState.BUSY and now > worker.job_deadline:
-            log.warning("page over deadline doc=%s page=%d worker=%s timeout_s=%.0f",
-                        worker.claim.document_id, worker.claim.page_index, worker.worker_id,
-                        self.settings.workers.page_timeout_s)
-            worker.kill()
-            self._fail(worker, Outcome.TIMEOUT, PageTimeout.code,
-                       f"the page took longer than {self.settings.workers.page_timeout_s:.0f} s; "
-                       f"raise workers.page_timeout_s or check the page", retryable=True)
+        elif any(now > job.deadline for job in worker.jobs.values()):
+            self._on_overdue(worker, now)
         elif (worker.state == WorkerState.STARTING
               and now - worker.started_at > self.settings.workers.warmup_timeout_s):
             worker.kill()
-            self._start_failed(worker, {"code": "warmup_timeout", "message":
-                                        "the engine did not finish its warm-up in time"})
+            self._start_failed(worker, StartFailed(
+                WarmupTimeout.code, "the engine did not finish its warm-up in time"))
 
-    def _on_message(self, worker: WorkerHandle, message: tuple) -> None:
-        kind, body = message
-        if kind == "ready":
-            worker.info = body
-            worker.state = WorkerState.IDLE
-            worker.warmed_up_once = True
-            worker.baseline_bytes = worker.private_bytes()
+    def _on_message(self, worker: WorkerHandle, message) -> None:
+        if isinstance(message, (PageDone, PageFailed)):
+            self._on_answer(worker, message)
+        elif isinstance(message, Ready):
+            worker.on_ready(message)
             self._may_have_work = True
             if self.memory is not None:  # host memory reports these workers' RSS
                 self.memory.device.watch_pids(w.process.pid for w in self.workers
                                               if w.is_alive())
             self._start_failures.pop(worker.slot, None)
             self.last_start_error = None
-            log.info("worker ready slot=%d pid=%d engine=%s model=%s warmup_ms=%.0f",
-                     worker.slot, body["pid"], body["engine"], body["model_id"],
-                     body["warmup_ms"])
-        elif kind == "failed":
+            log.info("worker ready slot=%d pid=%d engine=%s model=%s warmup_ms=%.0f slots=%d",
+                     worker.slot, message.pid, message.engine, message.model_id,
+                     message.warmup_ms, message.slots)
+        elif isinstance(message, StartFailed):
             worker.kill()
-            self._start_failed(worker, body)
-        elif kind == "result":
-            self._on_result(worker, body)
+            self._start_failed(worker, message)
 
     def _on_death(self, worker: WorkerHandle) -> None:
         exitcode = worker.process.exitcode
         was = worker.state
+        jobs = worker.take_jobs()
         worker.kill()  # reaps it
-        if was == WorkerState.BUSY:
+        if len(jobs) == 1:
+            claim = jobs[0].claim
             log.error("worker died mid-page slot=%d exitcode=%s doc=%s page=%d", worker.slot,
-                      exitcode, worker.claim.document_id, worker.claim.page_index)
-            self._fail(worker, Outcome.CRASHED, WorkerCrashed.code,
-                       f"the engine process died on this page (exit code {exitcode})",
-                       retryable=True)
+                      exitcode, claim.document_id, claim.page_index)
+            self._record_failure(claim, Outcome.CRASHED, WorkerCrashed.code,
+                                 f"the engine process died on this page (exit code {exitcode})",
+                                 retryable=True)
+        elif jobs:  # which page killed it is unknown: charge none, read each alone
+            log.error("worker died with pages in flight slot=%d exitcode=%s pages=%d; each is "
+                      "read again alone", worker.slot, exitcode, len(jobs))
+            for job in jobs:
+                transitions.release_claim(
+                    self.db, job.claim, CrashSuspect.code,
+                    f"the engine process died (exit code {exitcode}) while it read this page "
+                    f"with others; read again alone", suspect=True)
         elif was == WorkerState.STARTING:
-            self._start_failed(worker, {"code": "engine_unavailable", "message":
-                                        f"the engine process died while starting "
-                                        f"(exit code {exitcode})"})
+            self._start_failed(worker, StartFailed(
+                EngineUnavailable.code,
+                f"the engine process died while starting (exit code {exitcode})"))
         else:
             log.error("idle worker died slot=%d exitcode=%s", worker.slot, exitcode)
 
-    def _start_failed(self, worker: WorkerHandle, error: dict) -> None:
+    def _on_overdue(self, worker: WorkerHandle, now: float) -> None:
+        """A page past its kill deadline: the worker is killed, so every page it holds
+        stops. The overdue ones are charged a timeout; the others are queued again."""
+        timeout_s = self.settings.workers.page_timeout_s
+        jobs = worker.take_jobs()
+        worker.kill()
+        for job in jobs:
+            claim = job.claim
+            if now > job.deadline:
+                log.warning("page over deadline doc=%s page=%d worker=%s timeout_s=%.0f",
+                            claim.document_id, claim.page_index, worker.worker_id, timeout_s)
+                self._record_failure(claim, Outcome.TIMEOUT, PageTimeout.code,
+                                     f"the page took longer than {timeout_s:.0f} s; raise "
+                                     f"workers.page_timeout_s or check the page",
+                                     retryable=True)
+            else:
+                transitions.release_claim(self.db, claim, PagePreempted.code,
+                                          "stopped with its worker, which another page held "
+                                          "past its deadline")
+
+    def _start_failed(self, worker: WorkerHandle, error: StartFailed) -> None:
         failures = self._start_failures.get(worker.slot, 0) + 1
         self._start_failures[worker.slot] = failures
         backoff = min(MAX_RESTART_BACKOFF_S, 2.0 ** failures)
         self._restart_at[worker.slot] = time.monotonic() + backoff
-        self.last_start_error = error
+        self.last_start_error = asdict(error)
         log.error("worker could not start slot=%d code=%s retry_in_s=%.0f message=%s",
-                  worker.slot, error["code"], backoff, error["message"])
+                  worker.slot, error.code, backoff, error.message)
 
     # --- pages ---
 
@@ -248,33 +280,46 @@ class Dispatcher:
         self.wake()
 
     def _preempt_newest(self) -> None:
+        """A worker reading several pages is asked to give the newest back (its engine
+        stops that sequence and the worker answers "preempted"); one reading a single
+        page at a time cannot stop mid-page and is killed. While a page taken back has
+        not answered, a repeated request waits for it rather than take another."""
         self._preempt_requested.clear()
-        busy = [w for w in self.workers if w.state == WorkerState.BUSY]
-        if not busy:
+        if any(job.cancelled for w in self.workers for job in w.jobs.values()):
+            return  # a page taken back has not answered yet: wait for what that frees
+        held = [(job.started, job_id, w) for w in self.workers for job_id, job in w.jobs.items()]
+        if not held:
             return
-        worker = max(busy, key=lambda w: w.job_started)
-        claim = worker.claim
+        _, job_id, worker = max(held, key=lambda newest: newest[0])
+        job = worker.jobs[job_id]
+        claim = job.claim
         log.warning("preempting the newest page doc=%s page=%d worker=%s reason=memory_critical",
                     claim.document_id, claim.page_index, worker.worker_id)
+        if worker.slots > 1:
+            try:
+                worker.cancel(job_id)
+            except (OSError, BrokenPipeError):
+                self._on_death(worker)
+            return
+        worker.take_jobs()
         worker.kill()
-        worker.claim = None
         transitions.release_claim(self.db, claim, "memory_critical")
 
     def _drain_step(self) -> None:
         if self._drained.is_set():
             return
-        busy = [w for w in self.workers if w.state == WorkerState.BUSY]
-        if busy and time.monotonic() < self._drain_deadline:
+        reading = [w for w in self.workers if w.jobs]
+        if reading and time.monotonic() < self._drain_deadline:
             return  # still finishing
-        for worker in busy:
-            claim = worker.claim
-            log.warning("drain timeout: page queued again doc=%s page=%d worker=%s",
-                        claim.document_id, claim.page_index, worker.worker_id)
+        for worker in reading:
+            jobs = worker.take_jobs()
             worker.kill()
-            worker.claim = None
-            if transitions.release_claim(self.db, claim, "shutdown",
-                                         "stopped by a shutdown; read again after the restart"):
-                self._released += 1
+            for job in jobs:
+                log.warning("drain timeout: page queued again doc=%s page=%d worker=%s",
+                            job.claim.document_id, job.claim.page_index, worker.worker_id)
+                if transitions.release_claim(self.db, job.claim, "shutdown", "stopped by a "
+                                             "shutdown; read again after the restart"):
+                    self._released += 1
         self._drained.set()
 
     def _dispatch(self) -> None:
@@ -290,30 +335,34 @@ class Dispatcher:
             return
         self._may_have_work = False
         self._next_claim_poll = now + CLAIM_POLL_S
+        timeout_s = self.settings.workers.page_timeout_s
+        kill_after_s = timeout_s + min(MAX_KILL_GRACE_S, timeout_s / 4)
         for worker in self.workers:
-            if worker.state != WorkerState.IDLE:
-                continue
-            timeout_s = self.settings.workers.page_timeout_s
-            kill_after_s = timeout_s + min(MAX_KILL_GRACE_S, timeout_s / 4)
-            claim = transitions.claim_next_page(self.db, worker.worker_id,
-                                                kill_after_s + LEASE_MARGIN_S, self.priority,
-                                                in_page_order=self.page_context)
-            if claim is None:
-                return
-            boost = claim.options.get("resolution_boost", 0)
-            dpi = render_dpi(self.settings.raster.pdf_dpi, boost)
-            job = Job(original=self.spool.original_path(claim.sha256), kind=claim.kind,
-                      page_index=claim.page_index, dpi=dpi,
-                      max_pixels=self.settings.limits.max_pixels,
-                      page_image=self.spool.page_image_path(claim.sha256, claim.page_index, dpi),
-                      doc_type=claim.doc_type, engine=claim.engine, attempt=claim.attempt,
-                      pdf_password=self.pdf_passwords.get(claim.watch_folder),
-                      deadline_s=timeout_s, context=self._context(claim),
-                      resolution_boost=boost)
-            try:
-                worker.send(job, claim, kill_after_s)
-            except (OSError, BrokenPipeError):
-                self._on_death(worker)
+            while worker.free_slots:
+                alone = not worker.jobs
+                claim = transitions.claim_next_page(self.db, worker.worker_id,
+                                                    kill_after_s + LEASE_MARGIN_S, self.priority,
+                                                    in_page_order=self.page_context, alone=alone)
+                if claim is None:
+                    if alone:
+                        return  # nothing claimable at all
+                    break  # perhaps a crash suspect, for a worker with nothing in flight
+                boost = claim.options.get("resolution_boost", 0)
+                dpi = render_dpi(self.settings.raster.pdf_dpi, boost)
+                job = Job(job_id=next(self._job_ids),
+                          original=self.spool.original_path(claim.sha256), kind=claim.kind,
+                          page_index=claim.page_index, dpi=dpi,
+                          max_pixels=self.settings.limits.max_pixels,
+                          page_image=self.spool.page_image_path(claim.sha256, claim.page_index,
+                                                                dpi),
+                          doc_type=claim.doc_type, engine=claim.engine, attempt=claim.attempt,
+                          pdf_password=self.pdf_passwords.get(claim.watch_folder),
+                          deadline_s=timeout_s, context=self._context(claim),
+                          resolution_boost=boost)
+                try:
+                    worker.send(job, claim, kill_after_s)
+                except (OSError, BrokenPipeError):
+                    self._on_death(worker)
 
     def _context(self, claim: transitions.Claim) -> str:
         """The end of the previous page's Markdown, for a vision reading of this page."""
@@ -323,76 +372,62 @@ class Dispatcher:
         previous = queries.accepted_markdown(self.db, claim.document_id, claim.page_index - 1)
         return page_tail(previous) if previous else ""
 
-    def _route(self, claim: transitions.Claim, result: dict) -> Route:
+    def _route(self, claim: transitions.Claim, done: PageDone) -> Route:
         """Accept the page, or send it to review, by its confidence and the rules."""
         rules = self.routing_rules
         text = None
         if rules.required_fields.get(claim.doc_type):  # a document's fields: on its last page
             others = queries.accepted_texts(self.db, claim.document_id, exclude=claim.page_id)
             if others is not None:
-                text = "\n".join([*others, result.get("text") or ""])
-        return route_page(result["confidence"], doc_type=claim.doc_type,
+                text = "\n".join([*others, done.recognition.text or ""])
+        return route_page(done.confidence, doc_type=claim.doc_type,
                           page_key=f"{claim.sha256}:{claim.page_index}", text=text, rules=rules)
 
-    def _on_result(self, worker: WorkerHandle, result: dict) -> None:
-        claim = worker.claim
-        worker.state = WorkerState.IDLE
-        worker.claim = None
+    def _on_answer(self, worker: WorkerHandle, answer: PageDone | PageFailed) -> None:
+        job = worker.finish(answer.job_id)
+        if job is None:
+            log.error("answer for a job not in flight worker=%s job=%d", worker.worker_id,
+                      answer.job_id)
+            return
+        claim = job.claim
         self._may_have_work = True
-        if result.pop("ok"):
+        if isinstance(answer, PageDone):
             # routed either way, so the reasons are on record; held only with review on
-            route = self._route(claim, result)
-            transitions.complete_page(self.db, claim, result, route.reasons,
+            route = self._route(claim, answer)
+            transitions.complete_page(self.db, claim, answer, route.reasons,
                                       review=route.review and self.settings.review.enabled)
             log.info("page done doc=%s page=%d attempt=%d engine=%s ms=%.0f", claim.document_id,
-                     claim.page_index, claim.attempt, result["engine"],
-                     sum(result["timings_ms"].values()))
+                     claim.page_index, claim.attempt, answer.engine,
+                     sum(answer.timings_ms.values()))
+            self._touched.add(claim.document_id)
+        elif answer.code == PagePreempted.code:  # taken back by _preempt_newest
+            transitions.release_claim(self.db, claim, "memory_critical")
         else:
-            outcome = OUTCOME_BY_CODE.get(result["code"], Outcome.ERROR)
-            self._record_failure(claim, outcome, result["code"], result["message"],
-                                 retryable=result["retryable"],
-                                 extra={"timings_ms": result["timings_ms"]})
-        self._touched.add(claim.document_id)
+            outcome = OUTCOME_BY_CODE.get(answer.code, Outcome.ERROR)
+            self._record_failure(claim, outcome, answer.code, answer.message,
+                                 retryable=answer.retryable, timings_ms=answer.timings_ms)
         worker.pages_done += 1
         self._recycle_if_worn(worker)
 
-    def _vram_bytes(self, worker: WorkerHandle) -> int:
-        latest = self.memory.latest if self.memory else None
-        return latest.per_pid.get(worker.process.pid, 0) if latest else 0
-
     def _recycle_if_worn(self, worker: WorkerHandle) -> None:
         """Leak guard, between pages only: a worker that has read many pages, or whose
-        memory grew past its limit, is replaced by a fresh one."""
-        limits = self.settings.workers
-        private_mb = worker.private_bytes() / 2**20
-        grown_mb = private_mb - worker.baseline_bytes / 2**20
-        reason = None
-        if limits.recycle_after_pages and worker.pages_done >= limits.recycle_after_pages:
-            reason = f"pages={worker.pages_done}"
-        elif limits.max_worker_rss_mb and private_mb > limits.max_worker_rss_mb:
-            reason = f"private_mb={private_mb:.0f}"
-        elif limits.max_worker_growth_mb and grown_mb > limits.max_worker_growth_mb:
-            reason = f"private_mb={private_mb:.0f} grown_mb={grown_mb:.0f}"
-        elif limits.max_worker_vram_mb and self._vram_bytes(worker) > limits.max_worker_vram_mb * 2**20:
-            reason = f"vram_mb={self._vram_bytes(worker) / 2**20:.0f}"
-        if reason:
-            log.info("recycling worker slot=%d %s", worker.slot, reason)
+        memory grew past its limit, is replaced by a fresh one. One still reading other
+        pages takes no more, and is replaced once they are done."""
+        latest = self.memory.latest if self.memory else None
+        vram = latest.per_pid.get(worker.process.pid, 0) if latest else 0
+        worker.retiring = worker.retiring or worker.wear(self.settings.workers, vram)
+        if worker.retiring and not worker.jobs:
+            log.info("recycling worker slot=%d %s", worker.slot, worker.retiring)
             worker.recycle()
 
-    def _fail(self, worker: WorkerHandle, outcome: Outcome, code: str, message: str,
-              retryable: bool) -> None:
-        claim = worker.claim
-        worker.claim = None
-        self._record_failure(claim, outcome, code, message, retryable)
-        self._touched.add(claim.document_id)
-
     def _record_failure(self, claim, outcome: Outcome, code: str, message: str,
-                        retryable: bool, extra: dict | None = None) -> None:
+                        retryable: bool, timings_ms: dict | None = None) -> None:
         status = transitions.fail_attempt(
             self.db, claim, outcome, code, message, retryable=retryable,
             max_attempts=self.settings.workers.max_attempts,
-            backoff_s=RETRY_BASE_S * 2 ** (claim.attempt - 1), result=extra,
+            backoff_s=RETRY_BASE_S * 2 ** (claim.attempt - 1), timings_ms=timings_ms,
             poison_crashes=self.settings.workers.poison_crashes)
+        self._touched.add(claim.document_id)
         log.warning("page attempt failed doc=%s page=%d attempt=%d code=%s now=%s",
                     claim.document_id, claim.page_index, claim.attempt, code, status)
 

@@ -109,6 +109,13 @@ class EngineUnavailable(ApplianceError):
     http_status = 409
 
 
+class WarmupTimeout(EngineUnavailable):
+    """A worker's engine did not load and read its warm-up page within
+    ``workers.warmup_timeout_s``: the worker is killed and started again later."""
+
+    code = "warmup_timeout"
+
+
 class DegenerateOutput(ApplianceError):
     code = "degenerate"
     retryable = True  # the next rung of the retry ladder decodes differently
@@ -120,8 +127,9 @@ class PageTimeout(ApplianceError):
 
 
 class PagePreempted(ApplianceError):
-    """The page was taken back from the engine (device memory critical, a crash
-    suspect's retry, a drain): it is queued again without charging an attempt."""
+    """The page was taken back from the engine (device memory critical, or its worker
+    was stopped for another page's timeout): it is queued again without charging an
+    attempt."""
 
     code = "preempted"
     retryable = True
@@ -129,6 +137,15 @@ class PagePreempted(ApplianceError):
 
 class WorkerCrashed(ApplianceError):
     code = "worker_crashed"
+    retryable = True
+
+
+class CrashSuspect(ApplianceError):
+    """The engine process died while it read this page with others: which one killed it
+    is unknown, so none is charged. Each is queued again, uncharged, and read alone
+    next; one that then crashes alone is charged (WorkerCrashed)."""
+
+    code = "crash_suspect"
     retryable = True
 
 

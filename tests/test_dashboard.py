@@ -11,6 +11,7 @@ import pandas as pd
 import pytest
 
 from appliance.daemon import Appliance
+from appliance.engines.messages import PageDone
 from appliance.intake import SubmitOptions
 from appliance.metrics import (
     Completion, History, Snapshot, metrics_for, pages_per_bucket, percentile, rolling_latency,
@@ -19,6 +20,7 @@ from appliance.store import queries, transitions
 from appliance.store.models import Outcome
 from tests.conftest import make_settings
 from tests.fixtures.documents import write_png
+from tests.fixtures.results import page_done
 from ui.dashboard import dashboard_view, failures_markdown
 
 HOSTILE_NAME = "<img src=x onerror=alert(1)>|<svg onload=window.__xss=1>.png"  # no "/"
@@ -106,11 +108,9 @@ def appliance(tmp_path):
     appliance.db.close()
 
 
-def ok_result(confidence: float) -> dict:
-    return {"engine": "classic", "model_id": "test", "text": "t", "markdown": "t", "lines": [],
-            "finish_reason": "stop", "tokens": None, "flags": [],
-            "provenance": {"repair": {"level": 0}}, "timings_ms": {},
-            "confidence": confidence, "signals": {}}
+def ok_result(confidence: float) -> PageDone:
+    return page_done("t", confidence=confidence, provenance={"repair": {"level": 0}},
+                     timings_ms={})
 
 
 def test_dashboard_view_shapes_and_figures(appliance, tmp_path):

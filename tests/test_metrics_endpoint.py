@@ -15,6 +15,7 @@ from prometheus_client.parser import text_string_to_metric_families
 
 from appliance.api import create_app
 from appliance.daemon import Appliance
+from appliance.engines.messages import PageDone
 from appliance.errors import QueueFull
 from appliance.gpu import FakeDevice
 from appliance.intake import SubmitOptions
@@ -26,6 +27,7 @@ from appliance.store.models import Lane, Outcome
 from tests.conftest import make_settings
 from tests.daemon import Daemon
 from tests.fixtures.documents import write_pdf, write_png
+from tests.fixtures.results import page_done
 
 GIB = 2**30
 LABEL_NAME = re.compile(r"^[a-z_][a-z0-9_]*$")
@@ -183,11 +185,10 @@ def make_appliance(tmp: Path, device=None, **sections) -> Appliance:
     return Appliance(make_settings(tmp, **sections), device=device)
 
 
-def ok_result(confidence: float, flags: list[str], level: int, engine: str = "classic") -> dict:
-    return {"engine": engine, "model_id": "test", "text": "t", "markdown": "t", "lines": [],
-            "finish_reason": "stop", "tokens": None, "flags": flags,
-            "provenance": {"repair": {"level": level, "fixes": [], "problems": []}},
-            "timings_ms": {"inference_ms": 1.0}, "confidence": confidence, "signals": {}}
+def ok_result(confidence: float, flags: list[str], level: int,
+              engine: str = "classic") -> PageDone:
+    return page_done("t", confidence=confidence, engine=engine, flags=flags,
+                     provenance={"repair": {"level": level, "fixes": [], "problems": []}})
 
 
 def scrape(appliance: Appliance) -> tuple[str, dict]:

@@ -21,9 +21,9 @@ from appliance.store import Database, queries, transitions
 from appliance.store.models import Document, Event
 from tests.conftest import make_settings
 from tests.fixtures.documents import write_png
+from tests.fixtures.results import page_done
 
-RESULT = {"engine": "classic", "model_id": "m", "text": "kept text", "markdown": "kept text",
-          "lines": [], "finish_reason": "stop", "timings_ms": {}}
+RESULT = page_done("kept text", timings_ms={})
 
 
 @pytest.fixture

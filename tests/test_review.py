@@ -25,11 +25,10 @@ from appliance.users import (
     LOCKOUT_S, MAX_FAILED_LOGINS, Users, hash_password, verify_password,
 )
 from tests.conftest import make_settings
+from tests.fixtures.results import page_done
 
-MACHINE = {"engine": "classic", "model_id": "m", "finish_reason": "stop",
-           "lines": [{"text": "Total 1l8.50", "box": [10, 20, 200, 40], "score": 0.55},
-                     {"text": "Invoice 7", "box": [10, 60, 200, 80], "score": 0.98}],
-           "timings_ms": {"inference_ms": 1.0}}
+MACHINE_LINES = [{"text": "Total 1l8.50", "box": [10, 20, 200, 40], "score": 0.55},
+                 {"text": "Invoice 7", "box": [10, 60, 200, 80], "score": 0.98}]
 
 
 def in_review(db, *, pages=1, doc_type="invoice", folder=None, lane=Lane.BATCH,
@@ -40,10 +39,9 @@ def in_review(db, *, pages=1, doc_type="invoice", folder=None, lane=Lane.BATCH,
     transitions.submit_document(db, doc, pages)
     for _ in range(pages):
         claim = transitions.claim_next_page(db, "w1", lease_s=60)
-        transitions.complete_page(db, claim, {**MACHINE, "text": "Invoice 7\nTotal 1l8.50",
-                                              "markdown": "Invoice 7\n\nTotal 1l8.50",
-                                              "confidence": confidence}, list(reasons),
-                                 review=True)
+        reading = page_done("Invoice 7\nTotal 1l8.50", markdown="Invoice 7\n\nTotal 1l8.50",
+                            confidence=confidence, lines=MACHINE_LINES)
+        transitions.complete_page(db, claim, reading, list(reasons), review=True)
     return doc
 
 

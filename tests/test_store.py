@@ -13,9 +13,9 @@ from appliance.store import Database, queries, transitions
 from appliance.store.models import (
     SCHEMA_VERSION, Document, DocStatus, Lane, Outcome, PageStatus, SchemaMeta,
 )
+from tests.fixtures.results import page_done
 
-RESULT = {"engine": "classic", "model_id": "m", "text": "hello", "markdown": "hello",
-          "lines": [], "finish_reason": "stop", "timings_ms": {"inference_ms": 1.0}}
+RESULT = page_done("hello")
 
 
 def new_doc(db, pages=2, lane=Lane.INTERACTIVE, name="a.pdf") -> Document:
@@ -31,7 +31,7 @@ def test_wal_mode_and_schema_version(db):
     with db.read() as session:
         mode = session.connection().exec_driver_sql("PRAGMA journal_mode").scalar()
     assert mode == "wal"
-    assert db.schema_version() == SCHEMA_VERSION == 3
+    assert db.schema_version() == SCHEMA_VERSION == 4
 
 
 def test_a_version_1_database_is_migrated_in_place(tmp_path):
@@ -42,16 +42,15 @@ def test_a_version_1_database_is_migrated_in_place(tmp_path):
                               ("page", "review_lock_expires_at"), ("page", "options"),
                               ("pageresult", "confidence"), ("document", "purged_at"),
                               ("pageresult", "signals"), ("pageresult", "reasons"),
-                              ("document", "source_mtime_ns")):
+                              ("document", "source_mtime_ns"), ("page", "crash_suspect")):
             session.exec(text(f"ALTER TABLE {table} DROP COLUMN {column}"))
         session.exec(text("DROP TABLE idempotencykey"))
         session.get(SchemaMeta, "schema_version").value = "1"
     old.close()
     migrated = Database(tmp_path / "v1.db")
-    assert migrated.schema_version() == 3
+    assert migrated.schema_version() == 4
     claim = transitions.claim_next_page(migrated, "w1", lease_s=60)
-    transitions.complete_page(migrated, claim, {"engine": "classic", "text": "x", "markdown": "x",
-                                                "confidence": 0.9})
+    transitions.complete_page(migrated, claim, page_done("x"))
     assert status_of(migrated, doc.id) == DocStatus.DONE
 
 
@@ -236,3 +235,52 @@ def test_every_attempt_records_when_it_started_and_ended(db):
     assert [a.outcome for a in attempts] == ["error", "ok"]
     for attempt in attempts:
         assert before <= attempt.started_at <= attempt.finished_at <= time.time()
+
+
+def test_crash_suspects_are_read_alone_and_first_and_cleared_once_read(db):
+    older, newer = new_doc(db, pages=1), new_doc(db, pages=1)
+    held = [transitions.claim_next_page(db, "w1", lease_s=60) for _ in range(2)]
+    assert [c.document_id for c in held] == [older.id, newer.id]
+    # the worker died with both in flight: neither is charged, both are suspects
+    for claim in held:
+        assert transitions.release_claim(db, claim, "crash_suspect", "died", suspect=True)
+    pages = [queries.get_document(db, d.id).pages[0] for d in (older, newer)]
+    assert [(p.status, p.attempts, p.crash_suspect) for p in pages] == [("queued", 0, True)] * 2
+    third = new_doc(db, pages=1)  # plain work queued meanwhile
+    # a worker with a page in flight gets nothing while a suspect waits ...
+    assert transitions.claim_next_page(db, "w2", lease_s=60, alone=False) is None
+    # ... one with nothing in flight gets the suspects first, flagged
+    alone = transitions.claim_next_page(db, "w2", lease_s=60)
+    assert (alone.document_id, alone.attempt, alone.suspect) == (older.id, 1, True)
+    assert transitions.complete_page(db, alone, RESULT)
+    assert not queries.get_document(db, older.id).pages[0].crash_suspect
+    crashed = transitions.claim_next_page(db, "w2", lease_s=60)
+    assert (crashed.document_id, crashed.suspect) == (newer.id, True)
+    # a suspect that crashes alone is charged, and stays a suspect
+    assert transitions.fail_attempt(db, crashed, Outcome.CRASHED, "worker_crashed", "died",
+                                    retryable=True, max_attempts=3,
+                                    poison_crashes=2) == PageStatus.QUEUED
+    page = queries.get_document(db, newer.id).pages[0]
+    assert (page.attempts, page.crash_suspect) == (1, True)
+    again = transitions.claim_next_page(db, "w2", lease_s=60, alone=True)
+    assert (again.document_id, again.attempt) == (newer.id, 2)
+    # its second crash in a row sets it aside: the released attempt did not break the run
+    assert transitions.fail_attempt(db, again, Outcome.CRASHED, "worker_crashed", "died",
+                                    retryable=True, max_attempts=5,
+                                    poison_crashes=2) == PageStatus.FAILED
+    assert queries.get_document(db, newer.id).pages[0].error_code == "crashes_worker"
+    # no suspect left: a worker with pages in flight is given plain work again
+    plain = transitions.claim_next_page(db, "w2", lease_s=60, alone=False)
+    assert (plain.document_id, plain.suspect) == (third.id, False)
+
+
+
+def test_a_crash_suspect_stays_one_across_a_daemon_restart(db):
+    doc = new_doc(db, pages=1)
+    transitions.release_claim(db, transitions.claim_next_page(db, "w1", lease_s=60),
+                              "crash_suspect", "died", suspect=True)
+    assert transitions.claim_next_page(db, "w1", lease_s=60).suspect  # being read alone ...
+    assert transitions.requeue_after_restart(db) == 1  # ... when the daemon died
+    page = queries.get_document(db, doc.id).pages[0]
+    assert (page.status, page.attempts, page.crash_suspect) == ("queued", 0, True)
+    assert transitions.claim_next_page(db, "w1", lease_s=60, alone=False) is None

@@ -10,7 +10,8 @@ import pytest
 
 from appliance.config import PreprocessSettings
 from appliance.engines.classic import ClassicEngine
-from appliance.engines.host import Job, PagePipeline, run_job
+from appliance.engines.host import PagePipeline, run_job
+from appliance.engines.messages import Job, PageDone
 from appliance.engines.tesseract import TesseractReader, tesseract_problem
 from tests.fixtures.documents import render_text_page, text_similarity, write_png
 
@@ -42,7 +43,7 @@ def test_a_missing_language_is_named_with_its_package(caplog):
 
 def _job(tmp_path, lines):
     original = write_png(tmp_path / "page.png", lines)
-    return Job(original=original, kind="png", page_index=0, dpi=150, max_pixels=40_000_000,
+    return Job(job_id=1, original=original, kind="png", page_index=0, dpi=150, max_pixels=40_000_000,
                page_image=tmp_path / "seen.png", doc_type="invoice", engine=None, attempt=1,
                pdf_password=None, deadline_s=60)
 
@@ -50,7 +51,7 @@ def _job(tmp_path, lines):
 def _run(pipeline, job):
     with ThreadPoolExecutor(1) as background:
         result = run_job(pipeline, job, background)
-    assert result["ok"], result
+    assert isinstance(result, PageDone), result
     return result
 
 
@@ -60,20 +61,20 @@ def test_a_classic_page_in_doubt_is_read_again(tmp_path, engine):
     pipeline = PagePipeline(engine, PreprocessSettings(), second_opinion_below=1.0,
                             second_reader=TesseractReader("eng"))
     result = _run(pipeline, _job(tmp_path, LINES))
-    assert result["signals"]["agreement"] > 0.9
-    assert result["timings_ms"]["second_opinion_ms"] > 0
+    assert result.signals["agreement"] > 0.9
+    assert result.timings_ms["second_opinion_ms"] > 0
     # a page above the threshold is not read again, nor is any page with the check off
     for below in (0.0, None):
         sure = _run(PagePipeline(engine, PreprocessSettings(), second_opinion_below=below,
                                  second_reader=TesseractReader("eng")),
                     _job(tmp_path, LINES))
-        assert sure["signals"]["agreement"] is None
-        assert "second_opinion_ms" not in sure["timings_ms"]
+        assert sure.signals["agreement"] is None
+        assert "second_opinion_ms" not in sure.timings_ms
 
 
 def test_without_tesseract_the_page_keeps_its_own_confidence(tmp_path, engine):
     alone = _run(PagePipeline(engine, PreprocessSettings()), _job(tmp_path, LINES))
     result = _run(PagePipeline(engine, PreprocessSettings(), second_opinion_below=1.0),
                   _job(tmp_path, LINES))
-    assert result["signals"]["agreement"] is None
-    assert result["confidence"] == alone["confidence"]
+    assert result.signals["agreement"] is None
+    assert result.confidence == alone.confidence

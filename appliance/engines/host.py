@@ -5,10 +5,9 @@ dispatcher (the supervisor) notices through the process sentinel and restarts it
 The worker loads its engine once, proves it with a warm-up page, and only then
 reports ready. Page images travel as spool paths, never as pickled arrays.
 
-Messages, worker -> supervisor, over a Pipe:
-    ("ready", {"engine", "model_id", "pid", "warmup_ms"})
-    ("failed", {"code", "message"})          the engine could not start
-    ("result", {...})                        one per job, see ``run_job``
+A worker reads up to its engine's ``slots`` pages at once, each on a thread of its
+own (one copy of the model, several decoding sequences); the messages both sides
+exchange are in ``appliance.engines.messages``.
 """
 
 from __future__ import annotations
@@ -24,22 +23,28 @@ from dataclasses import dataclass, field, replace
 from enum import StrEnum
 from multiprocessing.connection import Connection
 from pathlib import Path
-from typing import Callable
+from typing import TYPE_CHECKING, Callable
 
 import psutil
 from PIL import Image
 
-from appliance.config import PreprocessSettings
+from appliance.config import PreprocessSettings, WorkerSettings
 from appliance.engines import create_engine
 from appliance.engines.base import Engine, PageRequest, Recognition
 from appliance.engines.cache import ResultCache, image_digest
+from appliance.engines.messages import Cancel, Job, PageDone, PageFailed, Ready, StartFailed
 from appliance.engines.tesseract import TesseractReader, tesseract_problem
-from appliance.errors import ApplianceError, DegenerateOutput
+from appliance.errors import (
+    ApplianceError, DegenerateOutput, EngineError, EngineUnavailable, PagePreempted,
+)
 from appliance.quality.confidence import Confidence, needs_second_opinion, score_page
 from appliance.quality.postprocess import postprocess
 from appliance.raster import render_page, save_page_image
 from appliance.raster.preprocess import preprocess
 from appliance.raster.synthetic import render_text_page
+
+if TYPE_CHECKING:
+    from appliance.store.transitions import Claim
 
 log = logging.getLogger(__name__)
 
@@ -57,23 +62,6 @@ class WorkerSpec:
     # the classic engine's, a classic reading Tesseract's (in these languages)
     second_opinion_below: float | None = None
     second_opinion_languages: str = "eng"
-
-
-@dataclass(frozen=True)
-class Job:
-    original: Path
-    kind: str
-    page_index: int
-    dpi: int
-    max_pixels: int
-    page_image: Path  # where the page as the engine saw it is kept (review shows it)
-    doc_type: str
-    engine: str | None
-    attempt: int
-    pdf_password: str | None
-    deadline_s: float  # the engine stops itself after this; the supervisor kills later
-    context: str = ""  # the end of the previous page's Markdown
-    resolution_boost: int = 0  # a reviewer's rerun at higher resolution
 
 
 @dataclass
@@ -95,8 +83,11 @@ def warmup_image() -> Image.Image:
                             width=320, height=320, font_size=28, margin=16)
 
 
-def run_job(pipeline: PagePipeline, job: Job, background: ThreadPoolExecutor) -> dict:
-    """Render, preprocess, recognise (or find in the cache), repair; time each stage."""
+def run_job(pipeline: PagePipeline, job: Job, background: ThreadPoolExecutor,
+            cancel: threading.Event | None = None) -> PageDone | PageFailed:
+    """Render, preprocess, recognise (or find in the cache), repair; time each stage.
+    ``cancel`` set takes the page back: before the engine starts it, the page is not
+    read at all; after, the engine stops soon (both answer PagePreempted)."""
     engine = pipeline.engine
     timings: dict[str, float] = {}
     saving: Future | None = None
@@ -115,11 +106,13 @@ def run_job(pipeline: PagePipeline, job: Job, background: ThreadPoolExecutor) ->
         # the page as the engine sees it serves review: write it while the engine works
         saving = background.submit(save_page_image, image, job.page_image)
         request = PageRequest(doc_type=job.doc_type, engine=job.engine, attempt=job.attempt,
-                              deadline=deadline, context=job.context)
+                              deadline=deadline, context=job.context, cancel=cancel)
         start = time.perf_counter()
         key = pipeline.cache.key(image_digest(image), engine, request) if pipeline.cache else None
         recognition = pipeline.cache.get(key) if key else None
         if recognition is None:
+            if cancel is not None and cancel.is_set():
+                raise PagePreempted("taken back before the engine read it")
             recognition = engine.recognize(image, request)
             timings["inference_ms"] = (time.perf_counter() - start) * 1000
             if key:
@@ -143,19 +136,17 @@ def run_job(pipeline: PagePipeline, job: Job, background: ThreadPoolExecutor) ->
         recognition.provenance["image_size"] = [image.width, image.height]
         saving.result()
     except ApplianceError as exc:
-        return {"ok": False, "code": exc.code, "message": exc.message,
-                "retryable": exc.retryable, "timings_ms": timings}
+        return PageFailed(job.job_id, exc.code, exc.message, exc.retryable, timings)
     except Exception as exc:  # an engine bug must not kill the worker's loop
         log.exception("page failed in engine %s", engine.name)
-        return {"ok": False, "code": "engine_error", "retryable": True, "timings_ms": timings,
-                "message": f"the engine failed on this page ({type(exc).__name__}: {exc})"}
+        return PageFailed(job.job_id, EngineError.code,
+                          f"the engine failed on this page ({type(exc).__name__}: {exc})",
+                          retryable=True, timings_ms=timings)
     finally:
         if saving is not None:
             wait_futures([saving])  # never leave a half-written page image behind a result
-    return {"ok": True, "engine": engine.name, "model_id": engine.model_id,
-            "timings_ms": timings, "confidence": confidence.score,
-            "signals": {**confidence.signals, "penalties": confidence.penalties},
-            **recognition.to_dict()}
+    return PageDone(job.job_id, engine.name, engine.model_id, timings, confidence.score,
+                    {**confidence.signals, "penalties": confidence.penalties}, recognition)
 
 
 def _second_reading(pipeline: PagePipeline, image: Image.Image, request: PageRequest,
@@ -203,26 +194,62 @@ def worker_main(spec: WorkerSpec, conn: Connection, parent_pid: int) -> None:
             pass  # the whole path ran; judging the answer is not the warm-up's job
         warmup_ms = (time.perf_counter() - start) * 1000
     except Exception as exc:
-        code = exc.code if isinstance(exc, ApplianceError) else "engine_unavailable"
-        conn.send(("failed", {"code": code, "message": f"{type(exc).__name__}: {exc}"}))
+        code = exc.code if isinstance(exc, ApplianceError) else EngineUnavailable.code
+        conn.send(StartFailed(code, f"{type(exc).__name__}: {exc}"))
         return
-    conn.send(("ready", {"engine": engine.name, "model_id": engine.model_id,
-                         "pid": os.getpid(), "warmup_ms": warmup_ms}))
+    conn.send(Ready(engine.name, engine.model_id, os.getpid(), warmup_ms, engine.slots))
     try:
-        with ThreadPoolExecutor(1, thread_name_prefix="spool-writer") as background:
-            while (job := conn.recv()) is not None:
-                conn.send(("result", run_job(pipeline, job, background)))
+        _serve(pipeline, conn)
     except (EOFError, BrokenPipeError):
         pass  # the supervisor is gone
     finally:
         engine.close()
 
 
+def _serve(pipeline: PagePipeline, conn: Connection) -> None:
+    """Read jobs until told to stop, up to the engine's ``slots`` at once: this thread
+    only receives (a Cancel must get through while pages are being read); each job
+    runs on a page thread of its own, which sends its answer."""
+    slots = pipeline.engine.slots
+    sending = threading.Lock()  # Connection.send is not thread-safe
+    cancels: dict[int, threading.Event] = {}  # the jobs in flight
+
+    def read(job: Job, cancel: threading.Event, background: ThreadPoolExecutor) -> None:
+        answer = run_job(pipeline, job, background, cancel)
+        cancels.pop(job.job_id, None)
+        with sending:
+            conn.send(answer)
+
+    with (ThreadPoolExecutor(slots, thread_name_prefix="spool-writer") as background,
+          ThreadPoolExecutor(slots, thread_name_prefix="page") as pages):
+        try:
+            while (message := conn.recv()) is not None:
+                if isinstance(message, Cancel):
+                    if (cancel := cancels.get(message.job_id)) is not None:
+                        cancel.set()
+                else:
+                    cancels[message.job_id] = threading.Event()
+                    pages.submit(read, message, cancels[message.job_id], background)
+        finally:  # the supervisor is gone: what is in flight stops soon, not at its deadline
+            for cancel in list(cancels.values()):
+                cancel.set()
+
+
 class WorkerState(StrEnum):
     STARTING = "starting"
-    IDLE = "idle"
-    BUSY = "busy"
+    IDLE = "idle"  # ready, with a free slot
+    BUSY = "busy"  # ready, and takes no more pages now (full, or reading a crash suspect)
     DEAD = "dead"
+
+
+@dataclass
+class InFlight:
+    """A job the worker holds: its page's claim, and when the supervisor gives up on it."""
+
+    claim: Claim
+    started: float  # time.monotonic()
+    deadline: float  # past it, the worker is killed
+    cancelled: bool = False  # a Cancel was sent; its answer is awaited
 
 
 class WorkerHandle:
@@ -233,48 +260,85 @@ class WorkerHandle:
     def __init__(self, slot: int, spec: WorkerSpec):
         self.slot = slot
         self.spec = spec
-        self.state = WorkerState.DEAD
+        self._state = WorkerState.DEAD  # STARTING, DEAD, or IDLE for a ready one
         self.process = None
         self.conn: Connection | None = None
-        self.info: dict = {}
+        self.info: Ready | None = None
+        self.slots = 0  # jobs it reads at once, as its Ready said
+        self.jobs: dict[int, InFlight] = {}  # by job id
         self.warmed_up_once = False
         self.baseline_bytes = 0  # private memory once warmed up: what growth is measured from
         self.restarts = 0  # after a crash, a timeout or a failed start
         self.recycled = 0  # by the leak guard, between pages
         self.pages_done = 0  # by the current process
+        self.retiring: str | None = None  # worn out: takes no more pages, recycled once empty
         self._recycling = False
         self.started_at = 0.0
-        self.job_started = 0.0
-        self.job_deadline = 0.0
-        self.claim = None  # the store's Claim for the page in flight
 
     @property
     def worker_id(self) -> str:
         return f"w{self.slot}:{self.process.pid if self.process else '-'}"
 
+    @property
+    def state(self) -> WorkerState:
+        if self._state == WorkerState.IDLE and not self.free_slots:
+            return WorkerState.BUSY
+        return self._state
+
+    @property
+    def free_slots(self) -> int:
+        """Jobs it may be given now. A crash suspect is read alone: a worker reading one
+        takes nothing else until it answers."""
+        if (self._state != WorkerState.IDLE or self.retiring
+                or any(job.claim.suspect for job in self.jobs.values())):
+            return 0
+        return self.slots - len(self.jobs)
+
     def start(self) -> None:
         if self.process is not None and not self._recycling:
             self.restarts += 1
         self._recycling = False
+        self.retiring = None
         self.pages_done = 0
+        self.jobs = {}
         parent_conn, child_conn = self._ctx.Pipe()
         self.process = self._ctx.Process(target=worker_main, name=f"engine-worker-{self.slot}",
                                          args=(self.spec, child_conn, os.getpid()), daemon=True)
         self.process.start()
         child_conn.close()
         self.conn = parent_conn
-        self.state = WorkerState.STARTING
+        self._state = WorkerState.STARTING
         self.started_at = time.monotonic()
-        self.info = {}
+        self.info = None
         log.info("worker started slot=%d pid=%d engine=%s", self.slot, self.process.pid,
                  self.spec.engine)
 
+    def on_ready(self, ready: Ready) -> None:
+        self.info = ready
+        self.slots = ready.slots
+        self._state = WorkerState.IDLE
+        self.warmed_up_once = True
+        self.baseline_bytes = self.private_bytes()
+
     def send(self, job: Job, claim, timeout_s: float) -> None:
-        self.claim = claim
-        self.job_started = time.monotonic()
-        self.job_deadline = self.job_started + timeout_s
-        self.state = WorkerState.BUSY
+        now = time.monotonic()
+        self.jobs[job.job_id] = InFlight(claim, now, now + timeout_s)
         self.conn.send(job)
+
+    def cancel(self, job_id: int) -> None:
+        """Take a job back: the worker answers it PageFailed("preempted") soon."""
+        self.jobs[job_id].cancelled = True
+        self.conn.send(Cancel(job_id))
+
+    def finish(self, job_id: int) -> InFlight | None:
+        """The job the worker answered, no longer in flight."""
+        return self.jobs.pop(job_id, None)
+
+    def take_jobs(self) -> list[InFlight]:
+        """Every job in flight, oldest first, none left: the process is going away."""
+        jobs = sorted(self.jobs.values(), key=lambda job: job.started)
+        self.jobs = {}
+        return jobs
 
     def receive(self):
         """The next message if one is waiting, else None; None too if the pipe broke."""
@@ -292,10 +356,24 @@ class WorkerHandle:
         self._reap()
 
     def recycle(self) -> None:
-        """Replace an idle worker by a fresh process (not counted as a restart)."""
+        """Replace a worker with nothing in flight by a fresh process (not a restart)."""
         self._recycling = True
         self.recycled += 1
         self.stop()
+
+    def wear(self, limits: WorkerSettings, vram_bytes: int) -> str | None:
+        """Why this worker is due to be replaced by a fresh one (the leak guard), if it is."""
+        private_mb = self.private_bytes() / 2**20
+        grown_mb = private_mb - self.baseline_bytes / 2**20
+        if limits.recycle_after_pages and self.pages_done >= limits.recycle_after_pages:
+            return f"pages={self.pages_done}"
+        if limits.max_worker_rss_mb and private_mb > limits.max_worker_rss_mb:
+            return f"private_mb={private_mb:.0f}"
+        if limits.max_worker_growth_mb and grown_mb > limits.max_worker_growth_mb:
+            return f"private_mb={private_mb:.0f} grown_mb={grown_mb:.0f}"
+        if limits.max_worker_vram_mb and vram_bytes > limits.max_worker_vram_mb * 2**20:
+            return f"vram_mb={vram_bytes / 2**20:.0f}"
+        return None
 
     def private_bytes(self) -> int:
         """Resident memory of its own: RSS less file-backed pages (a memory-mapped model
@@ -307,13 +385,15 @@ class WorkerHandle:
         return info.rss - getattr(info, "shared", 0)
 
     def stop(self, timeout_s: float = 5.0) -> None:
-        """Ask an idle worker to exit; kill it if it does not."""
+        """Ask a worker with nothing in flight to exit; kill it if it does not (at once
+        if it is reading)."""
         if self.process is None:
             return
+        idle = not self.jobs
         try:
-            if self.state != WorkerState.BUSY:
+            if idle:
                 self.conn.send(None)
-            self.process.join(timeout_s if self.state != WorkerState.BUSY else 0)
+            self.process.join(timeout_s if idle else 0)
         except (OSError, BrokenPipeError):
             pass
         self.kill()
@@ -323,7 +403,7 @@ class WorkerHandle:
             self.process.join(5)
         if self.conn is not None:
             self.conn.close()
-        self.state = WorkerState.DEAD
+        self._state = WorkerState.DEAD
 
     def waitables(self) -> list:
-        return [self.conn, self.process.sentinel] if self.state != WorkerState.DEAD else []
+        return [self.conn, self.process.sentinel] if self._state != WorkerState.DEAD else []

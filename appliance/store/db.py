@@ -57,6 +57,9 @@ MIGRATIONS: dict[str, list[str]] = {
     "2": [  # idempotent submissions (the table itself is new); watched files' mtime
         "ALTER TABLE document ADD COLUMN source_mtime_ns INTEGER",
     ],
+    "3": [  # pages read several at once: crash attribution
+        "ALTER TABLE page ADD COLUMN crash_suspect BOOLEAN NOT NULL DEFAULT 0",
+    ],
 }
 
 

@@ -9,7 +9,7 @@ from enum import StrEnum
 from sqlalchemy import JSON, Column, Index
 from sqlmodel import Field, SQLModel
 
-SCHEMA_VERSION = 3
+SCHEMA_VERSION = 4
 
 
 class PageStatus(StrEnum):
@@ -103,6 +103,8 @@ class Page(SQLModel, table=True):
     review_lock_expires_at: float | None = None
     # a reviewer's rerun: {"engine": "classic"|"llama"} and/or {"resolution_boost": 1}
     options: dict | None = Field(default=None, sa_column=Column(JSON))
+    # its worker died while it was read with other pages: read alone until it answers
+    crash_suspect: bool = False
 
 
 class PageResult(SQLModel, table=True):

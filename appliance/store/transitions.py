@@ -7,13 +7,17 @@
 
 A result is accepted only from the lease holder of the current attempt, so a page
 that was requeued (timeout, crash) and finished twice still has one result.
+
+A page whose worker died while it read other pages too is a *crash suspect*: it is
+queued again uncharged (``release_claim``) and read alone until it answers.
 """
 
 from __future__ import annotations
 
 import logging
 import time
-from dataclasses import dataclass
+from dataclasses import asdict, dataclass
+from typing import TYPE_CHECKING
 
 from sqlalchemy import case, exists, func
 from sqlalchemy.orm import aliased
@@ -24,6 +28,9 @@ from appliance.store.models import (
     Document, Event, IdempotencyKey, Lane, Outcome, Page, PageResult, PageStatus, ReviewAction,
     WatchLedger,
 )
+
+if TYPE_CHECKING:
+    from appliance.engines.messages import PageDone
 
 log = logging.getLogger(__name__)
 
@@ -46,6 +53,7 @@ class Claim:
     watch_folder: str | None
     claimed_at: float  # the attempt's start: queue wait before it, service time after
     options: dict  # a reviewer's rerun options (engine, resolution_boost); {} otherwise
+    suspect: bool = False  # a crash suspect: its worker reads nothing else meanwhile
 
 
 def _event(session: Session, kind: str, document_id: str | None = None,
@@ -128,12 +136,17 @@ class Priority:
 
 
 def claim_next_page(db: Database, owner: str, lease_s: float,
-                    priority: Priority = Priority(), *, in_page_order: bool = False) -> Claim | None:
+                    priority: Priority = Priority(), *, in_page_order: bool = False,
+                    alone: bool = True) -> Claim | None:
     """Lease the next claimable page, in ``priority`` order.
 
     ``in_page_order``: a page waits while the page before it is still queued or being
     read, so that its reader can be given the end of that page (multi-page context).
     Other documents' pages fill the wait.
+
+    ``alone``: the claiming worker has nothing in flight. Only such a worker gets a
+    crash suspect, and it gets one before anything else; a worker with pages in flight
+    gets nothing while a suspect waits, so that some worker empties for it.
     """
     now = time.time()
     query = (select(Page, Document)
@@ -145,7 +158,10 @@ def claim_next_page(db: Database, owner: str, lease_s: float,
             previous.document_id == Page.document_id, previous.index == Page.index - 1,
             previous.status.in_((PageStatus.QUEUED, PageStatus.RUNNING))))
     with db.write() as session:
-        row = session.exec(query.order_by(*priority.order()).limit(1)).first()
+        if not alone and session.exec(query.where(Page.crash_suspect).limit(1)).first():
+            return None
+        order = (Page.crash_suspect.desc(), *priority.order()) if alone else priority.order()
+        row = session.exec(query.order_by(*order).limit(1)).first()
         if row is None:
             return None
         page, doc = row
@@ -159,7 +175,7 @@ def claim_next_page(db: Database, owner: str, lease_s: float,
         options = page.options or {}
         return Claim(page.id, doc.id, page.index, page.attempts, owner, doc.sha256, doc.kind,
                      doc.doc_type, options.get("engine", doc.engine), doc.watch_folder, now,
-                     options)
+                     options, page.crash_suspect)
 
 
 def _held_page(session: Session, claim: Claim) -> Page | None:
@@ -170,8 +186,8 @@ def _held_page(session: Session, claim: Claim) -> Page | None:
     return page
 
 
-def complete_page(db: Database, claim: Claim, result: dict, reasons: list[str] | None = None,
-                  review: bool = False) -> bool:
+def complete_page(db: Database, claim: Claim, done: PageDone,
+                  reasons: list[str] | None = None, review: bool = False) -> bool:
     """Accept a successful attempt: the page is done, or waits for ``review``; ``reasons``
     say why (routing's activation reasons). False if the lease was lost (the result is
     dropped)."""
@@ -182,11 +198,19 @@ def complete_page(db: Database, claim: Claim, result: dict, reasons: list[str] |
             _event(session, "stale_result_dropped", claim.document_id, claim.page_id,
                    worker=claim.lease_owner, attempt=claim.attempt)
             return False
+        reading = done.recognition
         row = PageResult(page_id=page.id, attempt=claim.attempt, outcome=Outcome.OK,
                          worker_id=claim.lease_owner, started_at=claim.claimed_at,
-                         finished_at=now, reasons=reasons, **result)
+                         finished_at=now, reasons=reasons, engine=done.engine,
+                         model_id=done.model_id, timings_ms=done.timings_ms,
+                         confidence=done.confidence, signals=done.signals, text=reading.text,
+                         markdown=reading.markdown,
+                         lines=[asdict(line) for line in reading.lines],
+                         finish_reason=reading.finish_reason, tokens=reading.tokens,
+                         flags=reading.flags, provenance=reading.provenance)
         session.add(row)
         session.flush()
+        page.crash_suspect = False  # it was read, and its worker lived
         page.status = PageStatus.REVIEW if review else PageStatus.DONE
         page.review_since = now if review else None
         page.result_id = row.id
@@ -201,11 +225,12 @@ def complete_page(db: Database, claim: Claim, result: dict, reasons: list[str] |
 
 def fail_attempt(db: Database, claim: Claim, outcome: Outcome, code: str, message: str, *,
                  retryable: bool, max_attempts: int, backoff_s: float = 0.0,
-                 result: dict | None = None, poison_crashes: int = 0) -> str | None:
+                 timings_ms: dict | None = None, poison_crashes: int = 0) -> str | None:
     """Record a failed attempt; requeue the page or fail it for good.
 
-    A page whose last ``poison_crashes`` attempts all crashed their worker ends
-    ``failed: crashes_worker`` at once, instead of crash-looping the worker.
+    A page whose last ``poison_crashes`` charged attempts all crashed their worker ends
+    ``failed: crashes_worker`` at once, instead of crash-looping the worker. A crash
+    suspect stays one until an attempt ends otherwise than in a crash.
     Returns the page's new status, or None if the lease was already lost.
     """
     now = time.time()
@@ -216,11 +241,15 @@ def fail_attempt(db: Database, claim: Claim, outcome: Outcome, code: str, messag
         session.add(PageResult(page_id=page.id, attempt=claim.attempt, outcome=outcome,
                                worker_id=claim.lease_owner, error_code=code,
                                error_message=message, started_at=claim.claimed_at,
-                               finished_at=now, **(result or {})))
+                               finished_at=now, timings_ms=timings_ms))
+        page.crash_suspect = page.crash_suspect and outcome == Outcome.CRASHED
         if outcome == Outcome.CRASHED and poison_crashes:
+            # newest first; a released attempt shares its number with the next one
+            # and charged nothing, so it neither breaks nor extends the run
             recent = session.exec(select(PageResult.outcome)
-                                  .where(PageResult.page_id == page.id)
-                                  .order_by(PageResult.attempt.desc())
+                                  .where(PageResult.page_id == page.id,
+                                         PageResult.outcome != Outcome.PREEMPTED)
+                                  .order_by(PageResult.id.desc())
                                   .limit(poison_crashes)).all()
             if len(recent) == poison_crashes and all(o == Outcome.CRASHED for o in recent):
                 code, retryable = POISON_CODE, False
@@ -249,9 +278,11 @@ def _settle_failed_attempt(session: Session, page: Page, code: str, message: str
 
 
 def release_claim(db: Database, claim: Claim, reason: str,
-                  message: str = "stopped to free memory") -> bool:
-    """The appliance stopped this attempt itself (memory pressure, a shutdown): the
-    page goes back to the queue and the attempt is not charged to it."""
+                  message: str = "stopped to free memory", *, suspect: bool = False) -> bool:
+    """The appliance stopped this attempt itself (memory pressure, a shutdown), or
+    cannot tell whether it crashed its worker (``suspect``: it was read with others;
+    it is then read alone): the page goes back to the queue and the attempt is not
+    charged to it."""
     with db.write() as session:
         page = _held_page(session, claim)
         if page is None:
@@ -262,6 +293,7 @@ def release_claim(db: Database, claim: Claim, reason: str,
                                error_code=reason, error_message=message))
         page.status = PageStatus.QUEUED
         page.attempts -= 1
+        page.crash_suspect = page.crash_suspect or suspect
         page.lease_owner = page.lease_expires_at = None
         page.updated_at = time.time()
         session.add(page)
