@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import logging
 import math
+import threading
 from importlib.metadata import version
 
 import cv2
@@ -47,6 +48,9 @@ class UpsideDownClassifier:
         cfg.Cls.model_root_dir = cfg.Global.model_root_dir
         self._cls = TextClassifier(cfg.Cls)
         self._flip_label = "180"
+        # the page threads of a parallel engine share one classifier, and RapidOCR does
+        # not promise its wrappers are thread-safe
+        self._lock = threading.Lock()
         self.model_id = (f"rapidocr-{version('rapidocr')}/"
                          f"{cfg.Cls.ocr_version.value}_cls_{cfg.Cls.model_type.value}")
 
@@ -59,7 +63,8 @@ class UpsideDownClassifier:
                 owners.append(index)
         if not pieces:
             return [(False, 0.5) for _ in crops]
-        answers = self._cls(pieces).cls_res
+        with self._lock:
+            answers = self._cls(pieces).cls_res
         flipped = np.zeros(len(crops))
         counts = np.zeros(len(crops))
         for owner, (label, score) in zip(owners, answers):
