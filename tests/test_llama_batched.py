@@ -70,11 +70,11 @@ def test_greedy_answers_are_token_for_token_the_same_alone_and_in_a_batch(tiny_m
         assert (together.text, together.stop) == (single.text, single.stop)
         drift = max([drift, *(abs(a[k] - b[k]) for a, b in zip(single.tokens, together.tokens)
                               for k in ("lp", "h"))])
-    # The scores are not bit-identical: llama.cpp's CPU matrix kernels for a batch of
-    # rows sum in another order than for one row. Measured: 1e-4, one unit of the 4th
-    # decimal that a token's scores are recorded with.
+    # The scores are not bit-identical: llama.cpp's CPU kernels sum a batch of rows,
+    # and attention over the slots' shared KV buffer, in another order than for one
+    # sequence alone. Measured: at most 8e-4 nats (N = 4); the tokens never differ.
     print(f"largest score drift batched vs alone at N={parallel}: {drift:.5f}")
-    assert drift <= 1e-3
+    assert drift <= 5e-3
     assert [len(g.tokens) for g in batched] == [p.max_tokens for _, p in PAGES]
 
 
