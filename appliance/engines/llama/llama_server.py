@@ -58,6 +58,7 @@ class LlamaServer:
             "-ngl", "all" if n_gpu_layers < 0 else str(n_gpu_layers),
             "-fa", "on" if flash_attn else "off",
             "--no-webui", "--cache-ram", "0",  # no prompt cache in RAM: the engine has none
+            "--swa-full",  # as the engine's context (llama.cpp's library default)
         ]
         self.log_path = log_path
         self._start_timeout_s = start_timeout_s

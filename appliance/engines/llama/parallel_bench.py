@@ -172,7 +172,8 @@ class ProcessPeaks:
                 "vram_peak_mb": above}  # the card's use above the bench's start
 
 
-def planned_vram_mb(info: ModelInfo, *, parallel: int, n_ctx: int, n_gpu_layers: int) -> float | None:
+def planned_vram_mb(info: ModelInfo, *, parallel: int, n_ctx: int,
+                    n_gpu_layers: int) -> float | None:
     """What ``appliance.gpu`` plans for one engine of ``parallel`` slots.
 
     Hook: until the per-slot plan lands in ``appliance.gpu``, one context of
@@ -205,9 +206,9 @@ def _decode_share(before: dict, after: dict) -> dict:
             "loop_tokens_per_s": d["generated_tokens"] / generating if generating > 0 else None}
 
 
-def run_engine(model: Path, mmproj: Path, pages: list[Image.Image], *, parallel: int,
-               tokens: int, threads: int, n_ctx: int, n_gpu_layers: int, flash_attn: bool,
-               vram_baseline_mb: float | None) -> dict:
+def run_engine(model: Path, mmproj: Path, pages: list[Image.Image], *, warmup: Image.Image,
+               parallel: int, tokens: int, threads: int, n_ctx: int, n_gpu_layers: int,
+               flash_attn: bool, vram_baseline_mb: float | None) -> dict:
     """One engine with ``parallel`` slots reads ``pages`` from as many client threads."""
     # N = 1 without the keyword: the engine before batching had no `parallel`
     slots = {"parallel": parallel} if parallel > 1 else {}
@@ -218,7 +219,7 @@ def run_engine(model: Path, mmproj: Path, pages: list[Image.Image], *, parallel:
                              retry_ladder=["greedy"], **slots)
         try:
             request = PageRequest(doc_type=PROMPT.doc_type, attempt=1)
-            engine.recognize(pages[0], request)  # warm-up, as a worker's
+            engine.recognize(warmup, request)  # as a worker's
             stats = getattr(engine, "decode_stats", None)  # the batched engine's counters
             before = stats() if stats else None
             results, latencies, elapsed = fan_out(
@@ -233,25 +234,34 @@ def run_engine(model: Path, mmproj: Path, pages: list[Image.Image], *, parallel:
 
 
 def run_server(binary: Path, model: Path, mmproj: Path, info: ModelInfo,
-               pages: list[Image.Image], *, parallel: int, tokens: int, threads: int,
-               n_ctx: int, n_gpu_layers: int, flash_attn: bool, log_path: Path | None,
-               vram_baseline_mb: float | None) -> dict:
-    """The same pages through llama-server with ``parallel`` slots."""
-    bodies = [chat_request(page, PROMPT.text, info.image_size, tokens) for page in pages]
+               pages: list[Image.Image], *, warmup: Image.Image, parallel: int, tokens: int,
+               threads: int, n_ctx: int, n_gpu_layers: int, flash_attn: bool,
+               log_path: Path | None, vram_baseline_mb: float | None) -> dict:
+    """The same pages through llama-server with ``parallel`` slots. Each client thread
+    encodes its page as it sends it, as the engine's callers hand it theirs."""
+    def read(page: Image.Image):
+        return complete(server.url, chat_request(page, PROMPT.text, info.image_size, tokens))
+
     with LlamaServer(binary, model, mmproj, parallel=parallel, n_ctx=n_ctx, threads=threads,
                      n_gpu_layers=n_gpu_layers, flash_attn=flash_attn,
                      log_path=log_path) as server:
-        complete(server.url, bodies[0])  # warm-up
+        read(warmup)
         with ProcessPeaks(server.pid) as peaks:
-            answers, latencies, elapsed = fan_out(
-                len(bodies), parallel, lambda page: complete(server.url, bodies[page]))
+            answers, latencies, elapsed = fan_out(len(pages), parallel,
+                                                  lambda page: read(pages[page]))
     generated = sum(answer.completion_tokens for answer in answers)
-    predicted_ms = [a.predicted_ms for a in answers if a.predicted_ms]
     return {**_throughput(generated, len(pages), elapsed, latencies),
             **peaks.report(vram_baseline_mb),
             "short_answers": sum(1 for a in answers if a.completion_tokens != tokens),
             "server_prompt_tokens": answers[0].prompt_tokens,
-            "server_mean_predicted_ms": sum(predicted_ms) / len(predicted_ms) if predicted_ms else None}
+            # the server's own split: prompt and image, then generation, per page
+            "server_prompt_ms": _mean([a.prompt_ms for a in answers]),
+            "server_predicted_ms": _mean([a.predicted_ms for a in answers])}
+
+
+def _mean(values: list[float | None]) -> float | None:
+    known = [v for v in values if v is not None]
+    return sum(known) / len(known) if known else None
 
 
 def _ratio(a: float | None, b: float | None) -> float | None:
@@ -268,9 +278,12 @@ def run_parallel_bench(model: Path, mmproj: Path, parallels: list[int], *,
     parallels = sorted(set(parallels))
     baseline = _vram_used_bytes()
     baseline_mb = baseline / MIB if baseline is not None else None
-    images = render_pages(max(page_count(n, pages) for n in parallels))
-    common = {"tokens": tokens, "threads": threads, "n_ctx": n_ctx, "n_gpu_layers": n_gpu_layers,
-              "flash_attn": flash_attn, "vram_baseline_mb": baseline_mb}
+    # the warm-up page is none of the measured ones: llama-server would answer it again
+    # from its slot's cache
+    *images, warmup = render_pages(max(page_count(n, pages) for n in parallels) + 1)
+    common = {"warmup": warmup, "tokens": tokens, "threads": threads, "n_ctx": n_ctx,
+              "n_gpu_layers": n_gpu_layers, "flash_attn": flash_attn,
+              "vram_baseline_mb": baseline_mb}
     runs = {n: {"parallel": n, "engine": run_engine(model, mmproj, images[:page_count(n, pages)],
                                                     parallel=n, **common)}
             for n in parallels}
@@ -298,7 +311,8 @@ def run_parallel_bench(model: Path, mmproj: Path, parallels: list[int], *,
     first = runs.get(1)
     for n, run in runs.items():
         engine, decode = run["engine"], run["engine"]["decode"] or {}
-        run["ratio_to_n1"] = _ratio(engine["tokens_per_s"], first and first["engine"]["tokens_per_s"])
+        run["ratio_to_n1"] = _ratio(engine["tokens_per_s"],
+                                    first and first["engine"]["tokens_per_s"])
         run["engine_over_raw"] = _ratio(decode.get("loop_tokens_per_s"), run["raw"]["tokens_per_s"])
         run["vram_plan_mb"] = planned_vram_mb(info, parallel=n, n_ctx=n_ctx,
                                               n_gpu_layers=n_gpu_layers)
@@ -328,7 +342,8 @@ def format_report(result: dict) -> str:
         e, decode = run["engine"], run["engine"]["decode"] or {}
         rows.append(
             f"{run['parallel']:>4} {e['pages']:>5} {e['tokens_per_s']:>7.1f} "
-            f"{e['pages_per_min']:>9.1f} {e['latency_s']['p50']:>6.2f} {e['latency_s']['p95']:>6.2f} "
+            f"{e['pages_per_min']:>9.1f} {e['latency_s']['p50']:>6.2f} "
+            f"{e['latency_s']['p95']:>6.2f} "
             f"{_f(run['ratio_to_n1'], '.2f'):>6} {_f(decode.get('idle_share'), '.0%'):>5} "
             f"{_f(decode.get('loop_tokens_per_s')):>11} {run['raw']['tokens_per_s']:>10.1f} "
             f"{_f(run['engine_over_raw'], '.2f'):>7} {_f(e['rss_peak_mb'], '.0f'):>8} "
