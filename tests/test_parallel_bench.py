@@ -60,7 +60,6 @@ def test_bench_parallel_one_page_at_a_time(tiny_model, tmp_path):
 
 
 def test_bench_parallel_two_pages_at_once(tiny_model):
-    """Needs the batched engine (LlamaEngine(parallel=N), decode_stats)."""
     model, mmproj = tiny_model
     result = run_parallel_bench(model, mmproj, [2, 1], tokens=TOKENS, threads=1, n_ctx=1024)
     one, two = result["runs"]  # in order of N
@@ -73,6 +72,7 @@ def test_bench_parallel_two_pages_at_once(tiny_model):
         assert 0 <= decode["idle_share"] <= 1 and 0 < decode["prompt_share"] <= 1
         assert decode["loop_tokens_per_s"] > 0 and run["engine_over_raw"] > 0
     assert one["ratio_to_n1"] == 1.0
+    assert two["vram_plan_mb"] > one["vram_plan_mb"] > 0  # a KV cache per slot
     assert two["ratio_to_n1"] == pytest.approx(two["engine"]["tokens_per_s"]
                                                / one["engine"]["tokens_per_s"])
 

@@ -174,18 +174,15 @@ class ProcessPeaks:
 
 def planned_vram_mb(info: ModelInfo, *, parallel: int, n_ctx: int,
                     n_gpu_layers: int) -> float | None:
-    """What ``appliance.gpu`` plans for one engine of ``parallel`` slots.
-
-    Hook: until the per-slot plan lands in ``appliance.gpu``, one context of
-    parallel x n_ctx stands for the N slots' KV cache. None where ``appliance.gpu``
-    cannot be imported (it needs psutil).
-    """
+    """What the daemon's memory plan reserves for one worker reading ``parallel`` pages
+    at once. None where ``appliance.memory_plan`` cannot be imported (through
+    ``appliance.gpu`` it needs psutil)."""
     try:
-        from appliance.gpu import estimate_worker_bytes
+        from appliance.memory_plan import estimate_worker_bytes
     except ImportError:
         return None
-    estimate = estimate_worker_bytes(info, n_ctx=parallel * n_ctx, n_gpu_layers=n_gpu_layers)
-    return estimate.total_bytes / MIB
+    estimate = estimate_worker_bytes(info, n_ctx=n_ctx, n_gpu_layers=n_gpu_layers)
+    return estimate.at(parallel).total_bytes / MIB
 
 
 def _throughput(tokens: int, pages: int, elapsed: float, latencies: list[float]) -> dict:
@@ -201,7 +198,9 @@ def _decode_share(before: dict, after: dict) -> dict:
     generating = d["wall_s"] - d["idle_s"] - d["prompt_s"]
     return {"wall_s": d["wall_s"], "generated_tokens": d["generated_tokens"], "steps": d["steps"],
             "idle_share": d["idle_s"] / d["wall_s"], "prompt_share": d["prompt_s"] / d["wall_s"],
-            "mean_batch": d["generated_tokens"] / d["steps"] if d["steps"] else None,
+            # about the sequences a step advanced (each page's first token comes from
+            # its prompt's evaluation, not from a step)
+            "tokens_per_step": d["generated_tokens"] / d["steps"] if d["steps"] else None,
             "decode_tokens_per_s": d["generated_tokens"] / d["decode_s"] if d["decode_s"] else None,
             "loop_tokens_per_s": d["generated_tokens"] / generating if generating > 0 else None}
 
@@ -210,27 +209,22 @@ def run_engine(model: Path, mmproj: Path, pages: list[Image.Image], *, warmup: I
                parallel: int, tokens: int, threads: int, n_ctx: int, n_gpu_layers: int,
                flash_attn: bool, vram_baseline_mb: float | None) -> dict:
     """One engine with ``parallel`` slots reads ``pages`` from as many client threads."""
-    # N = 1 without the keyword: the engine before batching had no `parallel`
-    slots = {"parallel": parallel} if parallel > 1 else {}
     with ProcessPeaks(os.getpid()) as peaks:
-        engine = LlamaEngine(str(model), str(mmproj), n_ctx=n_ctx, threads=threads,
-                             n_gpu_layers=n_gpu_layers, flash_attn=flash_attn,
-                             fixed_tokens=tokens, auto_tiling=False,
-                             retry_ladder=["greedy"], **slots)
+        engine = LlamaEngine(str(model), str(mmproj), parallel=parallel, n_ctx=n_ctx,
+                             threads=threads, n_gpu_layers=n_gpu_layers, flash_attn=flash_attn,
+                             fixed_tokens=tokens, auto_tiling=False, retry_ladder=["greedy"])
         try:
             request = PageRequest(doc_type=PROMPT.doc_type, attempt=1)
             engine.recognize(warmup, request)  # as a worker's
-            stats = getattr(engine, "decode_stats", None)  # the batched engine's counters
-            before = stats() if stats else None
+            before = engine.decode_stats()
             results, latencies, elapsed = fan_out(
                 len(pages), parallel, lambda page: engine.recognize(pages[page], request))
-            after = stats() if stats else None
+            after = engine.decode_stats()
         finally:
             engine.close()
     generated = sum(len(result.tokens) for result in results)
     return {**_throughput(generated, len(pages), elapsed, latencies),
-            **peaks.report(vram_baseline_mb),
-            "decode": _decode_share(before, after) if before is not None else None}
+            **peaks.report(vram_baseline_mb), "decode": _decode_share(before, after)}
 
 
 def run_server(binary: Path, model: Path, mmproj: Path, info: ModelInfo,
@@ -310,10 +304,10 @@ def run_parallel_bench(model: Path, mmproj: Path, parallels: list[int], *,
 
     first = runs.get(1)
     for n, run in runs.items():
-        engine, decode = run["engine"], run["engine"]["decode"] or {}
+        engine, decode = run["engine"], run["engine"]["decode"]
         run["ratio_to_n1"] = _ratio(engine["tokens_per_s"],
                                     first and first["engine"]["tokens_per_s"])
-        run["engine_over_raw"] = _ratio(decode.get("loop_tokens_per_s"), run["raw"]["tokens_per_s"])
+        run["engine_over_raw"] = _ratio(decode["loop_tokens_per_s"], run["raw"]["tokens_per_s"])
         run["vram_plan_mb"] = planned_vram_mb(info, parallel=n, n_ctx=n_ctx,
                                               n_gpu_layers=n_gpu_layers)
         if server:
@@ -339,13 +333,13 @@ def format_report(result: dict) -> str:
             "   N pages   tok/s pages/min  p50 s  p95 s  x N=1  idle  loop tok/s  raw tok/s "
             "eng/raw  RSS MiB  VRAM MiB  plan MiB"]
     for run in result["runs"]:
-        e, decode = run["engine"], run["engine"]["decode"] or {}
+        e, decode = run["engine"], run["engine"]["decode"]
         rows.append(
             f"{run['parallel']:>4} {e['pages']:>5} {e['tokens_per_s']:>7.1f} "
             f"{e['pages_per_min']:>9.1f} {e['latency_s']['p50']:>6.2f} "
             f"{e['latency_s']['p95']:>6.2f} "
-            f"{_f(run['ratio_to_n1'], '.2f'):>6} {_f(decode.get('idle_share'), '.0%'):>5} "
-            f"{_f(decode.get('loop_tokens_per_s')):>11} {run['raw']['tokens_per_s']:>10.1f} "
+            f"{_f(run['ratio_to_n1'], '.2f'):>6} {decode['idle_share']:>5.0%} "
+            f"{_f(decode['loop_tokens_per_s']):>11} {run['raw']['tokens_per_s']:>10.1f} "
             f"{_f(run['engine_over_raw'], '.2f'):>7} {_f(e['rss_peak_mb'], '.0f'):>8} "
             f"{_f(e['vram_peak_mb'], '.0f'):>9} {_f(run['vram_plan_mb'], '.0f'):>9}")
     if result["llama_server"]:
