@@ -13,8 +13,8 @@ model, threads and context per page: the engine's own per-step cost is the gap. 
 the engine's end-to-end figures are set beside its.
 
 It imports and runs with llama-cpp-python, gguf, numpy and Pillow alone, as on the bare
-GPU host of ``scripts/gpu-check.sh``; pynvml and ``appliance.gpu`` (psutil) are used
-where present.
+GPU host of ``scripts/gpu-check.sh``; pynvml and ``appliance.memory_plan`` (psutil) are
+used where present.
 
     python -m appliance.engines.llama.parallel_bench --model M --mmproj P \\
         --parallel 1,2,4,8 --tokens 64 [--pages 8] [--threads 2] [--n-gpu-layers -1] \\
