@@ -6,6 +6,7 @@ from __future__ import annotations
 import base64
 import io
 import json
+import os
 import subprocess
 import sys
 import textwrap
@@ -18,7 +19,8 @@ from PIL import Image
 
 from appliance.config import dump_toml
 from appliance.engines.llama.llama_server import LlamaServer, chat_request, complete
-from appliance.engines.llama.parallel_bench import run_parallel_bench
+from appliance.engines.llama import parallel_bench
+from appliance.engines.llama.parallel_bench import ProcessPeaks, run_parallel_bench
 from appliance.engines.llama.raw_decode import RawDecoder
 
 TOKENS = 8
@@ -89,6 +91,40 @@ def test_raw_loop_decodes_one_and_two_sequences(tiny_model):
             decoder.run(1, prompt_tokens=250, steps=TOKENS)
     finally:
         decoder.close()
+
+
+class _ScriptedNvml:
+    """pynvml's calls that ProcessPeaks makes, answering the card's used bytes from a
+    script (the last value repeats); ``served`` is set once the script is spent."""
+
+    NVMLError = RuntimeError
+
+    def __init__(self, used_mib: list[int]):
+        self.script, self.served = [m * 2**20 for m in used_mib], threading.Event()
+
+    def nvmlInit(self):
+        pass
+
+    def nvmlShutdown(self):
+        pass
+
+    def nvmlDeviceGetHandleByIndex(self, index):
+        return index
+
+    def nvmlDeviceGetMemoryInfo(self, handle):
+        used = self.script.pop(0) if len(self.script) > 1 else self.script[0]
+        if len(self.script) == 1:
+            self.served.set()
+        return type("Memory", (), {"used": used})()
+
+
+def test_peak_vram_is_the_cards_peak_above_what_was_in_use_before(monkeypatch):
+    nvml = _ScriptedNvml([1000, 2200, 3000, 2500])  # on entry, then while the block runs
+    monkeypatch.setattr(parallel_bench, "pynvml", nvml)
+    with ProcessPeaks(os.getpid()) as peaks:
+        assert nvml.served.wait(60)
+    assert peaks.report()["vram_peak_mb"] == 2000
+    assert peaks.report()["rss_peak_mb"] >= peaks.report()["rss_start_mb"] > 0
 
 
 class _ChatCompletions(BaseHTTPRequestHandler):

@@ -123,10 +123,13 @@ def _vram_used_bytes() -> int | None:
 
 class ProcessPeaks:
     """Peak RSS of one process (its VmHWM; this process's own is reset on entry) and
-    peak used memory of GPU 0 while the block runs, sampled through NVML."""
+    the peak of GPU 0's used memory while the block runs, sampled through NVML, above
+    ``vram_before`` (bytes in use before the process loaded its model; default: on
+    entry). The card's total counts, not the process's: container PIDs need not match
+    the driver's, and nothing else runs on a measuring host."""
 
-    def __init__(self, pid: int):
-        self.pid = pid
+    def __init__(self, pid: int, vram_before: int | None = None):
+        self.pid, self.vram_before = pid, vram_before
         self.rss_start_mb = self.rss_peak_mb = self.vram_peak_mb = None
         self._stop = threading.Event()
         self._vram_peak = 0
@@ -140,7 +143,9 @@ class ProcessPeaks:
                 log.warning("peak RSS cannot be reset here; it counts since the bench began")
         rss = _status_kib(self.pid, "VmRSS")
         self.rss_start_mb = rss / 1024 if rss else None
-        if _vram_used_bytes() is not None:
+        if self.vram_before is None:
+            self.vram_before = _vram_used_bytes()
+        if self.vram_before is not None:
             self._sampler = threading.Thread(target=self._sample_vram, name="vram", daemon=True)
             self._sampler.start()
         return self
@@ -163,13 +168,11 @@ class ProcessPeaks:
         if self._sampler:
             self._stop.set()
             self._sampler.join()
-            self.vram_peak_mb = self._vram_peak / MIB
+            self.vram_peak_mb = (self._vram_peak - self.vram_before) / MIB
 
-    def report(self, vram_baseline_mb: float | None) -> dict:
-        above = (None if self.vram_peak_mb is None or vram_baseline_mb is None
-                 else self.vram_peak_mb - vram_baseline_mb)
+    def report(self) -> dict:
         return {"rss_start_mb": self.rss_start_mb, "rss_peak_mb": self.rss_peak_mb,
-                "vram_peak_mb": above}  # the card's use above the bench's start
+                "vram_peak_mb": self.vram_peak_mb}
 
 
 def planned_vram_mb(info: ModelInfo, *, parallel: int, n_ctx: int,
@@ -207,7 +210,7 @@ def _decode_share(before: dict, after: dict) -> dict:
 
 def run_engine(model: Path, mmproj: Path, pages: list[Image.Image], *, warmup: Image.Image,
                parallel: int, tokens: int, threads: int, n_ctx: int, n_gpu_layers: int,
-               flash_attn: bool, vram_baseline_mb: float | None) -> dict:
+               flash_attn: bool) -> dict:
     """One engine with ``parallel`` slots reads ``pages`` from as many client threads."""
     with ProcessPeaks(os.getpid()) as peaks:
         engine = LlamaEngine(str(model), str(mmproj), parallel=parallel, n_ctx=n_ctx,
@@ -224,28 +227,29 @@ def run_engine(model: Path, mmproj: Path, pages: list[Image.Image], *, warmup: I
             engine.close()
     generated = sum(len(result.tokens) for result in results)
     return {**_throughput(generated, len(pages), elapsed, latencies),
-            **peaks.report(vram_baseline_mb), "decode": _decode_share(before, after)}
+            **peaks.report(), "decode": _decode_share(before, after)}
 
 
 def run_server(binary: Path, model: Path, mmproj: Path, info: ModelInfo,
                pages: list[Image.Image], *, warmup: Image.Image, parallel: int, tokens: int,
                threads: int, n_ctx: int, n_gpu_layers: int, flash_attn: bool,
-               log_path: Path | None, vram_baseline_mb: float | None) -> dict:
+               log_path: Path | None) -> dict:
     """The same pages through llama-server with ``parallel`` slots. Each client thread
     encodes its page as it sends it, as the engine's callers hand it theirs."""
     def read(page: Image.Image):
         return complete(server.url, chat_request(page, PROMPT.text, info.image_size, tokens))
 
+    vram_before = _vram_used_bytes()
     with LlamaServer(binary, model, mmproj, parallel=parallel, n_ctx=n_ctx, threads=threads,
                      n_gpu_layers=n_gpu_layers, flash_attn=flash_attn,
                      log_path=log_path) as server:
         read(warmup)
-        with ProcessPeaks(server.pid) as peaks:
+        with ProcessPeaks(server.pid, vram_before) as peaks:
             answers, latencies, elapsed = fan_out(len(pages), parallel,
                                                   lambda page: read(pages[page]))
     generated = sum(answer.completion_tokens for answer in answers)
     return {**_throughput(generated, len(pages), elapsed, latencies),
-            **peaks.report(vram_baseline_mb),
+            **peaks.report(),
             "short_answers": sum(1 for a in answers if a.completion_tokens != tokens),
             "server_prompt_tokens": answers[0].prompt_tokens,
             # the server's own split: prompt and image, then generation, per page
@@ -270,14 +274,11 @@ def run_parallel_bench(model: Path, mmproj: Path, parallels: list[int], *,
     ``log_dir`` keeps llama-server's output, one file per N."""
     info = inspect_model(model, mmproj)
     parallels = sorted(set(parallels))
-    baseline = _vram_used_bytes()
-    baseline_mb = baseline / MIB if baseline is not None else None
     # the warm-up page is none of the measured ones: llama-server would answer it again
     # from its slot's cache
     *images, warmup = render_pages(max(page_count(n, pages) for n in parallels) + 1)
     common = {"warmup": warmup, "tokens": tokens, "threads": threads, "n_ctx": n_ctx,
-              "n_gpu_layers": n_gpu_layers, "flash_attn": flash_attn,
-              "vram_baseline_mb": baseline_mb}
+              "n_gpu_layers": n_gpu_layers, "flash_attn": flash_attn}
     runs = {n: {"parallel": n, "engine": run_engine(model, mmproj, images[:page_count(n, pages)],
                                                     parallel=n, **common)}
             for n in parallels}
@@ -318,7 +319,7 @@ def run_parallel_bench(model: Path, mmproj: Path, parallels: list[int], *,
     return {"model": str(model), "mmproj": str(mmproj), "model_name": info.name,
             "quant": info.quant, "image_tokens": info.image_tokens, "tokens_per_page": tokens,
             "threads": threads, "n_ctx_per_page": n_ctx, "n_gpu_layers": n_gpu_layers,
-            "cpu_count": os.cpu_count(), "vram_baseline_mb": baseline_mb,
+            "cpu_count": os.cpu_count(),
             "llama_server": str(server) if server else None, "runs": list(runs.values())}
 
 
