@@ -12,6 +12,7 @@ from appliance.engines import registry
 from appliance.errors import ApplianceError, InvalidRequest
 
 SHAPED_MODEL_TOKENS = 600  # per page: about a dense page of Markdown
+DEFAULT_BENCH_PAGES = 20
 
 
 def cmd_serve(args) -> int:
@@ -39,8 +40,9 @@ def cmd_bench(args) -> int:
         run_degenerate_experiment,
     )
 
+    pages = args.pages or DEFAULT_BENCH_PAGES
     if args.detection_latency:
-        result = {mode: measure_detection_latency(mode, files=args.pages)
+        result = {mode: measure_detection_latency(mode, files=pages)
                   for mode in ("events", "poll")}
         for mode, run in result.items():
             sys.stdout.write(f"{mode:6} p50 {run['p50_ms']} ms, p95 {run['p95_ms']} ms "
@@ -50,27 +52,60 @@ def cmd_bench(args) -> int:
         return 0
     settings = load_settings(args.config)
     if args.inject_degenerate:
-        result = run_degenerate_experiment(settings, pages=args.pages,
+        result = run_degenerate_experiment(settings, pages=pages,
                                            concurrency=args.concurrency)
         _write_json(args.report, result)
         sys.stdout.write(format_degenerate_report(result) + "\n")
         return 0
-    model, tokens = None, args.tokens
-    if args.shape:
-        from appliance.engines.llama.shapes import SHAPES, build_shaped_model
-
-        if args.shape not in SHAPES:
-            raise InvalidRequest(f"unknown shape '{args.shape}'; known: {', '.join(SHAPES)}")
-        shape = SHAPES[args.shape]
-        model = build_shaped_model(shape, settings.paths.data_dir / "bench-models",
-                                   quant=shape.quant,
-                                   progress=lambda line: sys.stderr.write(line + "\n"))
-        tokens = tokens or SHAPED_MODEL_TOKENS
-    result = run_bench(settings, pages=args.pages, concurrency=args.concurrency, url=args.url,
+    model = _shaped_model(args.shape, settings) if args.shape else None
+    if args.parallel:
+        return _bench_parallel(args, settings, model)
+    tokens = args.tokens or (SHAPED_MODEL_TOKENS if args.shape else 0)
+    result = run_bench(settings, pages=pages, concurrency=args.concurrency, url=args.url,
                        report=args.report, tokens=tokens, dataset=args.dataset,
                        cost_per_hour=args.cost_per_hour, model=model)
     sys.stdout.write(format_report(result) + "\n")
     return 0
+
+
+def _shaped_model(name: str, settings) -> tuple[Path, Path]:
+    """A random-weight model of a real shape, built once into <data_dir>/bench-models."""
+    from appliance.engines.llama.shapes import SHAPES, build_shaped_model
+
+    if name not in SHAPES:
+        raise InvalidRequest(f"unknown shape '{name}'; known: {', '.join(SHAPES)}")
+    shape = SHAPES[name]
+    return build_shaped_model(shape, settings.paths.data_dir / "bench-models", quant=shape.quant,
+                              progress=lambda line: sys.stderr.write(line + "\n"))
+
+
+def _bench_parallel(args, settings, model: tuple[Path, Path] | None) -> int:
+    """The engine at N pages at once, in this process, against the raw decode loop (and
+    llama-server): no daemon. The engine settings give threads, context and offload."""
+    from appliance.engines.llama.parallel_bench import (
+        DEFAULT_TOKENS, format_report, run_parallel_bench,
+    )
+
+    engine = settings.engine
+    if model is None:
+        if not (engine.model and engine.mmproj):
+            raise InvalidRequest("bench --parallel needs a vision model: set engine.model and "
+                                 "engine.mmproj, or pass --shape")
+        model = (engine.model, engine.mmproj)
+    result = run_parallel_bench(*model, args.parallel, tokens=args.tokens or DEFAULT_TOKENS,
+                                pages=args.pages, threads=engine.threads, n_ctx=engine.n_ctx,
+                                n_gpu_layers=engine.n_gpu_layers, flash_attn=engine.flash_attn,
+                                server=args.against_llama_server,
+                                log_dir=settings.paths.data_dir / "bench-logs")
+    _write_json(args.report, result)
+    sys.stdout.write(format_report(result) + "\n")
+    return 0
+
+
+def _page_counts(text: str) -> list[int]:
+    from appliance.engines.llama.parallel_bench import parse_parallel
+
+    return parse_parallel(text)
 
 
 def _write_json(path: Path | None, result: dict) -> None:
@@ -288,8 +323,9 @@ def build_parser() -> argparse.ArgumentParser:
 
     bench = sub.add_parser("bench", parents=[common],
                            help="throughput of the daemon against the bare engine")
-    bench.add_argument("--pages", "--limit", type=int, default=20,
-                       help="one-page documents to send")
+    bench.add_argument("--pages", "--limit", type=int,
+                       help=f"one-page documents to send (default {DEFAULT_BENCH_PAGES}; "
+                            "with --parallel: per N, default 2 N)")
     bench.add_argument("--dataset", type=Path,
                        help="send the pages of this eval dataset instead of synthetic ones")
     bench.add_argument("--concurrency", type=int, default=4, help="parallel uploads")
@@ -307,6 +343,12 @@ def build_parser() -> argparse.ArgumentParser:
                                        "random-weight model of this real shape, built once "
                             f"into <data_dir>/bench-models (default {SHAPED_MODEL_TOKENS} tokens "
                             "per page; needs disk and time)")
+    bench.add_argument("--parallel", type=_page_counts, metavar="N,N,...",
+                       help="the vision engine reading N pages at once (e.g. 1,2,4,8), in this "
+                            "process, against the raw batched-decode loop; --tokens per page "
+                            "(default 64)")
+    bench.add_argument("--against-llama-server", type=Path, metavar="BIN",
+                       help="with --parallel: the same pages through this llama-server binary")
     bench.set_defaults(func=cmd_bench)
 
     evaluate = sub.add_parser("eval", parents=[common],

@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import json
 import logging
-import math
 import random
 import tempfile
 import threading
@@ -27,6 +26,7 @@ from appliance.intake.watch import FolderWatcher
 from appliance.measure.driver import (
     ApplianceClient, LocalDaemon, PeakMemory, Rejected, daemon_config, tree_rss_bytes,
 )
+from appliance.measure.stats import percentiles
 from appliance.raster.synthetic import render_text_page, sample_lines
 
 log = logging.getLogger(__name__)
@@ -57,16 +57,6 @@ def dataset_pages(dataset: Path, count: int) -> list[Path]:
     if len(images) < count:
         raise InvalidRequest(f"{dataset} holds {len(images)} pages; ask for at most that many")
     return images
-
-
-def percentiles(values: list[float]) -> dict[str, float | None]:
-    """Nearest-rank P50/P95/P99 of the values (None when there are none)."""
-    ordered = sorted(values)
-
-    def rank(pct: float) -> float | None:
-        return ordered[max(0, math.ceil(pct / 100 * len(ordered)) - 1)] if ordered else None
-
-    return {"p50": rank(50), "p95": rank(95), "p99": rank(99)}
 
 
 def _drive(client: ApplianceClient, pages: list[Path], concurrency: int,

@@ -14,13 +14,14 @@ import os
 import tempfile
 from contextlib import contextmanager
 from pathlib import Path
-from typing import Iterator
+from typing import TYPE_CHECKING, Iterator
 
-import pypdfium2 as pdfium
-import pypdfium2.raw as pdfium_c
 from PIL import Image, ImageOps
 
 from appliance.errors import CorruptFile, EncryptedPdf, TooManyPixels, TruncatedFile
+
+if TYPE_CHECKING:
+    import pypdfium2 as pdfium
 
 log = logging.getLogger(__name__)
 
@@ -96,6 +97,11 @@ def save_page_image(image: Image.Image, dest: Path) -> None:
 
 @contextmanager
 def _open_pdf(path: Path, password: str | None = None) -> Iterator[pdfium.PdfDocument]:
+    # imported here: the engines import this package's submodules on a GPU measuring
+    # host that has no pypdfium2 (scripts/gpu-check.sh)
+    import pypdfium2 as pdfium
+    import pypdfium2.raw as pdfium_c
+
     try:
         pdf = pdfium.PdfDocument(path, password=password or None)
     except pdfium.PdfiumError as exc:
@@ -119,6 +125,8 @@ def _open_pdf(path: Path, password: str | None = None) -> Iterator[pdfium.PdfDoc
 
 def _render_pdf_page(path: Path, index: int, dpi: int, max_pixels: int,
                      password: str | None) -> Image.Image:
+    import pypdfium2 as pdfium
+
     with _open_pdf(path, password) as pdf:
         if not 0 <= index < len(pdf):
             raise IndexError(f"page {index} out of range: the PDF has {len(pdf)} pages")

@@ -37,9 +37,13 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass, field
 
-import cv2
 import numpy as np
 from PIL import Image
+
+try:
+    import cv2
+except ImportError:  # the llama engine imports this module on a GPU measuring host that
+    cv2 = None       # may lack OpenCV; its benchmark never analyses a layout
 
 Box = tuple[int, int, int, int]
 
@@ -74,6 +78,8 @@ class Layout:
 
 def analyze(image: Image.Image | np.ndarray) -> Layout:
     """The text layout of a page (PIL image, or an RGB / grayscale uint8 array)."""
+    if cv2 is None:
+        raise ImportError("layout analysis needs OpenCV (opencv-python-headless)")
     gray = _gray(image)
     height, width = gray.shape
     scale = min(1.0, ANALYSIS_LONG_SIDE / max(height, width))

@@ -1,0 +1,419 @@
+"""Parallel decoding, measured: the llama engine at N pages at once, against the raw
+batched-decode loop and, optionally, llama.cpp's own ``llama-server``.
+
+For each N, N client threads call ``LlamaEngine.recognize`` on their own pages (page i
+goes to thread i mod N), every answer exactly ``tokens`` tokens long (the engine's
+``fixed_tokens``). The report gives generated tokens/s, pages/min, P50/P95 page latency,
+peak RSS, peak GPU memory where NVML answers (against what ``appliance.gpu`` plans),
+the ratio to N = 1, and from the engine's ``decode_stats``: the share of time its loop
+sat idle, and its generation rate (tokens over the loop's busy time less prompts and
+images). That rate is held against the raw loop (``raw_decode``) at B = N on the same
+model, threads and context per page: the engine's own per-step cost is the gap. With
+``--against-llama-server BIN`` the same pages go through llama-server with N slots, and
+the engine's end-to-end figures are set beside its.
+
+It imports and runs with llama-cpp-python, gguf, numpy and Pillow alone, as on the bare
+GPU host of ``scripts/gpu-check.sh``; pynvml and ``appliance.memory_plan`` (psutil) are
+used where present.
+
+    python -m appliance.engines.llama.parallel_bench --model M --mmproj P \\
+        --parallel 1,2,4,8 --tokens 64 [--pages 8] [--threads 2] [--n-gpu-layers -1] \\
+        [--against-llama-server BIN] [--json out.json]
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import logging
+import os
+import re
+import sys
+import tempfile
+import threading
+import time
+from pathlib import Path
+from typing import Callable
+
+from PIL import Image
+
+from appliance.engines.base import PageRequest
+from appliance.engines.llama.engine import LlamaEngine
+from appliance.engines.llama.llama_server import LlamaServer, chat_request, complete
+from appliance.engines.llama.prompts import prompt_for
+from appliance.engines.llama.raw_decode import RawDecoder
+from appliance.engines.llama.validate import ModelInfo, inspect_model
+from appliance.measure.stats import percentiles
+from appliance.raster.synthetic import render_text_page, sample_lines
+
+try:
+    import pynvml
+except ImportError:  # no nvidia-ml-py: no GPU memory figures
+    pynvml = None
+
+log = logging.getLogger(__name__)
+
+DEFAULT_TOKENS = 64
+DEFAULT_N_CTX = 4096  # per page, the engine's default
+TEMPLATE_TOKENS = 12  # the chat turn's markup and the image's start and end markers
+MIB = 2**20
+VRAM_SAMPLE_S = 0.05
+PROMPT = prompt_for("generic")
+
+
+def render_pages(count: int) -> list[Image.Image]:
+    """``count`` A4 pages at 150 dpi, each with different text (as `appliance bench`'s)."""
+    return [render_text_page(sample_lines(seed=i, count=24), font_size=30) for i in range(count)]
+
+
+def page_count(parallel: int, pages: int | None) -> int:
+    """Pages per run: ``pages`` or 2 N, at least 4, and at least one per client thread."""
+    return max(pages or 2 * parallel, 4, parallel)
+
+
+def fan_out(count: int, parallel: int, work: Callable[[int], object]) -> tuple[list, list, float]:
+    """``work(page)`` for every page from ``parallel`` client threads, page i on thread
+    i mod N, one after another on each. Returns the results and per-page seconds in page
+    order, and the seconds from the first start to the last end."""
+    results, latencies = [None] * count, [0.0] * count
+    failures: list[BaseException] = []
+
+    def client(index: int) -> None:
+        try:
+            for page in range(index, count, parallel):
+                started = time.perf_counter()
+                results[page] = work(page)
+                latencies[page] = time.perf_counter() - started
+        except BaseException as exc:  # raised below, once every client has stopped
+            failures.append(exc)
+
+    threads = [threading.Thread(target=client, args=(i,), name=f"bench-client-{i}")
+               for i in range(min(parallel, count))]
+    started = time.perf_counter()
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    elapsed = time.perf_counter() - started
+    if failures:
+        raise failures[0]
+    return results, latencies, elapsed
+
+
+def _status_kib(pid: int, field: str) -> int | None:
+    try:
+        match = re.search(rf"^{field}:\s+(\d+) kB", Path(f"/proc/{pid}/status").read_text(), re.M)
+    except OSError:
+        return None
+    return int(match.group(1)) if match else None
+
+
+def _vram_used_bytes() -> int | None:
+    if pynvml is None:
+        return None
+    try:
+        pynvml.nvmlInit()
+        try:
+            return pynvml.nvmlDeviceGetMemoryInfo(pynvml.nvmlDeviceGetHandleByIndex(0)).used
+        finally:
+            pynvml.nvmlShutdown()
+    except pynvml.NVMLError:  # no driver, no card, no permission
+        return None
+
+
+class ProcessPeaks:
+    """Peak RSS of one process (its VmHWM; this process's own is reset on entry) and
+    the peak of GPU 0's used memory while the block runs, sampled through NVML, above
+    ``vram_before`` (bytes in use before the process loaded its model; default: on
+    entry). The card's total counts, not the process's: container PIDs need not match
+    the driver's, and nothing else runs on a measuring host."""
+
+    def __init__(self, pid: int, vram_before: int | None = None):
+        self.pid, self.vram_before = pid, vram_before
+        self.rss_start_mb = self.rss_peak_mb = self.vram_peak_mb = None
+        self._stop = threading.Event()
+        self._vram_peak = 0
+        self._sampler: threading.Thread | None = None
+
+    def __enter__(self) -> ProcessPeaks:
+        if self.pid == os.getpid():
+            try:
+                Path("/proc/self/clear_refs").write_text("5")  # VmHWM := VmRSS
+            except OSError:
+                log.warning("peak RSS cannot be reset here; it counts since the bench began")
+        rss = _status_kib(self.pid, "VmRSS")
+        self.rss_start_mb = rss / 1024 if rss else None
+        if self.vram_before is None:
+            self.vram_before = _vram_used_bytes()
+        if self.vram_before is not None:
+            self._sampler = threading.Thread(target=self._sample_vram, name="vram", daemon=True)
+            self._sampler.start()
+        return self
+
+    def _sample_vram(self) -> None:
+        pynvml.nvmlInit()
+        try:
+            handle = pynvml.nvmlDeviceGetHandleByIndex(0)
+            while True:
+                used = pynvml.nvmlDeviceGetMemoryInfo(handle).used
+                self._vram_peak = max(self._vram_peak, used)
+                if self._stop.wait(VRAM_SAMPLE_S):
+                    break
+        finally:
+            pynvml.nvmlShutdown()
+
+    def __exit__(self, *exc_info) -> None:
+        hwm = _status_kib(self.pid, "VmHWM")
+        self.rss_peak_mb = hwm / 1024 if hwm else None
+        if self._sampler:
+            self._stop.set()
+            self._sampler.join()
+            self.vram_peak_mb = (self._vram_peak - self.vram_before) / MIB
+
+    def report(self) -> dict:
+        return {"rss_start_mb": self.rss_start_mb, "rss_peak_mb": self.rss_peak_mb,
+                "vram_peak_mb": self.vram_peak_mb}
+
+
+def planned_vram_mb(info: ModelInfo, *, parallel: int, n_ctx: int,
+                    n_gpu_layers: int) -> float | None:
+    """What the daemon's memory plan reserves for one worker reading ``parallel`` pages
+    at once. None where ``appliance.memory_plan`` cannot be imported (through
+    ``appliance.gpu`` it needs psutil)."""
+    try:
+        from appliance.memory_plan import estimate_worker_bytes
+    except ImportError:
+        return None
+    estimate = estimate_worker_bytes(info, n_ctx=n_ctx, n_gpu_layers=n_gpu_layers)
+    return estimate.at(parallel).total_bytes / MIB
+
+
+def _throughput(tokens: int, pages: int, elapsed: float, latencies: list[float]) -> dict:
+    pct = percentiles(latencies)
+    return {"pages": pages, "generated_tokens": tokens, "elapsed_s": elapsed,
+            "tokens_per_s": tokens / elapsed, "pages_per_min": pages / elapsed * 60,
+            "latency_s": {"p50": pct["p50"], "p95": pct["p95"]}}
+
+
+def _decode_share(before: dict, after: dict) -> dict:
+    """Where the decode loop's time went during the run (differences of the counters)."""
+    d = {key: after[key] - before[key] for key in before}
+    generating = d["wall_s"] - d["idle_s"] - d["prompt_s"]
+    return {"wall_s": d["wall_s"], "generated_tokens": d["generated_tokens"], "steps": d["steps"],
+            "idle_share": d["idle_s"] / d["wall_s"], "prompt_share": d["prompt_s"] / d["wall_s"],
+            # about the sequences a step advanced (each page's first token comes from
+            # its prompt's evaluation, not from a step)
+            "tokens_per_step": d["generated_tokens"] / d["steps"] if d["steps"] else None,
+            "decode_tokens_per_s": d["generated_tokens"] / d["decode_s"] if d["decode_s"] else None,
+            "loop_tokens_per_s": d["generated_tokens"] / generating if generating > 0 else None}
+
+
+def run_engine(model: Path, mmproj: Path, pages: list[Image.Image], *, warmup: Image.Image,
+               parallel: int, tokens: int, threads: int, n_ctx: int, n_gpu_layers: int,
+               flash_attn: bool) -> dict:
+    """One engine with ``parallel`` slots reads ``pages`` from as many client threads."""
+    with ProcessPeaks(os.getpid()) as peaks:
+        engine = LlamaEngine(str(model), str(mmproj), parallel=parallel, n_ctx=n_ctx,
+                             threads=threads, n_gpu_layers=n_gpu_layers, flash_attn=flash_attn,
+                             fixed_tokens=tokens, auto_tiling=False, retry_ladder=["greedy"])
+        try:
+            request = PageRequest(doc_type=PROMPT.doc_type, attempt=1)
+            engine.recognize(warmup, request)  # as a worker's
+            before = engine.decode_stats()
+            results, latencies, elapsed = fan_out(
+                len(pages), parallel, lambda page: engine.recognize(pages[page], request))
+            after = engine.decode_stats()
+        finally:
+            engine.close()
+    generated = sum(len(result.tokens) for result in results)
+    return {**_throughput(generated, len(pages), elapsed, latencies),
+            **peaks.report(), "decode": _decode_share(before, after)}
+
+
+def run_server(binary: Path, model: Path, mmproj: Path, info: ModelInfo,
+               pages: list[Image.Image], *, warmup: Image.Image, parallel: int, tokens: int,
+               threads: int, n_ctx: int, n_gpu_layers: int, flash_attn: bool,
+               log_path: Path | None) -> dict:
+    """The same pages through llama-server with ``parallel`` slots. Each client thread
+    encodes its page as it sends it, as the engine's callers hand it theirs."""
+    def read(page: Image.Image):
+        return complete(server.url, chat_request(page, PROMPT.text, info.image_size, tokens))
+
+    vram_before = _vram_used_bytes()
+    with LlamaServer(binary, model, mmproj, parallel=parallel, n_ctx=n_ctx, threads=threads,
+                     n_gpu_layers=n_gpu_layers, flash_attn=flash_attn,
+                     log_path=log_path) as server:
+        read(warmup)
+        with ProcessPeaks(server.pid, vram_before) as peaks:
+            answers, latencies, elapsed = fan_out(len(pages), parallel,
+                                                  lambda page: read(pages[page]))
+    generated = sum(answer.completion_tokens for answer in answers)
+    return {**_throughput(generated, len(pages), elapsed, latencies),
+            **peaks.report(),
+            "short_answers": sum(1 for a in answers if a.completion_tokens != tokens),
+            "server_prompt_tokens": answers[0].prompt_tokens,
+            # the server's own split: prompt and image, then generation, per page
+            "server_prompt_ms": _mean([a.prompt_ms for a in answers]),
+            "server_predicted_ms": _mean([a.predicted_ms for a in answers])}
+
+
+def _mean(values: list[float | None]) -> float | None:
+    known = [v for v in values if v is not None]
+    return sum(known) / len(known) if known else None
+
+
+def _ratio(a: float | None, b: float | None) -> float | None:
+    return a / b if a and b else None
+
+
+def run_parallel_bench(model: Path, mmproj: Path, parallels: list[int], *,
+                       tokens: int = DEFAULT_TOKENS, pages: int | None = None, threads: int = 2,
+                       n_ctx: int = DEFAULT_N_CTX, n_gpu_layers: int = -1, flash_attn: bool = True,
+                       server: Path | None = None, log_dir: Path | None = None) -> dict:
+    """Engine, raw loop and (with ``server``) llama-server at each N; see the module.
+    ``log_dir`` keeps llama-server's output, one file per N."""
+    info = inspect_model(model, mmproj)
+    parallels = sorted(set(parallels))
+    # the warm-up page is none of the measured ones: llama-server would answer it again
+    # from its slot's cache
+    *images, warmup = render_pages(max(page_count(n, pages) for n in parallels) + 1)
+    common = {"warmup": warmup, "tokens": tokens, "threads": threads, "n_ctx": n_ctx,
+              "n_gpu_layers": n_gpu_layers, "flash_attn": flash_attn}
+    runs = {n: {"parallel": n, "engine": run_engine(model, mmproj, images[:page_count(n, pages)],
+                                                    parallel=n, **common)}
+            for n in parallels}
+
+    decoder = RawDecoder(str(model), threads=threads, n_ctx=n_ctx, n_gpu_layers=n_gpu_layers,
+                         flash_attn=flash_attn)
+    try:
+        prompt_tokens = info.image_tokens + decoder.count_tokens(PROMPT.text) + TEMPLATE_TOKENS
+        for n, run in runs.items():
+            raw = decoder.run(n, prompt_tokens=prompt_tokens, steps=tokens)
+            run["raw"] = {"batch": n, "prompt_tokens": prompt_tokens, "steps": tokens,
+                          "tokens_per_s": raw.tokens_per_s}
+    finally:
+        decoder.close()
+
+    if server:
+        if log_dir:
+            log_dir.mkdir(parents=True, exist_ok=True)
+        for n, run in runs.items():
+            log_path = log_dir / f"llama-server-np{n}.log" if log_dir else None
+            run["server"] = run_server(server, model, mmproj, info,
+                                       images[:page_count(n, pages)], parallel=n,
+                                       log_path=log_path, **common)
+
+    first = runs.get(1)
+    for n, run in runs.items():
+        engine, decode = run["engine"], run["engine"]["decode"]
+        run["ratio_to_n1"] = _ratio(engine["tokens_per_s"],
+                                    first and first["engine"]["tokens_per_s"])
+        run["engine_over_raw"] = _ratio(decode["loop_tokens_per_s"], run["raw"]["tokens_per_s"])
+        run["vram_plan_mb"] = planned_vram_mb(info, parallel=n, n_ctx=n_ctx,
+                                              n_gpu_layers=n_gpu_layers)
+        if server:
+            run["engine_over_server"] = _ratio(engine["tokens_per_s"],
+                                               run["server"]["tokens_per_s"])
+            run["server"]["ratio_to_n1"] = _ratio(run["server"]["tokens_per_s"],
+                                                  first and first["server"]["tokens_per_s"])
+    return {"model": str(model), "mmproj": str(mmproj), "model_name": info.name,
+            "quant": info.quant, "image_tokens": info.image_tokens, "tokens_per_page": tokens,
+            "threads": threads, "n_ctx_per_page": n_ctx, "n_gpu_layers": n_gpu_layers,
+            "cpu_count": os.cpu_count(),
+            "llama_server": str(server) if server else None, "runs": list(runs.values())}
+
+
+def _f(value: float | None, spec: str = ".1f") -> str:
+    return "-" if value is None else format(value, spec)
+
+
+def format_report(result: dict) -> str:
+    rows = [f"{Path(result['model']).name} ({result['quant']}), {result['tokens_per_page']} "
+            f"tokens per page, threads {result['threads']}, n_ctx {result['n_ctx_per_page']} "
+            f"per page, n_gpu_layers {result['n_gpu_layers']}",
+            "   N pages   tok/s pages/min  p50 s  p95 s  x N=1  idle  loop tok/s  raw tok/s "
+            "eng/raw  RSS MiB  VRAM MiB  plan MiB"]
+    for run in result["runs"]:
+        e, decode = run["engine"], run["engine"]["decode"]
+        rows.append(
+            f"{run['parallel']:>4} {e['pages']:>5} {e['tokens_per_s']:>7.1f} "
+            f"{e['pages_per_min']:>9.1f} {e['latency_s']['p50']:>6.2f} "
+            f"{e['latency_s']['p95']:>6.2f} "
+            f"{_f(run['ratio_to_n1'], '.2f'):>6} {decode['idle_share']:>5.0%} "
+            f"{_f(decode['loop_tokens_per_s']):>11} {run['raw']['tokens_per_s']:>10.1f} "
+            f"{_f(run['engine_over_raw'], '.2f'):>7} {_f(e['rss_peak_mb'], '.0f'):>8} "
+            f"{_f(e['vram_peak_mb'], '.0f'):>9} {_f(run['vram_plan_mb'], '.0f'):>9}")
+    if result["llama_server"]:
+        rows += ["llama-server side by side (end to end)",
+                 "   N  engine tok/s  server tok/s  engine p/min  server p/min  eng/srv  "
+                 "server x N=1  server RSS MiB  server VRAM MiB  short answers"]
+        for run in result["runs"]:
+            e, s = run["engine"], run["server"]
+            rows.append(
+                f"{run['parallel']:>4} {e['tokens_per_s']:>13.1f} {s['tokens_per_s']:>13.1f} "
+                f"{e['pages_per_min']:>13.1f} {s['pages_per_min']:>13.1f} "
+                f"{_f(run['engine_over_server'], '.2f'):>8} {_f(s['ratio_to_n1'], '.2f'):>13} "
+                f"{_f(s['rss_peak_mb'], '.0f'):>15} {_f(s['vram_peak_mb'], '.0f'):>16} "
+                f"{s['short_answers']:>14}")
+    return "\n".join(rows)
+
+
+def parse_parallel(text: str) -> list[int]:
+    try:
+        values = [int(part) for part in text.split(",") if part.strip()]
+    except ValueError:
+        values = []
+    if not values or min(values) < 1:
+        raise argparse.ArgumentTypeError(f"'{text}' is no list of page counts like 1,2,4,8")
+    return values
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="python -m appliance.engines.llama.parallel_bench",
+                                     description=__doc__.split("\n\n")[0])
+    source = parser.add_mutually_exclusive_group(required=True)
+    source.add_argument("--model", type=Path, help="text GGUF (with --mmproj)")
+    source.add_argument("--shape", help="build and use a random-weight model of this shape "
+                                        "(gemma3-4b, gemma3-1b, gemma3-mini)")
+    parser.add_argument("--mmproj", type=Path)
+    parser.add_argument("--cache-dir", type=Path,
+                        default=Path(tempfile.gettempdir()) / "appliance-bench-models",
+                        help="where --shape builds its model once")
+    parser.add_argument("--parallel", type=parse_parallel, default=[1, 2, 4, 8])
+    parser.add_argument("--tokens", type=int, default=DEFAULT_TOKENS, help="per page, fixed")
+    parser.add_argument("--pages", type=int, help="pages per N (default 2 N, at least 4)")
+    parser.add_argument("--threads", type=int, default=2)
+    parser.add_argument("--n-ctx", type=int, default=DEFAULT_N_CTX, help="context per page")
+    parser.add_argument("--n-gpu-layers", type=int, default=-1)
+    parser.add_argument("--against-llama-server", type=Path, metavar="BIN")
+    parser.add_argument("--server-logs", type=Path, help="folder for llama-server's output")
+    parser.add_argument("--json", type=Path, help="also write the result as JSON here")
+    args = parser.parse_args(argv)
+    logging.basicConfig(level=logging.WARNING, format="%(levelname)s %(name)s: %(message)s")
+    if args.model and not args.mmproj:
+        parser.error("--model needs --mmproj")
+    model, mmproj = (args.model, args.mmproj) if args.model else shaped_model(args.shape,
+                                                                                args.cache_dir)
+    result = run_parallel_bench(model, mmproj, args.parallel, tokens=args.tokens,
+                                pages=args.pages, threads=args.threads, n_ctx=args.n_ctx,
+                                n_gpu_layers=args.n_gpu_layers, server=args.against_llama_server,
+                                log_dir=args.server_logs)
+    if args.json:
+        args.json.write_text(json.dumps(result, indent=2) + "\n")
+    sys.stdout.write(format_report(result) + "\n")
+    return 0
+
+
+def shaped_model(name: str, cache_dir: Path) -> tuple[Path, Path]:
+    """The (text, mmproj) pair of a named shape, built once under ``cache_dir``."""
+    from appliance.engines.llama.shapes import SHAPES, build_shaped_model
+
+    if name not in SHAPES:
+        raise SystemExit(f"unknown shape '{name}'; known: {', '.join(SHAPES)}")
+    shape = SHAPES[name]
+    return build_shaped_model(shape, cache_dir, quant=shape.quant,
+                              progress=lambda line: sys.stderr.write(line + "\n"))
+
+
+if __name__ == "__main__":
+    sys.exit(main())

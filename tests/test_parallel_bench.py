@@ -1,0 +1,231 @@
+"""The parallel decoding bench on the tiny model: its report, the raw loop, llama-server's
+plumbing, and the promise that it runs on a GPU host without the daemon's packages."""
+
+from __future__ import annotations
+
+import base64
+import io
+import json
+import os
+import subprocess
+import sys
+import textwrap
+import threading
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from pathlib import Path
+
+import pytest
+from PIL import Image
+
+from appliance.config import dump_toml
+from appliance.engines.llama.llama_server import LlamaServer, chat_request, complete
+from appliance.engines.llama import parallel_bench
+from appliance.engines.llama.parallel_bench import ProcessPeaks, run_parallel_bench
+from appliance.engines.llama.raw_decode import RawDecoder
+
+TOKENS = 8
+
+
+def check_engine_figures(run: dict, pages: int) -> None:
+    engine = run["engine"]
+    assert engine["pages"] == pages
+    assert engine["generated_tokens"] == pages * TOKENS  # every answer exactly TOKENS long
+    assert engine["tokens_per_s"] == pytest.approx(engine["generated_tokens"] / engine["elapsed_s"])
+    assert engine["pages_per_min"] == pytest.approx(pages / engine["elapsed_s"] * 60)
+    latency = engine["latency_s"]
+    assert 0 < latency["p50"] <= latency["p95"] <= engine["elapsed_s"]
+    assert engine["rss_peak_mb"] >= engine["rss_start_mb"] > 0
+    assert engine["vram_peak_mb"] is None  # no NVML on CI machines
+    assert run["raw"]["batch"] == run["parallel"] and run["raw"]["steps"] == TOKENS
+    assert run["raw"]["tokens_per_s"] > 0
+
+
+def test_bench_parallel_one_page_at_a_time(tiny_model, tmp_path):
+    model, mmproj = tiny_model
+    config = {"engine": {"name": "llama", "model": str(model), "mmproj": str(mmproj),
+                         "threads": 1, "n_ctx": 1024},
+              "paths": {"data_dir": str(tmp_path / "data")}}
+    (tmp_path / "bench.toml").write_text(dump_toml(config))
+    report = tmp_path / "report.json"
+    run = subprocess.run([sys.executable, "-m", "appliance.cli", "bench", "--config",
+                          str(tmp_path / "bench.toml"), "--parallel", "1", "--tokens",
+                          str(TOKENS), "--pages", "4", "--report", str(report)],
+                         capture_output=True, text=True, timeout=300)
+    assert run.returncode == 0, run.stderr[-3000:]
+    result = json.loads(report.read_text())
+    assert result["tokens_per_page"] == TOKENS and result["n_ctx_per_page"] == 1024
+    [only] = result["runs"]
+    check_engine_figures(only, pages=4)
+    assert only["ratio_to_n1"] == 1.0
+    assert only["raw"]["prompt_tokens"] > result["image_tokens"]
+    assert "   1     4" in run.stdout  # the table's row for N = 1, 4 pages
+
+
+def test_bench_parallel_two_pages_at_once(tiny_model):
+    model, mmproj = tiny_model
+    result = run_parallel_bench(model, mmproj, [2, 1], tokens=TOKENS, threads=1, n_ctx=1024)
+    one, two = result["runs"]  # in order of N
+    assert (one["parallel"], two["parallel"]) == (1, 2)
+    for run in (one, two):
+        check_engine_figures(run, pages=4)
+        decode = run["engine"]["decode"]
+        # the engine's own counters agree with the answers it returned
+        assert decode["generated_tokens"] == run["engine"]["generated_tokens"]
+        assert 0 <= decode["idle_share"] <= 1 and 0 < decode["prompt_share"] <= 1
+        assert decode["loop_tokens_per_s"] > 0 and run["engine_over_raw"] > 0
+    assert one["ratio_to_n1"] == 1.0
+    assert two["vram_plan_mb"] > one["vram_plan_mb"] > 0  # a KV cache per slot
+    assert two["ratio_to_n1"] == pytest.approx(two["engine"]["tokens_per_s"]
+                                               / one["engine"]["tokens_per_s"])
+
+
+def test_raw_loop_decodes_one_and_two_sequences(tiny_model):
+    model, _ = tiny_model
+    decoder = RawDecoder(str(model), threads=1, n_ctx=256)
+    try:
+        for batch in (1, 2):
+            run = decoder.run(batch, prompt_tokens=40, steps=TOKENS)
+            assert run.batch == batch and run.seconds > 0 and run.tokens_per_s > 0
+        assert decoder.count_tokens("Transcribe this page.") > 0
+        with pytest.raises(ValueError, match="exceed n_ctx 256"):
+            decoder.run(1, prompt_tokens=250, steps=TOKENS)
+    finally:
+        decoder.close()
+
+
+class _ScriptedNvml:
+    """pynvml's calls that ProcessPeaks makes, answering the card's used bytes from a
+    script (the last value repeats); ``served`` is set once the script is spent."""
+
+    NVMLError = RuntimeError
+
+    def __init__(self, used_mib: list[int]):
+        self.script, self.served = [m * 2**20 for m in used_mib], threading.Event()
+
+    def nvmlInit(self):
+        pass
+
+    def nvmlShutdown(self):
+        pass
+
+    def nvmlDeviceGetHandleByIndex(self, index):
+        return index
+
+    def nvmlDeviceGetMemoryInfo(self, handle):
+        used = self.script.pop(0) if len(self.script) > 1 else self.script[0]
+        if len(self.script) == 1:
+            self.served.set()
+        return type("Memory", (), {"used": used})()
+
+
+def test_peak_vram_is_the_cards_peak_above_what_was_in_use_before(monkeypatch):
+    nvml = _ScriptedNvml([1000, 2200, 3000, 2500])  # on entry, then while the block runs
+    monkeypatch.setattr(parallel_bench, "pynvml", nvml)
+    with ProcessPeaks(os.getpid()) as peaks:
+        assert nvml.served.wait(60)
+    assert peaks.report()["vram_peak_mb"] == 2000
+    assert peaks.report()["rss_peak_mb"] >= peaks.report()["rss_start_mb"] > 0
+
+
+class _ChatCompletions(BaseHTTPRequestHandler):
+    """Answers like llama-server: usage and timings, or an error for max_tokens 0."""
+
+    received: list[tuple[str, dict]] = []
+
+    def do_POST(self):
+        body = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
+        self.received.append((self.path, body))
+        if body["max_tokens"] == 0:
+            answer, status = {"error": {"message": "n_predict must be positive"}}, 400
+        else:
+            answer, status = {"choices": [{"message": {"content": "x"}}],
+                              "usage": {"completion_tokens": body["n_predict"],
+                                        "prompt_tokens": 300},
+                              "timings": {"prompt_ms": 12.5, "predicted_ms": 40.0}}, 200
+        data = json.dumps(answer).encode()
+        self.send_response(status)
+        self.send_header("Content-Type", "application/json")
+        self.send_header("Content-Length", str(len(data)))
+        self.end_headers()
+        self.wfile.write(data)
+
+    def log_message(self, *args):
+        pass
+
+
+def test_a_page_goes_to_llama_server_as_an_openai_chat_completion():
+    server = ThreadingHTTPServer(("127.0.0.1", 0), _ChatCompletions)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    url = f"http://127.0.0.1:{server.server_address[1]}"
+    try:
+        body = chat_request(Image.new("RGB", (1240, 1754), "white"), "Transcribe.", 224, TOKENS)
+        page = complete(url, body)
+        with pytest.raises(RuntimeError, match="answered 400: .*n_predict must be positive"):
+            complete(url, chat_request(Image.new("RGB", (10, 10)), "Transcribe.", 224, 0))
+    finally:
+        server.shutdown()
+    path, sent = _ChatCompletions.received[0]
+    assert path == "/v1/chat/completions"
+    assert (sent["n_predict"], sent["max_tokens"], sent["ignore_eos"], sent["temperature"]) == \
+        (TOKENS, TOKENS, True, 0.0)
+    image_part, text_part = sent["messages"][0]["content"]
+    assert text_part == {"type": "text", "text": "Transcribe."}
+    png = image_part["image_url"]["url"].removeprefix("data:image/png;base64,")
+    assert Image.open(io.BytesIO(base64.b64decode(png))).size == (224, 224)
+    assert (page.completion_tokens, page.prompt_tokens, page.predicted_ms) == (TOKENS, 300, 40.0)
+    assert page.latency_s > 0
+
+
+def test_a_llama_server_that_exits_at_start_is_reported(tmp_path):
+    server = LlamaServer(Path("/bin/false"), tmp_path / "m.gguf", tmp_path / "p.gguf",
+                         parallel=2, n_ctx=1024, threads=1, log_path=tmp_path / "server.log")
+    with pytest.raises(RuntimeError, match="exited with 1 while starting"):
+        with server:
+            pass
+    assert server.process.returncode == 1
+    assert "-np 2 -c 2048" in " ".join(server.command)
+
+
+# The GPU host has llama-cpp-python, gguf, numpy and Pillow (and what they import), and
+# none of the daemon's packages; OpenCV, psutil and NVML's bindings may be missing too.
+BLOCKED = ("fastapi starlette uvicorn pydantic sqlmodel sqlalchemy gradio gradio_client rapidocr "
+           "rapidocr_onnxruntime onnxruntime pypdfium2 watchdog apscheduler httpx rapidfuzz "
+           "apted cv2 psutil pynvml tqdm requests").split()
+IMPORTED_OK = {"numpy", "PIL", "gguf", "yaml"}  # yaml: gguf imports it
+# llama-cpp-python's own imports (chat templates, its cache), brought in the GPU kit
+LLAMA_CPP_OK = {"llama_cpp", "jinja2", "markupsafe", "diskcache", "typing_extensions"}
+ISOLATED = textwrap.dedent("""
+    import importlib.abc, sys
+
+    class Refuse(importlib.abc.MetaPathFinder):
+        def find_spec(self, name, path=None, target=None):
+            if name.partition(".")[0] in sys.argv[1].split(","):
+                raise ModuleNotFoundError(f"{name} is not on the GPU host")
+
+    sys.meta_path.insert(0, Refuse())
+
+    def third_party():
+        return sorted({name.partition(".")[0] for name, module in list(sys.modules.items())
+                       if "-packages" in (getattr(module, "__file__", None) or "")
+                       and not name.startswith("_")})
+
+    from appliance.engines.llama import parallel_bench
+    print("imported", *third_party())
+    parallel_bench.main(sys.argv[2:])
+    print("ran", *third_party())
+""")
+
+
+def test_the_bench_imports_and_runs_without_the_daemons_packages(tiny_model):
+    model, mmproj = tiny_model
+    run = subprocess.run([sys.executable, "-c", ISOLATED, ",".join(BLOCKED), "--model",
+                          str(model), "--mmproj", str(mmproj), "--parallel", "1", "--tokens",
+                          str(TOKENS), "--threads", "1", "--n-ctx", "1024"],
+                         capture_output=True, text=True, timeout=300)
+    assert run.returncode == 0, run.stderr[-3000:]
+    lines = {line.split()[0]: set(line.split()[1:]) for line in run.stdout.splitlines()
+             if line.startswith(("imported", "ran"))}
+    assert lines["imported"] <= IMPORTED_OK, lines["imported"] - IMPORTED_OK
+    assert lines["ran"] <= IMPORTED_OK | LLAMA_CPP_OK, lines["ran"] - IMPORTED_OK - LLAMA_CPP_OK
+    assert "llama_cpp" in lines["ran"]
+    assert "   1     4" in run.stdout
