@@ -37,7 +37,7 @@ class RawDecoder:
     """One model loaded once; ``run(B)`` makes a fresh context for B sequences."""
 
     def __init__(self, model: str, *, threads: int, n_ctx: int, n_gpu_layers: int = -1,
-                 flash_attn: bool = True, n_batch: int = 512, kv_unified: bool = False):
+                 flash_attn: bool = True, n_batch: int = 512):
         import llama_cpp
 
         self._lib = llama_cpp
@@ -50,7 +50,7 @@ class RawDecoder:
         self._vocab = llama_cpp.llama_model_get_vocab(self._model)
         self._n_vocab = llama_cpp.llama_vocab_n_tokens(self._vocab)
         self.threads, self.n_ctx, self.n_batch = threads, n_ctx, n_batch
-        self.flash_attn, self.kv_unified = flash_attn, kv_unified
+        self.flash_attn = flash_attn
 
     def count_tokens(self, text: str) -> int:
         """How many tokens ``text`` is to this model (special tokens parsed)."""
@@ -66,11 +66,11 @@ class RawDecoder:
                              f"n_ctx {self.n_ctx} per sequence")
         lib = self._lib
         params = lib.llama_context_default_params()
-        params.n_ctx = self.n_ctx * batch  # split per sequence unless kv_unified
+        params.n_ctx = self.n_ctx * batch
         params.n_seq_max = batch
         params.n_batch = params.n_ubatch = self.n_batch
         params.n_threads = params.n_threads_batch = self.threads
-        params.kv_unified = self.kv_unified
+        params.kv_unified = True  # one KV buffer for all sequences, as the engine has
         params.flash_attn_type = (lib.LLAMA_FLASH_ATTN_TYPE_ENABLED if self.flash_attn
                                   else lib.LLAMA_FLASH_ATTN_TYPE_DISABLED)
         ctx = lib.llama_init_from_model(self._model, params)
@@ -113,15 +113,3 @@ class RawDecoder:
             self._lib.llama_model_free(self._model)
             self._model = None
 
-
-def raw_tokens_per_s(model: str, batches: list[int], *, prompt_tokens: int, steps: int,
-                     threads: int, n_ctx: int, n_gpu_layers: int = -1,
-                     kv_unified: bool = False) -> dict[int, float]:
-    """Generated tokens per second of the raw loop, for each batch size."""
-    decoder = RawDecoder(model, threads=threads, n_ctx=n_ctx, n_gpu_layers=n_gpu_layers,
-                         kv_unified=kv_unified)
-    try:
-        return {b: decoder.run(b, prompt_tokens=prompt_tokens, steps=steps).tokens_per_s
-                for b in batches}
-    finally:
-        decoder.close()
