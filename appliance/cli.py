@@ -51,19 +51,20 @@ def cmd_bench(args) -> int:
         _write_json(args.report, result)
         return 0
     settings = load_settings(args.config)
+    model = _shaped_model(args.shape, settings) if args.shape else None
+    if args.parallel:
+        return _bench_parallel(args, settings, model)
     if args.inject_degenerate:
         result = run_degenerate_experiment(settings, pages=pages,
                                            concurrency=args.concurrency)
         _write_json(args.report, result)
         sys.stdout.write(format_degenerate_report(result) + "\n")
         return 0
-    model = _shaped_model(args.shape, settings) if args.shape else None
-    if args.parallel:
-        return _bench_parallel(args, settings, model)
     tokens = args.tokens or (SHAPED_MODEL_TOKENS if args.shape else 0)
     result = run_bench(settings, pages=pages, concurrency=args.concurrency, url=args.url,
                        report=args.report, tokens=tokens, dataset=args.dataset,
-                       cost_per_hour=args.cost_per_hour, model=model)
+                       cost_per_hour=args.cost_per_hour, model=model,
+                       choices=not args.without_choices)
     sys.stdout.write(format_report(result) + "\n")
     return 0
 
@@ -82,6 +83,7 @@ def _shaped_model(name: str, settings) -> tuple[Path, Path]:
 def _bench_parallel(args, settings, model: tuple[Path, Path] | None) -> int:
     """The engine at N pages at once, in this process, against the raw decode loop (and
     llama-server): no daemon. The engine settings give threads, context and offload."""
+    from appliance.engines.llama.looping_bench import format_looping_report, run_looping_bench
     from appliance.engines.llama.parallel_bench import (
         DEFAULT_TOKENS, format_report, run_parallel_bench,
     )
@@ -92,6 +94,15 @@ def _bench_parallel(args, settings, model: tuple[Path, Path] | None) -> int:
             raise InvalidRequest("bench --parallel needs a vision model: set engine.model and "
                                  "engine.mmproj, or pass --shape")
         model = (engine.model, engine.mmproj)
+    if args.inject_degenerate:  # a looping page beside healthy ones, at each N
+        results = [run_looping_bench(*model, n, tokens=args.tokens or DEFAULT_TOKENS,
+                                     pages=args.pages or 2 * n, threads=engine.threads,
+                                     n_ctx=engine.n_ctx, n_gpu_layers=engine.n_gpu_layers,
+                                     flash_attn=engine.flash_attn)
+                   for n in args.parallel]
+        _write_json(args.report, results)
+        sys.stdout.write("\n".join(map(format_looping_report, results)) + "\n")
+        return 0
     result = run_parallel_bench(*model, args.parallel, tokens=args.tokens or DEFAULT_TOKENS,
                                 pages=args.pages, threads=engine.threads, n_ctx=engine.n_ctx,
                                 n_gpu_layers=engine.n_gpu_layers, flash_attn=engine.flash_attn,
@@ -334,7 +345,11 @@ def build_parser() -> argparse.ArgumentParser:
     bench.add_argument("--detection-latency", action="store_true",
                        help="watched-folder detection latency, events and poll mode")
     bench.add_argument("--inject-degenerate", action="store_true",
-                       help="healthy-page latency with and without a looping page in flight")
+                       help="healthy-page latency with and without a looping page in "
+                            "flight (with --parallel: in the slots of one engine)")
+    bench.add_argument("--without-choices", action="store_true",
+                       help="no auto-tiling and no second opinion: the ratio to the bare "
+                            "engine is then the pipeline's pure overhead")
     bench.add_argument("--tokens", type=int, default=0,
                        help="vision model: make every answer exactly this many tokens")
     bench.add_argument("--cost-per-hour", type=float,

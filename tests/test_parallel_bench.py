@@ -20,6 +20,7 @@ from PIL import Image
 from appliance.config import dump_toml
 from appliance.engines.llama.llama_server import LlamaServer, chat_request, complete
 from appliance.engines.llama import parallel_bench
+from appliance.engines.llama.looping_bench import format_looping_report, run_looping_bench
 from appliance.engines.llama.parallel_bench import ProcessPeaks, run_parallel_bench
 from appliance.engines.llama.raw_decode import RawDecoder
 
@@ -77,6 +78,28 @@ def test_bench_parallel_two_pages_at_once(tiny_model):
     assert two["vram_plan_mb"] > one["vram_plan_mb"] > 0  # a KV cache per slot
     assert two["ratio_to_n1"] == pytest.approx(two["engine"]["tokens_per_s"]
                                                / one["engine"]["tokens_per_s"])
+
+
+def test_a_looping_page_beside_healthy_ones_is_measured(tiny_model):
+    """The tiny model loops under greedy decoding: the injected page runs until its
+    guard (or its slot's context) stops it, in a slot of its own, while the healthy
+    pages go on."""
+    model, mmproj = tiny_model
+    result = run_looping_bench(model, mmproj, 3, tokens=8, pages=4, threads=1, n_ctx=1024,
+                               n_gpu_layers=0, flash_attn=True)
+    loop = result["looping_page"]
+    assert loop["stop"] in ("degenerate", "length") and loop["tokens"] > 100
+    for key in ("without_looping_page", "with_looping_page"):
+        run = result[key]
+        assert run["healthy_tokens_per_s"] > 0
+        assert run["latency_s"]["p50"] <= run["latency_s"]["p95"]
+    # beside it, the engine generated the looping page's tokens as well
+    with_loop = result["with_looping_page"]
+    assert with_loop["all_tokens_per_s"] > with_loop["healthy_tokens_per_s"]
+    assert "healthy p50 x" in format_looping_report(result)
+    with pytest.raises(ValueError, match="--parallel 2 or more"):
+        run_looping_bench(model, mmproj, 1, tokens=8, pages=4, threads=1, n_ctx=1024,
+                          n_gpu_layers=0, flash_attn=True)
 
 
 def test_raw_loop_decodes_one_and_two_sequences(tiny_model):

@@ -78,10 +78,11 @@ def _drive(client: ApplianceClient, pages: list[Path], concurrency: int,
 
 
 def _latency_and_stages(client: ApplianceClient,
-                        documents: dict[str, dict]) -> tuple[dict, dict, dict]:
-    """Per-page latency split (seconds), mean milliseconds of each timed stage, and
-    what the second opinion on pages in doubt cost (``SECOND_OPINION``)."""
-    total, wait, service, stages = [], [], [], {}
+                        documents: dict[str, dict]) -> tuple[dict, dict, dict, dict]:
+    """Per-page latency split (seconds), mean milliseconds of each timed stage, what
+    the second opinion on pages in doubt cost (``SECOND_OPINION``), and how many pages
+    a vision engine read in strips."""
+    total, wait, service, stages, strips = [], [], [], {}, []
     for doc_id, doc in documents.items():
         total.append(doc["exported_at"] - doc["created_at"])
         for page in client.result(doc_id)["pages"]:
@@ -91,6 +92,8 @@ def _latency_and_stages(client: ApplianceClient,
             service.append(page["finished_at"] - page["started_at"])
             for stage, ms in (page["provenance"].get("timings_ms") or {}).items():
                 stages.setdefault(stage, []).append(ms)
+            if page["provenance"].get("tiles"):
+                strips.append(page["provenance"]["tiles"])
     latency = {"total": percentiles(total), "queue_wait": percentiles(wait),
                "service": percentiles(service)}
     second = stages.pop(SECOND_OPINION, [])
@@ -98,8 +101,9 @@ def _latency_and_stages(client: ApplianceClient,
                       "mean_ms": sum(second) / len(second) if second else None,
                       "share_of_service": sum(second) / 1000 / sum(service) if service else None}
     ordered = sorted(stages, key=lambda s: STAGES.index(s) if s in STAGES else len(STAGES))
+    tiling = {"pages": len(strips), "of_pages": len(service), "strips": sum(strips)}
     return (latency, {stage: sum(stages[stage]) / len(stages[stage]) for stage in ordered},
-            second_opinion)
+            second_opinion, tiling)
 
 
 def run_degenerate_experiment(settings: Settings, *, pages: int, concurrency: int) -> dict:
@@ -161,11 +165,17 @@ def cost_per_million(seconds_per_page: float, cost_per_hour: float) -> float:
 
 def run_bench(settings: Settings, *, pages: int, concurrency: int, url: str | None = None,
               report: Path | None = None, tokens: int = 0, dataset: Path | None = None,
-              cost_per_hour: float | None = None, model: tuple[Path, Path] | None = None) -> dict:
-    """``model``: a (text, mmproj) pair to run instead of the configured engine."""
+              cost_per_hour: float | None = None, model: tuple[Path, Path] | None = None,
+              choices: bool = True) -> dict:
+    """``model``: a (text, mmproj) pair to run instead of the configured engine.
+    ``choices`` False: no auto-tiling and no second opinion, so the ratio to the bare
+    engine is the pipeline's pure overhead (the bare loop reads each page once)."""
     overrides = ({"name": registry.model_engine().name, "model": str(model[0]),
                   "mmproj": str(model[1])} if model else {})
-    raw, settings = daemon_config(settings, fixed_tokens=tokens, **overrides)
+    if not choices:
+        overrides["auto_tiling"] = False
+    raw, settings = daemon_config(settings, fixed_tokens=tokens, second_opinion=choices,
+                                  **overrides)
     with tempfile.TemporaryDirectory(prefix="appliance-bench-") as tmp:
         workdir = Path(tmp)
         files = (dataset_pages(dataset, pages) if dataset
@@ -183,7 +193,7 @@ def run_bench(settings: Settings, *, pages: int, concurrency: int, url: str | No
                 with PeakMemory(daemon.process.pid if daemon else None,
                                 settings.memory.device_index) as peak:
                     appliance = _drive(client, files, concurrency)
-                latency, stages, second_opinion = _latency_and_stages(
+                latency, stages, second_opinion, tiling = _latency_and_stages(
                     client, appliance.pop("documents"))
         finally:
             if daemon:
@@ -195,6 +205,7 @@ def run_bench(settings: Settings, *, pages: int, concurrency: int, url: str | No
               "source": str(dataset) if dataset else "synthetic",
               "concurrency": concurrency, "appliance": appliance, "bare": bare,
               "latency_s": latency, "stage_ms": stages, "second_opinion": second_opinion,
+              "pipeline_choices": choices, "tiling": tiling,
               "memory": {"idle": idle, "peak": peak.report()},
               "overhead_ms_per_page": per_page_ms["appliance"] - per_page_ms["bare"],
               "ratio_appliance_over_bare": appliance["pages_per_min"] / bare["pages_per_min"]}
@@ -229,6 +240,13 @@ def format_report(result: dict) -> str:
         rows.append(f"{label:<26}{_ms(pct['p50']):>5}  {_ms(pct['p95']):>5}  {_ms(pct['p99']):>5}")
     rows.append("stages (mean ms per page)   " + ", ".join(
         f"{stage.removesuffix('_ms')} {ms:.1f}" for stage, ms in result["stage_ms"].items()))
+    if not result["pipeline_choices"]:
+        rows.append("pipeline choices            off: no auto-tiling, no second opinion "
+                    "(the pure overhead)")
+    tiling = result["tiling"]
+    if tiling["pages"]:
+        rows.append(f"read in strips              {tiling['pages']} of {tiling['of_pages']} "
+                    f"pages, {tiling['strips']} strips")
     second = result["second_opinion"]
     if second["pages"]:
         rows.append(f"second opinion              {second['pages']} of {second['of_pages']} "

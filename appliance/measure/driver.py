@@ -57,21 +57,27 @@ def tree_rss_bytes(pid: int) -> tuple[int, int]:
     return own, own + children
 
 
-def daemon_config(settings: Settings, **engine_overrides) -> tuple[dict, Settings]:
+def daemon_config(settings: Settings, *, second_opinion: bool = True,
+                  **engine_overrides) -> tuple[dict, Settings]:
     """The raw config a measuring daemon runs with, and the same as settings.
 
     Model paths are made absolute: the daemon's config file lives elsewhere. Review
     routing is off: pages are scored as usual, but none waits for a reviewer.
+    ``second_opinion`` False turns the second reading of pages in doubt off too. An
+    engine override of 0 or "" keeps the config's value; False is a value.
     """
     raw = tomllib.loads(settings.source.read_text()) if settings.source else {}
     # a measurement reads every page to the end: none may wait for a reviewer
     raw["review"] = {key: value for key, value in raw.get("review", {}).items()
                      if key != "required_fields"} | {"enabled": False}
+    if not second_opinion:
+        raw["review"]["second_opinion"] = False
     engine = raw.setdefault("engine", {})
     for key in ("model", "mmproj"):
         if getattr(settings.engine, key):
             engine[key] = str(getattr(settings.engine, key))
-    engine.update({key: value for key, value in engine_overrides.items() if value})
+    engine.update({key: value for key, value in engine_overrides.items()
+                   if value or value is False})
     base_dir = settings.source.parent if settings.source else Path.cwd()
     return raw, settings_from_dict(raw, base_dir=base_dir, source=settings.source)
 
