@@ -15,7 +15,7 @@ from concurrent.futures import ThreadPoolExecutor
 import pytest
 
 from appliance.engines.base import PageRequest
-from appliance.engines.llama.batched import token_stats
+from appliance.engines.llama.sequence import token_stats
 from appliance.engines.llama.engine import LlamaEngine
 from appliance.engines.llama.prompts import PROMPTS, Prompt, prompt_for
 from appliance.errors import PagePreempted

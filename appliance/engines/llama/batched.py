@@ -12,18 +12,15 @@ them (llama.cpp contexts are not thread-safe) and runs the loop:
 
 Callers, one thread per page, block in :meth:`BatchedDecoder.generate`.
 
-Each sequence keeps its own watch: the chosen token's log-probability and the step's
-entropy, the repetition guard, the token cap, the deadline and the cancel event. Each
-ends that sequence alone; the others go on. Greedy decoding is the argmax of the raw
-logits. Sampled decoding draws from the page's own seeded generator, so no page's
-answer depends on its neighbours.
+Each sequence keeps its own watch (``sequence.Sequence``): the chosen token's
+log-probability and the step's entropy, the repetition guard, the token cap, the
+deadline and the cancel event. Each ends that sequence alone; the others go on.
 """
 
 from __future__ import annotations
 
 import ctypes
 import logging
-import math
 import queue
 import threading
 import time
@@ -32,40 +29,13 @@ from concurrent.futures import TimeoutError as FutureTimeout
 from dataclasses import dataclass, field
 
 import numpy as np
-from PIL import Image
 
-from appliance.engines.degeneration import RepetitionGuard
+from appliance.engines.llama.sequence import Decoding, Generation, Sequence, score_tokens
 from appliance.errors import ApplianceError, EngineError, ModelError
 
 log = logging.getLogger(__name__)
 
-SAMPLED_TEMPERATURE = 0.2
-SAMPLED_REPEAT_PENALTY = 1.05  # mild: a strong penalty corrupts faithful repeated rows
-REPEAT_WINDOW = 64  # llama.cpp's default penalty_last_n
-SEED = 0  # sampled attempts stay reproducible
 LOOP_CHECK_S = 1.0  # how often a waiting caller checks that the loop still runs
-
-
-@dataclass
-class Generation:
-    text: str
-    tokens: list[dict]  # per token: "t" its text, "lp" its log-probability, "h" the entropy
-    # "stop" (end of turn) | "length" | "deadline" | "degenerate" | "cancelled"
-    stop: str
-    reason: str = ""
-
-
-@dataclass
-class Decoding:
-    """What one page asks of the decoder."""
-
-    image: Image.Image  # RGB, at the model's square input size
-    user_text: str  # the user turn, holding the image marker where the image goes
-    max_tokens: int
-    deadline: float | None = None  # time.monotonic()
-    fixed: bool = False  # benchmarks: exactly max_tokens tokens, no guard, no early end
-    sampled: bool = False
-    cancel: tuple[threading.Event, ...] = ()  # any of them set: stop, "cancelled"
 
 
 @dataclass
@@ -83,60 +53,6 @@ class DecodeStats:
         return {"wall_s": time.perf_counter() - self.started, "idle_s": self.idle_s,
                 "decode_s": self.decode_s, "prompt_s": self.prompt_s,
                 "generated_tokens": self.generated_tokens, "steps": self.steps}
-
-
-class _Sequence:
-    """One page in a slot: its position, its answer so far, its watch."""
-
-    def __init__(self, slot: int, decoding: Decoding, future: Future):
-        self.slot = slot
-        self.decoding = decoding
-        self.future = future
-        self.pos = 0
-        self.token = -1  # the last chosen token, fed at the next step
-        self.tokens: list[dict] = []
-        self.ids: list[int] = []
-        self.text = bytearray()
-        self.guard = None if decoding.fixed else RepetitionGuard()
-        self.rng = np.random.default_rng(SEED) if decoding.sampled else None
-        self.stop = ""
-        self.reason = ""
-
-    def finish(self, stop: str, reason: str) -> None:
-        self.stop, self.reason = stop, reason
-
-    def result(self) -> Generation:
-        return Generation(self.text.decode("utf-8", errors="replace").strip(), self.tokens,
-                          self.stop, self.reason)
-
-    def interrupted(self) -> bool:
-        """The page's deadline or cancel: checked before each step."""
-        decoding = self.decoding
-        if any(event.is_set() for event in decoding.cancel):
-            self.finish("cancelled", "the page was taken back")
-        elif decoding.deadline is not None and time.monotonic() > decoding.deadline:
-            self.finish("deadline", "page deadline reached during generation")
-        return bool(self.stop)
-
-
-def token_stats(rows: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """Per row of logits: the row's maximum, its log-sum-exp less that maximum, and the
-    entropy (nats) of its softmax. One pass of exp over the batch, no per-row Python."""
-    peak = rows.max(axis=1, keepdims=True)
-    shifted = rows - peak
-    weights = np.exp(shifted)
-    total = weights.sum(axis=1)
-    log_total = np.log(total)
-    entropy = log_total - np.einsum("ij,ij->i", weights, shifted) / total
-    return peak[:, 0], log_total, entropy
-
-
-def _score(rows: np.ndarray, scored: list[tuple[dict, int, int]]) -> None:
-    """Fill in each chosen token's log-probability and its step's entropy."""
-    peaks, log_totals, entropies = token_stats(rows)
-    for record, row, token in scored:
-        record["lp"] = round(float(rows[row, token] - peaks[row] - log_totals[row]), 4)
-        record["h"] = round(float(entropies[row]), 4)
 
 
 _NATIVE_WARN, _NATIVE_ERROR = 3, 4  # enum ggml_log_level in ggml.h
@@ -217,7 +133,7 @@ class BatchedDecoder:
         self._scoring: Future | None = None
         self._waiting: queue.SimpleQueue[tuple[Decoding, Future] | None] = queue.SimpleQueue()
         self._free_slots = list(range(slots))
-        self._active: list[_Sequence] = []
+        self._active: list[Sequence] = []
         self._closing = False
         self._thread = threading.Thread(target=self._run, name="decode-loop", daemon=True)
         self._thread.start()
@@ -313,7 +229,7 @@ class BatchedDecoder:
         return True
 
     def _start(self, decoding: Decoding, future: Future) -> None:
-        sequence = _Sequence(self._free_slots.pop(), decoding, future)
+        sequence = Sequence(self._free_slots.pop(), decoding, future)
         start = time.perf_counter()
         try:
             if not sequence.interrupted():
@@ -329,7 +245,7 @@ class BatchedDecoder:
         else:
             self._active.append(sequence)
 
-    def _evaluate_prompt(self, sequence: _Sequence) -> None:
+    def _evaluate_prompt(self, sequence: Sequence) -> None:
         L, mtmd = self._L, self._mtmd
         decoding = sequence.decoding
         rgb = np.ascontiguousarray(np.asarray(decoding.image.convert("RGB")))
@@ -394,7 +310,7 @@ class BatchedDecoder:
                 self._finish(sequence)
         self._active = [s for s in live if not s.stop]
 
-    def _advance(self, sequences: list[_Sequence], logits: np.ndarray) -> None:
+    def _advance(self, sequences: list[Sequence], logits: np.ndarray) -> None:
         """Choose each sequence's next token from its row of logits, and watch it.
 
         The tokens' scores (a full softmax over the vocabulary per row: 0.4 ms a row
@@ -408,7 +324,7 @@ class BatchedDecoder:
             values = logits[row]
             if decoding.fixed:  # the answer may not end before its fixed length
                 values[self._end_tokens] = -np.inf
-            token = (self._sample(sequence, values) if decoding.sampled
+            token = (sequence.sample(values) if decoding.sampled
                      else int(np.argmax(values)))
             if not decoding.fixed and self._L.llama_vocab_is_eog(self._vocab, token):
                 sequence.finish("stop", "")
@@ -430,22 +346,7 @@ class BatchedDecoder:
             elif sequence.pos + 1 >= self.n_ctx:
                 sequence.finish("length", f"the slot's context of {self.n_ctx} is full")
         if scored:
-            self._scoring = self._scorer.submit(_score, rows, scored)
-
-    @staticmethod
-    def _sample(sequence: _Sequence, values: np.ndarray) -> int:
-        """Temperature sampling with a mild repeat penalty, from the page's own stream."""
-        row = values.astype(np.float64)
-        recent = list(set(sequence.ids[-REPEAT_WINDOW:]))
-        if recent:
-            hit = row[recent]
-            row[recent] = np.where(hit > 0, hit / SAMPLED_REPEAT_PENALTY,
-                                   hit * SAMPLED_REPEAT_PENALTY)
-        row = (row - row.max()) / SAMPLED_TEMPERATURE
-        weights = np.exp(row)
-        cumulative = np.cumsum(weights)
-        return int(np.searchsorted(cumulative, sequence.rng.random() * cumulative[-1],
-                                   side="right"))
+            self._scoring = self._scorer.submit(score_tokens, rows, scored)
 
     def _piece(self, token: int) -> bytes:
         piece = self._pieces.get(token)
@@ -455,13 +356,13 @@ class BatchedDecoder:
             piece = self._pieces[token] = buffer.raw[:max(n, 0)]
         return piece
 
-    def _finish(self, sequence: _Sequence) -> None:
+    def _finish(self, sequence: Sequence) -> None:
         self._release(sequence)
         if self._scoring is not None:
             self._scoring.result()  # its last token's scores are in (the thread keeps order)
         sequence.future.set_result(sequence.result())
 
-    def _release(self, sequence: _Sequence) -> None:
+    def _release(self, sequence: Sequence) -> None:
         self._L.llama_memory_seq_rm(self._memory, sequence.slot, -1, -1)
         self._free_slots.append(sequence.slot)
 

@@ -28,9 +28,9 @@ from pathlib import Path
 from PIL import Image
 
 from appliance.engines.base import PageRequest, Recognition
-from appliance.engines.llama.batched import (SAMPLED_REPEAT_PENALTY, SAMPLED_TEMPERATURE, SEED,
-                                             BatchedDecoder, Decoding, Generation,
-                                             route_native_logs)
+from appliance.engines.llama.batched import BatchedDecoder, route_native_logs
+from appliance.engines.llama.sequence import (SAMPLED_REPEAT_PENALTY, SAMPLED_TEMPERATURE, SEED,
+                                              Decoding, Generation)
 from appliance.engines.llama.prompts import (CONTEXT_VERSION, Prompt, context_text, prompt_for,
                                              user_turn)
 from appliance.engines.llama.validate import inspect_model
