@@ -70,6 +70,13 @@ def test_bench_fixed_tokens_and_the_degenerate_injection_on_the_tiny_model(tmp_p
     engine = {"name": "llama", "model": str(model), "mmproj": str(mmproj), "threads": 1}
     fixed = bench(tmp_path, {"engine": engine}, "--pages", "3", "--tokens", "16")
     assert fixed["tokens_per_page"] == 16 and fixed["appliance"]["pages_done"] == 3
+    assert 0 <= fixed["vision"]["decode_loop_idle_share"] < 1
+    # the tiny model's 224 px input reads an A4 page in strips, and its pages are in doubt
+    assert fixed["vision"]["tiled_pages"] == 3 and fixed["second_opinion"]["pages"] == 3
+    pure = bench(tmp_path, {"engine": engine}, "--pages", "2", "--tokens", "8",
+                 "--without-choices")
+    assert pure["pipeline_choices"] is False and pure["appliance"]["pages_done"] == 2
+    assert pure["vision"]["tiled_pages"] == 0 and pure["second_opinion"]["pages"] == 0
     injected = bench(tmp_path, {"engine": engine, "workers": {"count": 2}},
                      "--inject-degenerate", "--pages", "2", "--concurrency", "1")
     for run in ("without_looping_page", "with_looping_page"):

@@ -80,9 +80,9 @@ def _drive(client: ApplianceClient, pages: list[Path], concurrency: int,
 def _latency_and_stages(client: ApplianceClient,
                         documents: dict[str, dict]) -> tuple[dict, dict, dict, dict]:
     """Per-page latency split (seconds), mean milliseconds of each timed stage, what
-    the second opinion on pages in doubt cost (``SECOND_OPINION``), and how many pages
-    a vision engine read in strips."""
-    total, wait, service, stages, strips = [], [], [], {}, []
+    the second opinion on pages in doubt cost (``SECOND_OPINION``), and what a vision
+    engine did: how many pages it read in strips, how idle its decode loop was."""
+    total, wait, service, stages, strips, loops = [], [], [], {}, [], []
     for doc_id, doc in documents.items():
         total.append(doc["exported_at"] - doc["created_at"])
         for page in client.result(doc_id)["pages"]:
@@ -94,6 +94,8 @@ def _latency_and_stages(client: ApplianceClient,
                 stages.setdefault(stage, []).append(ms)
             if page["provenance"].get("tiles"):
                 strips.append(page["provenance"]["tiles"])
+            if page["provenance"].get("decode_loop"):
+                loops.append(page["provenance"]["decode_loop"])
     latency = {"total": percentiles(total), "queue_wait": percentiles(wait),
                "service": percentiles(service)}
     second = stages.pop(SECOND_OPINION, [])
@@ -101,9 +103,20 @@ def _latency_and_stages(client: ApplianceClient,
                       "mean_ms": sum(second) / len(second) if second else None,
                       "share_of_service": sum(second) / 1000 / sum(service) if service else None}
     ordered = sorted(stages, key=lambda s: STAGES.index(s) if s in STAGES else len(STAGES))
-    tiling = {"pages": len(strips), "of_pages": len(service), "strips": sum(strips)}
+    vision = {"tiled_pages": len(strips), "of_pages": len(service), "strips": sum(strips),
+              "decode_loop_idle_share": _idle_share(loops)}
     return (latency, {stage: sum(stages[stage]) / len(stages[stage]) for stage in ordered},
-            second_opinion, tiling)
+            second_opinion, vision)
+
+
+def _idle_share(loops: list[dict]) -> float | None:
+    """The share of time a vision engine's decode loop sat idle between the first page
+    and the last one to end (their counters' growth), with one engine process."""
+    if len(loops) < 2:
+        return None
+    first, last = min(loops, key=lambda c: c["wall_s"]), max(loops, key=lambda c: c["wall_s"])
+    wall = last["wall_s"] - first["wall_s"]
+    return (last["idle_s"] - first["idle_s"]) / wall if wall > 0 else None
 
 
 def run_degenerate_experiment(settings: Settings, *, pages: int, concurrency: int) -> dict:
@@ -193,7 +206,7 @@ def run_bench(settings: Settings, *, pages: int, concurrency: int, url: str | No
                 with PeakMemory(daemon.process.pid if daemon else None,
                                 settings.memory.device_index) as peak:
                     appliance = _drive(client, files, concurrency)
-                latency, stages, second_opinion, tiling = _latency_and_stages(
+                latency, stages, second_opinion, vision = _latency_and_stages(
                     client, appliance.pop("documents"))
         finally:
             if daemon:
@@ -205,7 +218,7 @@ def run_bench(settings: Settings, *, pages: int, concurrency: int, url: str | No
               "source": str(dataset) if dataset else "synthetic",
               "concurrency": concurrency, "appliance": appliance, "bare": bare,
               "latency_s": latency, "stage_ms": stages, "second_opinion": second_opinion,
-              "pipeline_choices": choices, "tiling": tiling,
+              "pipeline_choices": choices, "vision": vision,
               "memory": {"idle": idle, "peak": peak.report()},
               "overhead_ms_per_page": per_page_ms["appliance"] - per_page_ms["bare"],
               "ratio_appliance_over_bare": appliance["pages_per_min"] / bare["pages_per_min"]}
@@ -243,10 +256,13 @@ def format_report(result: dict) -> str:
     if not result["pipeline_choices"]:
         rows.append("pipeline choices            off: no auto-tiling, no second opinion "
                     "(the pure overhead)")
-    tiling = result["tiling"]
-    if tiling["pages"]:
-        rows.append(f"read in strips              {tiling['pages']} of {tiling['of_pages']} "
-                    f"pages, {tiling['strips']} strips")
+    vision = result["vision"]
+    if vision["decode_loop_idle_share"] is not None:
+        rows.append(f"decode loop idle            {vision['decode_loop_idle_share']:.1%} of "
+                    f"the time between the first and the last page's end")
+    if vision["tiled_pages"]:
+        rows.append(f"read in strips              {vision['tiled_pages']} of "
+                    f"{vision['of_pages']} pages, {vision['strips']} strips")
     second = result["second_opinion"]
     if second["pages"]:
         rows.append(f"second opinion              {second['pages']} of {second['of_pages']} "

@@ -146,6 +146,14 @@ class LlamaEngine:
     def recognize(self, image: Image.Image, request: PageRequest) -> Recognition:
         if request.engine == "classic":
             return self._read_classic(image, request)
+        result = self._read(image, request)
+        # the decode loop's counters as this page ended: `bench` works out from them how
+        # busy the loop was while the daemon fed it (their growth between two pages)
+        result.provenance["decode_loop"] = {key: round(value, 3) for key, value in
+                                            self.decoder.stats.to_dict().items()}
+        return result
+
+    def _read(self, image: Image.Image, request: PageRequest) -> Recognition:
         prompt = prompt_for(request.doc_type)
         rung = self.ladder[min(request.attempt, len(self.ladder)) - 1]
         last_rung = request.attempt >= len(self.ladder)
