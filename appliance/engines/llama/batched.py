@@ -76,6 +76,41 @@ def route_native_logs() -> None:
     mtmd_cpp.mtmd_helper_log_set(forward, None)
 
 
+ALL_LAYERS = 0x7FFFFFFF  # llama.cpp offloads min(this, n_layer) layers
+
+
+def load_model(path: str, n_gpu_layers: int):
+    """The model's weights, ``n_gpu_layers`` of them offloaded (-1: all)."""
+    import llama_cpp as L
+
+    L.llama_backend_init()
+    params = L.llama_model_default_params()
+    params.n_gpu_layers = ALL_LAYERS if n_gpu_layers < 0 else n_gpu_layers
+    model = L.llama_model_load_from_file(str(path).encode(), params)
+    if not model:
+        raise ModelError(f"llama.cpp could not load {path}")
+    return model
+
+
+def context_params(*, slots: int, n_ctx: int, n_batch: int, threads: int, flash_attn: bool):
+    """A context for ``slots`` sequences of ``n_ctx`` tokens each: the engine's, and
+    the raw loop's that it is measured against."""
+    import llama_cpp as L
+
+    params = L.llama_context_default_params()
+    params.n_ctx = n_ctx * slots
+    params.n_batch = params.n_ubatch = n_batch
+    params.n_seq_max = slots
+    # One KV buffer for all slots (the engine enforces each slot's n_ctx). A stream per
+    # slot (kv_unified = False) made each step 50x slower on llama.cpp 0.3.36's CPU
+    # backend: 5.6 s against 0.1 s, 4 sequences of a 1B model.
+    params.kv_unified = True
+    params.n_threads = params.n_threads_batch = threads
+    params.flash_attn_type = (L.LLAMA_FLASH_ATTN_TYPE_ENABLED if flash_attn
+                              else L.LLAMA_FLASH_ATTN_TYPE_DISABLED)
+    return params
+
+
 class BatchedDecoder:
     """One model, N sequence slots, one decoding thread."""
 
@@ -85,27 +120,12 @@ class BatchedDecoder:
         from llama_cpp import mtmd_cpp
 
         self._L, self._mtmd = L, mtmd_cpp
-        self.slots = slots
         self.n_ctx = n_ctx  # per slot
         self._n_batch = n_batch
-        L.llama_backend_init()
         route_native_logs()
-        model_params = L.llama_model_default_params()
-        model_params.n_gpu_layers = n_gpu_layers if n_gpu_layers >= 0 else 0x7FFFFFFF
-        self._model = L.llama_model_load_from_file(str(model).encode(), model_params)
-        if not self._model:
-            raise ModelError(f"llama.cpp could not load {model}")
-        params = L.llama_context_default_params()
-        params.n_ctx = n_ctx * slots
-        params.n_batch = params.n_ubatch = n_batch
-        params.n_seq_max = slots
-        # One KV buffer for all slots (the slot's n_ctx is enforced here). A stream per
-        # slot (kv_unified = False) made each step 50x slower on llama.cpp 0.3.36's CPU
-        # backend: 5.6 s against 0.1 s, 4 sequences of a 1B model.
-        params.kv_unified = True
-        params.n_threads = params.n_threads_batch = threads
-        params.flash_attn_type = (L.LLAMA_FLASH_ATTN_TYPE_ENABLED if flash_attn
-                                  else L.LLAMA_FLASH_ATTN_TYPE_DISABLED)
+        self._model = load_model(model, n_gpu_layers)
+        params = context_params(slots=slots, n_ctx=n_ctx, n_batch=n_batch, threads=threads,
+                                flash_attn=flash_attn)
         self._ctx = L.llama_init_from_model(self._model, params)
         if not self._ctx:
             self._free()
@@ -126,7 +146,7 @@ class BatchedDecoder:
         self._template = L.llama_model_chat_template(self._model, None)
         self._end_tokens = sorted({t for t in (L.llama_vocab_eos(self._vocab),
                                                L.llama_vocab_eot(self._vocab)) if t >= 0})
-        self._batch = L.llama_batch_init(max(slots, n_batch), 0, 1)
+        self._batch = L.llama_batch_init(slots, 0, 1)  # one token a sequence a step
         self._pieces: dict[int, bytes] = {}
         self.stats = DecodeStats()
         self._scorer = ThreadPoolExecutor(1, thread_name_prefix="token-scores")
@@ -248,7 +268,7 @@ class BatchedDecoder:
     def _evaluate_prompt(self, sequence: Sequence) -> None:
         L, mtmd = self._L, self._mtmd
         decoding = sequence.decoding
-        rgb = np.ascontiguousarray(np.asarray(decoding.image.convert("RGB")))
+        rgb = np.ascontiguousarray(np.asarray(decoding.image))
         bitmap = mtmd.mtmd_bitmap_init(rgb.shape[1], rgb.shape[0],
                                       rgb.ctypes.data_as(ctypes.POINTER(ctypes.c_uint8)))
         chunks = mtmd.mtmd_input_chunks_init()

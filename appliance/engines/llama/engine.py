@@ -233,7 +233,8 @@ class LlamaEngine:
     def decoding_for(self, image: Image.Image, prompt: Prompt, request: PageRequest,
                   sampled: bool, give_up: threading.Event | None = None) -> Decoding:
         side = self.info.image_size
-        square = image.resize((side, side), Image.Resampling.LANCZOS)
+        # resized here, in the page's own thread: the decode loop only copies the pixels
+        square = image.resize((side, side), Image.Resampling.LANCZOS).convert("RGB")
         max_tokens = (self.fixed_tokens or
                       min(prompt.max_tokens, self.max_tokens or prompt.max_tokens))
         return Decoding(square, user_turn(prompt, self.decoder.image_marker, request.context),

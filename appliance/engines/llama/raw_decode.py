@@ -4,7 +4,7 @@ The yardstick for the batched engine (``parallel_bench``). B sequences each get 
 prompt of random tokens as long as a page's prompt, then ``steps`` calls of
 ``llama_decode`` advance all B by one token each. No sampling, no image, no Python
 beyond filling the batch: whatever the engine adds per step shows up as its ratio to
-this loop at the same B, on the same model file, threads and context per sequence.
+this loop at the same B, on the same model file, threads and context per sequence, the context made as the engine makes its own.
 
 Only llama-cpp-python's low-level API is used, so it runs wherever the engine does.
 """
@@ -16,9 +16,9 @@ import random
 import time
 from dataclasses import dataclass
 
-log = logging.getLogger(__name__)
+from appliance.engines.llama.batched import context_params, load_model
 
-ALL_LAYERS = 0x7FFFFFFF  # llama.cpp offloads min(this, n_layer) layers
+log = logging.getLogger(__name__)
 
 
 @dataclass(frozen=True)
@@ -41,12 +41,7 @@ class RawDecoder:
         import llama_cpp
 
         self._lib = llama_cpp
-        llama_cpp.llama_backend_init()
-        params = llama_cpp.llama_model_default_params()
-        params.n_gpu_layers = ALL_LAYERS if n_gpu_layers < 0 else n_gpu_layers
-        self._model = llama_cpp.llama_model_load_from_file(str(model).encode(), params)
-        if not self._model:
-            raise RuntimeError(f"llama.cpp could not load {model}")
+        self._model = load_model(model, n_gpu_layers)
         self._vocab = llama_cpp.llama_model_get_vocab(self._model)
         self._n_vocab = llama_cpp.llama_vocab_n_tokens(self._vocab)
         self.threads, self.n_ctx, self.n_batch = threads, n_ctx, n_batch
@@ -65,14 +60,8 @@ class RawDecoder:
             raise ValueError(f"{prompt_tokens} prompt + {steps} generated tokens exceed "
                              f"n_ctx {self.n_ctx} per sequence")
         lib = self._lib
-        params = lib.llama_context_default_params()
-        params.n_ctx = self.n_ctx * batch
-        params.n_seq_max = batch
-        params.n_batch = params.n_ubatch = self.n_batch
-        params.n_threads = params.n_threads_batch = self.threads
-        params.kv_unified = True  # one KV buffer for all sequences, as the engine has
-        params.flash_attn_type = (lib.LLAMA_FLASH_ATTN_TYPE_ENABLED if self.flash_attn
-                                  else lib.LLAMA_FLASH_ATTN_TYPE_DISABLED)
+        params = context_params(slots=batch, n_ctx=self.n_ctx, n_batch=self.n_batch,
+                                threads=self.threads, flash_attn=self.flash_attn)
         ctx = lib.llama_init_from_model(self._model, params)
         if not ctx:
             raise RuntimeError(f"llama.cpp could not create a context for {batch} sequences")
