@@ -29,7 +29,7 @@ import psutil
 from PIL import Image
 
 from appliance.config import PreprocessSettings, WorkerSettings
-from appliance.engines import create_engine
+from appliance.engines import create_engine, registry
 from appliance.engines.base import Engine, PageRequest, Recognition
 from appliance.engines.cache import ResultCache, image_digest
 from appliance.engines.messages import Cancel, Job, PageDone, PageFailed, Ready, StartFailed
@@ -192,6 +192,10 @@ def worker_main(spec: WorkerSpec, conn: Connection, parent_pid: int) -> None:
             engine.recognize(warmup_image(), PageRequest())
         except DegenerateOutput:
             pass  # the whole path ran; judging the answer is not the warm-up's job
+        if (fallback := registry.entry(spec.engine).fallback) is not None:
+            # the reader it keeps for fallbacks and second opinions, loaded now: its
+            # memory belongs to the baseline the leak guard measures growth from
+            engine.recognize(warmup_image(), PageRequest(engine=fallback))
         warmup_ms = (time.perf_counter() - start) * 1000
     except Exception as exc:
         code = exc.code if isinstance(exc, ApplianceError) else EngineUnavailable.code
@@ -362,14 +366,20 @@ class WorkerHandle:
         self.stop()
 
     def wear(self, limits: WorkerSettings, vram_bytes: int) -> str | None:
-        """Why this worker is due to be replaced by a fresh one (the leak guard), if it is."""
-        private_mb = self.private_bytes() / 2**20
-        grown_mb = private_mb - self.baseline_bytes / 2**20
+        """Why this worker is due to be replaced by a fresh one (the leak guard), if it is.
+        Its memory is judged only with no page in flight: a leak is what stays, and the
+        pages still being read hold their images and buffers. Growth is allowed per
+        page read at once."""
         if limits.recycle_after_pages and self.pages_done >= limits.recycle_after_pages:
             return f"pages={self.pages_done}"
+        if self.jobs:
+            return None
+        private_mb = self.private_bytes() / 2**20
+        grown_mb = private_mb - self.baseline_bytes / 2**20
         if limits.max_worker_rss_mb and private_mb > limits.max_worker_rss_mb:
             return f"private_mb={private_mb:.0f}"
-        if limits.max_worker_growth_mb and grown_mb > limits.max_worker_growth_mb:
+        # each page read at once leaves its high-water mark in the allocator's arenas
+        if limits.max_worker_growth_mb and grown_mb > limits.max_worker_growth_mb * self.slots:
             return f"private_mb={private_mb:.0f} grown_mb={grown_mb:.0f}"
         if limits.max_worker_vram_mb and vram_bytes > limits.max_worker_vram_mb * 2**20:
             return f"vram_mb={vram_bytes / 2**20:.0f}"
