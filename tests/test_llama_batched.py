@@ -17,7 +17,7 @@ import pytest
 from appliance.engines.base import PageRequest
 from appliance.engines.llama.sequence import token_stats
 from appliance.engines.llama.engine import LlamaEngine
-from appliance.engines.llama.prompts import PROMPTS, Prompt, prompt_for
+from appliance.engines.prompts import PROMPTS, Prompt, prompt_for
 from appliance.errors import PagePreempted
 from appliance.raster.synthetic import render_text_page
 

@@ -12,7 +12,7 @@ import pytest
 
 from appliance.engines.base import PageRequest
 from appliance.engines.llama.engine import LlamaEngine
-from appliance.engines.llama.prompts import PROMPTS, prompt_for
+from appliance.engines.prompts import PROMPTS, prompt_for
 from appliance.errors import DegenerateOutput, InvalidRequest, PageTimeout
 from appliance.raster.synthetic import render_text_page
 

@@ -14,8 +14,9 @@ import pytest
 
 from appliance.engines.base import PageRequest
 from appliance.engines.llama import shapes
-from appliance.engines.llama.engine import LlamaEngine, load_llama, page_messages
-from appliance.engines.llama.prompts import prompt_for
+from appliance.engines.chat import page_messages
+from appliance.engines.llama.engine import LlamaEngine, load_llama
+from appliance.engines.prompts import prompt_for
 from appliance.engines.llama.shapes import SHAPES, ModelShape, build_shaped_model, estimate_bytes
 from appliance.engines.llama.validate import inspect_model
 from appliance.errors import InvalidRequest
@@ -74,7 +75,7 @@ def test_a_page_generates_exactly_the_fixed_number_of_tokens(mini: tuple[Path, P
                      flash_attn=False, threads=1)
     try:
         answer = llm.create_chat_completion(
-            messages=page_messages(PAGE, prompt_for("generic"), MINI.image_size),
+            messages=page_messages(PAGE, prompt_for("generic").text, MINI.image_size),
             max_tokens=FIXED_TOKENS, temperature=0.0, repeat_penalty=1.0)
     finally:
         llm.close()

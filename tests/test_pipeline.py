@@ -10,7 +10,7 @@ from PIL import Image
 
 from appliance.engines.base import Line, PageRequest, Recognition
 from appliance.engines.cache import ResultCache, image_digest
-from appliance.engines.llama.prompts import prompt_for, user_turn
+from appliance.engines.prompts import prompt_for, user_turn
 from appliance.quality.blocks import format_problems, page_tail
 from appliance.quality.postprocess import postprocess
 from tests.daemon import Daemon

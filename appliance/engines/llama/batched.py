@@ -30,7 +30,8 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from appliance.engines.llama.sequence import Decoding, Generation, Sequence, score_tokens
+from appliance.engines.llama.sequence import Decoding, Sequence, score_tokens
+from appliance.engines.vision import Generation
 from appliance.errors import ApplianceError, EngineError, ModelError
 
 log = logging.getLogger(__name__)

@@ -9,14 +9,12 @@ exactly ``tokens`` tokens (``ignore_eos``; the server's ``n_predict`` overrides
 ``max_tokens``, see tools/server/server-schema.cpp). The bench calls it from N client
 threads, as it calls the engine.
 
-Only the standard library and Pillow: this runs on a GPU host without the daemon's
-packages.
+Only the standard library, Pillow and ``appliance.engines.chat``: this runs on a GPU
+host without the daemon's packages.
 """
 
 from __future__ import annotations
 
-import base64
-import io
 import json
 import logging
 import socket
@@ -28,6 +26,8 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from PIL import Image
+
+from appliance.engines.chat import page_messages
 
 log = logging.getLogger(__name__)
 
@@ -117,21 +117,10 @@ class LlamaServer:
             self._log = None
 
 
-def png_data_uri(image: Image.Image, side: int) -> str:
-    """The page at the model's square input size, as the engine feeds it."""
-    square = image.resize((side, side), Image.Resampling.LANCZOS).convert("RGB")
-    buffer = io.BytesIO()
-    square.save(buffer, format="PNG", compress_level=1)
-    return "data:image/png;base64," + base64.b64encode(buffer.getvalue()).decode("ascii")
-
-
 def chat_request(image: Image.Image, prompt_text: str, side: int, tokens: int) -> dict:
     """One page as an OpenAI chat completion asking for exactly ``tokens`` tokens."""
     return {
-        "messages": [{"role": "user", "content": [
-            {"type": "image_url", "image_url": {"url": png_data_uri(image, side)}},
-            {"type": "text", "text": prompt_text},
-        ]}],
+        "messages": page_messages(image, prompt_text, side),
         "max_tokens": tokens, "n_predict": tokens, "ignore_eos": True,
         "temperature": 0.0, "seed": 0, "stream": False,
     }

@@ -40,7 +40,7 @@ from PIL import Image
 from appliance.engines.base import PageRequest
 from appliance.engines.llama.engine import LlamaEngine
 from appliance.engines.llama.llama_server import LlamaServer, chat_request, complete
-from appliance.engines.llama.prompts import prompt_for
+from appliance.engines.prompts import prompt_for
 from appliance.engines.llama.raw_decode import RawDecoder
 from appliance.engines.llama.validate import ModelInfo, inspect_model
 from appliance.measure.stats import percentiles

@@ -18,20 +18,10 @@ import numpy as np
 from PIL import Image
 
 from appliance.engines.degeneration import RepetitionGuard
+from appliance.engines.vision import SAMPLED_TEMPERATURE, SEED, Generation
 
-SAMPLED_TEMPERATURE = 0.2
 SAMPLED_REPEAT_PENALTY = 1.05  # mild: a strong penalty corrupts faithful repeated rows
 REPEAT_WINDOW = 64  # llama.cpp's default penalty_last_n
-SEED = 0  # sampled attempts stay reproducible
-
-
-@dataclass
-class Generation:
-    text: str
-    tokens: list[dict]  # per token: "t" its text, "lp" its log-probability, "h" the entropy
-    # "stop" (end of turn) | "length" | "deadline" | "degenerate" | "cancelled"
-    stop: str
-    reason: str = ""
 
 
 @dataclass

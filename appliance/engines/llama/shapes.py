@@ -45,7 +45,7 @@ from typing import Callable, Iterator
 import gguf
 import numpy as np
 
-from appliance.engines.llama.prompts import CONTEXT_TEMPLATE, PROMPTS
+from appliance.engines.prompts import CONTEXT_TEMPLATE, PROMPTS
 from appliance.engines.llama.testmodel import (
     MIN_N_VOCAB,
     NORM_KINDS,

@@ -1,0 +1,226 @@
+"""What every vision-language engine does with a page, whatever runs the model.
+
+One page is one chat turn: the page image and the document type's prompt (with the
+end of the previous page, if any). Each attempt of a page climbs the retry ladder
+(after olmOCR): greedy, then sampled at a low temperature, then the page in
+overlapping tiles. When the last rung degenerates too, the classic engine reads the
+page and the result is flagged ``fallback``. An answer cut off by the token cap is
+read again in tiles and stitched; small or dense print is read in tiles from the
+first attempt.
+
+A :class:`VisionEngine` subclass says only how one answer is generated: ``submit``
+starts a generation of one image (a page or a tile) and returns a Future of its
+:class:`Generation`, watched token by token as it is written (the repetition guard,
+the token cap, the deadline, a cancel). The local llama.cpp engine decodes it in a
+slot of its batched decoder; the remote engine streams it from an OpenAI-compatible
+server.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import logging
+import threading
+from concurrent.futures import Future
+from dataclasses import dataclass, replace
+
+from PIL import Image
+
+from appliance.engines.base import PageRequest, Recognition
+from appliance.engines.prompts import CONTEXT_VERSION, Prompt, prompt_for
+from appliance.engines.registry import FALLBACK  # a request for the classic reader kept inside
+from appliance.engines.tiling import crop_tiles, decide_tiling, plan_tiles, stitch
+from appliance.errors import DegenerateOutput, PagePreempted, PageTimeout
+from appliance.quality.markdown import markdown_to_text
+from appliance.raster.layout import analyze
+
+log = logging.getLogger(__name__)
+
+TILE_OVERLAP = 0.15
+SAMPLED_TEMPERATURE = 0.2  # the ladder's second rung
+SEED = 0  # sampled attempts stay reproducible
+
+
+@dataclass
+class Generation:
+    """One image's answer."""
+
+    text: str
+    tokens: list[dict]  # per token: "t" its text, "lp" its log-probability, "h" the entropy
+    # "stop" (end of turn) | "length" | "deadline" | "degenerate" | "cancelled"
+    stop: str
+    reason: str = ""
+
+
+class VisionEngine:
+    """The page semantics shared by the vision engines; see the module's docstring."""
+
+    name: str
+    slots: int
+
+    def __init__(self, *, image_side: int, retry_ladder: list[str] | None, max_tokens: int,
+                 fixed_tokens: int, auto_tiling: bool, threads: int):
+        self.image_side = image_side  # the model's square input
+        self.ladder = retry_ladder or ["greedy", "sampled", "tiled"]
+        self.max_tokens = max_tokens  # 0: each document type's own cap
+        self.fixed_tokens = fixed_tokens  # benchmarks: every answer exactly this long
+        self.auto_tiling = auto_tiling  # strips from the first attempt for small or dense print
+        self._classic = None  # the fallback reader, created on first need
+        self._classic_lock = threading.Lock()  # page threads share one classic reader
+        self._threads = threads
+
+    # --- what a subclass provides ---
+
+    @property
+    def model_id(self) -> str:
+        raise NotImplementedError
+
+    def submit(self, image: Image.Image, prompt: Prompt, request: PageRequest, *,
+               sampled: bool, give_up: threading.Event | None = None) -> Future:
+        """Start generating one image's answer; the Future holds its Generation.
+        ``give_up`` set, or ``request.cancel`` set, ends it ("cancelled")."""
+        raise NotImplementedError
+
+    def wait(self, future: Future) -> Generation:
+        return future.result()
+
+    def provenance(self) -> dict:
+        """What every page's provenance records about the model that read it."""
+        return {}
+
+    def close_model(self) -> None:
+        raise NotImplementedError
+
+    # --- the page ---
+
+    def recipe(self, request: PageRequest) -> str:
+        if request.engine == FALLBACK:
+            return self._classic_reader().recipe(request)
+        context = (f" {CONTEXT_VERSION}:{hashlib.sha256(request.context.encode()).hexdigest()}"
+                   if request.context else "")
+        return (f"{prompt_for(request.doc_type).version} max_tokens={self.max_tokens} "
+                f"fixed_tokens={self.fixed_tokens}{context}")
+
+    def recognize(self, image: Image.Image, request: PageRequest) -> Recognition:
+        if request.engine == FALLBACK:
+            return self._read_classic(image, request)
+        return self._read(image, request)
+
+    def generate(self, image: Image.Image, prompt: Prompt, request: PageRequest,
+                 sampled: bool) -> Generation:
+        return self.wait(self.submit(image, prompt, request, sampled=sampled))
+
+    def answer_tokens(self, prompt: Prompt) -> int:
+        """The token cap of one answer."""
+        return self.fixed_tokens or min(prompt.max_tokens, self.max_tokens or prompt.max_tokens)
+
+    def _read(self, image: Image.Image, request: PageRequest) -> Recognition:
+        prompt = prompt_for(request.doc_type)
+        rung = self.ladder[min(request.attempt, len(self.ladder)) - 1]
+        last_rung = request.attempt >= len(self.ladder)
+        provenance = {"prompt_version": prompt.version, "rung": rung,
+                      "context_chars": len(request.context), **self.provenance()}
+        try:
+            if rung == "tiled":
+                return self._read_tiles(image, prompt, request, provenance, flags=["tiled"])
+            if self.auto_tiling:
+                layout = analyze(image)
+                decision = decide_tiling(image.width, image.height,
+                                         char_height_px=layout.char_height_px,
+                                         line_count=len(layout.line_boxes),
+                                         model_side=self.image_side)
+                provenance["tiling"] = decision.reason
+                if decision.tile:  # small or dense print: strips from the start
+                    return self._read_tiles(image, prompt, request, provenance, flags=["tiled"])
+            sampled = rung == "sampled"
+            generation = self.generate(image, prompt, request, sampled=sampled)
+            if sampled:
+                provenance.update(self.sampling())
+            if generation.stop == "length":  # too much text for one answer: read in strips
+                log.info("page answer hit its token cap; reading it in tiles")
+                return self._read_tiles(image, prompt, request, provenance,
+                                        flags=["tiled", "truncated_retry"])
+            self._raise_if_failed(generation)
+            return self._recognition(generation.text, generation.tokens, provenance, [])
+        except DegenerateOutput as exc:
+            if not last_rung:
+                raise
+            log.warning("last rung degenerated (%s); using the classic engine", exc.message)
+            return self._fallback(image, request, provenance, exc.message)
+
+    def sampling(self) -> dict:
+        """How the sampled rung decodes, for the provenance."""
+        return {"temperature": SAMPLED_TEMPERATURE}
+
+    def _read_tiles(self, image, prompt: Prompt, request, provenance, flags) -> Recognition:
+        """The page in square strips, so the model sees each at its full input
+        resolution, undistorted. The strips are generated side by side; when one fails
+        the others are given up."""
+        boxes = plan_tiles(image.width, image.height, tile_height=image.width,
+                           overlap=TILE_OVERLAP)
+        give_up = threading.Event()
+        futures = [self.submit(
+            tile, prompt,
+            # the previous page's end belongs before the first strip only
+            request if index == 0 else replace(request, context=""),
+            sampled=False, give_up=give_up)
+            for index, tile in enumerate(crop_tiles(image, boxes))]
+        texts, tokens, truncated = [], [], False
+        try:
+            for future in futures:
+                generation = self.wait(future)
+                self._raise_if_failed(generation)
+                truncated |= generation.stop == "length"
+                texts.append(generation.text)
+                tokens.extend(generation.tokens)
+        finally:
+            give_up.set()  # after a failure: the strips still being written stop at once
+        return self._recognition(stitch(texts), tokens, {**provenance, "tiles": len(boxes)},
+                                 [*flags, "truncated"] if truncated else flags,
+                                 finish_reason="length" if truncated else "stop")
+
+    @staticmethod
+    def _raise_if_failed(generation: Generation) -> None:
+        if generation.stop == "degenerate":
+            raise DegenerateOutput(f"the model's output degenerated ({generation.reason})")
+        if generation.stop == "cancelled":
+            raise PagePreempted("the page was taken back from the engine; it is queued "
+                                "again without counting an attempt")
+        if generation.stop == "deadline":
+            raise PageTimeout("the page's deadline passed while the model was writing; "
+                              "raise workers.page_timeout_s or lower the page's size")
+
+    @staticmethod
+    def _recognition(markdown: str, tokens: list[dict], provenance: dict, flags: list[str],
+                     finish_reason: str = "stop") -> Recognition:
+        return Recognition(text=markdown_to_text(markdown), markdown=markdown, tokens=tokens,
+                           flags=flags, provenance=provenance, finish_reason=finish_reason)
+
+    # --- the classic reader kept inside ---
+
+    def _classic_reader(self):
+        from appliance.engines.classic import ClassicEngine
+
+        with self._classic_lock:
+            if self._classic is None:
+                self._classic = ClassicEngine(threads=self._threads)
+        return self._classic
+
+    def _read_classic(self, image: Image.Image, request: PageRequest) -> Recognition:
+        """The classic engine's reading (fallback, second opinion), one page at a time:
+        its ONNX Runtime sessions already use the cores."""
+        reader = self._classic_reader()
+        with self._classic_lock:
+            return reader.recognize(image, request)
+
+    def _fallback(self, image, request, provenance, reason: str) -> Recognition:
+        result = self._read_classic(image, request)
+        result.flags = ["fallback"]
+        result.provenance = {**provenance, "fallback_engine": self._classic.model_id,
+                             "fallback_reason": reason}
+        return result
+
+    def close(self) -> None:
+        self.close_model()
+        if self._classic is not None:
+            self._classic.close()
