@@ -16,6 +16,7 @@ import re
 import tomllib
 import types
 import typing
+import urllib.parse
 from dataclasses import dataclass, field, fields, is_dataclass
 from pathlib import Path
 from typing import Literal
@@ -62,6 +63,26 @@ DOC_TYPES = ("generic", "receipt", "invoice", "contract", "report", "table", "ha
 
 
 @dataclass
+class RemoteEndpoint:
+    """One OpenAI-compatible vision server (llama-server, vLLM, Ollama, ...), an
+    [[engine.remote]] table. Its pages are read there; everything else stays here."""
+
+    url: str = field(default="", metadata={"required": True})  # the API base, e.g. https://gpu2:8080/v1
+    model: str = field(default="", metadata={"required": True})  # as the server's /v1/models lists it
+    name: str = ""  # a label for logs, metrics and provenance; defaults to the URL's host:port
+    api_key: str = ""  # sent as a Bearer token, never logged; prefer api_key_file
+    api_key_file: Path | None = None
+    max_concurrency: int = field(default=4, metadata={"min": 1, "max": 256})  # its pages in flight
+    # connecting, and the longest silence in an answer; past it the endpoint is taken out
+    timeout_s: float = field(default=60.0, metadata={"min": 1})
+    tls_verify: bool = True
+    ca_file: Path | None = None  # a site CA for the server's certificate
+    image_side: int = field(default=896, metadata={"min": 224, "max": 4096})  # the model's input
+    # server-specific request fields, e.g. { repeat_penalty = 1.0 } for llama.cpp
+    extra: dict = field(default_factory=dict, metadata={"empty_ok": True})
+
+
+@dataclass
 class EngineSettings:
     name: str = field(default=registry.AUTO, metadata={"choices": registry.config_names()})
     model: Path | None = None
@@ -80,6 +101,7 @@ class EngineSettings:
     parallel: int | Literal["auto"] = field(default="auto", metadata={"min": 1, "max": 64})
     page_context: bool = True
     result_cache: bool = True
+    remote: list[RemoteEndpoint] = field(default_factory=list)
 
 
 @dataclass
@@ -306,7 +328,32 @@ def settings_from_dict(raw: dict, base_dir: Path, source: Path | None = None) ->
     _check_watch_folders(settings, where)
     _check_review(settings.review, where)
     _check_auth(settings.auth, where)
+    _check_remote(settings.engine, where)
     return settings
+
+
+def _check_remote(engine: EngineSettings, where) -> None:
+    names = set()
+    for i, endpoint in enumerate(engine.remote):
+        key = f"engine.remote[{i}]"
+        url = urllib.parse.urlsplit(endpoint.url)
+        if url.scheme not in ("http", "https") or not url.hostname:
+            raise ConfigError(f"{where}: {key}.url = {endpoint.url!r} is not an http(s) URL; "
+                              f"write the API base, e.g. \"http://gpu2:8080/v1\"")
+        if url.username or url.password:
+            raise ConfigError(f"{where}: {key}.url carries credentials; put the key in "
+                              f"{key}.api_key_file instead")
+        if endpoint.api_key and endpoint.api_key_file:
+            raise ConfigError(f"{where}: {key} sets both api_key and api_key_file; keep one")
+        endpoint.url = endpoint.url.rstrip("/")
+        endpoint.name = endpoint.name or url.netloc
+        if endpoint.name in names:
+            raise ConfigError(f"{where}: two remote endpoints are named '{endpoint.name}'; "
+                              f"give {key} a name of its own")
+        names.add(endpoint.name)
+    if engine.name == registry.REMOTE and not engine.remote:
+        raise ConfigError(f"{where}: engine.name = '{registry.REMOTE}' needs at least one "
+                          f"[[engine.remote]] table with its url and model")
 
 
 def _check_auth(auth: AuthSettings, where) -> None:
@@ -411,6 +458,10 @@ def _coerce(kind, value, dotted: str, meta, base_dir: Path, where):
         return value
     if kind == Path | None:  # optional file: "" means none
         return None if value == "" else _coerce(Path, value, dotted, meta, base_dir, where)
+    if kind is dict:
+        if not isinstance(value, dict):
+            raise ConfigError(f"{where}: '{dotted}' must be a table, e.g. {{ key = 1.0 }}")
+        return dict(value)
     if typing.get_origin(kind) is list:
         choices = meta.get("choices")
         if not isinstance(value, list) or (not value and not meta.get("empty_ok")) or (

@@ -11,7 +11,7 @@ from __future__ import annotations
 import fcntl
 import logging
 import os
-from dataclasses import fields, replace
+from dataclasses import asdict, fields, replace
 from pathlib import Path
 from typing import BinaryIO
 
@@ -49,27 +49,38 @@ FINISH_PENDING_S = 30
 REVIEW_RESTART_KEYS = ("second_opinion", "second_opinion_languages", "users_file")
 
 
-def resolve_engine(settings: Settings) -> tuple[WorkerSpec, str | None]:
-    """Which engine the workers run, and a notice for the operator when `auto` had to
-    fall back to the embedded engine (registry.FALLBACK)."""
+def _spec_options(settings: Settings) -> dict:
+    """What every worker is built with besides its engine's own options."""
     engine = settings.engine
-    common = {"log_level": settings.logging.level, "preprocess": settings.preprocess,
-              "cache_dir": settings.paths.data_dir / "cache" if engine.result_cache else None,
-              "second_opinion_below": (settings.review.accept_from
-                                       if settings.review.second_opinion else None),
-              "second_opinion_languages": settings.review.second_opinion_languages}
+    return {"log_level": settings.logging.level, "preprocess": settings.preprocess,
+            "cache_dir": settings.paths.data_dir / "cache" if engine.result_cache else None,
+            "second_opinion_below": (settings.review.accept_from
+                                     if settings.review.second_opinion else None),
+            "second_opinion_languages": settings.review.second_opinion_languages}
+
+
+def resolve_engine(settings: Settings) -> tuple[WorkerSpec | None, str | None]:
+    """Which engine this host's workers run (None: only remote endpoints read pages),
+    and a notice for the operator when `auto` had to fall back to the embedded engine
+    (registry.FALLBACK)."""
+    engine = settings.engine
+    if not registry.reads_local(engine.name):
+        return None, None
 
     def spec(entry: registry.EngineEntry) -> WorkerSpec:
-        return WorkerSpec(entry.name, entry.options(engine), **common)
+        return WorkerSpec(entry.name, entry.options(engine), **_spec_options(settings))
 
     wanted, strict = registry.configured(engine.name), registry.strict(engine.name)
     fallback = registry.entry(registry.FALLBACK)
+    remote = registry.reads_remote(engine.name) and bool(engine.remote)
     if not wanted.model_files:
         return spec(wanted), None
     if not (engine.model and engine.mmproj):
         if strict:
             raise ConfigError(f"engine.name = '{wanted.name}' needs engine.model and "
                               f"engine.mmproj; see models/README.md")
+        if remote:  # the endpoints read every page; no local vision model is expected
+            return None, None
         return spec(fallback), (
             f"No vision model is configured, so the embedded {fallback.name} engine "
             f"({fallback.library}) is reading pages. To add one, put a Gemma GGUF and its "
@@ -80,10 +91,25 @@ def resolve_engine(settings: Settings) -> tuple[WorkerSpec, str | None]:
     except ModelError as exc:
         if strict:
             raise
+        if remote:
+            return None, (f"The configured vision model failed its checks ({exc.message}), "
+                          f"so only the remote endpoints read pages. Run `appliance doctor` "
+                          f"for details.")
         return spec(fallback), (f"The configured vision model failed its checks "
                                 f"({exc.message}), so the embedded {fallback.name} engine "
                                 f"is reading pages. Run `appliance doctor` for details.")
     return spec(wanted), None
+
+
+def remote_specs(settings: Settings) -> list[WorkerSpec]:
+    """One worker per [[engine.remote]] endpoint, when engine.name sends pages there."""
+    engine = settings.engine
+    if not registry.reads_remote(engine.name):
+        return []
+    entry = registry.remote_engine()
+    return [WorkerSpec(entry.name, {**entry.options(engine), "endpoint": asdict(endpoint)},
+                       **_spec_options(settings))
+            for endpoint in engine.remote]
 
 
 class DataDirLock:
@@ -121,9 +147,11 @@ class Appliance:
         self.spool = Spool(settings.paths.spool)
         self.intake = Intake(settings, self.db, self.spool)
         self.exporter = Exporter(self.db, settings.paths.output_dir)
+        # this host's engine (None: only remote endpoints), and the endpoints' workers
         self.worker_spec, self.engine_notice = resolve_engine(settings)
-        self.engine = registry.entry(self.worker_spec.engine)  # what it is, what it can do
-        if self.engine.model_files:  # every result names the exact files that read it
+        self.remote_specs = remote_specs(settings)
+        self.engine = self.worker_spec and registry.entry(self.worker_spec.engine)
+        if self.engine and self.engine.model_files:  # every result names its exact files
             digests = {f"{key}_sha256": cached_sha256(self.worker_spec.options[key],
                                                       data_dir / "model-digests.json")
                        for key in ("model", "mmproj")}
@@ -138,7 +166,8 @@ class Appliance:
                                     memory.vram_critical, memory.critical_samples),
             interval_s=memory.sample_interval_s, on_transition=self._on_memory_transition)
         count = self._plan_memory()
-        self.workers = [WorkerHandle(slot, self.worker_spec) for slot in range(count)]
+        self.workers = [*(WorkerHandle(slot, self.worker_spec) for slot in range(count)),
+                        *(WorkerHandle(count + i, spec) for i, spec in enumerate(self.remote_specs))]
         self.dispatcher = Dispatcher(settings, self.db, self.spool, self.workers, self.finish,
                                      self.memory)
         self.review = ReviewService(settings, self.db, self.spool, on_settled=self.finish,
@@ -162,6 +191,8 @@ class Appliance:
         a model on the card as many as fit, each reading as many pages at once as fit
         (engine.parallel, which then reaches the engine as a number). Refuses
         (ModelDoesNotFit) when not even one worker reading one page fits."""
+        if self.engine is None:
+            return 0
         if not self.engine.model_files:
             return self.settings.workers.count
         engine = self.settings.engine
@@ -197,7 +228,7 @@ class Appliance:
         self.watch.start()
         self._watching = True
         log.info("appliance started engine=%s workers=%d data_dir=%s output_dir=%s",
-                 self.worker_spec.engine, len(self.workers), self.settings.paths.data_dir,
+                 self.engine_label, len(self.workers), self.settings.paths.data_dir,
                  self.settings.paths.output_dir)
         for warning in self.access_warnings():
             log.warning("%s", warning)
@@ -283,12 +314,21 @@ class Appliance:
     def ready(self) -> bool:
         return not self.draining and self.dispatcher.ready
 
+    @property
+    def engine_label(self) -> str:
+        """The engines the workers run, e.g. "llama+openai"."""
+        return "+".join(dict.fromkeys(w.spec.engine for w in self.workers))
+
+    def readings(self) -> tuple[str, ...]:
+        """The engines a request may ask for: those the workers run, and the one a vision
+        worker keeps for fallbacks (a classic reader)."""
+        return tuple(dict.fromkeys(name for w in self.workers
+                                   for name in registry.readings(w.spec.engine)))
+
     def check_engine(self, requested: str | None) -> None:
-        """A request may ask for the engine the workers run, or for the one it keeps
-        for fallbacks (a vision worker keeps a classic reader)."""
-        if requested is not None and requested not in registry.readings(self.engine.name):
+        if requested is not None and requested not in self.readings():
             raise EngineUnavailable(f"engine '{requested}' is not available: the workers run "
-                                    f"'{self.worker_spec.engine}'")
+                                    f"'{self.engine_label}'")
 
     def submit(self, stream: BinaryIO, name: str | None, options: SubmitOptions) -> Document:
         if self.draining:
@@ -348,12 +388,13 @@ class Appliance:
                  "warmed_up": w.warmed_up_once, "restarts": w.restarts, "recycled": w.recycled,
                  "pages_done": w.pages_done, "slots": w.slots, "in_flight": len(w.jobs),
                  "engine": w.info.engine if w.info else None,
+                 "endpoint": w.spec.options.get("endpoint", {}).get("name"), "out": w.out,
                  "model_id": w.info.model_id if w.info else None}
                 for w in self.workers]
 
     def status(self) -> dict:
         return {"ready": self.ready, "draining": self.draining,
-                "engine": self.worker_spec.engine,
+                "engine": self.engine_label,
                 "engine_notice": self.engine_notice, "memory": self.memory.status(),
                 "queue_depth": queries.queue_depth(self.db), "workers": self.worker_status(),
                 "last_worker_error": self.dispatcher.last_start_error}

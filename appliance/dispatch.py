@@ -31,11 +31,11 @@ from appliance import systemd
 from appliance.config import Settings
 from appliance.engines import registry
 from appliance.engines.host import WorkerHandle, WorkerState
-from appliance.engines.messages import Job, PageDone, PageFailed, Ready, StartFailed
+from appliance.engines.messages import Availability, Job, PageDone, PageFailed, Ready, StartFailed
 from appliance.gpu import MemorySampler
 from appliance.errors import (
-    CrashSuspect, DegenerateOutput, EngineUnavailable, PagePreempted, PageTimeout,
-    WarmupTimeout, WorkerCrashed,
+    CrashSuspect, DegenerateOutput, EndpointUnavailable, EngineUnavailable, PagePreempted,
+    PageTimeout, WarmupTimeout, WorkerCrashed,
 )
 from appliance.intake.spool import Spool
 from appliance.quality.blocks import page_tail
@@ -80,6 +80,10 @@ class Dispatcher:
         # so a document's pages go to them in order.
         self.page_context = settings.engine.page_context and any(
             registry.entry(w.spec.engine).page_context for w in workers)
+        # the pages each kind of worker may claim: with one kind, any page
+        kinds = {w.spec.engine for w in workers}
+        self.readings = {kind: registry.readings(kind) if len(kinds) > 1 else None
+                         for kind in kinds}
         self.routing_rules = routing_rules(settings.review)
         self._stop = threading.Event()
         self._thread = threading.Thread(target=self._run, name="dispatcher", daemon=True)
@@ -200,6 +204,14 @@ class Dispatcher:
         elif isinstance(message, StartFailed):
             worker.kill()
             self._start_failed(worker, message)
+        elif isinstance(message, Availability):
+            worker.out = None if message.available else message.reason
+            if message.available:
+                log.info("endpoint back in service worker=%s", worker.worker_id)
+                self._may_have_work = True
+            else:
+                log.warning("endpoint out of service worker=%s reason=%s", worker.worker_id,
+                            message.reason)
 
     def _on_death(self, worker: WorkerHandle) -> None:
         exitcode = worker.process.exitcode
@@ -339,14 +351,13 @@ class Dispatcher:
         kill_after_s = timeout_s + min(MAX_KILL_GRACE_S, timeout_s / 4)
         for worker in self.workers:
             while worker.free_slots:
-                alone = not worker.jobs
                 claim = transitions.claim_next_page(self.db, worker.worker_id,
                                                     kill_after_s + LEASE_MARGIN_S, self.priority,
-                                                    in_page_order=self.page_context, alone=alone)
+                                                    in_page_order=self.page_context,
+                                                    alone=not worker.jobs,
+                                                    engines=self.readings[worker.spec.engine])
                 if claim is None:
-                    if alone:
-                        return  # nothing claimable at all
-                    break  # perhaps a crash suspect, for a worker with nothing in flight
+                    break  # nothing for it; perhaps a crash suspect, for an empty worker
                 boost = claim.options.get("resolution_boost", 0)
                 dpi = render_dpi(self.settings.raster.pdf_dpi, boost)
                 job = Job(job_id=next(self._job_ids),
@@ -402,6 +413,12 @@ class Dispatcher:
             self._touched.add(claim.document_id)
         elif answer.code == PagePreempted.code:  # taken back by _preempt_newest
             transitions.release_claim(self.db, claim, "memory_critical")
+        elif (answer.code == EndpointUnavailable.code and queries.releases(
+                self.db, claim.page_id, answer.code) < self.settings.workers.max_attempts):
+            # not the page's fault: read again (elsewhere, or once the endpoint is back).
+            # Past max_attempts such releases it is charged, in case it is the page that
+            # breaks the server.
+            transitions.release_claim(self.db, claim, answer.code, answer.message)
         else:
             outcome = OUTCOME_BY_CODE.get(answer.code, Outcome.ERROR)
             self._record_failure(claim, outcome, answer.code, answer.message,

@@ -135,6 +135,16 @@ class PagePreempted(ApplianceError):
     retryable = True
 
 
+class EndpointUnavailable(ApplianceError):
+    """A remote engine's server did not answer this page: connection refused or reset,
+    a 5xx, a refused key, or silence past the endpoint's ``timeout_s``. The page goes
+    back to the queue without charging an attempt (another endpoint or the local engine
+    may read it), and the endpoint is taken out until a probe gets an answer."""
+
+    code = "endpoint_unavailable"
+    retryable = True
+
+
 class WorkerCrashed(ApplianceError):
     code = "worker_crashed"
     retryable = True

@@ -260,7 +260,7 @@ class ApplianceMetrics:
     def catch_up(self, now: float | None = None) -> PageTotals:
         """Fold in the attempts stored since the last call."""
         now = time.time() if now is None else now
-        default_engine = self.appliance.worker_spec.engine
+        default_engine = self.appliance.workers[0].spec.engine
         with self._lock:
             while True:
                 rows = queries.attempts_after(self.appliance.db, self.totals.last_id,

@@ -104,7 +104,7 @@ class Server:
 
     def _status(self) -> str:
         appliance = self.appliance
-        return (f"STATUS=ready: engine={appliance.worker_spec.engine} "
+        return (f"STATUS=ready: engine={appliance.engine_label} "
                 f"workers={len(appliance.workers)} watched_folders={len(appliance.watch.folders)}")
 
     # --- stop

@@ -25,7 +25,7 @@ def test_shipped_default_loads_and_matches_the_code_defaults(tmp_path):
     ({"workers": {"count": 0}}, "'workers.count' = 0 is out of range"),
     ({"engine": {"name": "gpu"}}, "'engine.name' = 'gpu' is not allowed; use one of"),
     ({"watch": [{"path": "/in", "engine": "gpu"}]},
-     "'watch[0].engine' = 'gpu' is not allowed; use one of '', 'llama', 'classic'"),
+     "'watch[0].engine' = 'gpu' is not allowed; use one of '', 'llama', 'openai', 'classic'"),
     ({"engine": {"parallel": 0}}, "'engine.parallel' = 0 is not allowed; use 'auto' or a "
                                   "whole number between 1 and 64"),
     ({"engine": {"parallel": 65}}, "'engine.parallel' = 65 is not allowed"),

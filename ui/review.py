@@ -448,7 +448,7 @@ def build_review_ui(appliance: Appliance) -> gr.Blocks:
     service: ReviewService = appliance.review
     settings = appliance.settings
     lock_minutes = settings.review.lock_minutes
-    available = registry.readings(appliance.worker_spec.engine)
+    available = appliance.readings()
     watch_names = [w.name or Path(w.path).name for w in settings.watch]
 
     def reviewer_of(request: gr.Request | None) -> str:

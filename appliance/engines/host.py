@@ -32,10 +32,12 @@ from appliance.config import PreprocessSettings, WorkerSettings
 from appliance.engines import create_engine, registry
 from appliance.engines.base import Engine, PageRequest, Recognition
 from appliance.engines.cache import ResultCache, image_digest
-from appliance.engines.messages import Cancel, Job, PageDone, PageFailed, Ready, StartFailed
+from appliance.engines.messages import (Availability, Cancel, Job, PageDone, PageFailed, Ready,
+                                        StartFailed)
 from appliance.engines.tesseract import TesseractReader, tesseract_problem
 from appliance.errors import (
-    ApplianceError, DegenerateOutput, EngineError, EngineUnavailable, PagePreempted,
+    ApplianceError, DegenerateOutput, EndpointUnavailable, EngineError, EngineUnavailable,
+    PagePreempted,
 )
 from appliance.quality.confidence import Confidence, needs_second_opinion, score_page
 from appliance.quality.postprocess import postprocess
@@ -192,6 +194,8 @@ def worker_main(spec: WorkerSpec, conn: Connection, parent_pid: int) -> None:
             engine.recognize(warmup_image(), PageRequest())
         except DegenerateOutput:
             pass  # the whole path ran; judging the answer is not the warm-up's job
+        except EndpointUnavailable:
+            pass  # a remote endpoint that is down: its breaker is open and probing
         if (fallback := registry.entry(spec.engine).fallback) is not None:
             # the reader it keeps for fallbacks and second opinions, loaded now: its
             # memory belongs to the baseline the leak guard measures growth from
@@ -218,6 +222,13 @@ def _serve(pipeline: PagePipeline, conn: Connection) -> None:
     sending = threading.Lock()  # Connection.send is not thread-safe
     cancels: dict[int, threading.Event] = {}  # the jobs in flight
 
+    def send_availability(available: bool, reason: str) -> None:
+        with sending:
+            conn.send(Availability(available, reason))
+
+    if registry.entry(pipeline.engine.name).remote:  # the supervisor hears its breaker
+        pipeline.engine.breaker.listen(send_availability)
+
     def read(job: Job, cancel: threading.Event, background: ThreadPoolExecutor) -> None:
         answer = run_job(pipeline, job, background, cancel)
         cancels.pop(job.job_id, None)
@@ -243,6 +254,7 @@ class WorkerState(StrEnum):
     STARTING = "starting"
     IDLE = "idle"  # ready, with a free slot
     BUSY = "busy"  # ready, and takes no more pages now (full, or reading a crash suspect)
+    OUT = "out"  # ready, but its remote endpoint is out: no pages until it is back
     DEAD = "dead"
 
 
@@ -276,6 +288,7 @@ class WorkerHandle:
         self.recycled = 0  # by the leak guard, between pages
         self.pages_done = 0  # by the current process
         self.retiring: str | None = None  # worn out: takes no more pages, recycled once empty
+        self.out: str | None = None  # why its remote endpoint is out (no pages meanwhile)
         self._recycling = False
         self.started_at = 0.0
 
@@ -285,6 +298,8 @@ class WorkerHandle:
 
     @property
     def state(self) -> WorkerState:
+        if self._state == WorkerState.IDLE and self.out:
+            return WorkerState.OUT
         if self._state == WorkerState.IDLE and not self.free_slots:
             return WorkerState.BUSY
         return self._state
@@ -293,7 +308,7 @@ class WorkerHandle:
     def free_slots(self) -> int:
         """Jobs it may be given now. A crash suspect is read alone: a worker reading one
         takes nothing else until it answers."""
-        if (self._state != WorkerState.IDLE or self.retiring
+        if (self._state != WorkerState.IDLE or self.retiring or self.out
                 or any(job.claim.suspect for job in self.jobs.values())):
             return 0
         return self.slots - len(self.jobs)
@@ -303,6 +318,7 @@ class WorkerHandle:
             self.restarts += 1
         self._recycling = False
         self.retiring = None
+        self.out = None
         self.pages_done = 0
         self.jobs = {}
         parent_conn, child_conn = self._ctx.Pipe()

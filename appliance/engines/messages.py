@@ -5,6 +5,7 @@
                             None         exit once nothing is in flight
     worker -> supervisor    Ready        the engine is loaded and warmed up
                             StartFailed  the engine could not start; the process exits
+                            Availability a remote engine's endpoint went out or came back
                             PageDone     one job read
                             PageFailed   one job not read, and why
 
@@ -49,6 +50,12 @@ class Ready:
     pid: int
     warmup_ms: float
     slots: int  # jobs it reads at once
+
+
+@dataclass(frozen=True)
+class Availability:
+    available: bool  # False: give this worker no page until it says True again
+    reason: str = ""
 
 
 @dataclass(frozen=True)

@@ -22,8 +22,11 @@ if TYPE_CHECKING:
     from appliance.config import EngineSettings
     from appliance.engines.base import Engine
 
-AUTO = "auto"  # engine.name: the model engine when its files pass their checks, else FALLBACK
+# engine.name: the model engine when its files pass their checks, else FALLBACK; and
+# the [[engine.remote]] endpoints beside it, when there are any
+AUTO = "auto"
 FALLBACK = "classic"  # the embedded engine that needs no files
+REMOTE = "openai"  # engine.name: only the [[engine.remote]] endpoints read pages
 
 
 @dataclass(frozen=True)
@@ -38,6 +41,9 @@ class EngineEntry:
     parallel_slots: bool = False  # reads engine.parallel pages at once on one copy of the weights
     logprobs: bool = False  # its confidence comes from token log-probabilities
     fallback: str | None = None  # the engine it keeps inside for pages it cannot read
+    # reads on another host: one worker per [[engine.remote]] endpoint, admitted by the
+    # endpoint's max_concurrency and its circuit breaker, not by this host's memory
+    remote: bool = False
 
 
 # Engine libraries are imported only in the process that runs the engine.
@@ -62,12 +68,27 @@ def _bare_llama(pages: list[Path], options: dict) -> float:
     return bare_loop(pages, **options)
 
 
+def _create_remote(options: dict) -> Engine:
+    from appliance.engines.remote.engine import RemoteEngine
+    return RemoteEngine(**options)
+
+
+def _bare_remote(pages: list[Path], options: dict) -> float:
+    from appliance.engines.remote.engine import bare_loop
+    return bare_loop(pages, **options)
+
+
+def _vision_options(engine: EngineSettings) -> dict:
+    """What every vision engine is built with: its page semantics."""
+    return {"threads": engine.threads, "retry_ladder": engine.retry_ladder,
+            "max_tokens": engine.max_tokens, "fixed_tokens": engine.fixed_tokens,
+            "auto_tiling": engine.auto_tiling}
+
+
 def _llama_options(engine: EngineSettings) -> dict:
     return {"model": str(engine.model), "mmproj": str(engine.mmproj), "n_ctx": engine.n_ctx,
             "n_batch": engine.n_batch, "n_gpu_layers": engine.n_gpu_layers,
-            "flash_attn": engine.flash_attn, "threads": engine.threads,
-            "retry_ladder": engine.retry_ladder, "max_tokens": engine.max_tokens,
-            "fixed_tokens": engine.fixed_tokens, "auto_tiling": engine.auto_tiling,
+            "flash_attn": engine.flash_attn, **_vision_options(engine),
             # "auto" until the daemon's memory plan has chosen the number
             "parallel": engine.parallel}
 
@@ -75,6 +96,9 @@ def _llama_options(engine: EngineSettings) -> dict:
 ENGINES: dict[str, EngineEntry] = {entry.name: entry for entry in (
     EngineEntry("llama", "llama.cpp", _llama_options, _create_llama, _bare_llama, page_context=True,
                 model_files=True, parallel_slots=True, logprobs=True, fallback=FALLBACK),
+    # the endpoint ({"endpoint": one [[engine.remote]] table}) is added per worker
+    EngineEntry(REMOTE, "OpenAI-compatible server", _vision_options, _create_remote, _bare_remote,
+                page_context=True, logprobs=True, fallback=FALLBACK, remote=True),
     EngineEntry(FALLBACK, "RapidOCR", lambda engine: {"threads": engine.threads}, _create_classic,
                 _bare_classic),
 )}
@@ -104,10 +128,26 @@ def model_engine() -> EngineEntry:
     return next(e for e in ENGINES.values() if e.model_files)
 
 
+def remote_engine() -> EngineEntry:
+    """The engine that reads on [[engine.remote]] endpoints."""
+    return next(e for e in ENGINES.values() if e.remote)
+
+
 def configured(name: str) -> EngineEntry:
-    """The engine ``engine.name = name`` asks for; `auto` asks for the model engine
-    and settles for FALLBACK when its files are missing or broken (``strict`` is False)."""
+    """The engine ``engine.name = name`` asks for on this host; `auto` asks for the
+    model engine and settles for FALLBACK when its files are missing or broken
+    (``strict`` is False)."""
     return model_engine() if name == AUTO else entry(name)
+
+
+def reads_remote(name: str) -> bool:
+    """Whether ``engine.name = name`` sends pages to the [[engine.remote]] endpoints."""
+    return name == AUTO or entry(name).remote
+
+
+def reads_local(name: str) -> bool:
+    """Whether ``engine.name = name`` runs an engine on this host."""
+    return name == AUTO or not entry(name).remote
 
 
 def strict(name: str) -> bool:

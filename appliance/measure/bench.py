@@ -19,7 +19,7 @@ import time
 from pathlib import Path
 
 from appliance.config import Settings, WatchFolder
-from appliance.daemon import resolve_engine
+from appliance.daemon import remote_specs, resolve_engine
 from appliance.engines import bare_loop, registry
 from appliance.errors import InvalidRequest
 from appliance.intake.watch import FolderWatcher
@@ -127,7 +127,8 @@ def run_degenerate_experiment(settings: Settings, *, pages: int, concurrency: in
     until the repetition guard stops it and then climbs the retry ladder.
     """
     raw, settings = daemon_config(settings)
-    fallback = registry.entry(resolve_engine(settings)[0].engine).fallback
+    local = resolve_engine(settings)[0]
+    fallback = local and registry.entry(local.engine).fallback
     if fallback is None:
         raise InvalidRequest(f"--inject-degenerate needs engine.name = "
                              f"'{registry.model_engine().name}' with a model")
@@ -164,8 +165,9 @@ def format_degenerate_report(result: dict) -> str:
 
 
 def _bare(settings: Settings, pages: list[Path]) -> dict:
-    """The engine's own library on the same page files, in this process."""
-    spec, _notice = resolve_engine(settings)
+    """The engine's own library on the same page files, in this process (for remote
+    endpoints: plain requests to the first, one page after another)."""
+    spec = resolve_engine(settings)[0] or remote_specs(settings)[0]
     elapsed = bare_loop(spec.engine, spec.options, pages)
     return {"pages": len(pages), "elapsed_s": elapsed, "pages_per_min": len(pages) / elapsed * 60}
 

@@ -128,6 +128,14 @@ def page_attempts(db: Database, page_id: int) -> list[PageResult]:
                                  .order_by(PageResult.attempt)).all())
 
 
+def releases(db: Database, page_id: int, reason: str) -> int:
+    """How often the page's reading was stopped uncharged for this reason code."""
+    with db.read() as session:
+        return session.exec(select(func.count()).select_from(PageResult).where(
+            PageResult.page_id == page_id, PageResult.outcome == Outcome.PREEMPTED,
+            PageResult.error_code == reason)).one()
+
+
 def pending_pages(db: Database, lane: str) -> int:
     """Pages of a lane that are waiting or being read."""
     with db.read() as session:

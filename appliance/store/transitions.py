@@ -19,7 +19,7 @@ import time
 from dataclasses import asdict, dataclass
 from typing import TYPE_CHECKING
 
-from sqlalchemy import case, exists, func
+from sqlalchemy import case, exists, func, or_
 from sqlalchemy.orm import aliased
 from sqlmodel import Session, select
 
@@ -137,7 +137,7 @@ class Priority:
 
 def claim_next_page(db: Database, owner: str, lease_s: float,
                     priority: Priority = Priority(), *, in_page_order: bool = False,
-                    alone: bool = True) -> Claim | None:
+                    alone: bool = True, engines: tuple[str, ...] | None = None) -> Claim | None:
     """Lease the next claimable page, in ``priority`` order.
 
     ``in_page_order``: a page waits while the page before it is still queued or being
@@ -147,6 +147,9 @@ def claim_next_page(db: Database, owner: str, lease_s: float,
     ``alone``: the claiming worker has nothing in flight. Only such a worker gets a
     crash suspect, and it gets one before anything else; a worker with pages in flight
     gets nothing while a suspect waits, so that some worker empties for it.
+
+    ``engines``: the readings the claiming worker can give; a page that asks for
+    another engine is left for a worker running it. None: any page.
     """
     now = time.time()
     query = (select(Page, Document)
@@ -157,6 +160,9 @@ def claim_next_page(db: Database, owner: str, lease_s: float,
         query = query.where(~exists().where(
             previous.document_id == Page.document_id, previous.index == Page.index - 1,
             previous.status.in_((PageStatus.QUEUED, PageStatus.RUNNING))))
+    if engines is not None:  # a reviewer's pick on the page, else the document's request
+        asked = func.coalesce(func.json_extract(Page.options, "$.engine"), Document.engine)
+        query = query.where(or_(asked.is_(None), asked.in_(engines)))
     with db.write() as session:
         if not alone and session.exec(query.where(Page.crash_suspect).limit(1)).first():
             return None
