@@ -302,8 +302,8 @@ def load_settings(explicit: str | Path | None = None) -> Settings:
 
 
 def dump_toml(sections: dict[str, dict]) -> str:
-    """Write a config of [sections] and [[lists]] of flat tables (what tests and the
-    benchmark generate)."""
+    """Write a config of [sections], [[lists]] of tables and [[section.lists]] inside a
+    section (what tests and the benchmark generate)."""
     def value(v) -> str:
         if isinstance(v, bool):
             return "true" if v else "false"
@@ -311,13 +311,21 @@ def dump_toml(sections: dict[str, dict]) -> str:
             return repr(v)
         if isinstance(v, list):
             return "[" + ", ".join(value(item) for item in v) + "]"
+        if isinstance(v, dict):
+            return "{ " + ", ".join(f"{k} = {value(item)}" for k, item in v.items()) + " }"
         return '"' + str(v).replace("\\", "\\\\").replace('"', '\\"') + '"'
 
-    def table(header: str, body: dict) -> str:
-        return f"{header}\n" + "".join(f"{k} = {value(v)}\n" for k, v in body.items()) + "\n"
+    def tables(v) -> bool:
+        return isinstance(v, list) and bool(v) and all(isinstance(item, dict) for item in v)
 
-    return "".join("".join(table(f"[[{name}]]", item) for item in body)
-                   if isinstance(body, list) else table(f"[{name}]", body)
+    def table(header: str, body: dict, name: str) -> str:
+        text = f"{header}\n" + "".join(f"{k} = {value(v)}\n" for k, v in body.items()
+                                       if not tables(v)) + "\n"
+        return text + "".join(table(f"[[{name}.{k}]]", item, f"{name}.{k}")
+                              for k, v in body.items() if tables(v) for item in v)
+
+    return "".join("".join(table(f"[[{name}]]", item, name) for item in body)
+                   if isinstance(body, list) else table(f"[{name}]", body, name)
                    for name, body in sections.items())
 
 

@@ -37,3 +37,13 @@ def tiny_model(tmp_path_factory) -> tuple[Path, Path]:
     from appliance.engines.llama.testmodel import write_test_model
 
     return write_test_model(tmp_path_factory.mktemp("tiny-model"))
+
+
+@pytest.fixture(scope="session")
+def llama_cpp_server(tiny_model, tmp_path_factory):
+    """llama-cpp-python's OpenAI-compatible server with the tiny model, shared by the
+    tests that only read through it (a test that kills a server starts its own)."""
+    from tests.openai_servers import LlamaCppServer
+
+    with LlamaCppServer(*tiny_model, tmp_path_factory.mktemp("llama-cpp-server")) as server:
+        yield server

@@ -1,0 +1,205 @@
+"""OpenAI-compatible servers on loopback ports, for the remote engine's tests.
+
+``LlamaCppServer`` is the real thing: llama-cpp-python's own server
+(``python -m llama_cpp.server``) serving the tiny test model with its projector, as a
+site would run it on a GPU host (optionally with an API key and TLS).
+
+``ScriptedServer`` speaks just enough of ``/v1/chat/completions`` and ``/v1/models``
+to fail the ways real servers fail (a 500, silence, an answer that is not JSON, a
+completion with no choice), or to answer a fixed text after a delay while reading
+many requests at once: a server with more capacity than this 2-core machine has.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import threading
+import time
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from pathlib import Path
+
+import httpx
+
+from tests.daemon import free_port
+
+START_TIMEOUT_S = 60
+
+
+class LlamaCppServer:
+    """One ``python -m llama_cpp.server`` process; a context manager. ``kill`` it (as a
+    crash would) and ``start`` it again on the same port."""
+
+    def __init__(self, model: Path, mmproj: Path, log_dir: Path, *, alias: str = "tiny",
+                 api_key: str | None = None, tls: tuple[Path, Path] | None = None):
+        self.port = free_port()
+        scheme = "https" if tls else "http"
+        self.url = f"{scheme}://127.0.0.1:{self.port}/v1"
+        self.alias = alias
+        self.api_key = api_key
+        self.tls = tls
+        self.command = [sys.executable, "-m", "llama_cpp.server", "--model", str(model),
+                        "--clip_model_path", str(mmproj), "--chat_format", "mtmd",
+                        "--model_alias", alias, "--host", "127.0.0.1", "--port", str(self.port),
+                        "--n_ctx", "4096", "--n_threads", "1", "--n_threads_batch", "1",
+                        # a second request waits its turn instead of cutting the first off
+                        "--interrupt_requests", "false"]
+        if api_key:
+            self.command += ["--api_key", api_key]
+        if tls:
+            self.command += ["--ssl_certfile", str(tls[0]), "--ssl_keyfile", str(tls[1])]
+        self.log_path = log_dir / f"llama-cpp-server-{self.port}.log"
+        self.process: subprocess.Popen | None = None
+
+    def __enter__(self) -> LlamaCppServer:
+        return self.start()
+
+    def __exit__(self, *exc_info) -> None:
+        self.stop()
+
+    def start(self) -> LlamaCppServer:
+        with self.log_path.open("ab") as log:
+            self.process = subprocess.Popen(self.command, stdout=log, stderr=subprocess.STDOUT,
+                                            stdin=subprocess.DEVNULL, start_new_session=True)
+        deadline = time.monotonic() + START_TIMEOUT_S
+        headers = {"Authorization": f"Bearer {self.api_key}"} if self.api_key else {}
+        while time.monotonic() < deadline:
+            if self.process.poll() is not None:
+                raise AssertionError(f"llama_cpp.server exited with {self.process.returncode}:"
+                                     f"\n{self.log_path.read_text()[-3000:]}")
+            try:
+                if httpx.get(self.url + "/models", headers=headers, verify=False,
+                             timeout=2).status_code == 200:
+                    return self
+            except httpx.HTTPError:
+                pass
+            time.sleep(0.2)
+        self.stop()
+        raise AssertionError(f"llama_cpp.server did not answer within {START_TIMEOUT_S} s")
+
+    def kill(self) -> None:
+        """SIGKILL, as a crash or a pulled cable would end it."""
+        if self.process and self.process.poll() is None:
+            os.killpg(self.process.pid, signal.SIGKILL)
+            self.process.wait()
+
+    def stop(self) -> None:
+        if self.process and self.process.poll() is None:
+            os.killpg(self.process.pid, signal.SIGTERM)
+            try:
+                self.process.wait(10)
+            except subprocess.TimeoutExpired:
+                self.kill()
+
+
+class ScriptedServer:
+    """A loopback server whose behaviour a test sets (``mode``); a context manager.
+
+    ``ok``: after ``delay_s`` stream ``text`` with token logprobs, then [DONE];
+    ``error500``: answer 500; ``hang``: accept and never answer (until closed);
+    ``nonsense``: a 200 event stream whose data is not JSON; ``no_choice``: a
+    completion whose ``choices`` is empty. ``/v1/models`` answers 200 in every mode
+    but ``error500``.
+    """
+
+    def __init__(self, mode: str = "ok", *, delay_s: float = 0.0, text: str = "Total 1.00",
+                 model: str = "scripted"):
+        self.mode, self.delay_s, self.text, self.model = mode, delay_s, text, model
+        self.requests = 0  # chat completions received
+        self.in_flight = 0
+        self.peak_in_flight = 0
+        self._lock = threading.Lock()
+        self._closing = threading.Event()
+        self._server = ThreadingHTTPServer(("127.0.0.1", 0), self._handler())
+        self._server.daemon_threads = True
+        self.url = f"http://127.0.0.1:{self._server.server_address[1]}/v1"
+
+    def __enter__(self) -> ScriptedServer:
+        threading.Thread(target=self._server.serve_forever, daemon=True).start()
+        return self
+
+    def __exit__(self, *exc_info) -> None:
+        self._closing.set()
+        self._server.shutdown()
+        self._server.server_close()
+
+    def _handler(self):
+        scripted = self
+
+        class Handler(BaseHTTPRequestHandler):
+            def log_message(self, *args) -> None:
+                pass
+
+            def do_GET(self) -> None:
+                if scripted.mode == "error500":
+                    return self._send(500, b'{"error": "scripted failure"}')
+                self._send(200, json.dumps({"object": "list", "data": [
+                    {"id": scripted.model, "object": "model"}]}).encode())
+
+            def do_POST(self) -> None:
+                self.rfile.read(int(self.headers.get("Content-Length", 0)))
+                with scripted._lock:
+                    scripted.requests += 1
+                    scripted.in_flight += 1
+                    scripted.peak_in_flight = max(scripted.peak_in_flight, scripted.in_flight)
+                try:
+                    self._answer(scripted.mode)
+                finally:
+                    with scripted._lock:
+                        scripted.in_flight -= 1
+
+            def _answer(self, mode: str) -> None:
+                if mode == "error500":
+                    return self._send(500, b'{"error": "scripted failure"}')
+                if mode == "hang":
+                    scripted._closing.wait()
+                    return None
+                if mode == "no_choice":
+                    return self._send(200, json.dumps({"model": scripted.model,
+                                                       "choices": []}).encode())
+                scripted._closing.wait(scripted.delay_s)
+                self.send_response(200)
+                self.send_header("Content-Type", "text/event-stream")
+                self.end_headers()
+                if mode == "nonsense":
+                    self.wfile.write(b"data: <html>not json</html>\n\n")
+                    return None
+                for word in scripted.text.split(" "):
+                    self._event({"delta": {"content": word + " "}, "logprobs": {"content": [
+                        {"token": word + " ", "logprob": -0.01,
+                         "top_logprobs": [{"token": word + " ", "logprob": -0.01}]}]},
+                        "finish_reason": None})
+                self._event({"delta": {}, "finish_reason": "stop"})
+                self.wfile.write(b"data: [DONE]\n\n")
+                return None
+
+            def _event(self, choice: dict) -> None:
+                chunk = {"model": scripted.model, "choices": [{"index": 0, **choice}]}
+                self.wfile.write(f"data: {json.dumps(chunk)}\n\n".encode())
+                self.wfile.flush()
+
+            def _send(self, status: int, body: bytes) -> None:
+                self.send_response(status)
+                self.send_header("Content-Type", "application/json")
+                self.send_header("Content-Length", str(len(body)))
+                self.end_headers()
+                self.wfile.write(body)
+
+        return Handler
+
+
+def endpoint(url: str, model: str, name: str, **options) -> dict:
+    """An [[engine.remote]] table for a test config."""
+    return {"url": url, "model": model, "name": name, "image_side": 224, **options}
+
+
+def self_signed_certificate(directory: Path) -> tuple[Path, Path]:
+    """A certificate for 127.0.0.1 and its key, made with openssl."""
+    cert, key = directory / "server.crt", directory / "server.key"
+    subprocess.run(["openssl", "req", "-x509", "-newkey", "rsa:2048", "-nodes", "-days", "1",
+                    "-subj", "/CN=127.0.0.1", "-addext", "subjectAltName=IP:127.0.0.1",
+                    "-keyout", str(key), "-out", str(cert)], check=True, capture_output=True)
+    return cert, key
