@@ -38,6 +38,7 @@ from appliance.errors import (
     PageTimeout, WarmupTimeout, WorkerCrashed,
 )
 from appliance.intake.spool import Spool
+from appliance.metrics import EndpointAnswers
 from appliance.quality.blocks import page_tail
 from appliance.raster import render_dpi
 from appliance.quality.routing import Route, route_page, routing_rules
@@ -103,6 +104,7 @@ class Dispatcher:
         self._drained = threading.Event()
         self._drain_deadline = 0.0
         self._released = 0
+        self.endpoint_answers = EndpointAnswers()  # what each remote endpoint answered
 
     # --- lifecycle ---
 
@@ -287,7 +289,8 @@ class Dispatcher:
             pass
 
     def request_preemption(self) -> None:
-        """Memory is critical: stop the newest page in flight (called from the sampler)."""
+        """Memory is critical: stop the newest page in flight on this host (called from
+        the sampler)."""
         self._preempt_requested.set()
         self.wake()
 
@@ -299,7 +302,8 @@ class Dispatcher:
         self._preempt_requested.clear()
         if any(job.cancelled for w in self.workers for job in w.jobs.values()):
             return  # a page taken back has not answered yet: wait for what that frees
-        held = [(job.started, job_id, w) for w in self.workers for job_id, job in w.jobs.items()]
+        held = [(job.started, job_id, w) for w in self.workers if self._local(w)
+                for job_id, job in w.jobs.items()]
         if not held:
             return
         _, job_id, worker = max(held, key=lambda newest: newest[0])
@@ -316,6 +320,11 @@ class Dispatcher:
         worker.take_jobs()
         worker.kill()
         transitions.release_claim(self.db, claim, "memory_critical")
+
+    @staticmethod
+    def _local(worker: WorkerHandle) -> bool:
+        """Whether the worker reads on this host (the memory watermarks govern it)."""
+        return not registry.entry(worker.spec.engine).remote
 
     def _drain_step(self) -> None:
         if self._drained.is_set():
@@ -337,8 +346,9 @@ class Dispatcher:
     def _dispatch(self) -> None:
         if self._draining.is_set():
             return  # stopping: what is queued stays queued for the next start
-        if self.memory is not None and not self.memory.watermarks.dispatch_allowed:
-            return  # paused by the memory watermarks; a resume wakes us
+        # paused by the memory watermarks (a resume wakes us): they govern this host's
+        # memory only, so remote endpoints still get pages
+        paused = self.memory is not None and not self.memory.watermarks.dispatch_allowed
         # Claiming is a write transaction: only try when work may have appeared (a
         # wake-up, a worker freed by a result), or at the poll that catches retries
         # whose backoff has run out. An idle daemon then costs no CPU.
@@ -350,7 +360,7 @@ class Dispatcher:
         timeout_s = self.settings.workers.page_timeout_s
         kill_after_s = timeout_s + min(MAX_KILL_GRACE_S, timeout_s / 4)
         for worker in self.workers:
-            while worker.free_slots:
+            while worker.free_slots and not (paused and self._local(worker)):
                 claim = transitions.claim_next_page(self.db, worker.worker_id,
                                                     kill_after_s + LEASE_MARGIN_S, self.priority,
                                                     in_page_order=self.page_context,
@@ -402,6 +412,8 @@ class Dispatcher:
             return
         claim = job.claim
         self._may_have_work = True
+        if (endpoint := worker.spec.options.get("endpoint")) is not None:
+            self.endpoint_answers.record(endpoint["name"], answer, time.monotonic() - job.started)
         if isinstance(answer, PageDone):
             # routed either way, so the reasons are on record; held only with review on
             route = self._route(claim, answer)

@@ -4,7 +4,8 @@ One line per check, ``ok`` / ``warn`` / ``FAIL`` and what was found. A FAIL is
 something that stops the daemon or the configured engine; a warn is something that
 works, but worse than it could (no GPU: the classic engine runs on the CPU, and so
 would the vision model, slowly). The checks only look: nothing is created except a
-temporary file in each directory the daemon writes to.
+temporary file in each directory the daemon writes to, and each [[engine.remote]]
+endpoint that pages go to reads one small test page (its API key is sent, never shown).
 """
 
 from __future__ import annotations
@@ -13,7 +14,8 @@ import importlib.metadata
 import importlib.util
 import shutil
 import tempfile
-from dataclasses import dataclass
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Literal
 
@@ -73,6 +75,7 @@ def doctor(settings: Settings, model: Path | None = None, mmproj: Path | None = 
     checks += gpu_checks
     checks.append(_llama_build(bool(gpus), uses_vlm))
     checks += _model(settings, wanted, model, mmproj, device)
+    checks += _remote(settings)
     checks.append(_classic(registry.may_run_fallback(engine.name)))
     checks.append(_second_opinion(settings))
     checks.append(_directory("data_dir", settings.paths.data_dir))
@@ -147,6 +150,9 @@ def _model(settings: Settings, wanted: registry.EngineEntry, model: Path | None,
                                            f"set: set engine.model and engine.mmproj (see "
                                            f"models/README.md), or use engine.name = "
                                            f"{registry.AUTO}")]
+        if registry.reads_remote(name) and settings.engine.remote:
+            return [Check("ok", "model", f"no local vision model (engine.model): the "
+                                         f"[[engine.remote]] endpoints read every page")]
         return [Check("warn", "model", f"no vision model configured (engine.model, "
                                        f"engine.mmproj): engine={name} runs the "
                                        f"{registry.FALLBACK} engine; see models/README.md to "
@@ -172,6 +178,22 @@ def _memory(settings: Settings, wanted: registry.EngineEntry, info: ModelInfo,
     plan = plan_for(settings, info, sample, parallel_slots=wanted.parallel_slots)
     status = "FAIL" if plan.refused else "warn" if plan.short else "ok"
     return Check(status, "memory", f"{device.name}: {plan.message}")
+
+
+def _remote(settings: Settings) -> list[Check]:
+    """Each [[engine.remote]] endpoint that pages go to, asked as the remote engine
+    asks (``appliance.engines.remote.checks``); the endpoints are asked at once."""
+    engine = settings.engine
+    if not engine.remote:
+        return []
+    if not registry.reads_remote(engine.name):
+        return [Check("ok", "remote", f"engine.name = {engine.name}: the {len(engine.remote)} "
+                                      f"[[engine.remote]] endpoint(s) are not used")]
+    from appliance.engines.remote.checks import endpoint_checks
+
+    with ThreadPoolExecutor(len(engine.remote)) as pool:
+        found = pool.map(endpoint_checks, [asdict(endpoint) for endpoint in engine.remote])
+    return [check for checks in found for check in checks]
 
 
 def _classic(may_run: bool) -> Check:

@@ -14,6 +14,14 @@ scrape after a start reads the history once. Histograms are therefore computed f
 the store with fixed buckets rather than observed in the dispatcher: no hook in the
 page path, nothing lost by a restart, and exactly one observation per stored attempt.
 
+Remote endpoints ([[engine.remote]]) are the exception: a failed or released attempt
+is stored under its worker's id only (``w<slot>:<pid>``), which names an endpoint in
+this run alone, so the store cannot say which endpoint failed a page. What each
+endpoint answered is therefore counted where the answers arrive (``EndpointAnswers``,
+fed by the dispatcher), beside what the supervisor knows of it now (its pages in
+flight, whether its circuit breaker has it out); those counts start again at a
+restart, as a Prometheus counter may.
+
 Every app gets its own ``CollectorRegistry`` (``metrics_for``), never the global
 one: tests run several appliances in one process.
 """
@@ -41,6 +49,7 @@ from prometheus_client.core import (
 from prometheus_client.exposition import choose_encoder
 from prometheus_client.utils import floatToGoString
 
+from appliance.engines.messages import PageDone, PageFailed
 from appliance.store import queries
 from appliance.store.models import Lane, Outcome
 
@@ -54,7 +63,7 @@ QUEUE_WAIT_BUCKETS_S = (0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60, 120, 300, 600, 12
 SERVICE_BUCKETS_S = (0.05, 0.1, 0.25, 0.5, 1, 2, 5, 10, 20, 30, 60, 120, 300, 600)
 CONFIDENCE_BUCKETS = (0.1, 0.2, 0.3, 0.4, 0.5, 0.6, 0.7, 0.8, 0.9, 0.95, 1.0)
 WATERMARK_STATES = ("ok", "paused", "critical")
-WORKER_STATES = ("starting", "idle", "busy", "dead")
+WORKER_STATES = ("starting", "idle", "busy", "out", "dead")
 
 HISTORY_S = 3600.0  # what the dashboard plots
 SAMPLE_S = 5.0  # one queue and memory sample this often
@@ -100,6 +109,74 @@ class Buckets:
             running += n
             out.append((floatToGoString(bound), running))
         return out
+
+
+@dataclass(frozen=True)
+class EndpointAnswered:
+    """What one endpoint answered since the start (``EndpointAnswers.snapshot``)."""
+
+    latency: list[tuple[str, int]]  # cumulative histogram buckets (le, count)
+    latency_sum_s: float
+    recent: list[tuple[float, float]]  # (answered at, seconds) of the last keep_s, oldest first
+    errors: dict[str, int]  # pages answered failed, by code
+
+
+class EndpointAnswers:
+    """The answers of each remote endpoint's worker since the start, by endpoint name,
+    as the dispatcher receives them: the seconds from sending a page to its answer for
+    the pages read (a histogram, and those of the last ``keep_s`` for the dashboard;
+    a page found in the result cache never reached the endpoint and is left out), and
+    the pages answered failed, by code (``endpoint_unavailable``: the endpoint failed
+    the request and the page went back uncharged)."""
+
+    def __init__(self, keep_s: float = HISTORY_S):
+        self.keep_s = keep_s
+        self._latency: dict[str, Buckets] = {}
+        self._recent: dict[str, deque] = {}
+        self._errors: Counter = Counter()  # (endpoint, code) -> n
+        self._lock = threading.Lock()
+
+    def record(self, endpoint: str, answer: PageDone | PageFailed, seconds: float,
+               now: float | None = None) -> None:
+        """The endpoint's worker answered a page ``seconds`` after it was sent."""
+        now = time.time() if now is None else now
+        with self._lock:
+            if isinstance(answer, PageFailed):
+                self._errors[(endpoint, answer.code)] += 1
+                return
+            if "cached" in answer.recognition.flags:
+                return
+            self._latency.setdefault(endpoint, Buckets(SERVICE_BUCKETS_S)).observe(seconds)
+            recent = self._recent.setdefault(endpoint, deque())
+            recent.append((now, seconds))
+            self._trim(recent, now)
+
+    def snapshot(self, endpoint: str, now: float | None = None) -> EndpointAnswered:
+        now = time.time() if now is None else now
+        with self._lock:
+            latency = self._latency.get(endpoint) or Buckets(SERVICE_BUCKETS_S)
+            recent = self._recent.get(endpoint, deque())
+            self._trim(recent, now)
+            return EndpointAnswered(latency.cumulative(), latency.sum, list(recent),
+                                    {code: n for (name, code), n in sorted(self._errors.items())
+                                     if name == endpoint})
+
+    def _trim(self, recent: deque, now: float) -> None:
+        while recent and recent[0][0] < now - self.keep_s:
+            recent.popleft()
+
+
+@dataclass(frozen=True)
+class EndpointStatus:
+    """One remote endpoint now: from its worker, and what it answered."""
+
+    name: str
+    model: str
+    max_concurrency: int
+    in_flight: int  # pages sent to it and not answered yet
+    state: str  # its worker's state: starting, idle, busy, out or dead
+    out: str | None  # why its breaker has it out; the server's words: untrusted
+    answered: EndpointAnswered
 
 
 @dataclass(frozen=True)
@@ -294,6 +371,21 @@ class ApplianceMetrics:
         self.catch_up(snapshot.at)
         return snapshot
 
+    def endpoints(self, now: float | None = None) -> list[EndpointStatus]:
+        """The remote endpoints, in config order; none without [[engine.remote]]."""
+        answers = self.appliance.dispatcher.endpoint_answers
+        statuses = []
+        for worker in list(self.appliance.workers):
+            endpoint = worker.spec.options.get("endpoint")
+            if endpoint is None:
+                continue
+            statuses.append(EndpointStatus(
+                name=endpoint["name"], model=endpoint["model"],
+                max_concurrency=endpoint["max_concurrency"], in_flight=len(worker.jobs),
+                state=str(worker.state), out=worker.out,
+                answered=answers.snapshot(endpoint["name"], now)))
+        return statuses
+
     def exposition(self) -> bytes:
         return generate_latest(self.registry)
 
@@ -389,6 +481,7 @@ class ApplianceMetrics:
 
         yield from self._memory()
         yield from self._workers()
+        yield from self._endpoints()
 
     def _memory(self) -> Iterator[Metric]:
         sampler = self.appliance.memory
@@ -443,6 +536,36 @@ class ApplianceMetrics:
         yield gauge
         yield GaugeMetricFamily("ocr_ready", "1 when every worker has warmed up and one can "
                                 "take a page.", value=float(self.appliance.ready))
+
+    def _endpoints(self) -> Iterator[Metric]:
+        endpoints = self.endpoints()
+        labels = ["endpoint", "model"]
+        in_flight = GaugeMetricFamily("ocr_endpoint_pages_in_flight", "Pages sent to a remote "
+                                      "endpoint and not answered yet.", labels=labels)
+        capacity = GaugeMetricFamily("ocr_endpoint_max_concurrency", "Pages a remote endpoint "
+                                     "is sent at once at most (its max_concurrency).",
+                                     labels=labels)
+        out = GaugeMetricFamily("ocr_endpoint_out", "1 while a remote endpoint is out of "
+                                "service (it failed a request; its circuit breaker is open "
+                                "and probes it), 0 while it is in service.", labels=labels)
+        latency = HistogramMetricFamily("ocr_endpoint_page_seconds", "Time from sending a "
+                                        "page to a remote endpoint to its reading, for the "
+                                        "pages it read, since the start.", labels=labels)
+        errors = CounterMetricFamily("ocr_endpoint_page_errors", "Pages a remote endpoint's "
+                                     "worker answered failed since the start, by code "
+                                     "(endpoint_unavailable: the endpoint failed the request "
+                                     "and the page went back to the queue uncharged).",
+                                     labels=[*labels, "code"])
+        for endpoint in endpoints:
+            values = [endpoint.name, endpoint.model]
+            answered = endpoint.answered
+            in_flight.add_metric(values, endpoint.in_flight)
+            capacity.add_metric(values, endpoint.max_concurrency)
+            out.add_metric(values, float(endpoint.out is not None))
+            latency.add_metric(values, answered.latency, sum_value=answered.latency_sum_s)
+            for code, n in answered.errors.items():
+                errors.add_metric([*values, code], n)
+        yield from (in_flight, capacity, out, latency, errors)
 
 
 _BY_APPLIANCE: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()

@@ -98,7 +98,8 @@ class LlamaCppServer:
 class ScriptedServer:
     """A loopback server whose behaviour a test sets (``mode``); a context manager.
 
-    ``ok``: after ``delay_s`` stream ``text`` with token logprobs, then [DONE];
+    ``ok``: after ``delay_s`` stream ``text`` (with token logprobs unless told not
+    to), then [DONE];
     ``error500``: answer 500; ``hang``: accept and never answer (until closed);
     ``nonsense``: a 200 event stream whose data is not JSON; ``no_choice``: a
     completion whose ``choices`` is empty. ``/v1/models`` answers 200 in every mode
@@ -106,8 +107,9 @@ class ScriptedServer:
     """
 
     def __init__(self, mode: str = "ok", *, delay_s: float = 0.0, text: str = "Total 1.00",
-                 model: str = "scripted"):
+                 model: str = "scripted", logprobs: bool = True):
         self.mode, self.delay_s, self.text, self.model = mode, delay_s, text, model
+        self.logprobs = logprobs  # False: a server that sends none (as Ollama)
         self.requests = 0  # chat completions received
         self.in_flight = 0
         self.peak_in_flight = 0
@@ -168,10 +170,10 @@ class ScriptedServer:
                     self.wfile.write(b"data: <html>not json</html>\n\n")
                     return None
                 for word in scripted.text.split(" "):
-                    self._event({"delta": {"content": word + " "}, "logprobs": {"content": [
-                        {"token": word + " ", "logprob": -0.01,
-                         "top_logprobs": [{"token": word + " ", "logprob": -0.01}]}]},
-                        "finish_reason": None})
+                    logprobs = {"content": [{"token": word + " ", "logprob": -0.01, "top_logprobs": [
+                        {"token": word + " ", "logprob": -0.01}]}]} if scripted.logprobs else None
+                    self._event({"delta": {"content": word + " "}, "logprobs": logprobs,
+                                 "finish_reason": None})
                 self._event({"delta": {}, "finish_reason": "stop"})
                 self.wfile.write(b"data: [DONE]\n\n")
                 return None

@@ -295,7 +295,9 @@ def test_needs_second_opinion():
     compared = score_page(vlm(logprob=-0.3), doc_type="invoice", second_opinion=classic())
     assert not needs_second_opinion(compared, accept_from=1.0)
     assert not needs_second_opinion(Confidence(0.3, {"source": "lines", "fallback": True}), 0.75)
-    assert not needs_second_opinion(Confidence(0.3, {"source": "none"}), 0.75)
+    assert not needs_second_opinion(Confidence(0.3, {"source": "none", "chars": 0}), 0.75)
+    # text without evidence (a server that sends no logprobs): agreement is its evidence
+    assert needs_second_opinion(Confidence(0.6, {"source": "none", "chars": 40}), 0.75)
 
 
 def test_a_misread_figure_keeps_a_receipt_from_auto_accept():

@@ -11,7 +11,7 @@ import pandas as pd
 import pytest
 
 from appliance.daemon import Appliance
-from appliance.engines.messages import PageDone
+from appliance.engines.messages import PageDone, PageFailed, Ready
 from appliance.intake import SubmitOptions
 from appliance.metrics import (
     Completion, History, Snapshot, metrics_for, pages_per_bucket, percentile, rolling_latency,
@@ -21,7 +21,8 @@ from appliance.store.models import Outcome
 from tests.conftest import make_settings
 from tests.fixtures.documents import write_png
 from tests.fixtures.results import page_done
-from ui.dashboard import dashboard_view, failures_markdown
+from tests.openai_servers import endpoint
+from ui.dashboard import dashboard_tab, dashboard_view, failures_markdown
 
 HOSTILE_NAME = "<img src=x onerror=alert(1)>|<svg onload=window.__xss=1>.png"  # no "/"
 HOSTILE_MESSAGE = "engine said <b onclick=alert(2)>[x](javascript:alert(3))</b> | and more"
@@ -189,6 +190,43 @@ def test_an_empty_appliance_still_plots(appliance):
         data = gr.LinePlot(x="time", y=y, color=color).postprocess(frame)
         assert data.datatypes["time"] == "temporal"
     assert metrics_for(appliance).history.samples()  # the view took a first sample
+    assert view.endpoints is None  # no [[engine.remote]]: no table
+
+
+def test_remote_endpoints_table(tmp_path):
+    # two endpoints, their workers not started: one in service, one out for a reason
+    # its server gave, which may hold markup
+    appliance = Appliance(make_settings(tmp_path, engine={"name": "openai", "remote": [
+        endpoint("http://gpu1:8080/v1", "gemma", "gpu1", max_concurrency=4),
+        endpoint("http://gpu2:8080/v1", "qwen", "gpu2", max_concurrency=2)]}))
+    try:
+        gpu1, gpu2 = appliance.workers
+        gpu1.on_ready(Ready("openai", "gemma@gpu1", 1, 0.0, 4))
+        gpu2.out = HOSTILE_MESSAGE
+        answers = appliance.dispatcher.endpoint_answers
+        now = time.time()
+        for seconds in (1.0, 2.0, 9.0):
+            answers.record("gpu1", page_done(engine="openai"), seconds, now=now - 10)
+        answers.record("gpu1", page_done(engine="openai", flags=["cached"]), 0.01, now=now)
+        answers.record("gpu1", page_done(engine="openai"), 50.0, now=now - 3600)  # too old
+        answers.record("gpu2", PageFailed(0, "endpoint_unavailable", "down", True, {}), 0.1)
+        view = dashboard_view(appliance, now=now)
+        import gradio as gr
+
+        with gr.Blocks() as blocks:  # the tab shows the table: one output more
+            dashboard_tab(appliance)
+        for handler in blocks.fns.values():
+            assert len(handler.fn()) == len(handler.outputs) == 8
+    finally:
+        appliance.db.close()
+
+    html = rendered(view.endpoints)
+    assert not set(html.tags) & {"img", "script", "b", "a", "svg"}, html.tags
+    assert html.tags.count("tr") == 3  # the header and one row per endpoint
+    cells = [text.strip() for text in html.text if text.strip()]
+    assert cells[6:] == ["gpu1", "gemma", "0 / 4", "in service", "2.0 s", "none",  # p50, 15 min
+                         "gpu2", "qwen", "0 / 2", f"out: {HOSTILE_MESSAGE}", "–",
+                         "endpoint_unavailable 1"]
 
 
 # --- in Chromium -----------------------------------------------------------------

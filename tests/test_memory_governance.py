@@ -126,3 +126,36 @@ def test_critical_pressure_preempts_and_requeues_without_losing_the_page(governe
         outcomes = session.exec(select(PageResult.outcome).where(PageResult.page_id == page.id)
                                 .order_by(PageResult.id)).all()
     assert outcomes == ["preempted", "ok"] and page.attempts == 1
+
+
+def test_the_watermarks_hold_this_hosts_pages_only(tmp_path, tiny_model):
+    """Pages for a remote endpoint do not touch this host's card: they still go out
+    while the local vision model's pages wait for memory."""
+    from tests.openai_servers import ScriptedServer, endpoint
+
+    model, mmproj = tiny_model
+    device = FakeDevice(total_bytes=8000 * MIB)
+    with ScriptedServer("ok") as server:
+        settings = make_settings(
+            tmp_path, memory={"sample_interval_s": 0.02},
+            review={"enabled": False, "second_opinion": False},
+            engine={"name": "auto", "model": str(model), "mmproj": str(mmproj), "threads": 1,
+                    "auto_tiling": False, "retry_ladder": ["tiled"],
+                    "remote": [endpoint(server.url, "scripted", "gpu2")]})
+        appliance = Appliance(settings, device=device)
+        appliance.start()
+        try:
+            wait_for(lambda: appliance.ready, what="worker warm-up")
+            device.set_used(7200 * MIB)  # 90 % > high watermark
+            wait_for(lambda: appliance.memory.status()["state"] == "paused", what="pause")
+            png = write_png(tmp_path / "a.png", ["Paused page"])
+            local, remote = (appliance.submit_path(png, SubmitOptions(source="api", engine=name))
+                             for name in ("llama", "openai"))
+            wait_for(lambda: queries.get_document(appliance.db, remote.id).status == "done",
+                     what="the remote page")
+            assert queries.get_document(appliance.db, local.id).status == "queued"
+            device.set_used(100 * MIB)
+            wait_for(lambda: queries.get_document(appliance.db, local.id).status == "done",
+                     what="the local page after resume")
+        finally:
+            appliance.stop()

@@ -28,6 +28,7 @@ from tests.conftest import make_settings
 from tests.daemon import Daemon
 from tests.fixtures.documents import write_pdf, write_png
 from tests.fixtures.results import page_done
+from tests.openai_servers import ScriptedServer, endpoint
 
 GIB = 2**30
 LABEL_NAME = re.compile(r"^[a-z_][a-z0-9_]*$")
@@ -58,6 +59,16 @@ def histogram(fams: dict, family: str) -> tuple[list[tuple[float, float]], float
     return buckets, count, total
 
 
+def histogram_series(fam) -> dict:
+    """A histogram family's series, each as a family of its own, by their labels."""
+    series: dict = {}
+    for s in fam.samples:
+        key = tuple(sorted((k, v) for k, v in s.labels.items() if k != "le"))
+        series.setdefault(key, type(fam)(fam.name, fam.documentation, fam.type))
+        series[key].samples.append(s)
+    return series
+
+
 def assert_conventions(text: str) -> None:
     for fam in text_string_to_metric_families(text):
         assert fam.name.startswith(OWN_PREFIXES), fam.name
@@ -72,9 +83,10 @@ def assert_conventions(text: str) -> None:
             if fam.type == "histogram" and fam.name != "ocr_page_confidence":
                 assert fam.name.endswith(UNIT_SUFFIXES), fam.name
             if fam.type == "histogram":
-                buckets, count, _ = histogram({fam.name: fam}, fam.name)
-                assert [c for _, c in buckets] == sorted(c for _, c in buckets)
-                assert buckets[-1] == (float("inf"), count)
+                for series in histogram_series(fam).values():
+                    buckets, count, _ = histogram({fam.name: series}, fam.name)
+                    assert [c for _, c in buckets] == sorted(c for _, c in buckets)
+                    assert buckets[-1] == (float("inf"), count)
 
 
 # --- a real daemon -----------------------------------------------------------------
@@ -175,6 +187,58 @@ def test_metrics_agree_with_what_clients_sent(daemon, tmp_path):
     again = families(daemon.client.get("/metrics").text)
     assert value(again, "ocr_pages", "ocr_pages_total", engine="classic", outcome="ok") == pages
     assert histogram(again, "ocr_page_service_seconds")[1] == pages
+
+
+def wait_metrics(daemon: Daemon, check, timeout_s: float = 60) -> dict:
+    """The first scrape whose families pass ``check``."""
+    deadline = time.monotonic() + timeout_s
+    while True:
+        fams = families(daemon.client.get("/metrics").text)
+        if check(fams):
+            return fams
+        assert time.monotonic() < deadline, daemon.log()
+        time.sleep(0.1)
+
+
+def test_remote_endpoints_have_their_own_series(tmp_path):
+    # "good" holds a page for a while and reads one at a time; "bad" warms up, then
+    # fails every request: the page it is given comes back uncharged and it goes out
+    with ScriptedServer("ok", delay_s=1.0) as good, ScriptedServer("ok") as bad:
+        daemon = Daemon(tmp_path, engine={"name": "openai", "threads": 1, "remote": [
+            endpoint(good.url, "scripted", "good", max_concurrency=1),
+            endpoint(bad.url, "scripted", "bad", max_concurrency=1)]})
+        with daemon.running():
+            bad.mode = "error500"
+            notes = [write_png(tmp_path / f"note{n}.png", [f"Delivery note {n}"])
+                     for n in (1, 2)]  # two pages: the second is not in the result cache
+            first = daemon.upload(notes[0])["id"]  # the first worker with a free slot: good
+            fams = wait_metrics(daemon, lambda f: value(
+                f, "ocr_endpoint_pages_in_flight", endpoint="good") == 1)
+            assert value(fams, "ocr_endpoint_max_concurrency", endpoint="good",
+                         model="scripted") == 1
+            second = daemon.upload(notes[1])["id"]  # good is full: bad gets it, and fails it
+            fams = wait_metrics(daemon, lambda f: value(f, "ocr_endpoint_out", endpoint="bad"))
+            docs = daemon.wait_final([first, second], timeout_s=60)  # good reads both
+            text = daemon.client.get("/metrics").text
+
+    assert [d["status"] for d in docs] == ["done", "done"]
+    assert_conventions(text)
+    fams = families(text)
+    for name in ("good", "bad"):
+        assert value(fams, "ocr_endpoint_pages_in_flight", endpoint=name, model="scripted") == 0
+    assert value(fams, "ocr_endpoint_out", endpoint="good", model="scripted") == 0
+    assert value(fams, "ocr_endpoint_out", endpoint="bad", model="scripted") == 1
+    assert value(fams, "ocr_workers", state="out") == 1
+    errors = {(s.labels["endpoint"], s.labels["model"], s.labels["code"]): s.value
+              for s in fams["ocr_endpoint_page_errors"].samples
+              if s.name == "ocr_endpoint_page_errors_total"}
+    assert errors == {("bad", "scripted", "endpoint_unavailable"): 1}
+    latency = "ocr_endpoint_page_seconds"
+    assert value(fams, latency, f"{latency}_count", endpoint="good") == 2
+    assert value(fams, latency, f"{latency}_sum", endpoint="good") >= 2 * 1.0  # send to answer
+    assert value(fams, latency, f"{latency}_count", endpoint="bad") == 0
+    # the released attempt is not charged: the pages' own counts see two readings
+    assert value(fams, "ocr_pages", "ocr_pages_total", engine="openai", outcome="ok") == 2
 
 
 # --- in process, against the store --------------------------------------------------

@@ -193,6 +193,20 @@ graph TD; A-->B
 """
 
 
+def test_an_upload_may_pick_an_engine_the_workers_run_and_no_other(tmp_path):
+    """The classic workers keep no other reader: a pick of the vision model is refused
+    in plain words, the classic pick is recorded. Never started: intake needs no worker."""
+    appliance = make_appliance(tmp_path)
+    try:
+        good = write_png(uploads(tmp_path) / "receipt.png", PAGE_C)
+        refused, picked = (handle_upload(appliance, [str(good)], engine)[0]
+                           for engine in ("llama", "classic"))
+        assert refused.document_id is None and "engine_unavailable" in refused.refusal
+        assert queries.get_document(appliance.db, picked.document_id).doc.engine == "classic"
+    finally:
+        appliance.db.close()
+
+
 def test_markdown_component_sanitises_untrusted_html():
     component = safe_markdown_view()
     assert component.sanitize_html is True  # the browser-side sanitiser stays on

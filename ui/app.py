@@ -183,18 +183,21 @@ def upload_name(item) -> str:
     return Path(os.fspath(item)).name
 
 
-def handle_upload(appliance: Appliance, files) -> list[Upload]:
+def handle_upload(appliance: Appliance, files, engine: str = "") -> list[Upload]:
     """Submit every uploaded file: the document each became, or why it was refused.
 
-    A file that is refused (too large, unreadable, ...) gets its reason in plain
-    words and the others still go through.
+    A file that is refused (too large, unreadable, an engine that does not run here,
+    ...) gets its reason in plain words and the others still go through. ``engine``:
+    the engine to read them with ("": the configured one).
     """
     results = []
     for item in files or []:
         path = Path(os.fspath(item))  # the copy in Gradio's upload cache, on this host
         name = upload_name(item)
         try:
-            doc = appliance.submit_path(path, SubmitOptions(source="upload"))
+            appliance.check_engine(engine or None)
+            doc = appliance.submit_path(path, SubmitOptions(source="upload",
+                                                            engine=engine or None))
         except ApplianceError as exc:
             log.warning("upload refused name=%r code=%s", name, exc.code)
             results.append(Upload(name, refusal=error_text(exc.code, exc.message)))
@@ -288,6 +291,12 @@ def _documents_tab(appliance: Appliance, download_dir: Path) -> None:
         with gr.Column(scale=2):
             upload = gr.File(label="Drop documents here (PDF, TIFF, PNG, JPEG, ...)",
                              file_count="multiple", type="filepath")
+            # shown where there is a choice: a vision engine, local or remote, and the
+            # classic reader it keeps
+            readings = appliance.readings()
+            engine = gr.Dropdown(label="Read with", value="", interactive=True,
+                                 choices=[("the configured engine", ""), *readings],
+                                 visible=len(readings) > 1, elem_id="upload-engine")
         with gr.Column(scale=3):
             upload_results = gr.Dataframe(headers=UPLOAD_HEADERS, datatype="str",
                                           label="Last upload", interactive=False,
@@ -321,8 +330,8 @@ def _documents_tab(appliance: Appliance, download_dir: Path) -> None:
     timer = gr.Timer(REFRESH_S)
     panel_outputs = [title, review_link, body, text, *buttons, shown_key]
 
-    def on_upload(files):
-        results = handle_upload(appliance, files)
+    def on_upload(files, engine_name):
+        results = handle_upload(appliance, files, engine_name or "")
         rows = upload_rows(appliance, results)
         return rows, results, rows, None
 
@@ -348,8 +357,8 @@ def _documents_tab(appliance: Appliance, download_dir: Path) -> None:
         return [document_rows(views, not appliance.review_unstaffed()), *choices_update,
                 *upload_update, *panel]
 
-    upload.upload(on_upload, inputs=upload, outputs=[upload_results, uploads, shown_uploads,
-                                                     upload],
+    upload.upload(on_upload, inputs=[upload, engine],
+                  outputs=[upload_results, uploads, shown_uploads, upload],
                   concurrency_limit=4, api_visibility="private")
     selector.change(on_select_document, inputs=selector, outputs=panel_outputs,
                     api_visibility="private")

@@ -1,5 +1,6 @@
-"""The Dashboard tab: queue, throughput, latency, memory, review backlog and the
-latest failures, refreshed on a timer.
+"""The Dashboard tab: queue, throughput, latency, memory, review backlog, the remote
+endpoints (when [[engine.remote]] has any) and the latest failures, refreshed on a
+timer.
 
 ``dashboard_view`` is a plain function of the ``Appliance`` that returns everything
 the tab shows (pandas DataFrames for the plots, Markdown for the rest); the data comes
@@ -7,9 +8,10 @@ from ``appliance.metrics`` (the same running totals /metrics serves, plus a shor
 in-memory history of queue and memory samples) and ``appliance.store.queries``.
 ``dashboard_tab`` only wires it to components.
 
-Document names and failure messages are untrusted (a file name or an engine's message
-can hold markup): every such cell is escaped, then the table goes through
-``safe_markdown`` into a sanitising Markdown view.
+Document names, failure messages and why an endpoint is out are untrusted (a file
+name, an engine's message or a remote server's error can hold markup): every such
+cell is escaped, then the table goes through ``safe_markdown`` into a sanitising
+Markdown view.
 """
 
 from __future__ import annotations
@@ -23,7 +25,8 @@ import gradio as gr
 import pandas as pd
 
 from appliance.metrics import (
-    HISTORY_S, SAMPLE_S, metrics_for, pages_per_bucket, percentile, rolling_latency,
+    HISTORY_S, SAMPLE_S, EndpointStatus, metrics_for, pages_per_bucket, percentile,
+    rolling_latency,
 )
 from appliance.store import queries
 from appliance.store.models import Lane
@@ -40,6 +43,8 @@ LATENCY_WINDOW_S = 300.0  # each point of the latency plot: the 5 minutes before
 BUCKET_S = 60.0
 GIB = 2**30
 FAILURE_HEADERS = ["When", "Document", "Page", "Code", "Message"]
+ENDPOINT_HEADERS = ["Endpoint", "Model", "In flight", "State",
+                    f"Latency p50 ({SUMMARY_WINDOW_S / 60:.0f} min)", "Errors (since start)"]
 PERCENTILES = (("p50", 50), ("p95", 95), ("p99", 99))
 CLOCK = {"x_title": "time", "x_axis_format": "%H:%M:%S"}  # the history's time axis
 
@@ -54,6 +59,7 @@ class DashboardView:
     vram: pd.DataFrame  # time, series (used/total), GiB
     ram: pd.DataFrame  # time, series (used/total), GiB
     failures: str  # Markdown, already made safe
+    endpoints: str | None = None  # Markdown, already made safe; None: no remote endpoint
 
 
 def _times(seconds: list[float]) -> pd.Series:
@@ -134,6 +140,30 @@ def failures_markdown(rows: list[queries.FailureRow]) -> str:
     return safe_markdown("\n".join(lines))
 
 
+def endpoint_state(endpoint: EndpointStatus) -> str:
+    if endpoint.out is not None:
+        return f"out: {endpoint.out}"
+    if endpoint.state in ("idle", "busy"):
+        return "in service"
+    return endpoint.state  # starting, or dead until its worker is restarted
+
+
+def endpoints_markdown(endpoints: list[EndpointStatus], now: float) -> str:
+    """The remote endpoints as a table; every cell escaped (why an endpoint is out
+    quotes its server)."""
+    lines = ["| " + " | ".join(ENDPOINT_HEADERS) + " |",
+             "|" + "---|" * len(ENDPOINT_HEADERS)]
+    for endpoint in endpoints:
+        recent = sorted(seconds for at, seconds in endpoint.answered.recent
+                        if at >= now - SUMMARY_WINDOW_S)
+        errors = ", ".join(f"{code} {n}" for code, n in endpoint.answered.errors.items())
+        cells = [endpoint.name, endpoint.model,
+                 f"{endpoint.in_flight} / {endpoint.max_concurrency}",
+                 endpoint_state(endpoint), _seconds(percentile(recent, 50)), errors or "none"]
+        lines.append("| " + " | ".join(_cell(cell) for cell in cells) + " |")
+    return safe_markdown("\n".join(lines))
+
+
 def _seconds(value: float | None) -> str:
     return "–" if value is None else f"{value:.1f} s"
 
@@ -178,11 +208,13 @@ def dashboard_view(appliance: Appliance, now: float | None = None) -> DashboardV
     if now > times[-1]:
         times.append(now)  # pages finished since the last sample show now
     vram, ram = memory_frames(samples)
+    endpoints = metrics.endpoints(now)
     return DashboardView(
         summary=summary_markdown(appliance, samples[-1], completions, now),
         queue=queue_frame(samples), throughput=throughput_frame(completions, now),
         latency=latency_frame(completions, times), vram=vram, ram=ram,
-        failures=failures_markdown(queries.latest_failures(appliance.db, FAILURE_LIMIT)))
+        failures=failures_markdown(queries.latest_failures(appliance.db, FAILURE_LIMIT)),
+        endpoints=endpoints_markdown(endpoints, now) if endpoints else None)
 
 
 # --- Gradio wiring ---------------------------------------------------------------
@@ -190,6 +222,10 @@ def dashboard_view(appliance: Appliance, now: float | None = None) -> DashboardV
 
 def dashboard_tab(appliance: Appliance) -> None:
     summary = gr.Markdown(elem_id="dashboard-summary")
+    endpoints = None
+    if appliance.remote_specs:  # [[engine.remote]]: fixed until a restart
+        gr.Markdown("### Remote endpoints")
+        endpoints = safe_markdown_view(value="", elem_id="dashboard-endpoints")
     with gr.Row():
         queue = gr.LinePlot(x="time", y="pages", color="lane", label="Queue depth (pages)",
                             y_title="pages waiting", elem_id="dashboard-queue", **CLOCK,
@@ -213,11 +249,14 @@ def dashboard_tab(appliance: Appliance) -> None:
     gr.Markdown("### Latest failures")
     failures = safe_markdown_view(value="No failures.", elem_id="dashboard-failures")
     outputs = [summary, queue, throughput, latency, vram, ram, failures]
+    if endpoints is not None:
+        outputs.append(endpoints)
 
     def refresh():
         view = dashboard_view(appliance)
-        return [view.summary, view.queue, view.throughput, view.latency, view.vram, view.ram,
-                view.failures]
+        values = [view.summary, view.queue, view.throughput, view.latency, view.vram, view.ram,
+                  view.failures]
+        return values + [view.endpoints] if endpoints is not None else values
 
     # on page load, then every REFRESH_S
     gr.on(triggers=None, fn=refresh, inputs=None, outputs=outputs, show_progress="hidden",

@@ -154,8 +154,9 @@ def run_job(pipeline: PagePipeline, job: Job, background: ThreadPoolExecutor,
 def _second_reading(pipeline: PagePipeline, image: Image.Image, request: PageRequest,
                     confidence: Confidence) -> Recognition | None:
     """Another engine's reading of a page in doubt: the classic engine's of a vision
-    reading, Tesseract's of a classic one. None when there is no other engine."""
-    if confidence.signals.get("source") == "tokens":
+    reading (with token evidence or none), Tesseract's of a classic one. None when
+    there is no other engine."""
+    if confidence.signals.get("source") in ("tokens", "none"):
         return pipeline.engine.recognize(image, replace(request, engine="classic"))
     if pipeline.second_reader is not None:
         return pipeline.second_reader.read(image)
@@ -172,6 +173,8 @@ def _exit_with_parent(parent_pid: int) -> None:
 def worker_main(spec: WorkerSpec, conn: Connection, parent_pid: int) -> None:
     logging.basicConfig(level=spec.log_level,
                         format="%(asctime)s %(levelname)s %(name)s worker: %(message)s")
+    if spec.log_level != "DEBUG":  # a remote engine's every request would be an INFO line
+        logging.getLogger("httpx").setLevel(logging.WARNING)
     threading.Thread(target=_exit_with_parent, args=(parent_pid,), daemon=True).start()
 
     try:

@@ -298,11 +298,14 @@ def score_page(recognition: Recognition, *, doc_type: str,
 
 def needs_second_opinion(confidence: Confidence, accept_from: float) -> bool:
     """Whether a page should also be read by another engine and scored again with that
-    reading as ``second_opinion``: a reading with its recogniser's own evidence (tokens
-    or line scores), not a fallback, whose confidence falls short of auto-accept and
-    that has not been compared yet."""
+    reading as ``second_opinion``: a reading with text or its recogniser's own evidence
+    (tokens or line scores), not a fallback, whose confidence falls short of
+    auto-accept and that has not been compared yet."""
     signals = confidence.signals
-    return (signals.get("source") in ("tokens", "lines") and not signals.get("fallback")
+    # a reading without its recogniser's evidence (a remote server that sends no token
+    # log-probabilities) is compared too, if it has text: agreement is then its evidence
+    evidence = signals.get("source") in ("tokens", "lines") or signals.get("chars")
+    return (bool(evidence) and not signals.get("fallback")
             and signals.get("agreement") is None and confidence.score < accept_from)
 
 

@@ -1,8 +1,8 @@
 """A circuit breaker for one remote endpoint.
 
 Closed, pages go out. A request the endpoint fails (refused, reset, 5xx, silence past
-its timeout) opens it: pages are refused at once, and a probe thread asks the server
-for its model list, waiting a little longer after each miss, until it answers; then
+its timeout) opens it: pages are refused at once, and a probe thread sends the
+server a tiny page, waiting a little longer after each miss, until it is read; then
 the breaker closes. A listener (the worker, which tells the supervisor) hears every
 change, so no page is given to an endpoint that is out.
 """

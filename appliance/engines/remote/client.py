@@ -69,7 +69,7 @@ class EndpointClient:
                                   follow_redirects=False)
 
     def models(self) -> list[str]:
-        """The model ids the server lists (``GET /models``): the breaker's probe."""
+        """The model ids the server lists (``GET /models``)."""
         try:
             response = self._http.get(self.url + "/models")
         except httpx.HTTPError as exc:

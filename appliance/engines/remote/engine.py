@@ -8,12 +8,11 @@ at once, and a page read in tiles shares the same requests.
 
 A request the endpoint fails trips the circuit breaker (``breaker``): the page goes
 back to the queue uncharged (``EndpointUnavailable``) and the endpoint gets no page
-until a probe finds it answering again.
+until a probe (a tiny page) is read again.
 """
 
 from __future__ import annotations
 
-import logging
 import threading
 import time
 from concurrent.futures import Future, ThreadPoolExecutor
@@ -29,7 +28,8 @@ from appliance.engines.remote.client import EndpointClient
 from appliance.engines.vision import Generation, VisionEngine
 from appliance.errors import EndpointUnavailable
 
-log = logging.getLogger(__name__)
+
+PROBE_PAGE = Image.new("RGB", (32, 32), "white")
 
 
 class RemoteEngine(VisionEngine):
@@ -43,7 +43,7 @@ class RemoteEngine(VisionEngine):
                          auto_tiling=auto_tiling, threads=threads)
         self.client = EndpointClient(endpoint)
         self.slots = endpoint["max_concurrency"]
-        self.breaker = CircuitBreaker(self.client.name, self.client.models)
+        self.breaker = CircuitBreaker(self.client.name, self._probe)
         self._requests = ThreadPoolExecutor(self.slots, thread_name_prefix=f"{self.client.name}")
         self._model_id = f"{self.client.model}@{self.client.name}"
         self._served_model = ""  # what the server last said answered
@@ -80,6 +80,13 @@ class RemoteEngine(VisionEngine):
             raise
         self._served_model = answer.served_model or self._served_model
         return answer.generation
+
+    def _probe(self) -> None:
+        """Raises unless the endpoint reads a tiny page again: a server can list its
+        models and still fail or hang on every completion."""
+        body = self.client.request_body(PROBE_PAGE, prompt_for("generic"), side=self.image_side,
+                                        context="", max_tokens=1, sampled=False, fixed=False)
+        self.client.stream(body, deadline=None, cancel=(), guard=None)
 
     def _read(self, image: Image.Image, request: PageRequest):
         result = super()._read(image, request)
