@@ -157,5 +157,5 @@ def test_auto_combines_the_local_model_with_endpoints_and_a_document_picks_one(
     assert read["openai"]["engine"] == "openai" and read["openai"]["endpoint"] == "gpu2"
     assert read["openai"]["model_id"] == "tiny@gpu2"
     assert read["llama"]["engine"] == "llama" and "endpoint" not in read["llama"]
-    # the classic reader kept inside a vision worker: no prompt, no endpoint
-    assert "prompt_version" not in read["classic"] and "endpoint" not in read["classic"]
+    # the classic reader kept inside a vision worker, and so recorded
+    assert read["classic"]["engine"] == "classic" and "endpoint" not in read["classic"]

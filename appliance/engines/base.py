@@ -75,6 +75,10 @@ class Engine(Protocol):
         """Everything besides the image and the model that decides the answer (prompt
         version, ...): part of the result cache's key."""
 
+    def reader(self, request: PageRequest) -> tuple[str, str]:
+        """The engine name and model id that read a page asked for with ``request`` (a
+        vision engine reads a request for "classic" with the classic reader it keeps)."""
+
     def recognize(self, image: Image.Image, request: PageRequest) -> Recognition: ...
 
     def close(self) -> None: ...

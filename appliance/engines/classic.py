@@ -89,6 +89,9 @@ class ClassicEngine:
     def model_id(self) -> str:
         return self._model_id
 
+    def reader(self, request: PageRequest) -> tuple[str, str]:
+        return self.name, self.model_id
+
     def recipe(self, request: PageRequest) -> str:
         return RECIPE
 

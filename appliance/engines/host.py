@@ -147,7 +147,7 @@ def run_job(pipeline: PagePipeline, job: Job, background: ThreadPoolExecutor,
     finally:
         if saving is not None:
             wait_futures([saving])  # never leave a half-written page image behind a result
-    return PageDone(job.job_id, engine.name, engine.model_id, timings, confidence.score,
+    return PageDone(job.job_id, *engine.reader(request), timings, confidence.score,
                     {**confidence.signals, "penalties": confidence.penalties}, recognition)
 
 
@@ -157,7 +157,7 @@ def _second_reading(pipeline: PagePipeline, image: Image.Image, request: PageReq
     reading (with token evidence or none), Tesseract's of a classic one. None when
     there is no other engine."""
     if confidence.signals.get("source") in ("tokens", "none"):
-        return pipeline.engine.recognize(image, replace(request, engine="classic"))
+        return pipeline.engine.recognize(image, replace(request, engine=registry.FALLBACK))
     if pipeline.second_reader is not None:
         return pipeline.second_reader.read(image)
     return None

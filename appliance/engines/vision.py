@@ -93,6 +93,11 @@ class VisionEngine:
 
     # --- the page ---
 
+    def reader(self, request: PageRequest) -> tuple[str, str]:
+        if request.engine == FALLBACK:
+            return self._classic_reader().reader(request)
+        return self.name, self.model_id
+
     def recipe(self, request: PageRequest) -> str:
         if request.engine == FALLBACK:
             return self._classic_reader().recipe(request)
