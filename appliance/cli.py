@@ -51,6 +51,8 @@ def cmd_bench(args) -> int:
         _write_json(args.report, result)
         return 0
     settings = load_settings(args.config)
+    if args.remote:
+        return _bench_remote(args, settings)
     model = _shaped_model(args.shape, settings) if args.shape else None
     if args.parallel:
         return _bench_parallel(args, settings, model)
@@ -110,6 +112,30 @@ def _bench_parallel(args, settings, model: tuple[Path, Path] | None) -> int:
                                 log_dir=settings.paths.data_dir / "bench-logs")
     _write_json(args.report, result)
     sys.stdout.write(format_report(result) + "\n")
+    return 0
+
+
+def _bench_remote(args, settings) -> int:
+    """The local engine, one remote endpoint and two, side by side on the same model and
+    pages (llama-cpp-python's server, started here); the tiny test model unless --shape."""
+    from appliance.measure.remote_bench import (
+        DEFAULT_PAGES, DEFAULT_TOKENS, format_remote_report, require_server, run_remote_bench,
+    )
+
+    clash = [flag for flag, given in (("--url", args.url), ("--parallel", args.parallel),
+                                      ("--inject-degenerate", args.inject_degenerate),
+                                      ("--cost-per-hour", args.cost_per_hour is not None))
+             if given]
+    if clash:
+        raise InvalidRequest(f"bench --remote starts its own daemons and servers; it does not "
+                             f"take {', '.join(clash)}")
+    require_server()  # before a shaped model is built
+    model = _shaped_model(args.shape, settings) if args.shape else None
+    tokens = args.tokens or (SHAPED_MODEL_TOKENS if args.shape else DEFAULT_TOKENS)
+    result = run_remote_bench(settings, model, pages=args.pages or DEFAULT_PAGES, tokens=tokens,
+                              concurrency=args.concurrency, dataset=args.dataset,
+                              report=args.report)
+    sys.stdout.write(format_remote_report(result) + "\n")
     return 0
 
 
@@ -364,6 +390,13 @@ def build_parser() -> argparse.ArgumentParser:
                             "(default 64)")
     bench.add_argument("--against-llama-server", type=Path, metavar="BIN",
                        help="with --parallel: the same pages through this llama-server binary")
+    bench.add_argument("--remote", action="store_true",
+                       help="the local engine, then one and two [[engine.remote]] endpoints "
+                            "(llama-cpp-python's server, started here) on the same model, "
+                            "pages and --tokens (default 12 pages, 64 tokens), without "
+                            "choices: per-page ms, "
+                            "remote over local, scaling from one endpoint to two. The model: "
+                            "the tiny test model, or --shape (needs llama-cpp-python[server])")
     bench.set_defaults(func=cmd_bench)
 
     evaluate = sub.add_parser("eval", parents=[common],

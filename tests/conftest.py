@@ -43,7 +43,7 @@ def tiny_model(tmp_path_factory) -> tuple[Path, Path]:
 def llama_cpp_server(tiny_model, tmp_path_factory):
     """llama-cpp-python's OpenAI-compatible server with the tiny model, shared by the
     tests that only read through it (a test that kills a server starts its own)."""
-    from tests.openai_servers import LlamaCppServer
+    from tests.openai_servers import tiny_server
 
-    with LlamaCppServer(*tiny_model, tmp_path_factory.mktemp("llama-cpp-server")) as server:
+    with tiny_server(*tiny_model, tmp_path_factory.mktemp("llama-cpp-server")) as server:
         yield server

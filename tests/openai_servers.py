@@ -1,8 +1,8 @@
 """OpenAI-compatible servers on loopback ports, for the remote engine's tests.
 
-``LlamaCppServer`` is the real thing: llama-cpp-python's own server
-(``python -m llama_cpp.server``) serving the tiny test model with its projector, as a
-site would run it on a GPU host (optionally with an API key and TLS).
+``tiny_server`` is the real thing: llama-cpp-python's own server
+(``appliance.measure.openai_server``) serving the tiny test model with its projector,
+as a site would run it on a GPU host (optionally with an API key and TLS).
 
 ``ScriptedServer`` speaks just enough of ``/v1/chat/completions`` and ``/v1/models``
 to fail the ways real servers fail (a 500, silence, an answer that is not JSON, a
@@ -12,87 +12,24 @@ many requests at once: a server with more capacity than this 2-core machine has.
 
 from __future__ import annotations
 
+import itertools
 import json
-import os
-import signal
 import subprocess
-import sys
 import threading
-import time
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 
-import httpx
-
-from tests.daemon import free_port
-
-START_TIMEOUT_S = 60
+from appliance.measure.openai_server import OpenAIServer
 
 
-class LlamaCppServer:
-    """One ``python -m llama_cpp.server`` process; a context manager. ``kill`` it (as a
-    crash would) and ``start`` it again on the same port."""
+def tiny_server(model: Path, mmproj: Path, log_dir: Path, **options) -> OpenAIServer:
+    """llama-cpp-python's server with this model pair, listing it as "tiny"; a context
+    manager. ``kill`` it (as a crash would) and ``start`` it again on the same port."""
+    return OpenAIServer(model, mmproj, log_dir / f"llama-cpp-server-{next(_SERVERS)}.log",
+                        alias="tiny", **options)
 
-    def __init__(self, model: Path, mmproj: Path, log_dir: Path, *, alias: str = "tiny",
-                 api_key: str | None = None, tls: tuple[Path, Path] | None = None):
-        self.port = free_port()
-        scheme = "https" if tls else "http"
-        self.url = f"{scheme}://127.0.0.1:{self.port}/v1"
-        self.alias = alias
-        self.api_key = api_key
-        self.tls = tls
-        self.command = [sys.executable, "-m", "llama_cpp.server", "--model", str(model),
-                        "--clip_model_path", str(mmproj), "--chat_format", "mtmd",
-                        "--model_alias", alias, "--host", "127.0.0.1", "--port", str(self.port),
-                        "--n_ctx", "4096", "--n_threads", "1", "--n_threads_batch", "1",
-                        # a second request waits its turn instead of cutting the first off
-                        "--interrupt_requests", "false"]
-        if api_key:
-            self.command += ["--api_key", api_key]
-        if tls:
-            self.command += ["--ssl_certfile", str(tls[0]), "--ssl_keyfile", str(tls[1])]
-        self.log_path = log_dir / f"llama-cpp-server-{self.port}.log"
-        self.process: subprocess.Popen | None = None
 
-    def __enter__(self) -> LlamaCppServer:
-        return self.start()
-
-    def __exit__(self, *exc_info) -> None:
-        self.stop()
-
-    def start(self) -> LlamaCppServer:
-        with self.log_path.open("ab") as log:
-            self.process = subprocess.Popen(self.command, stdout=log, stderr=subprocess.STDOUT,
-                                            stdin=subprocess.DEVNULL, start_new_session=True)
-        deadline = time.monotonic() + START_TIMEOUT_S
-        headers = {"Authorization": f"Bearer {self.api_key}"} if self.api_key else {}
-        while time.monotonic() < deadline:
-            if self.process.poll() is not None:
-                raise AssertionError(f"llama_cpp.server exited with {self.process.returncode}:"
-                                     f"\n{self.log_path.read_text()[-3000:]}")
-            try:
-                if httpx.get(self.url + "/models", headers=headers, verify=False,
-                             timeout=2).status_code == 200:
-                    return self
-            except httpx.HTTPError:
-                pass
-            time.sleep(0.2)
-        self.stop()
-        raise AssertionError(f"llama_cpp.server did not answer within {START_TIMEOUT_S} s")
-
-    def kill(self) -> None:
-        """SIGKILL, as a crash or a pulled cable would end it."""
-        if self.process and self.process.poll() is None:
-            os.killpg(self.process.pid, signal.SIGKILL)
-            self.process.wait()
-
-    def stop(self) -> None:
-        if self.process and self.process.poll() is None:
-            os.killpg(self.process.pid, signal.SIGTERM)
-            try:
-                self.process.wait(10)
-            except subprocess.TimeoutExpired:
-                self.kill()
+_SERVERS = itertools.count(1)
 
 
 class ScriptedServer:

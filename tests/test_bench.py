@@ -83,3 +83,27 @@ def test_bench_fixed_tokens_and_the_degenerate_injection_on_the_tiny_model(tmp_p
         assert injected[run]["pages_done"] == 2
         assert 0 < injected[run]["latency_s"]["p50"] <= injected[run]["latency_s"]["p95"]
     assert injected["looping_page_s"] > 0
+
+
+def test_bench_remote_sets_the_local_engine_beside_one_and_two_endpoints(tmp_path):
+    # the tiny test model (written by the bench), llama-cpp-python's server started by it
+    result = bench(tmp_path, {"engine": {"name": "classic", "threads": 1}},
+                   "--remote", "--pages", "2", "--tokens", "4")
+    assert result["tokens_per_page"] == 4 and result["model"] == "tiny-gemma3.gguf"
+    runs = result["runs"]
+    assert list(runs) == ["local", "remote_x1", "remote_x2"]
+    assert [run["engine"] for run in runs.values()] == ["llama", "openai", "openai"]
+    for run in runs.values():
+        assert run["pages"] == run["pages_done"] == 2
+        assert run["ms_per_page"] > 0 and run["bare_ms_per_page"] > 0
+        assert run["inference_ms"] > 0 and run["ratio_appliance_over_bare"] > 0
+    assert runs["local"]["tiled_pages"] == 0  # no auto-tiling: one reading per page
+    for name, run in result["details"].items():  # each run is a whole `appliance bench`
+        assert run["pipeline_choices"] is False and run["second_opinion"]["pages"] == 0, name
+    overhead = result["remote_overhead"]
+    x1, local = runs["remote_x1"], runs["local"]
+    assert overhead["ms_per_page"] == x1["ms_per_page"] - local["ms_per_page"]
+    assert result["scaling_x2_over_x1"] == (runs["remote_x2"]["pages_per_min"]
+                                            / runs["remote_x1"]["pages_per_min"])
+    for line in ("remote over local per page", "scaling x2/x1", "remote_x2"):
+        assert line in result["stdout"]

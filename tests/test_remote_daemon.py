@@ -13,7 +13,7 @@ from collections import Counter
 
 from tests.daemon import Daemon
 from tests.fixtures.documents import write_png
-from tests.openai_servers import LlamaCppServer, ScriptedServer, endpoint
+from tests.openai_servers import ScriptedServer, endpoint, tiny_server
 
 # no auto-tiling and no second opinion: one request per page, so counts are exact
 PLAIN = {"threads": 1, "auto_tiling": False, "max_tokens": 48}
@@ -57,8 +57,8 @@ def wait_for(condition, timeout_s: float = 60, what: str = "") -> None:
 
 
 def test_pages_of_a_server_killed_mid_page_are_read_elsewhere_once_each(tmp_path, tiny_model):
-    with (LlamaCppServer(*tiny_model, tmp_path) as first,
-          LlamaCppServer(*tiny_model, tmp_path) as second):
+    with (tiny_server(*tiny_model, tmp_path) as first,
+          tiny_server(*tiny_model, tmp_path) as second):
         # long answers, so that the kill lands while pages are being read
         daemon = remote_daemon(tmp_path, endpoint(first.url, "tiny", "first", max_concurrency=2),
                                endpoint(second.url, "tiny", "second", max_concurrency=2),

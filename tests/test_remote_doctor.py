@@ -11,7 +11,7 @@ from appliance.config import RemoteEndpoint, load_settings
 from appliance.doctor import doctor, exit_code
 from appliance.engines.remote.checks import endpoint_checks
 from tests.daemon import free_port
-from tests.openai_servers import LlamaCppServer, ScriptedServer, endpoint, self_signed_certificate
+from tests.openai_servers import ScriptedServer, endpoint, self_signed_certificate, tiny_server
 from tests.test_doctor import run_doctor, write_config
 
 SECRET = "sk-doctor-never-shows-this"
@@ -97,7 +97,7 @@ def test_endpoints_not_read_from_are_not_asked(tmp_path):
 
 def test_tls_and_the_api_key_are_checked_as_a_gpu_host_serves_them(tmp_path, tiny_model):
     cert, key = self_signed_certificate(tmp_path)
-    with LlamaCppServer(*tiny_model, tmp_path, api_key=SECRET, tls=(cert, key)) as server:
+    with tiny_server(*tiny_model, tmp_path, api_key=SECRET, tls=(cert, key)) as server:
         def checks(**options):
             table = RemoteEndpoint(url=server.url, model="tiny", name="gpu2", image_side=224,
                                    **options)

@@ -16,7 +16,7 @@ from appliance.engines.host import warmup_image
 from appliance.engines.prompts import prompt_for
 from appliance.engines.remote.engine import RemoteEngine
 from appliance.errors import EndpointUnavailable, EngineError
-from tests.openai_servers import LlamaCppServer, ScriptedServer, self_signed_certificate
+from tests.openai_servers import ScriptedServer, self_signed_certificate, tiny_server
 
 PAGE = warmup_image()
 CAP = 1200  # a looping answer must end long before this (the generic prompt's own cap)
@@ -115,7 +115,7 @@ def test_tls_and_the_api_key_are_checked_and_the_key_never_logged(tiny_model, tm
     key_file = tmp_path / "api-key"
     key_file.write_text("s3cret-key-for-tests\n")
     caplog.set_level(logging.DEBUG)
-    with LlamaCppServer(*tiny_model, tmp_path, api_key="s3cret-key-for-tests",
+    with tiny_server(*tiny_model, tmp_path, api_key="s3cret-key-for-tests",
                         tls=(cert, key)) as server:
         for options, refused in (({"api_key_file": key_file}, "CERTIFICATE_VERIFY_FAILED"),
                                  ({"ca_file": cert, "api_key": "wrong"}, "check its api_key")):

@@ -181,12 +181,15 @@ def cost_per_million(seconds_per_page: float, cost_per_hour: float) -> float:
 def run_bench(settings: Settings, *, pages: int, concurrency: int, url: str | None = None,
               report: Path | None = None, tokens: int = 0, dataset: Path | None = None,
               cost_per_hour: float | None = None, model: tuple[Path, Path] | None = None,
-              choices: bool = True) -> dict:
+              choices: bool = True, engine: dict | None = None) -> dict:
     """``model``: a (text, mmproj) pair to run instead of the configured engine.
     ``choices`` False: no auto-tiling and no second opinion, so the ratio to the bare
-    engine is the pipeline's pure overhead (the bare loop reads each page once)."""
+    engine is the pipeline's pure overhead (the bare loop reads each page once).
+    ``engine``: more [engine] values for the daemon, applied last (e.g. ``name`` and
+    ``remote`` endpoints, ``threads``, ``parallel``)."""
     overrides = ({"name": registry.model_engine().name, "model": str(model[0]),
                   "mmproj": str(model[1])} if model else {})
+    overrides.update(engine or {})
     if not choices:
         overrides["auto_tiling"] = False
     raw, settings = daemon_config(settings, fixed_tokens=tokens, second_opinion=choices,

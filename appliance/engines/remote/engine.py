@@ -79,6 +79,8 @@ class RemoteEngine(VisionEngine):
             self.breaker.trip(exc.message)
             raise
         self._served_model = answer.served_model or self._served_model
+        if self.fixed_tokens and answer.generation.stop == "length":
+            answer.generation.stop = "stop"  # benchmarks: the length asked for, not a cut-off
         return answer.generation
 
     def _probe(self) -> None:
