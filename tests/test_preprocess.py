@@ -8,12 +8,13 @@ from dataclasses import fields, replace
 
 import numpy as np
 import pytest
-from PIL import Image, ImageDraw, ImageFont
+from PIL import Image, ImageDraw, ImageFilter, ImageFont
 
 from appliance.config import DOC_TYPES, PreprocessSettings
 from appliance.engines.orientation import UpsideDownClassifier
 from appliance.raster.layout import analyze
-from appliance.raster.preprocess import PROFILE_LADDER, RESOLUTION_PROFILES, preprocess
+from appliance.raster.preprocess import (PROFILE_LADDER, RESOLUTION_PROFILES, preprocess,
+                                         to_original)
 from appliance.raster.synthetic import render_text_page, sample_lines
 
 STEPS = {"orientation": "orientation", "deskew": "deskew", "crop_borders": "crop",
@@ -292,3 +293,26 @@ def test_a_single_short_line_is_never_turned_sideways(classifier):
     memo = render_text_page(["Memo to all staff"], font_size=36)
     out, [record] = preprocess(memo, only("orientation"), classify_upside_down=classifier)
     assert record.detail["rotated_deg"] == 0 and out.size == memo.size
+
+
+def test_the_recorded_steps_map_the_page_back_to_the_original(page, classifier):
+    """A mark on a turned, leaning, bordered page is found again where it was once the
+    steps' recorded transforms are undone (what the text layers are placed with)."""
+    marked = page.copy()
+    ImageDraw.Draw(marked).rectangle((600, 300, 629, 329), fill="black")  # centre 614.5, 314.5
+    original = Image.new("RGB", (marked.width + 120, marked.height + 120), "white")
+    original.paste(marked.rotate(3, expand=True, fillcolor="white").rotate(90, expand=True),
+                   (60, 60))
+    out, steps = preprocess(original, PreprocessSettings(), doc_type="invoice",
+                            classify_upside_down=classifier,  # and scaled down to fit:
+                            max_pixels=original.width * original.height // 3)
+    moved = {s.step for s in steps if "transform" in s.detail}
+    assert {"orientation", "deskew", "crop", "resolution"} <= moved
+    # the mark in the original and in the output: the centre of its solid block
+    def centre(image):
+        solid = np.asarray(image.convert("L").filter(ImageFilter.MinFilter(15))) < 100
+        ys, xs = np.nonzero(solid)
+        return np.array([xs.mean(), ys.mean(), 1.0])
+
+    back = to_original([s.to_dict() for s in steps]) @ centre(out)
+    assert np.hypot(*(back - centre(original))[:2]) < 4

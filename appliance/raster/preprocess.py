@@ -146,6 +146,7 @@ class _Page:
         # maps the analysed image's coordinates to the current image's
         self._to_current = np.eye(3)
         self.scale = 1.0  # current pixels per analysed pixel
+        self.moved = np.eye(3)  # what the running step did to the coordinates
 
     def layout(self, detail: dict) -> Layout:
         """The analysis, made on first use (the step that makes it reports its time)."""
@@ -162,6 +163,7 @@ class _Page:
         affine ``transform`` (old coordinates to new)."""
         matrix = np.vstack([transform, [0, 0, 1]]) if transform.shape == (2, 3) else transform
         self._to_current = matrix @ self._to_current
+        self.moved = matrix @ self.moved
         self.scale *= scale
         self.pixels = pixels
         self.changed = True
@@ -220,13 +222,27 @@ def preprocess(image: Image.Image, settings: PreprocessSettings, *, doc_type: st
         if not enabled:
             continue
         start = time.perf_counter()
+        page.moved = np.eye(3)
         detail = run()
+        if not np.allclose(page.moved, np.eye(3)):  # the text layer maps boxes back with it
+            detail["transform"] = [round(float(v), 6) for v in page.moved[:2].ravel()]
         records.append(StepRecord(name, round((time.perf_counter() - start) * 1000, 1), detail))
     log.debug("event=preprocess doc_type=%s %s", doc_type,
               " ".join(f"{r.step}_ms={r.ms:.0f}" for r in records))
     if not page.changed:
         return working, records
     return Image.fromarray(np.ascontiguousarray(page.pixels), mode), records
+
+
+def to_original(steps: list[dict]) -> np.ndarray:
+    """The 3x3 affine that maps the preprocessed page's pixels back to the page as it
+    was rendered, from the steps' records (``StepRecord.to_dict``: each step that moved
+    the pixels keeps its ``transform``, old coordinates to new, as 6 numbers)."""
+    forward = np.eye(3)
+    for step in steps:
+        if (transform := step.get("detail", {}).get("transform")) is not None:
+            forward = np.vstack([np.reshape(transform, (2, 3)), [0, 0, 1]]) @ forward
+    return np.linalg.inv(forward)
 
 
 # -- orientation ------------------------------------------------------------------------
