@@ -99,6 +99,9 @@ def run_job(pipeline: PagePipeline, job: Job, background: ThreadPoolExecutor,
         image = render_page(job.original, job.kind, job.page_index, job.dpi, job.max_pixels,
                             job.pdf_password)
         timings["raster_ms"] = (time.perf_counter() - start) * 1000
+        # the page as rendered, which hOCR, ALTO and text layers are placed on
+        rendered = {"size": [image.width, image.height],
+                    "dpi": round(image.info["dpi"][0], 2) if "dpi" in image.info else None}
         start = time.perf_counter()
         image, steps = preprocess(image, pipeline.preprocess, doc_type=job.doc_type,
                                   max_pixels=job.max_pixels,
@@ -136,6 +139,7 @@ def run_job(pipeline: PagePipeline, job: Job, background: ThreadPoolExecutor,
                                         second_opinion=second)
         recognition.provenance["preprocess"] = [step.to_dict() for step in steps]
         recognition.provenance["image_size"] = [image.width, image.height]
+        recognition.provenance["rendered"] = rendered
         saving.result()
     except ApplianceError as exc:
         return PageFailed(job.job_id, exc.code, exc.message, exc.retryable, timings)

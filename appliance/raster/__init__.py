@@ -145,9 +145,11 @@ def _render_pdf_page(path: Path, index: int, dpi: int, max_pixels: int,
                 raise CorruptFile(f"Page {index + 1} of the PDF cannot be rendered "
                                   f"({_detail(exc, path)}). {_CORRUPT_HINT}") from exc
             try:
-                return bitmap.to_pil().convert("RGB")
+                image = bitmap.to_pil().convert("RGB")
             finally:
                 bitmap.close()
+            image.info["dpi"] = (scale * 72, scale * 72)  # as rendered, after any cap
+            return image
         finally:
             page.close()
 

@@ -26,6 +26,24 @@ def render_text_page(lines: list[str], width: int = 1240, height: int = 1754,
     return page
 
 
+def text_page_words(lines: list[str], font_size: int = 36,
+                    margin: int = MARGIN_PX) -> list[tuple[str, tuple[int, int, int, int]]]:
+    """Each word ``render_text_page`` draws with these arguments, with its ink box: the
+    truth that positioned outputs (hOCR, ALTO, text layers) are checked against."""
+    font = ImageFont.load_default(size=font_size)
+    pitch = round(font_size * 1.8)
+    words = []
+    for number, line in enumerate(lines):
+        top, start = margin + number * pitch, 0
+        for word in line.split(" "):
+            if word:
+                left = margin + font.getlength(line[:start])
+                x0, y0, x1, y1 = font.getbbox(word)
+                words.append((word, (round(left + x0), top + y0, round(left + x1), top + y1)))
+            start += len(word) + 1
+    return words
+
+
 def sample_lines(seed: int, count: int = 20, words_per_line: int = 6) -> list[str]:
     """Deterministic business-like text lines, different for each seed."""
     rng = random.Random(seed)

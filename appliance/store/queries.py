@@ -100,6 +100,11 @@ def accepted_results(db: Database, document_id: str) -> list[tuple[Page, PageRes
         return [(page, result) for page, result in rows]
 
 
+def page_result(db: Database, result_id: int) -> PageResult | None:
+    with db.read() as session:
+        return session.get(PageResult, result_id)
+
+
 def accepted_texts(db: Database, document_id: str, exclude: int) -> list[str] | None:
     """The accepted texts of a document's pages other than ``exclude``, in page order;
     None while any of them is still waiting to be read."""
