@@ -26,7 +26,7 @@ from appliance.engines import registry
 from appliance.errors import (
     ApplianceError, DuplicateDocument, HttpError, InvalidRequest, NotFound, QueueFull, TooLarge,
 )
-from appliance.export import document_json, render
+from appliance.export import FORMATS, document_json, render
 from appliance.intake import SubmitOptions
 from appliance.metrics import install_metrics
 from appliance.security import AccessGuard
@@ -37,7 +37,9 @@ UPLOAD_PATH = "/api/v1/documents"
 # What a multipart upload carries besides the file: boundaries, headers and form fields.
 FORM_ALLOWANCE_BYTES = 64 * 1024
 MEDIA_TYPES = {"md": "text/markdown; charset=utf-8", "json": "application/json",
-               "txt": "text/plain; charset=utf-8"}
+               "txt": "text/plain; charset=utf-8",
+               "hocr": "application/xhtml+xml; charset=utf-8",
+               "alto": "application/xml; charset=utf-8"}
 # the routes that take a document's id, by their operationId (OpenAPI links)
 DOCUMENT_LINKS = {"GetDocument": "get_document", "GetResult": "get_result",
                   "CancelDocument": "cancel_document"}
@@ -249,7 +251,7 @@ def create_app(appliance: Appliance) -> FastAPI:
         200: {"content": {media: {} for media in MEDIA_TYPES.values()},
               "description": "the result in the format asked for"},
         **errors(400, 404, 409)})
-    def get_result(document_id: str, format: Literal["md", "json", "txt"] = "md"):
+    def get_result(document_id: str, format: Literal[FORMATS] = "md"):
         """The document's result once it is final (409 not_ready before; 409 no_result for
         a document refused at intake)."""
         content = render(db, document_id)[format]

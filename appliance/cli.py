@@ -7,7 +7,7 @@ import json
 import sys
 from pathlib import Path
 
-from appliance.config import DOC_TYPES, load_settings
+from appliance.config import DOC_TYPES, OUTPUT_FORMATS, load_settings
 from appliance.engines import registry
 from appliance.errors import ApplianceError, InvalidRequest
 
@@ -355,7 +355,7 @@ def build_parser() -> argparse.ArgumentParser:
 
     ocr = sub.add_parser("ocr", parents=[common], help="recognise files now, without a daemon; result to stdout")
     ocr.add_argument("files", nargs="+", type=Path)
-    ocr.add_argument("--format", choices=("md", "json", "txt"), default="md")
+    ocr.add_argument("--format", choices=OUTPUT_FORMATS, default="md")
     ocr.set_defaults(func=cmd_ocr)
 
     bench = sub.add_parser("bench", parents=[common],

@@ -58,6 +58,7 @@ class PathSettings:
 
 
 RETRY_RUNGS = ("greedy", "sampled", "tiled")
+OUTPUT_FORMATS = ("md", "json", "txt", "hocr", "alto")  # export.SUFFIXES names each file
 DOC_TYPES = ("generic", "receipt", "invoice", "contract", "report", "table", "handwriting",
              "id_card")
 
@@ -115,6 +116,13 @@ class WorkerSettings:
     max_worker_rss_mb: int = field(default=0, metadata={"min": 0})
     max_worker_growth_mb: int = field(default=768, metadata={"min": 0})
     max_worker_vram_mb: int = field(default=0, metadata={"min": 0})
+
+
+@dataclass
+class OutputSettings:
+    # what a finished document is written as in paths.output_dir (the API serves all)
+    formats: list[str] = field(default_factory=lambda: list(OUTPUT_FORMATS),
+                               metadata={"choices": OUTPUT_FORMATS})
 
 
 @dataclass
@@ -269,6 +277,7 @@ class Settings:
     paths: PathSettings = field(default_factory=PathSettings)
     engine: EngineSettings = field(default_factory=EngineSettings)
     workers: WorkerSettings = field(default_factory=WorkerSettings)
+    output: OutputSettings = field(default_factory=OutputSettings)
     raster: RasterSettings = field(default_factory=RasterSettings)
     preprocess: PreprocessSettings = field(default_factory=PreprocessSettings)
     memory: MemorySettings = field(default_factory=MemorySettings)

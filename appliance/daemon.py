@@ -146,7 +146,7 @@ class Appliance:
         self.db = Database(settings.paths.database)
         self.spool = Spool(settings.paths.spool)
         self.intake = Intake(settings, self.db, self.spool)
-        self.exporter = Exporter(self.db, settings.paths.output_dir)
+        self.exporter = Exporter(self.db, settings.paths.output_dir, settings.output.formats)
         # this host's engine (None: only remote endpoints), and the endpoints' workers
         self.worker_spec, self.engine_notice = resolve_engine(settings)
         self.remote_specs = remote_specs(settings)

@@ -1,9 +1,10 @@
 """Results of a finished document: rendered from the store, written atomically.
 
-``render`` is the one place that turns stored page results into Markdown, JSON and
-text; the API serves the same renderings the export writes. Files land as
-``<output_dir>/<stem>.{md,json,txt}``; the stem is reserved in the store once, so
-an export repeated after a crash overwrites its own files instead of adding copies.
+``render`` is the one place that turns stored page results into Markdown, JSON, text,
+hOCR and ALTO; the API serves the same renderings the export writes. Files land as
+``<output_dir>/<stem><suffix>`` for the formats ``output.formats`` names; the stem is
+reserved in the store once, so an export repeated after a crash overwrites its own
+files instead of adding copies.
 """
 
 from __future__ import annotations
@@ -15,8 +16,12 @@ import re
 import tempfile
 from pathlib import Path
 
+from appliance.config import OUTPUT_FORMATS
 from appliance.errors import NoResult, NotFound, NotReady, PagesFailed
 from appliance.intake.spool import fsync_dir
+from appliance.outputs.alto import to_alto
+from appliance.outputs.hocr import to_hocr
+from appliance.outputs.tree import page_trees
 from appliance.quality.blocks import parse_blocks
 from appliance.reading.markdown import layout_blocks
 from appliance.store import Database, queries, transitions
@@ -25,7 +30,10 @@ from appliance.store.queries import DocumentView
 
 log = logging.getLogger(__name__)
 
-FORMATS = ("md", "json", "txt")
+FORMATS = OUTPUT_FORMATS
+# each format's file name ending
+SUFFIXES = {"md": ".md", "json": ".json", "txt": ".txt", "hocr": ".hocr", "alto": ".alto.xml"}
+assert tuple(SUFFIXES) == FORMATS, "every output format needs its file name ending"
 MAX_STEM_CHARS = 120
 
 
@@ -95,7 +103,8 @@ def render(db: Database, document_id: str) -> dict[str, str]:
         raise NoResult(f"document {document_id} has no result: it was refused when it "
                        f"arrived ({doc.error_code}): {doc.error_message}")
     md_parts, txt_parts, json_pages = [], [], []
-    for page, result in queries.accepted_results(db, document_id):
+    trees = page_trees(db, document_id)
+    for (page, result), tree in zip(queries.accepted_results(db, document_id), trees):
         number = page.index + 1
         if page.status == PageStatus.FAILED:
             # failed, or rejected in review: a marker with the reason, never machine text
@@ -120,6 +129,9 @@ def render(db: Database, document_id: str) -> dict[str, str]:
             "lines": result.lines if result else [],
             # the reading-order blocks the lines belong to (engines that give them)
             "layout": layout_blocks(result.lines or []) if result else [],
+            # false: the page's text has no positions (a vision model's reading), so
+            # the hOCR and ALTO carry none of it
+            "positioned": not tree.unplaced_text,
             "flags": result.flags if result else [],
             "confidence": result.confidence if result else None,
             "signals": result.signals if result else None,  # what the confidence is built from
@@ -143,6 +155,8 @@ def render(db: Database, document_id: str) -> dict[str, str]:
         "txt": "\f".join(txt_parts) + "\n",  # form feed between pages, as pdftotext does
         "json": json.dumps({"document": document, "pages": json_pages}, ensure_ascii=False,
                            indent=2) + "\n",
+        "hocr": to_hocr(doc.name, trees),
+        "alto": to_alto(doc.name, trees).decode("utf-8"),
     }
 
 
@@ -160,13 +174,14 @@ def write_atomic(path: Path, content: str) -> None:
 
 
 class Exporter:
-    def __init__(self, db: Database, output_dir: Path):
+    def __init__(self, db: Database, output_dir: Path, formats: list[str]):
         self.db = db
         self.output_dir = output_dir
+        self.formats = formats  # output.formats
         output_dir.mkdir(parents=True, exist_ok=True)
 
     def _taken_on_disk(self, stem: str) -> bool:
-        return any((self.output_dir / f"{stem}.{fmt}").exists() for fmt in FORMATS)
+        return any((self.output_dir / f"{stem}{suffix}").exists() for suffix in SUFFIXES.values())
 
     def export(self, document_id: str) -> list[Path]:
         rendered = render(self.db, document_id)
@@ -174,8 +189,8 @@ class Exporter:
         stem = transitions.reserve_output_stem(self.db, document_id, safe_stem(view.doc.name),
                                                self._taken_on_disk)
         paths = []
-        for fmt in FORMATS:
-            path = self.output_dir / f"{stem}.{fmt}"
+        for fmt in self.formats:
+            path = self.output_dir / f"{stem}{SUFFIXES[fmt]}"
             write_atomic(path, rendered[fmt])
             paths.append(path)
         fsync_dir(self.output_dir)

@@ -54,9 +54,17 @@ def test_api_roundtrip_pdf_and_png(daemon, tmp_path):
     assert body["pages"][0]["lines"][0]["box"] and body["pages"][0]["provenance"]["engine"] == "classic"
 
     exported = sorted(p.name for p in daemon.output_dir.iterdir())
-    assert exported == ["receipt.json", "receipt.md", "receipt.txt",
-                        "report.json", "report.md", "report.txt"]
+    assert exported == sorted(f"{stem}{suffix}" for stem in ("receipt", "report")
+                              for suffix in (".md", ".json", ".txt", ".hocr", ".alto.xml"))
     assert (daemon.output_dir / "report.md").read_text() == md.text
+    # the words with their positions, for archives and other OCR tools
+    hocr = daemon.client.get(f"/api/v1/documents/{docs[0]['id']}/result?format=hocr")
+    assert hocr.headers["content-type"].startswith("application/xhtml+xml")
+    assert hocr.text.count('class="ocr_page"') == 2 and ">4711</span>" in hocr.text
+    alto = daemon.client.get(f"/api/v1/documents/{docs[0]['id']}/result?format=alto")
+    assert alto.headers["content-type"].startswith("application/xml")
+    assert 'CONTENT="4711"' in alto.text
+    assert alto.text == (daemon.output_dir / "report.alto.xml").read_text()
 
 
 def test_api_errors_are_json(daemon, tmp_path):

@@ -82,3 +82,22 @@ def test_a_correction_keeps_the_positions_of_the_words_it_kept(tmp_path):
 
 def boxes(tree) -> dict:
     return {w.text: w.box for b in tree.blocks for line in b.lines for w in line.words}
+
+
+def test_output_formats_choose_the_files_written(tmp_path):
+    appliance = make_appliance(tmp_path, output={"formats": ["md", "alto"]})
+    appliance.start()
+    try:
+        path = tmp_path / "scan.png"
+        render_text_page(LINES, font_size=36).save(path)
+        doc = appliance.submit_path(path, SubmitOptions(source="api"))
+        wait_final(appliance, [doc.id])
+        deadline = time.monotonic() + 30
+        while not queries.get_document(appliance.db, doc.id).doc.exported_at:
+            assert time.monotonic() < deadline, "never exported"
+            time.sleep(0.2)
+    finally:
+        appliance.stop()
+    written = sorted(p.name for p in (tmp_path / "out").iterdir())
+    assert written == ["scan.alto.xml", "scan.md"]
+    assert 'CONTENT="4711"' in (tmp_path / "out" / "scan.alto.xml").read_text()

@@ -50,7 +50,7 @@ def setup(tmp_path):
     settings = make_settings(tmp_path, review={"lock_minutes": 1.0})
     db = Database(settings.paths.data_dir / "appliance.db")
     spool = Spool(settings.paths.data_dir / "spool")
-    exporter = Exporter(db, settings.paths.output_dir)
+    exporter = Exporter(db, settings.paths.output_dir, settings.output.formats)
     settled, woken = [], []
 
     def finish(document_id):

@@ -12,6 +12,7 @@ import pytest
 
 from appliance.config import settings_from_dict
 from appliance.daemon import Appliance
+from appliance.export import FORMATS, SUFFIXES
 from appliance.store import queries
 from tests.fixtures.documents import text_similarity, write_pdf, write_png
 from ui.app import document_rows, handle_upload, load_recent, show_document, upload_rows
@@ -98,10 +99,10 @@ def test_upload_then_show_results(running_appliance, tmp_path):
         assert text_similarity(panel.text, expected) > 0.7, panel.text
         shown = rendered_text(safe_markdown(panel.markdown))
         assert text_similarity(shown.replace("Page 1", "").replace("Page 2", ""), expected) > 0.7
-        assert set(panel.files) == {"md", "json", "txt"}
+        assert set(panel.files) == set(FORMATS)
         stem = Path(name).stem
         assert sorted(p.name for p in panel.files.values()) == sorted(
-            f"{stem}.{fmt}" for fmt in ("md", "json", "txt"))
+            f"{stem}{suffix}" for suffix in SUFFIXES.values())
         assert all(p.is_file() for p in panel.files.values())
         assert panel.files["txt"].read_text() == panel.text
         assert json.loads(panel.files["json"].read_text())["document"]["name"] == name

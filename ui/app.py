@@ -29,7 +29,7 @@ from fastapi import FastAPI
 
 from appliance.daemon import Appliance
 from appliance.errors import ApplianceError, NotFound, NotReady
-from appliance.export import FORMATS, document_error, render, safe_stem, write_atomic
+from appliance.export import FORMATS, SUFFIXES, document_error, render, safe_stem, write_atomic
 from appliance.intake import SubmitOptions
 from appliance.store import queries
 from appliance.store.models import PageStatus
@@ -47,7 +47,8 @@ STATUS_REFRESH_S = 2.0
 UPLOAD_HEADERS = ["File", "Status", "Details"]
 STATUS_HEADERS = ["Name", "Status", "Pages done", "Error", "Document id"]
 DOWNLOAD_LABELS = {"md": "Download Markdown (.md)", "json": "Download JSON (.json)",
-                   "txt": "Download text (.txt)"}
+                   "txt": "Download text (.txt)", "hocr": "Download hOCR (.hocr)",
+                   "alto": "Download ALTO XML (.alto.xml)"}
 INTERNAL_ERROR_TEXT = ("the file could not be accepted because of an internal error; "
                        "the server log has the details")
 NO_REVIEWER_TEXT = ("no reviewer account exists, so nobody can check it: an administrator must "
@@ -243,7 +244,7 @@ def write_downloads(rendered: dict[str, str], download_dir: Path, document_id: s
     stem = safe_stem(name)
     files = {}
     for fmt in FORMATS:
-        path = folder / f"{stem}.{fmt}"
+        path = folder / f"{stem}{SUFFIXES[fmt]}"
         write_atomic(path, rendered[fmt])
         files[fmt] = path
     return files
