@@ -123,6 +123,10 @@ class OutputSettings:
     # what a finished document is written as in paths.output_dir (the API serves all)
     formats: list[str] = field(default_factory=lambda: list(OUTPUT_FORMATS),
                                metadata={"choices": OUTPUT_FORMATS})
+    # the classic engine reads each vision page too, so that the model's words can be
+    # placed on its word boxes (hOCR, ALTO, the JSON's lines); false saves that CPU
+    # time, and vision pages then carry no positions
+    place_vision_text: bool = True
 
 
 @dataclass

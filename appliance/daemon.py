@@ -56,7 +56,8 @@ def _spec_options(settings: Settings) -> dict:
             "cache_dir": settings.paths.data_dir / "cache" if engine.result_cache else None,
             "second_opinion_below": (settings.review.accept_from
                                      if settings.review.second_opinion else None),
-            "second_opinion_languages": settings.review.second_opinion_languages}
+            "second_opinion_languages": settings.review.second_opinion_languages,
+            "place_vision_text": settings.output.place_vision_text}
 
 
 def resolve_engine(settings: Settings) -> tuple[WorkerSpec | None, str | None]:

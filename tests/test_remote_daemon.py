@@ -11,9 +11,12 @@ import sqlite3
 import time
 from collections import Counter
 
+from appliance.raster.preprocess import to_original
+from appliance.raster.synthetic import render_text_page, text_page_words
 from tests.daemon import Daemon
 from tests.fixtures.documents import write_png
 from tests.openai_servers import ScriptedServer, endpoint, tiny_server
+from tests.test_page_tree import iou
 
 # no auto-tiling and no second opinion: one request per page, so counts are exact
 PLAIN = {"threads": 1, "auto_tiling": False, "max_tokens": 48}
@@ -139,6 +142,36 @@ def test_a_reading_without_logprobs_is_compared_with_the_classic_one(tmp_path):
     # no token evidence, said so; the classic reading of the same page agrees with it
     assert signals["source"] == "none" and signals["agreement"] > 0.9
     assert page["confidence"] > 0.75
+
+
+def test_a_vision_reading_is_placed_on_the_classic_words(tmp_path):
+    lines = ["Invoice number 4711 for office chairs", "Total amount 118.50 EUR"]
+    with ScriptedServer("ok", text=" ".join(lines)) as server:  # reads this page right
+        daemon = Daemon(tmp_path, engine={"name": "openai", **PLAIN,
+                                          "remote": [endpoint(server.url, "scripted", "gpu2")]},
+                        review=NO_SECOND_OPINION)
+        good = tmp_path / "good.png"
+        render_text_page(lines, font_size=36).save(good)
+        other = write_png(tmp_path / "other.png", ["Quarterly report", "Signed by the board"])
+        with daemon.running():
+            docs = [daemon.upload(path)["id"] for path in (good, other)]
+            daemon.wait_final(docs)
+            placed, misplaced = (daemon.client.get(f"/api/v1/documents/{doc}/result?format=json")
+                                 .json()["pages"][0] for doc in docs)
+            hocr = daemon.client.get(f"/api/v1/documents/{docs[0]}/result?format=hocr").text
+    assert placed["provenance"]["placement"]["rate"] == 1.0 and placed["positioned"]
+    words = [w for line in placed["lines"] for w in line["words"]]
+    truth = text_page_words(lines, 36)
+    assert [w["text"] for w in words] == [text for text, _ in truth]
+    # the lines' boxes are on the page the engine read: back onto the page as submitted
+    back = to_original(placed["provenance"]["preprocess"])
+    for word, (_, box) in zip(words, truth):
+        (x0, y0, _1), (x1, y1, _2) = back @ [*word["box"][:2], 1], back @ [*word["box"][2:], 1]
+        assert iou((x0, y0, x1, y1), box) >= 0.5, (word, box)
+    assert ">4711</span>" in hocr
+    # the model's text is not what the page says: placed, but flagged
+    assert misplaced["provenance"]["placement"]["rate"] < 0.6
+    assert "poorly_placed" in misplaced["flags"]
 
 
 def test_auto_combines_the_local_model_with_endpoints_and_a_document_picks_one(

@@ -39,6 +39,7 @@ from appliance.errors import (
     ApplianceError, DegenerateOutput, EndpointUnavailable, EngineError, EngineUnavailable,
     PagePreempted,
 )
+from appliance.outputs.placement import place_text
 from appliance.quality.confidence import Confidence, needs_second_opinion, score_page
 from appliance.quality.postprocess import postprocess
 from appliance.raster import render_page, save_page_image
@@ -64,6 +65,8 @@ class WorkerSpec:
     # the classic engine's, a classic reading Tesseract's (in these languages)
     second_opinion_below: float | None = None
     second_opinion_languages: str = "eng"
+    # a vision reading's words are placed on the classic reading's word boxes
+    place_vision_text: bool = True
 
 
 @dataclass
@@ -77,6 +80,7 @@ class PagePipeline:
     classify_upside_down: Callable | None = None
     second_opinion_below: float | None = None
     second_reader: TesseractReader | None = None  # reads classic pages in doubt again
+    place_vision_text: bool = True
 
 
 def warmup_image() -> Image.Image:
@@ -129,7 +133,7 @@ def run_job(pipeline: PagePipeline, job: Job, background: ThreadPoolExecutor,
         postprocess(recognition)
         confidence = score_page(recognition, doc_type=request.doc_type)
         timings["postprocess_ms"] = (time.perf_counter() - start) * 1000
-        below = pipeline.second_opinion_below
+        below, second = pipeline.second_opinion_below, None
         if below is not None and needs_second_opinion(confidence, below):
             start = time.perf_counter()
             second = _second_reading(pipeline, image, request, confidence)
@@ -137,6 +141,16 @@ def run_job(pipeline: PagePipeline, job: Job, background: ThreadPoolExecutor,
             if second is not None:
                 confidence = score_page(recognition, doc_type=request.doc_type,
                                         second_opinion=second)
+        if (pipeline.place_vision_text and not recognition.lines and recognition.text.strip()
+                and registry.entry(engine.name).fallback is not None):
+            # a vision reading has no word boxes: its words go on the classic reading's
+            # (the second opinion's, when one was read), after scoring, which they
+            # must not change
+            start = time.perf_counter()
+            classic = second or engine.recognize(image, replace(request,
+                                                                engine=registry.FALLBACK))
+            place_text(recognition, classic.lines)
+            timings["placement_ms"] = (time.perf_counter() - start) * 1000
         recognition.provenance["preprocess"] = [step.to_dict() for step in steps]
         recognition.provenance["image_size"] = [image.width, image.height]
         recognition.provenance["rendered"] = rendered
@@ -186,7 +200,8 @@ def worker_main(spec: WorkerSpec, conn: Connection, parent_pid: int) -> None:
         engine = create_engine(spec.engine, spec.options)
         pipeline = PagePipeline(engine, spec.preprocess,
                                 ResultCache(spec.cache_dir) if spec.cache_dir else None,
-                                second_opinion_below=spec.second_opinion_below)
+                                second_opinion_below=spec.second_opinion_below,
+                                place_vision_text=spec.place_vision_text)
         if spec.second_opinion_below is not None:
             if problem := tesseract_problem(spec.second_opinion_languages):
                 log.warning("classic pages in doubt get no second opinion: %s", problem)

@@ -5,11 +5,11 @@ scaled it: ``raster.preprocess.to_original`` maps the engine's boxes back)."""
 
 from __future__ import annotations
 
-import difflib
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 import numpy as np
 
+from appliance.outputs.placement import Placed, align, union, words_of
 from appliance.raster.preprocess import to_original
 from appliance.store import Database, queries
 from appliance.store.models import PageResult, PageStatus
@@ -62,7 +62,7 @@ UNKNOWN_DPI = 300  # an image file that does not say its resolution
 def page_trees(db: Database, document_id: str) -> list[PageTree]:
     """The document's pages as trees, from their accepted results. A reviewer's
     correction keeps the positions of the machine's words it left as they were, and
-    places the words it changed where the machine's stood (``align``)."""
+    places the words it changed where the machine's stood (``placement.align``)."""
     trees = []
     for page, result in queries.accepted_results(db, document_id):
         if page.status == PageStatus.FAILED or result is None:
@@ -87,47 +87,17 @@ def _page_tree(number: int, result: PageResult, machine: PageResult) -> PageTree
         tree.unplaced_text = result.text or ""
         return tree
     if result is not machine:  # the reviewer's text on the machine's positions
-        words = align(words, (result.text or "").split(), confidence=1.0)
+        words, _rate = align(words, (result.text or "").split(), score=1.0)
     tree.blocks = _blocks(words)
     return tree
 
 
-@dataclass
-class _Placed:
-    word: Word
-    line: int  # the machine line it belongs to
-    block: int | None
-    role: str | None
+def _machine_words(lines: list[dict], back: np.ndarray) -> list[Placed]:
+    """The reading's words, their boxes mapped back onto the page as rendered."""
+    return [replace(p, box=_mapped(p.box, back)) for p in words_of(lines)]
 
 
-def _machine_words(lines: list[dict], back: np.ndarray) -> list[_Placed]:
-    placed = []
-    for index, line in enumerate(lines):
-        words = line.get("words") or _split(line["text"], line["box"], line.get("score"))
-        for word in words:
-            if word["text"].strip():
-                placed.append(_Placed(Word(word["text"], _mapped(word["box"], back),
-                                           word.get("score")),
-                                      index, line.get("block"), line.get("role")))
-    return placed
-
-
-def _split(text: str, box: list[float], score: float | None) -> list[dict]:
-    """A line without word boxes: its words along the box, each as wide as its share of
-    the characters (spaces included)."""
-    x0, y0, x1, y1 = box
-    per_char = (x1 - x0) / max(1, len(text))
-    words, start = [], 0
-    for token in text.split(" "):
-        if token:
-            words.append({"text": token, "score": score,
-                          "box": [x0 + start * per_char, y0,
-                                  x0 + (start + len(token)) * per_char, y1]})
-        start += len(token) + 1
-    return words
-
-
-def _mapped(box: list[float], back: np.ndarray) -> Box:
+def _mapped(box, back: np.ndarray) -> Box:
     """A box on the page the engine read, on the page as rendered: the bounding box
     of its corners mapped back."""
     x0, y0, x1, y1 = box
@@ -136,59 +106,9 @@ def _mapped(box: list[float], back: np.ndarray) -> Box:
             float(corners[:, 0].max()), float(corners[:, 1].max()))
 
 
-def align(source: list[_Placed], target: list[str], confidence: float | None) -> list[_Placed]:
-    """``target`` words on the positions of ``source`` words, by a word alignment: a
-    word kept takes its box; a run of changed words shares the boxes of the run it
-    replaced, in proportion to their lengths; an added word sits where the word it
-    comes before starts. Words dropped from the source leave their boxes empty."""
-    matcher = difflib.SequenceMatcher(a=[p.word.text.casefold() for p in source],
-                                      b=[w.casefold() for w in target], autojunk=False)
-    out: list[_Placed] = []
-    for tag, i1, i2, j1, j2 in matcher.get_opcodes():
-        new = target[j1:j2]
-        if tag == "equal":
-            out += [_Placed(Word(text, p.word.box, confidence), p.line, p.block, p.role)
-                    for p, text in zip(source[i1:i2], new)]
-        elif tag == "replace":
-            out += _share(source[i1:i2], new, confidence)
-        elif tag == "insert":  # at the start of the word it comes before, else after the last
-            anchor = source[i1] if i1 < len(source) else source[-1]
-            x0, y0, x1, y1 = anchor.word.box
-            x = x0 if i1 < len(source) else x1
-            out += [_Placed(Word(text, (x, y0, x, y1), confidence), anchor.line, anchor.block,
-                            anchor.role) for text in new]
-    return out
-
-
-def _share(old: list[_Placed], new: list[str], confidence: float | None) -> list[_Placed]:
-    """New words over the boxes of the old ones they replace: one for one when they
-    are as many; else the old words' characters are laid end to end and each new word
-    takes its share of them, within the old word its middle falls in."""
-    if len(old) == len(new):
-        return [_Placed(Word(text, p.word.box, confidence), p.line, p.block, p.role)
-                for p, text in zip(old, new)]
-    spans, at = [], 0
-    for p in old:
-        spans.append((at, at + len(p.word.text), p))
-        at += len(p.word.text)
-    scale = at / max(1, sum(len(text) for text in new))
-    placed, position = [], 0
-    for text in new:
-        low, high = position * scale, (position + len(text)) * scale
-        position += len(text)
-        start, end, p = next((s for s in spans if s[1] > (low + high) / 2), spans[-1])
-        x0, y0, x1, y1 = p.word.box
-        per_char = (x1 - x0) / max(1, end - start)
-        left = x0 + (max(low, start) - start) * per_char
-        right = x0 + (min(high, end) - start) * per_char
-        placed.append(_Placed(Word(text, (left, y0, max(left, right), y1), confidence),
-                              p.line, p.block, p.role))
-    return placed
-
-
-def _blocks(words: list[_Placed]) -> list[TextBlock]:
-    """Words grouped by their machine line, lines by their block in reading order."""
-    lines: dict[int, list[_Placed]] = {}
+def _blocks(words: list[Placed]) -> list[TextBlock]:
+    """Words grouped by their line, lines by their block in reading order."""
+    lines: dict[int, list[Placed]] = {}
     for placed in words:
         lines.setdefault(placed.line, []).append(placed)
     blocks: dict[int, TextBlock] = {}
@@ -196,15 +116,10 @@ def _blocks(words: list[_Placed]) -> list[TextBlock]:
                                              lines[index][0].block or 0, index))
     for index in order:
         members = lines[index]
-        line = TextLine(_union(p.word.box for p in members), [p.word for p in members])
+        line = TextLine(union(p.box for p in members),
+                        [Word(p.text, p.box, p.score) for p in members])
         key = members[0].block if members[0].block is not None else -1
         block = blocks.setdefault(key, TextBlock(line.box, [], members[0].role))
         block.lines.append(line)
-        block.box = _union([block.box, line.box])
+        block.box = union([block.box, line.box])
     return list(blocks.values())
-
-
-def _union(boxes) -> Box:
-    boxes = list(boxes)
-    return (min(b[0] for b in boxes), min(b[1] for b in boxes),
-            max(b[2] for b in boxes), max(b[3] for b in boxes))
