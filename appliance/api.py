@@ -26,7 +26,7 @@ from appliance.engines import registry
 from appliance.errors import (
     ApplianceError, DuplicateDocument, HttpError, InvalidRequest, NotFound, QueueFull, TooLarge,
 )
-from appliance.export import FORMATS, document_json, render
+from appliance.export import FORMATS, SUFFIXES, document_json
 from appliance.intake import SubmitOptions
 from appliance.metrics import install_metrics
 from appliance.security import AccessGuard
@@ -39,7 +39,7 @@ FORM_ALLOWANCE_BYTES = 64 * 1024
 MEDIA_TYPES = {"md": "text/markdown; charset=utf-8", "json": "application/json",
                "txt": "text/plain; charset=utf-8",
                "hocr": "application/xhtml+xml; charset=utf-8",
-               "alto": "application/xml; charset=utf-8"}
+               "alto": "application/xml; charset=utf-8", "pdf": "application/pdf"}
 # the routes that take a document's id, by their operationId (OpenAPI links)
 DOCUMENT_LINKS = {"GetDocument": "get_document", "GetResult": "get_result",
                   "CancelDocument": "cancel_document"}
@@ -254,8 +254,12 @@ def create_app(appliance: Appliance) -> FastAPI:
     def get_result(document_id: str, format: Literal[FORMATS] = "md"):
         """The document's result once it is final (409 not_ready before; 409 no_result for
         a document refused at intake)."""
-        content = render(db, document_id)[format]
-        return Response(content, media_type=MEDIA_TYPES[format])
+        content = appliance.exporter.rendered(document_id, [format])[format]
+        # the PDF, and hOCR (XHTML), are files to keep, not pages for the browser to open
+        disposition = ({"Content-Disposition": f'attachment; filename="'
+                                              f'{document_id}{SUFFIXES[format]}"'}
+                       if format in ("pdf", "hocr") else {})
+        return Response(content, media_type=MEDIA_TYPES[format], headers=disposition)
 
     complete_openapi(app)
     return app

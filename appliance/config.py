@@ -58,7 +58,7 @@ class PathSettings:
 
 
 RETRY_RUNGS = ("greedy", "sampled", "tiled")
-OUTPUT_FORMATS = ("md", "json", "txt", "hocr", "alto")  # export.SUFFIXES names each file
+OUTPUT_FORMATS = ("md", "json", "txt", "hocr", "alto", "pdf")  # export.SUFFIXES names each file
 DOC_TYPES = ("generic", "receipt", "invoice", "contract", "report", "table", "handwriting",
              "id_card")
 
@@ -127,6 +127,9 @@ class OutputSettings:
     # placed on its word boxes (hOCR, ALTO, the JSON's lines); false saves that CPU
     # time, and vision pages then carry no positions
     place_vision_text: bool = True
+    # the searchable PDF: PDF/A-2b, PDF/A-3b, or a plain PDF (PDF/A that cannot be made,
+    # e.g. from a born-digital PDF with fonts not embedded, is written plain, and logged)
+    pdf_type: Literal["pdfa-2", "pdfa-3", "pdf"] = "pdfa-2"
 
 
 @dataclass

@@ -151,8 +151,8 @@ def _model(settings: Settings, wanted: registry.EngineEntry, model: Path | None,
                                            f"models/README.md), or use engine.name = "
                                            f"{registry.AUTO}")]
         if registry.reads_remote(name) and settings.engine.remote:
-            return [Check("ok", "model", f"no local vision model (engine.model): the "
-                                         f"[[engine.remote]] endpoints read every page")]
+            return [Check("ok", "model", "no local vision model (engine.model): the "
+                                         "[[engine.remote]] endpoints read every page")]
         return [Check("warn", "model", f"no vision model configured (engine.model, "
                                        f"engine.mmproj): engine={name} runs the "
                                        f"{registry.FALLBACK} engine; see models/README.md to "

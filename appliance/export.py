@@ -14,13 +14,15 @@ import logging
 import os
 import re
 import tempfile
+from collections.abc import Callable
 from pathlib import Path
 
-from appliance.config import OUTPUT_FORMATS
-from appliance.errors import NoResult, NotFound, NotReady, PagesFailed
-from appliance.intake.spool import fsync_dir
+from appliance.config import OUTPUT_FORMATS, OutputSettings
+from appliance.errors import ApplianceError, NoResult, NotFound, NotReady, PagesFailed
+from appliance.intake.spool import Spool, fsync_dir
 from appliance.outputs.alto import to_alto
 from appliance.outputs.hocr import to_hocr
+from appliance.outputs.pdf import searchable_pdf
 from appliance.outputs.tree import page_trees
 from appliance.quality.blocks import parse_blocks
 from appliance.reading.markdown import layout_blocks
@@ -32,7 +34,8 @@ log = logging.getLogger(__name__)
 
 FORMATS = OUTPUT_FORMATS
 # each format's file name ending
-SUFFIXES = {"md": ".md", "json": ".json", "txt": ".txt", "hocr": ".hocr", "alto": ".alto.xml"}
+SUFFIXES = {"md": ".md", "json": ".json", "txt": ".txt", "hocr": ".hocr", "alto": ".alto.xml",
+            "pdf": ".pdf"}
 assert tuple(SUFFIXES) == FORMATS, "every output format needs its file name ending"
 MAX_STEM_CHARS = 120
 
@@ -91,7 +94,8 @@ def _comment(text: str) -> str:
 
 
 def render(db: Database, document_id: str) -> dict[str, str]:
-    """The document's results in every format. Raises NotReady until it is final."""
+    """The document's results in every text format (all but the PDF, which
+    ``Exporter.rendered`` adds). Raises NotReady until it is final."""
     view = queries.get_document(db, document_id)
     if view is None:
         raise NotFound(f"no document with id {document_id}")
@@ -160,11 +164,11 @@ def render(db: Database, document_id: str) -> dict[str, str]:
     }
 
 
-def write_atomic(path: Path, content: str) -> None:
+def write_atomic(path: Path, content: str | bytes) -> None:
     fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
     try:
-        with os.fdopen(fd, "w", encoding="utf-8") as out:
-            out.write(content)
+        with os.fdopen(fd, "wb") as out:
+            out.write(content.encode("utf-8") if isinstance(content, str) else content)
             out.flush()
             os.fsync(out.fileno())
         os.chmod(tmp, 0o644)  # mkstemp makes 0600; results are for the people who fetch them
@@ -174,22 +178,56 @@ def write_atomic(path: Path, content: str) -> None:
 
 
 class Exporter:
-    def __init__(self, db: Database, output_dir: Path, formats: list[str]):
+    """Renders finished documents (the API, the UI and the one-shot command ask it
+    too) and writes them to the output directory."""
+
+    def __init__(self, db: Database, spool: Spool, output_dir: Path, output: OutputSettings,
+                 pdf_password: Callable[[str | None], str | None] = lambda folder: None):
         self.db = db
+        self.spool = spool
         self.output_dir = output_dir
-        self.formats = formats  # output.formats
+        self.output = output
+        self.pdf_password = pdf_password  # a watched folder's password for its PDFs
         output_dir.mkdir(parents=True, exist_ok=True)
+
+    def rendered(self, document_id: str, formats) -> dict[str, str | bytes]:
+        """The document in these formats. Raises NotReady until it is final."""
+        rendered: dict[str, str | bytes] = render(self.db, document_id)
+        if "pdf" in formats:
+            rendered["pdf"] = self.pdf(document_id)
+        return {fmt: rendered[fmt] for fmt in formats}
+
+    def pdf(self, document_id: str) -> bytes:
+        """The original with an invisible text layer of the accepted words, as
+        output.pdf_type asks (a plain PDF, and a warning, where PDF/A cannot be made)."""
+        view = queries.get_document(self.db, document_id)
+        doc = view.doc
+        data, report = searchable_pdf(self.spool.original_path(doc.sha256), doc.kind,
+                                      page_trees(self.db, document_id),
+                                      output_type=self.output.pdf_type,
+                                      password=self.pdf_password(doc.watch_folder))
+        if report["pdfa_error"]:
+            log.warning("searchable PDF written as plain PDF doc=%s reason=%s", document_id,
+                        report["pdfa_error"])
+        return data
 
     def _taken_on_disk(self, stem: str) -> bool:
         return any((self.output_dir / f"{stem}{suffix}").exists() for suffix in SUFFIXES.values())
 
     def export(self, document_id: str) -> list[Path]:
-        rendered = render(self.db, document_id)
+        formats = list(self.output.formats)
+        rendered = self.rendered(document_id, [f for f in formats if f != "pdf"])
+        if "pdf" in formats:
+            try:
+                rendered["pdf"] = self.pdf(document_id)
+            except ApplianceError as exc:  # e.g. an original pikepdf cannot open
+                log.warning("searchable PDF not written doc=%s code=%s reason=%s", document_id,
+                            exc.code, exc.message)
         view = queries.get_document(self.db, document_id)
         stem = transitions.reserve_output_stem(self.db, document_id, safe_stem(view.doc.name),
                                                self._taken_on_disk)
         paths = []
-        for fmt in self.formats:
+        for fmt in rendered:
             path = self.output_dir / f"{stem}{SUFFIXES[fmt]}"
             write_atomic(path, rendered[fmt])
             paths.append(path)

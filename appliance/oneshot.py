@@ -18,7 +18,8 @@ from pathlib import Path
 
 from appliance.config import Settings
 from appliance.daemon import Appliance
-from appliance.export import render
+from appliance.errors import InvalidRequest
+from appliance.export import write_atomic
 from appliance.intake import SubmitOptions
 from appliance.quality.routing import REVIEW_CODES, reason_code
 from appliance.store import queries
@@ -78,9 +79,14 @@ def _interruptible():
             signal.signal(sig, action)
 
 
-def run_once(settings: Settings, files: list[Path], fmt: str) -> int:
+def run_once(settings: Settings, files: list[Path], fmt: str, output: Path | None = None) -> int:
     """Read ``files`` with ``settings`` in a throw-away data directory; the results to
-    stdout, progress and problems to stderr. Answers the exit code."""
+    stdout (or to ``output``, one file's: the PDF goes nowhere else), progress and
+    problems to stderr. Answers the exit code."""
+    if output is None and fmt == "pdf":
+        raise InvalidRequest("a PDF is not for a terminal: write it to a file with -o OUT.pdf")
+    if output is not None and len(files) != 1:
+        raise InvalidRequest("-o takes the result of one file; give one file, or leave -o out")
     try:
         with _interruptible() as stop, \
                 tempfile.TemporaryDirectory(prefix="appliance-ocr-") as tmp:
@@ -93,7 +99,7 @@ def run_once(settings: Settings, files: list[Path], fmt: str) -> int:
                 appliance.start()
                 started = True
                 views = _read_all(appliance, files, stop)
-                return _report(appliance, views, fmt)
+                return _report(appliance, views, fmt, output)
             finally:
                 if started:
                     appliance.stop()
@@ -122,7 +128,8 @@ def _read_all(appliance: Appliance, files: list[Path], stop: _Stop) -> list[Docu
         time.sleep(POLL_S)
 
 
-def _report(appliance: Appliance, views: list[DocumentView], fmt: str) -> int:
+def _report(appliance: Appliance, views: list[DocumentView], fmt: str,
+            output: Path | None) -> int:
     """Each document's result to stdout; failures, and the pages that would have gone
     to review with their reasons, to stderr. Answers the exit code."""
     code = OCR_OK
@@ -132,9 +139,13 @@ def _report(appliance: Appliance, views: list[DocumentView], fmt: str) -> int:
             sys.stderr.write(f"{view.doc.name}: failed ({view.doc.error_code}): "
                              f"{view.doc.error_message}\n")
             continue
-        if len(views) > 1 and fmt != "json":
-            sys.stdout.write(f"==> {view.doc.name} <==\n")
-        sys.stdout.write(render(appliance.db, view.doc.id)[fmt])
+        content = appliance.exporter.rendered(view.doc.id, [fmt])[fmt]
+        if output is not None:
+            write_atomic(output, content)
+        else:
+            if len(views) > 1 and fmt != "json":
+                sys.stdout.write(f"==> {view.doc.name} <==\n")
+            sys.stdout.write(content)
         if view.status != "done":
             code = OCR_FAILED
         for page, result in queries.accepted_results(appliance.db, view.doc.id):

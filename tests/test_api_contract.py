@@ -61,7 +61,8 @@ def test_the_schema_declares_every_status_auth_and_links(client):
     assert set(result["200"]["content"]) == {"text/markdown; charset=utf-8", "application/json",
                                              "text/plain; charset=utf-8",
                                              "application/xhtml+xml; charset=utf-8",
-                                             "application/xml; charset=utf-8"}
+                                             "application/xml; charset=utf-8",
+                                             "application/pdf"}
 
 
 def test_header_bytes_that_are_not_utf8_are_refused_not_a_crash(tmp_path):

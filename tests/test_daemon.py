@@ -3,6 +3,7 @@ and its crash safety: kill -9 of a worker mid-page and of the daemon mid-batch."
 
 from __future__ import annotations
 
+import io
 import json
 import os
 import signal
@@ -11,7 +12,9 @@ import sys
 import time
 from pathlib import Path
 
+import pikepdf
 import psutil
+import pypdfium2 as pdfium
 import pytest
 
 from appliance.oneshot import Interrupted, _interruptible
@@ -55,7 +58,8 @@ def test_api_roundtrip_pdf_and_png(daemon, tmp_path):
 
     exported = sorted(p.name for p in daemon.output_dir.iterdir())
     assert exported == sorted(f"{stem}{suffix}" for stem in ("receipt", "report")
-                              for suffix in (".md", ".json", ".txt", ".hocr", ".alto.xml"))
+                              for suffix in (".md", ".json", ".txt", ".hocr", ".alto.xml",
+                                             ".pdf"))
     assert (daemon.output_dir / "report.md").read_text() == md.text
     # the words with their positions, for archives and other OCR tools
     hocr = daemon.client.get(f"/api/v1/documents/{docs[0]['id']}/result?format=hocr")
@@ -65,6 +69,20 @@ def test_api_roundtrip_pdf_and_png(daemon, tmp_path):
     assert alto.headers["content-type"].startswith("application/xml")
     assert 'CONTENT="4711"' in alto.text
     assert alto.text == (daemon.output_dir / "report.alto.xml").read_text()
+    # the original pages with the accepted words as an invisible text layer, PDF/A-2b
+    pdf = daemon.client.get(f"/api/v1/documents/{docs[0]['id']}/result?format=pdf")
+    assert pdf.headers["content-type"] == "application/pdf"
+    assert pdf.headers["content-disposition"].startswith("attachment")
+    searchable = pdfium.PdfDocument(pdf.content)
+    try:
+        assert len(searchable) == 2
+        assert "4711" in searchable[0].get_textpage().get_text_range()
+    finally:
+        searchable.close()
+    with pikepdf.open(io.BytesIO(pdf.content)) as archived:
+        assert archived.open_metadata().pdfa_status == "2B"
+    with pikepdf.open(daemon.output_dir / "report.pdf") as exported_pdf:
+        assert len(exported_pdf.pages) == 2
 
 
 def test_api_errors_are_json(daemon, tmp_path):
@@ -133,12 +151,14 @@ def test_daemon_killed_mid_batch_completes_every_document_once(tmp_path):
     assert sorted(exports) == sorted(ids)
 
 
-def run_ocr(tmp_path: Path, *files: Path, fmt: str = "json", **sections) -> subprocess.Popen:
+def run_ocr(tmp_path: Path, *files: Path, fmt: str = "json", output: Path | None = None,
+            **sections) -> subprocess.Popen:
     """`appliance ocr` with its temporary directories under tmp_path/tmp."""
     (tmp_path / "tmp").mkdir(exist_ok=True)
     config = Daemon(tmp_path, **sections).config_path
+    to_file = ["-o", str(output)] if output else []
     return subprocess.Popen([sys.executable, "-m", "appliance.cli", "ocr", *map(str, files),
-                             "--format", fmt, "--config", str(config)],
+                             "--format", fmt, *to_file, "--config", str(config)],
                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
                             env={**os.environ, "TMPDIR": str(tmp_path / "tmp")})
 
@@ -152,6 +172,22 @@ def test_cli_ocr_one_shot(tmp_path):
     body = json.loads(stdout)
     assert text_similarity(body["pages"][0]["text"], " ".join(PAGE_B)) > 0.7
     assert not list((tmp_path / "tmp").glob("appliance-*"))  # one-shot: nothing left behind
+
+
+def test_cli_ocr_writes_the_searchable_pdf_to_a_file_never_to_the_terminal(tmp_path):
+    png = write_png(tmp_path / "memo.png", PAGE_B)
+    refused = run_ocr(tmp_path, png, fmt="pdf")
+    _out, stderr = refused.communicate(timeout=120)
+    assert refused.returncode != 0 and "-o OUT.pdf" in stderr
+    run = run_ocr(tmp_path, png, fmt="pdf", output=tmp_path / "memo.pdf")
+    stdout, stderr = run.communicate(timeout=300)
+    assert run.returncode == 0 and stdout == "", stderr
+    pdf = pdfium.PdfDocument(tmp_path / "memo.pdf")
+    try:
+        text = pdf[0].get_textpage().get_text_range()
+    finally:
+        pdf.close()
+    assert text_similarity(text, " ".join(PAGE_B)) > 0.7
 
 
 def test_cli_ocr_never_waits_for_a_reviewer(tmp_path):

@@ -47,10 +47,12 @@ def in_review(db, *, pages=1, doc_type="invoice", folder=None, lane=Lane.BATCH,
 
 @pytest.fixture
 def setup(tmp_path):
-    settings = make_settings(tmp_path, review={"lock_minutes": 1.0})
+    # these documents are made in the store, without an original to make a PDF from
+    settings = make_settings(tmp_path, review={"lock_minutes": 1.0},
+                             output={"formats": ["md", "json", "txt", "hocr", "alto"]})
     db = Database(settings.paths.data_dir / "appliance.db")
     spool = Spool(settings.paths.data_dir / "spool")
-    exporter = Exporter(db, settings.paths.output_dir, settings.output.formats)
+    exporter = Exporter(db, spool, settings.paths.output_dir, settings.output)
     settled, woken = [], []
 
     def finish(document_id):

@@ -29,7 +29,7 @@ from fastapi import FastAPI
 
 from appliance.daemon import Appliance
 from appliance.errors import ApplianceError, NotFound, NotReady
-from appliance.export import FORMATS, SUFFIXES, document_error, render, safe_stem, write_atomic
+from appliance.export import FORMATS, SUFFIXES, document_error, safe_stem, write_atomic
 from appliance.intake import SubmitOptions
 from appliance.store import queries
 from appliance.store.models import PageStatus
@@ -48,7 +48,8 @@ UPLOAD_HEADERS = ["File", "Status", "Details"]
 STATUS_HEADERS = ["Name", "Status", "Pages done", "Error", "Document id"]
 DOWNLOAD_LABELS = {"md": "Download Markdown (.md)", "json": "Download JSON (.json)",
                    "txt": "Download text (.txt)", "hocr": "Download hOCR (.hocr)",
-                   "alto": "Download ALTO XML (.alto.xml)"}
+                   "alto": "Download ALTO XML (.alto.xml)",
+                   "pdf": "Download searchable PDF (.pdf)"}
 INTERNAL_ERROR_TEXT = ("the file could not be accepted because of an internal error; "
                        "the server log has the details")
 NO_REVIEWER_TEXT = ("no reviewer account exists, so nobody can check it: an administrator must "
@@ -236,7 +237,7 @@ def _title(view: DocumentView, reviewers_exist: bool) -> str:
     return title + (f" — {escape_markdown_text(details)}" if details else "")
 
 
-def write_downloads(rendered: dict[str, str], download_dir: Path, document_id: str,
+def write_downloads(rendered: dict[str, str | bytes], download_dir: Path, document_id: str,
                     name: str) -> dict[str, Path]:
     """The renderings as files named after the document, in a folder of their own."""
     folder = download_dir / document_id
@@ -269,7 +270,7 @@ def show_document(appliance: Appliance, document_id: str | None,
                              markdown="This document could not be processed; "
                                       "the reason is shown above.")
     try:
-        rendered = render(appliance.db, document_id)
+        rendered = appliance.exporter.rendered(document_id, FORMATS)
     except (NotReady, NotFound) as exc:  # changed between the two reads
         return DocumentPanel(title=title, key=key, markdown=exc.message)
     files = write_downloads(rendered, download_dir, document_id, view.doc.name)

@@ -52,6 +52,7 @@ if TYPE_CHECKING:
 log = logging.getLogger(__name__)
 
 PARENT_CHECK_S = 1.0
+PLAUSIBLE_DPI = (20, 10000)  # a resolution outside this is a file's mistake
 
 
 @dataclass(frozen=True)
@@ -104,8 +105,9 @@ def run_job(pipeline: PagePipeline, job: Job, background: ThreadPoolExecutor,
                             job.pdf_password)
         timings["raster_ms"] = (time.perf_counter() - start) * 1000
         # the page as rendered, which hOCR, ALTO and text layers are placed on
+        dpi = image.info.get("dpi", (0, 0))[0]  # Pillow says 1 for a TIFF that does not say
         rendered = {"size": [image.width, image.height],
-                    "dpi": round(image.info["dpi"][0], 2) if "dpi" in image.info else None}
+                    "dpi": round(dpi, 2) if PLAUSIBLE_DPI[0] <= dpi <= PLAUSIBLE_DPI[1] else None}
         start = time.perf_counter()
         image, steps = preprocess(image, pipeline.preprocess, doc_type=job.doc_type,
                                   max_pixels=job.max_pixels,
