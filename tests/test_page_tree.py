@@ -34,7 +34,7 @@ def turned(box, width):
 def test_words_land_where_they_stand_on_the_page_as_submitted(running_appliance, tmp_path):
     upright = render_text_page(LINES, font_size=36)
     truth = [(text, turned(box, upright.width)) for text, box in text_page_words(LINES, 36)]
-    path = tmp_path / "turned.png"
+    path = tmp_path / "turned.tif"  # a TIFF's resolution is a fraction: stored as a number
     upright.rotate(90, expand=True).save(path, dpi=(150, 150))
     doc = running_appliance.submit_path(path, SubmitOptions(source="api"))
     wait_final(running_appliance, [doc.id])

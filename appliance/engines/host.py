@@ -105,7 +105,8 @@ def run_job(pipeline: PagePipeline, job: Job, background: ThreadPoolExecutor,
                             job.pdf_password)
         timings["raster_ms"] = (time.perf_counter() - start) * 1000
         # the page as rendered, which hOCR, ALTO and text layers are placed on
-        dpi = image.info.get("dpi", (0, 0))[0]  # Pillow says 1 for a TIFF that does not say
+        # a TIFF's is a Fraction (JSON has no such thing); Pillow says 1 when it says none
+        dpi = float(image.info.get("dpi", (0, 0))[0])
         rendered = {"size": [image.width, image.height],
                     "dpi": round(dpi, 2) if PLAUSIBLE_DPI[0] <= dpi <= PLAUSIBLE_DPI[1] else None}
         start = time.perf_counter()
