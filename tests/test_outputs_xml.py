@@ -409,3 +409,21 @@ def test_no_pages_or_repeated_page_numbers_are_refused():
         to_alto("t", twice)
     with pytest.raises(ValueError):
         to_hocr("t", twice)
+
+
+def test_hocr_is_read_by_a_real_hocr_parser(tmp_path):
+    """OCRmyPDF's own hOCR reader (it reads the first page of a file) finds every line
+    and word of page 1, with its text, box and confidence."""
+    from ocrmypdf.hocrtransform.hocr_parser import HocrParser
+
+    path = tmp_path / "page.hocr"
+    path.write_text(to_hocr("scan.tif", document()[:1]), encoding="utf-8")
+    page = HocrParser(path).parse()
+    assert page.page_number == 0 and page.dpi == 150
+    words = [(w.text, (w.bbox.left, w.bbox.top, w.bbox.right, w.bbox.bottom), w.confidence)
+             for w in page.words]
+    # the parser normalises text: a no-break space reads as a plain space
+    assert words == [(text.replace("\u00a0", " "), box,
+                      None if wconf is None else wconf / 100) for _id, text, box, wconf, _wc
+                     in WORDS]
+    assert len(page.lines) == len(LINES)
