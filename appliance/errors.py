@@ -159,6 +159,15 @@ class CrashSuspect(ApplianceError):
     retryable = True
 
 
+class OutputFailed(ApplianceError):
+    """A finished document's result could not be made in one format (the searchable
+    PDF of an original its libraries cannot handle). The other formats are written;
+    to a request for this one: 409, since asking again will not help."""
+
+    code = "output_failed"
+    http_status = 409
+
+
 class AttemptsExhausted(ApplianceError):
     code = "attempts_exhausted"
 

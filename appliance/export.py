@@ -18,7 +18,7 @@ from collections.abc import Callable
 from pathlib import Path
 
 from appliance.config import OUTPUT_FORMATS, OutputSettings
-from appliance.errors import ApplianceError, NoResult, NotFound, NotReady, PagesFailed
+from appliance.errors import ApplianceError, NoResult, NotFound, NotReady, OutputFailed, PagesFailed
 from appliance.intake.spool import Spool, fsync_dir
 from appliance.outputs.alto import to_alto
 from appliance.outputs.hocr import to_hocr
@@ -202,10 +202,18 @@ class Exporter:
         output.pdf_type asks (a plain PDF, and a warning, where PDF/A cannot be made)."""
         view = queries.get_document(self.db, document_id)
         doc = view.doc
-        data, report = searchable_pdf(self.spool.original_path(doc.sha256), doc.kind,
-                                      page_trees(self.db, document_id),
-                                      output_type=self.output.pdf_type,
-                                      password=self.pdf_password(doc.watch_folder))
+        try:
+            data, report = searchable_pdf(self.spool.original_path(doc.sha256), doc.kind,
+                                          page_trees(self.db, document_id),
+                                          output_type=self.output.pdf_type,
+                                          password=self.pdf_password(doc.watch_folder))
+        except ApplianceError:
+            raise
+        except Exception as exc:  # the PDF libraries' own errors, on an original they refuse
+            log.exception("searchable PDF failed doc=%s", document_id)
+            raise OutputFailed(f"the searchable PDF of document {document_id} could not be "
+                               f"made ({type(exc).__name__}: {exc}); its other formats are "
+                               f"there") from exc
         if report["pdfa_error"]:
             log.warning("searchable PDF written as plain PDF doc=%s reason=%s", document_id,
                         report["pdfa_error"])

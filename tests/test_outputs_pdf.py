@@ -549,3 +549,16 @@ def test_calls_in_threads_give_what_one_call_gives(png_page):
         results = list(pool.map(lambda _: searchable_pdf(path, "png", [tree]), range(8)))
     assert all(page_texts(data) == alone and report["output_type"] == "pdfa-2"
                for data, report in results)
+
+
+@pytest.mark.parametrize("size", [(1, 1), (3, 2), (20000, 40)])
+def test_an_image_of_any_size_makes_a_pdf_page_readers_accept(tmp_path, size):
+    """PDF pages are 3 to 14,400 points a side: a tiny or huge image is wrapped at the
+    resolution that makes it one (the fuzzer's 1-pixel WebP made the export fail)."""
+    path = tmp_path / "odd.png"
+    Image.new("RGB", size, "white").save(path)
+    data, report = searchable_pdf(path, "png", [PageTree(1, size[0], size[1], 300, "done")])
+    with pikepdf.open(io.BytesIO(data)) as pdf:
+        x0, y0, x1, y1 = (float(v) for v in pdf.pages[0].mediabox)
+    assert 3 <= x1 - x0 <= 14400 and 3 <= y1 - y0 <= 14400
+    assert report["output_type"] == "pdfa-2"

@@ -522,6 +522,9 @@ def _image_pdf(original: Path, kind: str, by_number: dict[int, PageTree]) -> byt
     return _rendered_image_pdf(original, kind, frames, by_number)
 
 
+PDF_MIN_SIDE_PT, PDF_MAX_SIDE_PT = 3, 14400  # what PDF readers (and pikepdf) accept
+
+
 def _layout(dpis: list[float | None]):
     """img2pdf's layout function (it is called once per page, in order): the page's
     pixels at ``dpis[page]``, or where that is None at img2pdf's reading of the
@@ -532,10 +535,17 @@ def _layout(dpis: list[float | None]):
 
     def layout(width_px, height_px, stated):
         dpi = next(pages, None)
+        x_dpi, y_dpi = stated if dpi is None else (dpi, dpi)
         return img2pdf.default_layout_fun(width_px, height_px,
-                                          stated if dpi is None else (dpi, dpi))
+                                          (_fitting(width_px, x_dpi), _fitting(height_px, y_dpi)))
 
     return layout
+
+
+def _fitting(pixels: int, dpi: float) -> float:
+    """The resolution at which a side of this many pixels is a side PDF allows (3 to
+    14,400 points): a tiny image gets a lower one, a huge one a higher one."""
+    return min(max(dpi, pixels * 72 / PDF_MAX_SIDE_PT), pixels * 72 / PDF_MIN_SIDE_PT)
 
 
 def _read_dpi(tree: PageTree | None) -> float | None:

@@ -125,7 +125,8 @@ def lines_of(placed: list[Placed]) -> list[dict]:
     for index in sorted(by_line):
         words = by_line[index]
         scores = [w.score for w in words if w.score is not None]
-        lines.append({"text": " ".join(w.text for w in words), "box": list(union(w.box for w in words)),
+        lines.append({"text": " ".join(w.text for w in words),
+                      "box": list(union(w.box for w in words)),
                       "score": min(scores) if scores else None, "block": words[0].block,
                       "role": words[0].role,
                       "words": [{"text": w.text, "box": list(w.box), "score": w.score}
