@@ -42,7 +42,7 @@ from appliance.errors import (
 from appliance.outputs.placement import place_text
 from appliance.quality.confidence import Confidence, needs_second_opinion, score_page
 from appliance.quality.postprocess import postprocess
-from appliance.raster import render_page, save_page_image
+from appliance.raster import plausible_dpi, render_page, save_page_image
 from appliance.raster.preprocess import preprocess
 from appliance.raster.synthetic import render_text_page
 
@@ -52,7 +52,6 @@ if TYPE_CHECKING:
 log = logging.getLogger(__name__)
 
 PARENT_CHECK_S = 1.0
-PLAUSIBLE_DPI = (20, 10000)  # a resolution outside this is a file's mistake
 
 
 @dataclass(frozen=True)
@@ -105,10 +104,9 @@ def run_job(pipeline: PagePipeline, job: Job, background: ThreadPoolExecutor,
                             job.pdf_password)
         timings["raster_ms"] = (time.perf_counter() - start) * 1000
         # the page as rendered, which hOCR, ALTO and text layers are placed on
-        # a TIFF's is a Fraction (JSON has no such thing); Pillow says 1 when it says none
-        dpi = float(image.info.get("dpi", (0, 0))[0])
+        dpi = float(image.info.get("dpi", (0, 0))[0])  # a TIFF's is a Fraction: not for JSON
         rendered = {"size": [image.width, image.height],
-                    "dpi": round(dpi, 2) if PLAUSIBLE_DPI[0] <= dpi <= PLAUSIBLE_DPI[1] else None}
+                    "dpi": round(dpi, 2) if plausible_dpi(dpi) else None}
         start = time.perf_counter()
         image, steps = preprocess(image, pipeline.preprocess, doc_type=job.doc_type,
                                   max_pixels=job.max_pixels,

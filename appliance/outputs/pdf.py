@@ -76,6 +76,7 @@ from PIL import Image
 
 from appliance.errors import CorruptFile, EncryptedPdf
 from appliance.outputs.tree import UNKNOWN_DPI, PageTree
+from appliance.raster import plausible_dpi
 
 if TYPE_CHECKING:
     import pikepdf
@@ -96,9 +97,6 @@ _XOBJECT_NAME = "OCRTextLayer"
 # the text layer is drawn in the rendered page's pixels (one unit a pixel; positions
 # written to 0.01 of one); one transform puts it on the page
 _TEXT_DPI = 72.0
-# a resolution outside these is a file's mistake (Pillow reads a TIFF without
-# resolution tags as 1 dpi): the page size then comes from img2pdf's reading
-_PLAUSIBLE_DPI = (20.0, 10000.0)
 
 # fontTools logs every table it subsets at INFO and fpdf2 its font handling; OCRmyPDF
 # warns, for text no bundled font covers, to install a font, which does not apply
@@ -551,8 +549,7 @@ def _fitting(pixels: int, dpi: float) -> float:
 def _read_dpi(tree: PageTree | None) -> float | None:
     """The resolution a page was read at, where its tree records one (a failed page's
     tree does not)."""
-    if tree is None or tree.status != "done" or not \
-            _PLAUSIBLE_DPI[0] <= tree.dpi <= _PLAUSIBLE_DPI[1]:
+    if tree is None or tree.status != "done" or not plausible_dpi(tree.dpi):
         return None
     return float(tree.dpi)
 
@@ -571,8 +568,7 @@ def _rendered_image_pdf(original: Path, kind: str, frames: int,
         dpi = _read_dpi(by_number.get(index + 1))
         if dpi is None:
             stated = frame.info.get("dpi") or (0, 0)
-            dpi = float(stated[0]) if _PLAUSIBLE_DPI[0] <= float(stated[0]) <= \
-                _PLAUSIBLE_DPI[1] else float(UNKNOWN_DPI)
+            dpi = float(stated[0]) if plausible_dpi(float(stated[0])) else float(UNKNOWN_DPI)
         buffer = io.BytesIO()
         frame.save(buffer, format="PNG")
         pngs.append(buffer.getvalue())

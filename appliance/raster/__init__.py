@@ -56,6 +56,15 @@ def count_pages(path: Path, kind: str, max_pixels: int, password: str | None = N
 
 
 # A reviewer's rerun at higher resolution renders PDF pages this much finer per step.
+# a resolution a file states outside this is its mistake (Pillow reads a TIFF without
+# resolution tags as 1 dpi)
+PLAUSIBLE_DPI = (20.0, 10000.0)
+
+
+def plausible_dpi(dpi: float) -> bool:
+    return PLAUSIBLE_DPI[0] <= dpi <= PLAUSIBLE_DPI[1]
+
+
 BOOST_DPI_FACTOR = 1.5
 
 
