@@ -214,7 +214,8 @@ def test_a_llama_server_that_exits_at_start_is_reported(tmp_path):
 BLOCKED = ("fastapi starlette uvicorn pydantic sqlmodel sqlalchemy gradio gradio_client rapidocr "
            "rapidocr_onnxruntime onnxruntime pypdfium2 watchdog apscheduler httpx rapidfuzz "
            "apted cv2 psutil pynvml tqdm requests").split()
-IMPORTED_OK = {"numpy", "PIL", "gguf", "yaml"}  # yaml: gguf imports it
+# yaml: gguf imports it; defusedxml: Pillow imports it where it is installed
+IMPORTED_OK = {"numpy", "PIL", "gguf", "yaml", "defusedxml"}
 # llama-cpp-python's own imports (chat templates, its cache), brought in the GPU kit
 LLAMA_CPP_OK = {"llama_cpp", "jinja2", "markupsafe", "diskcache", "typing_extensions"}
 ISOLATED = textwrap.dedent("""
