@@ -7,7 +7,10 @@ appliance sees only these types.
 from __future__ import annotations
 
 import threading
+import time
+from collections.abc import Callable
 from dataclasses import asdict, dataclass, field
+from pathlib import Path
 from typing import Protocol
 
 from PIL import Image
@@ -82,3 +85,17 @@ class Engine(Protocol):
     def recognize(self, image: Image.Image, request: PageRequest) -> Recognition: ...
 
     def close(self) -> None: ...
+
+
+def timed_reading(pages: list[Path], read: Callable[[Image.Image], object]) -> float:
+    """The seconds ``read`` takes over the page files, after one read of the first to
+    warm up (as a worker's): each engine's bare loop for `appliance bench`."""
+    def each(path: Path) -> None:
+        with Image.open(path) as image:
+            read(image)
+
+    each(pages[0])
+    start = time.perf_counter()
+    for path in pages:
+        each(path)
+    return time.perf_counter() - start

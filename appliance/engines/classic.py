@@ -23,7 +23,7 @@ import numpy as np
 from PIL import Image
 from rapidocr import RapidOCR
 
-from appliance.engines.base import Line, PageRequest, Recognition
+from appliance.engines.base import Line, PageRequest, Recognition, timed_reading
 from appliance.errors import EngineError
 from appliance.reading.markdown import render
 from appliance.reading.order import read_order
@@ -55,13 +55,7 @@ def bare_loop(pages: list[Path], *, threads: int = 2, **_engine_options) -> floa
     """The yardstick for `appliance bench`: RapidOCR on each page file, nothing else.
     Returns the seconds it took."""
     ocr = make_rapidocr(threads)
-    with Image.open(pages[0]) as image:
-        ocr(image.convert("RGB"))  # warm-up, as a worker's: models load on first use
-    start = time.perf_counter()
-    for path in pages:
-        with Image.open(path) as image:
-            ocr(image.convert("RGB"))
-    return time.perf_counter() - start
+    return timed_reading(pages, lambda image: ocr(image.convert("RGB")))
 
 
 # How lines become text and Markdown (appliance.reading): bump it when they change, so

@@ -13,13 +13,12 @@ from __future__ import annotations
 
 import logging
 import threading
-import time
 from concurrent.futures import Future
 from pathlib import Path
 
 from PIL import Image
 
-from appliance.engines.base import PageRequest, Recognition
+from appliance.engines.base import PageRequest, Recognition, timed_reading
 from appliance.engines.chat import page_messages
 from appliance.engines.llama.batched import BatchedDecoder, route_native_logs
 from appliance.engines.llama.sequence import SAMPLED_REPEAT_PENALTY, Decoding
@@ -53,18 +52,11 @@ def bare_loop(pages: list[Path], *, model: str, mmproj: str, n_ctx: int = 4096,
                      flash_attn=flash_attn, threads=threads)
     side = inspect_model(model, mmproj).image_size
     prompt = prompt_for("generic")
-    def read(path: Path) -> None:
-        with Image.open(path) as image:
-            llm.create_chat_completion(messages=page_messages(image, prompt.text, side),
-                                       max_tokens=fixed_tokens or prompt.max_tokens,
-                                       temperature=0.0, repeat_penalty=1.0, seed=SEED)
-
     try:
-        read(pages[0])  # warm-up, as a worker's
-        start = time.perf_counter()
-        for path in pages:
-            read(path)
-        return time.perf_counter() - start
+        return timed_reading(pages, lambda image: llm.create_chat_completion(
+            messages=page_messages(image, prompt.text, side),
+            max_tokens=fixed_tokens or prompt.max_tokens, temperature=0.0,
+            repeat_penalty=1.0, seed=SEED))
     finally:
         llm.close()
 

@@ -14,13 +14,12 @@ until a probe (a tiny page) is read again.
 from __future__ import annotations
 
 import threading
-import time
 from concurrent.futures import Future, ThreadPoolExecutor
 from pathlib import Path
 
 from PIL import Image
 
-from appliance.engines.base import PageRequest
+from appliance.engines.base import PageRequest, timed_reading
 from appliance.engines.degeneration import RepetitionGuard
 from appliance.engines.prompts import Prompt, prompt_for
 from appliance.engines.remote.breaker import CircuitBreaker
@@ -111,18 +110,13 @@ def bare_loop(pages: list[Path], *, endpoint: dict, fixed_tokens: int = 0,
     client = EndpointClient(endpoint)
     prompt = prompt_for("generic")
 
-    def read(path: Path) -> None:
-        with Image.open(path) as image:
-            body = client.request_body(image, prompt, side=endpoint["image_side"], context="",
-                                       max_tokens=fixed_tokens or prompt.max_tokens,
-                                       sampled=False, fixed=bool(fixed_tokens))
-            client.stream(body, deadline=None, cancel=(), guard=None)
+    def read(image: Image.Image) -> None:
+        body = client.request_body(image, prompt, side=endpoint["image_side"], context="",
+                                   max_tokens=fixed_tokens or prompt.max_tokens,
+                                   sampled=False, fixed=bool(fixed_tokens))
+        client.stream(body, deadline=None, cancel=(), guard=None)
 
     try:
-        read(pages[0])  # warm-up, as a worker's
-        start = time.perf_counter()
-        for path in pages:
-            read(path)
-        return time.perf_counter() - start
+        return timed_reading(pages, read)
     finally:
         client.close()
