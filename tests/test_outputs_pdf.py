@@ -419,8 +419,8 @@ def test_pdfa_is_declared_with_an_srgb_output_intent_and_validates(png_page, out
 
 def test_a_pdf_that_cannot_be_pdfa_is_written_plain_and_says_why(tmp_path):
     """A born-digital PDF whose font is not embedded cannot be PDF/A without
-    Ghostscript: a plain PDF, with its text layer, the reason in the report, and no
-    PDF/A claim in it."""
+    Ghostscript: a plain PDF, the reason in the report, and no PDF/A claim in it. Its
+    page shows text of its own, which it keeps: no second layer."""
     from fpdf import FPDF
 
     document = FPDF(unit="pt", format=(595, 842))
@@ -437,7 +437,8 @@ def test_a_pdf_that_cannot_be_pdfa_is_written_plain_and_says_why(tmp_path):
     assert report["output_type"] == "pdf"
     assert report["pdfa_error"].startswith("PDF/A-2b: ")
     assert "not embedded" in report["pdfa_error"]
-    assert "scanned words" in page_texts(data)[0]
+    assert page_texts(data)[0].strip() == "Hello born digital"
+    assert report["pages_without_text"] == [{"page": 1, "reason": "own text"}]
     xmp, _info, _intents = metadata(data)
     assert xmp["pdfaid:part"] is None
 
@@ -518,6 +519,29 @@ def test_a_page_without_a_tree_is_not_read(png_page):
         searchable_pdf(path, "png", [PageTree(2, 10, 10, DPI, "failed")])
     with pytest.raises(ValueError):
         searchable_pdf(path, "png", [], output_type="pdf/x")
+
+
+def test_a_searchable_pdf_made_before_keeps_its_layer_and_gets_no_second(png_page, tmp_path):
+    """A searchable PDF submitted again (its text in a form) keeps its text, which
+    extracts once; a scanned page after it gets its layer."""
+    path, lines, image = png_page
+    searchable = tmp_path / "searchable.pdf"
+    searchable.write_bytes(searchable_pdf(path, "png", [tree_for(1, lines, image.size)])[0])
+    scanned_lines = sample_lines(31, count=6)
+    both = tmp_path / "both.pdf"
+    with pikepdf.open(searchable) as pdf, \
+            pikepdf.open(write_pdf(tmp_path / "scan.pdf", [scanned_lines], dpi=DPI)) as scan:
+        pdf.pages.extend(scan.pages)
+        pdf.save(both)
+    trees = [tree_for(1, lines, image.size),
+             tree_for(2, scanned_lines, render_page(both, "pdf", 1, DPI, MAX_PIXELS).size)]
+
+    data, report = searchable_pdf(both, "pdf", trees)
+    assert report["pages_with_text"] == [2]
+    assert report["pages_without_text"] == [{"page": 1, "reason": "own text"}]
+    texts = page_texts(data)
+    assert text_lines(texts[0]) == lines  # once, not twice
+    assert text_lines(texts[1]) == scanned_lines
 
 
 # --- encrypted input; threads ------------------------------------------------------------

@@ -15,8 +15,8 @@ import pytest
 import xmlschema
 
 from appliance.outputs.alto import to_alto
-from appliance.outputs.hocr import pixel_box, to_hocr
-from appliance.outputs.tree import PageTree, TextBlock, TextLine, Word
+from appliance.outputs.hocr import to_hocr
+from appliance.outputs.tree import PageTree, TextBlock, TextLine, Word, pixel_box
 
 DATA = Path(__file__).parent / "data"
 ALTO = "{http://www.loc.gov/standards/alto/ns-v4#}"
@@ -175,11 +175,12 @@ PROPERTY_GRAMMAR = {
     "ppageno": re.compile(UINT),
     "scan_res": re.compile(rf"{UINT} {UINT}"),
     "x_wconf": re.compile(UINT),  # an integer, as Tesseract writes it, OCRmyPDF reads it
+    "textangle": re.compile(r"90|180|270"),
 }
 # per class: the properties it must have, and those it may have besides
 REQUIRED = {"ocr_page": {"bbox", "ppageno", "scan_res"}, "ocr_carea": {"bbox"},
             "ocr_par": {"bbox"}, "ocr_line": {"bbox"}, "ocrx_word": {"bbox"}}
-OPTIONAL = {"ocr_page": {"image"}, "ocrx_word": {"x_wconf"}}
+OPTIONAL = {"ocr_page": {"image"}, "ocr_line": {"textangle"}, "ocrx_word": {"x_wconf"}}
 # per class: its tag and the class of its children (None: text only)
 NESTING = {"ocr_page": ("div", "ocr_carea"), "ocr_carea": ("div", "ocr_par"),
            "ocr_par": ("p", "ocr_line"), "ocr_line": ("span", "ocrx_word"),
@@ -357,6 +358,37 @@ def test_boxes_enclose_and_are_clipped_to_the_page():
     assert pixel_box((10.2, 5.9, 20.0000001, 30.5), 100, 100) == (10, 5, 20, 31)
     assert pixel_box((-3.5, -0.2, 120.4, 99.0), 100, 80) == (0, 0, 100, 80)
     assert pixel_box((50.0, 40.0, 10.0, 5.0), 100, 100) == (10, 5, 50, 40)  # reversed
+
+
+def test_a_page_read_turned_gives_its_boxes_on_the_page_and_says_how_its_text_runs(
+        alto_schema, tmp_path):
+    """Read upright (100 x 200) from a page submitted on its side (200 x 100, turned
+    a quarter counter-clockwise): the boxes are the page's, the text runs up it."""
+    line = TextLine((10.0, 20.0, 90.0, 30.0), [Word("up", (10.0, 20.0, 50.0, 30.0), 0.5),
+                                                Word("wards", (60.0, 20.0, 90.0, 30.0), 0.5)])
+    page = PageTree(1, 200, 100, 150, "done", [TextBlock(line.box, [line])],
+                    to_page=(0.0, 1.0, 0.0, -1.0, 0.0, 100.0))
+    assert page.text_angle == 90
+
+    text = to_hocr("turned.tif", [page])
+    root = check_hocr(text)
+    [span] = root.findall(f".//{XHTML}span[@class='ocr_line']")
+    assert properties(span.get("title")) == {"bbox": "20 10 30 90", "textangle": "90"}
+    words = root.findall(f".//{XHTML}span[@class='ocrx_word']")
+    assert [_bbox(properties(w.get("title"))) for w in words] == [(20, 50, 30, 90),
+                                                                  (20, 10, 30, 40)]
+    from ocrmypdf.hocrtransform.hocr_parser import HocrParser
+
+    path = tmp_path / "turned.hocr"
+    path.write_text(text, encoding="utf-8")
+    assert [parsed.textangle for parsed in HocrParser(path).parse().lines] == [90]
+
+    data = to_alto("turned.tif", [page])
+    alto_schema.validate(io.BytesIO(data))
+    alto = ET.fromstring(data)
+    assert alto.find(f".//{ALTO}Page").get("ROTATION") == "90"
+    assert [_alto_position(s) for s in alto.iter(f"{ALTO}String")] == [(20, 50, 30, 90),
+                                                                       (20, 10, 30, 40)]
 
 
 def test_odd_input_still_makes_valid_files(alto_schema):

@@ -6,10 +6,14 @@ from __future__ import annotations
 
 import time
 
+import numpy as np
+from PIL import Image, ImageDraw
+
 from appliance.intake import SubmitOptions
 from appliance.outputs.tree import page_trees
 from appliance.raster.synthetic import render_text_page, text_page_words
 from appliance.store import queries, reviews
+from tests.test_outputs_pdf import extracted_boxes, page_texts, text_lines
 from tests.test_ui_handlers import make_appliance, running_appliance, wait_final  # noqa: F401
 
 LINES = ["Invoice number 4711 for office chairs", "Delivered to the main office",
@@ -25,30 +29,61 @@ def iou(a, b) -> float:
     return inter / ((a[2] - a[0]) * (a[3] - a[1]) + (b[2] - b[0]) * (b[3] - b[1]) - inter)
 
 
-def turned(box, width):
-    """A box on an upright page of this width, on the page turned 90° counter-clockwise."""
-    x0, y0, x1, y1 = box
-    return (y0, width - x1, y1, width - x0)
+def submitted_askew(image: Image.Image, fill) -> Image.Image:
+    """The page as a careless scan gives it: 2.5° askew, and on its side."""
+    return (image.rotate(2.5, Image.Resampling.NEAREST, expand=True, fillcolor=fill)
+            .rotate(90, expand=True))
 
 
-def test_words_land_where_they_stand_on_the_page_as_submitted(running_appliance, tmp_path):
+def ink_boxes(words, size) -> list[tuple[str, tuple]]:
+    """Each word's box on the page as submitted: its box on the upright page painted
+    in its own number on a label image that is turned like the page."""
+    labels = Image.new("I", size, 0)
+    draw = ImageDraw.Draw(labels)
+    for number, (_, box) in enumerate(words, start=1):
+        draw.rectangle(box, fill=number)
+    turned = np.asarray(submitted_askew(labels, 0))
+    truth = []
+    for number, (text, _) in enumerate(words, start=1):
+        ys, xs = np.nonzero(turned == number)
+        truth.append((text, (xs.min(), ys.min(), xs.max() + 1, ys.max() + 1)))
+    return truth
+
+
+def missed(found: list[tuple[str, tuple | None]], truth) -> list:
+    """The true words not found, in reading order, with IoU >= 0.5 (a word may recur)."""
+    boxes: dict[str, list] = {}
+    for text, box in found:
+        if box is not None:
+            boxes.setdefault(text, []).append(box)
+    return [(text, box) for text, box in truth
+            if not boxes.get(text) or iou(boxes[text].pop(0), box) < 0.5]
+
+
+def test_words_land_where_they_stand_on_a_page_submitted_turned_and_askew(running_appliance,
+                                                                         tmp_path):
+    """Preprocessing turns the page a quarter and straightens it; in the page's tree
+    and in its PDF text layer, each word stands where its ink is on the page as
+    submitted."""
     upright = render_text_page(LINES, font_size=36)
-    truth = [(text, turned(box, upright.width)) for text, box in text_page_words(LINES, 36)]
+    truth = ink_boxes(text_page_words(LINES, 36), upright.size)
     path = tmp_path / "turned.tif"  # a TIFF's resolution is a fraction: stored as a number
-    upright.rotate(90, expand=True).save(path, dpi=(150, 150))
+    page_image = submitted_askew(upright, "white")
+    page_image.save(path, dpi=(150, 150))
     doc = running_appliance.submit_path(path, SubmitOptions(source="api"))
     wait_final(running_appliance, [doc.id])
 
     [page] = page_trees(running_appliance.db, doc.id)
-    assert (page.width, page.height, page.dpi) == (upright.height, upright.width, 150)
+    assert (page.width, page.height, page.dpi) == (*page_image.size, 150)
+    assert page.text_angle == 90  # the text runs up the page
     words = [word for block in page.blocks for line in block.lines for word in line.words]
-    found: dict[str, list] = {}  # a word's boxes in reading order (a word may recur)
-    for word in words:
-        found.setdefault(word.text, []).append(word.box)
-    missed = [(text, box) for text, box in truth
-              if not found.get(text) or iou(found[text].pop(0), box) < 0.5]
-    assert len(missed) <= 0.05 * len(truth), missed
+    assert len(missed([(w.text, page.on_page(w.box)) for w in words], truth)) <= 0.05 * len(truth)
     assert all(0 < word.confidence <= 1 for word in words)
+
+    data = running_appliance.exporter.pdf(doc.id)
+    assert text_lines(page_texts(data)[0]) == [line.text for b in page.blocks for line in b.lines]
+    lost = missed(extracted_boxes(data, 0, page), truth)
+    assert len(lost) <= 0.05 * len(truth), lost
 
 
 def test_a_correction_keeps_the_positions_of_the_words_it_kept(tmp_path):

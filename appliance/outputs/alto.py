@@ -7,7 +7,8 @@ Structure::
       Description: MeasurementUnit pixel; sourceImageInformation/fileName (the title);
                    OCRProcessing/ocrProcessingStep/processingSoftware (ocr-appliance)
       Layout
-        Page         one per page: ID page_N, PHYSICAL_IMG_NR N, WIDTH, HEIGHT
+        Page         one per page: ID page_N, PHYSICAL_IMG_NR N, WIDTH, HEIGHT, and
+                     ROTATION (90, 180, 270) where its text runs turned
           PrintSpace the whole page (0, 0, WIDTH, HEIGHT)
             TextBlock  one per block, ID block_N_B
               TextLine one per line, ID line_N_B_L
@@ -17,7 +18,7 @@ Structure::
 
 IDs are the hOCR writer's, so an element is the same in both files. Positions are in
 the rendered page's pixels, as integers (the schema's xsd:float takes them): the same
-enclosing, page-clipped integer box the hOCR writer gives (``hocr.pixel_box``), so
+enclosing, page-clipped integer box the hOCR writer gives (``PageTree.pixels``), so
 HPOS = x0, VPOS = y0, WIDTH = x1 - x0, HEIGHT = y1 - y0.
 
 ``OCRProcessing`` is what Tesseract writes and ALTO readers look for; schema 4.x marks
@@ -49,7 +50,6 @@ from appliance.outputs.hocr import (
     SOFTWARE_NAME,
     check_pages,
     known_confidence,
-    pixel_box,
     xml_text,
 )
 from appliance.outputs.tree import PageTree
@@ -91,22 +91,24 @@ def _page(layout: ET.Element, page: PageTree) -> None:
     n, width, height = page.number, page.width, page.height
     element = ET.SubElement(layout, "Page", {
         "ID": f"page_{n}", "PHYSICAL_IMG_NR": str(n),
-        "WIDTH": str(width), "HEIGHT": str(height)})
+        "WIDTH": str(width), "HEIGHT": str(height),
+        # the text's turn on the page (a page submitted on its side)
+        **({"ROTATION": str(page.text_angle)} if page.text_angle else {})})
     space = ET.SubElement(element, "PrintSpace", _position((0, 0, width, height)))
     if page.status != "done":
         return
     for b, block in enumerate(page.blocks, start=1):
         text_block = ET.SubElement(space, "TextBlock", {
-            "ID": f"block_{n}_{b}", **_position(pixel_box(block.box, width, height))})
+            "ID": f"block_{n}_{b}", **_position(page.pixels(block.box))})
         for li, line in enumerate(block.lines, start=1):
             if not line.words:
                 continue
-            line_box = pixel_box(line.box, width, height)
+            line_box = page.pixels(line.box)
             text_line = ET.SubElement(text_block, "TextLine", {
                 "ID": f"line_{n}_{b}_{li}", **_position(line_box)})
             previous = None
             for w, word in enumerate(line.words, start=1):
-                box = pixel_box(word.box, width, height)
+                box = page.pixels(word.box)
                 if previous is not None:
                     gap = max(box[0] - previous[2], 0)
                     ET.SubElement(text_line, "SP", {

@@ -12,7 +12,8 @@ one Tesseract writes and hOCR readers (OCRmyPDF's ``HocrParser``, hocr-tools) ex
 N, B, L, W count from 1 (N is the page's own number). Every element's ``title`` carries
 a ``bbox`` of four unsigned integers in the rendered page's pixels: the smallest integer
 box that holds the tree's float box (x0 and y0 floored, x1 and y1 ceiled), clipped to
-the page. A word whose confidence is known (not None, not NaN) has ``x_wconf`` 0-100
+the page. A line on a page whose text runs turned (submitted on its side, turned
+upright by preprocessing) has ``textangle`` 90, 180 or 270. A word whose confidence is known (not None, not NaN) has ``x_wconf`` 0-100
 (an integer, as Tesseract writes it and OCRmyPDF reads it). A page's title has
 ``image`` (the document's title, percent-encoded where it is not printable ASCII or is
 one of ``" % ; \\``, since the property's grammar is a quoted ASCII string; left out
@@ -47,7 +48,7 @@ import re
 import urllib.parse
 import xml.etree.ElementTree as ET
 
-from appliance.outputs.tree import Box, PageTree
+from appliance.outputs.tree import PageTree
 
 XHTML_NS = "http://www.w3.org/1999/xhtml"
 SOFTWARE_NAME = "ocr-appliance"
@@ -76,20 +77,6 @@ def software_version() -> str:
 def xml_text(text: str) -> str:
     """The text with what XML 1.0 cannot carry replaced by U+FFFD."""
     return _NOT_XML.sub("\ufffd", text)
-
-
-def pixel_box(box: Box, width: int, height: int) -> tuple[int, int, int, int]:
-    """The smallest integer box holding ``box``, clipped to the page (0..width,
-    0..height), corners ordered so that x0 <= x1 and y0 <= y1."""
-    x0, x1 = sorted((box[0], box[2]))
-    y0, y1 = sorted((box[1], box[3]))
-    eps = 1e-6  # 12.0000001 from a float transform is 12, not 13
-
-    def clip(value: int, limit: int) -> int:
-        return min(max(value, 0), max(limit, 0))
-
-    return (clip(math.floor(x0 + eps), width), clip(math.floor(y0 + eps), height),
-            clip(math.ceil(x1 - eps), width), clip(math.ceil(y1 - eps), height))
 
 
 def known_confidence(confidence: float | None) -> float | None:
@@ -141,16 +128,18 @@ def _page(body: ET.Element, page: PageTree, image: str) -> None:
     if page.status != "done":
         return
     for b, block in enumerate(page.blocks, start=1):
-        block_box = _bbox(pixel_box(block.box, page.width, page.height))
+        block_box = _bbox(page.pixels(block.box))
         carea = _el(div, "div", "ocr_carea", f"block_{n}_{b}", block_box)
         par = _el(carea, "p", "ocr_par", f"par_{n}_{b}", block_box)
         for li, line in enumerate(block.lines, start=1):
             if not line.words:
                 continue
-            span = _el(par, "span", "ocr_line", f"line_{n}_{b}_{li}",
-                       _bbox(pixel_box(line.box, page.width, page.height)))
+            line_props = [_bbox(page.pixels(line.box))]
+            if page.text_angle:
+                line_props.append(f"textangle {page.text_angle}")
+            span = _el(par, "span", "ocr_line", f"line_{n}_{b}_{li}", _title(*line_props))
             for w, word in enumerate(line.words, start=1):
-                props = [_bbox(pixel_box(word.box, page.width, page.height))]
+                props = [_bbox(page.pixels(word.box))]
                 confidence = known_confidence(word.confidence)
                 if confidence is not None:
                     props.append(f"x_wconf {confidence_percent(confidence)}")

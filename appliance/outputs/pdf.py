@@ -16,16 +16,19 @@ libraries; nothing of theirs is copied here):
   orientation, a frame count it reads differently) is embedded as the appliance
   rendered it, as lossless PNG data.
 * The text. Each page with placed words becomes an ``ocr_page > ocr_line >
-  ocrx_word`` tree of ``OcrElement``\\ s in the rendered page's pixels, drawn as
+  ocrx_word`` tree of ``OcrElement``\\ s in the pixels of the page as the engine
+  read it (where a straightened page's lines run straight across), drawn as
   invisible text (render mode 3) by OCRmyPDF's fpdf2 renderer, all pages into one
   PDF so that a font subset is embedded once. The fonts are OCRmyPDF's bundled ones
   only (Noto Sans, and the glyphless Occulta for every other script), so the output
   does not depend on the fonts of the host.
 * The graft. Each text page is added to its page as a Form XObject, drawn *before*
-  the page's own content (under it), with one transform from the rendered page's
-  pixels to the page's user space: the page as pdfium displays it (the CropBox,
-  clipped to the MediaBox, turned by /Rotate), which is the page the appliance
-  rendered and read, whatever the boxes and rotation. The transform is computed
+  the page's own content (under it), with one transform from the engine's pixels
+  to the page's user space: the tree's ``to_page`` (undoing preprocessing's turn,
+  straightening, crop and scaling), then from the rendered page's pixels to the
+  page as pdfium displays it (the CropBox, clipped to the MediaBox, turned by
+  /Rotate), which is the page the appliance rendered and read, whatever the boxes
+  and rotation. The transform is computed
   here from the page dictionary (pdfium is not thread-safe and is not used).
 * PDF/A. ``pikepdf.pdfa.save`` repairs what it can (output intent sRGB, XMP,
   hidden annotations), writes, and validates what it wrote (no Ghostscript, no
@@ -49,8 +52,10 @@ too: the DocInfo key ``/OCRPagesWithoutText`` (always written; empty when every
 page has its text) and, where there are such pages, a sentence in ``dc:description``
 (PDF/A permits no custom XMP property without an extension schema).
 
-A page that has text of its own already (a born-digital page, a scanner's own OCR
-layer) gets the appliance's text layer as well: its text then extracts twice.
+A PDF page that shows text of its own (a born-digital page, a scanner's OCR layer, a
+searchable PDF made before) keeps it and gets no text layer, so that its text does
+not extract twice (OCRmyPDF's ``--skip-text``); the report gives "own text" as the
+reason. Its recognised text is still in the other formats.
 
 An encrypted PDF is opened with the password given; the output is NOT encrypted
 (PDF/A forbids encryption; a plain PDF is written without it too).
@@ -91,10 +96,11 @@ FAILED = "failed"
 NO_POSITIONS = "no positions"
 NO_TEXT = "no text"  # read, and nothing was found on it
 NOT_READ = "not read"  # the original has the page; no tree was given for it
+OWN_TEXT = "own text"  # the page shows text of its own (born-digital, or OCRed before)
 
 PAGES_WITHOUT_TEXT_KEY = "/OCRPagesWithoutText"  # DocInfo
 _XOBJECT_NAME = "OCRTextLayer"
-# the text layer is drawn in the rendered page's pixels (one unit a pixel; positions
+# the text layer is drawn in the engine's pixels (one unit a pixel; positions
 # written to 0.01 of one); one transform puts it on the page
 _TEXT_DPI = 72.0
 
@@ -109,6 +115,10 @@ _QUIET_LOGGERS = {"fontTools": logging.WARNING, "fpdf": logging.WARNING,
 for _name, _level in _QUIET_LOGGERS.items():
     if logging.getLogger(_name).level == logging.NOTSET:
         logging.getLogger(_name).setLevel(_level)
+
+# the operators that show text, and how many forms a page's check looks into
+_SHOW_TEXT = "Tj TJ ' \""
+_MAX_FORMS = 256
 
 # EXIF orientations that mirror the image: a PDF page's /Rotate cannot say them
 _MIRRORING = frozenset({2, 4, 5, 7})
@@ -220,7 +230,7 @@ class _Parts:
 
         base = stack.enter_context(self._open_base())
         if self.plan is None:
-            self._plan(len(base.pages))
+            self._plan(base)
         if self.lines:
             if self.text_pdf is None:
                 self.text_pdf = _text_layers(self.by_number, self.lines)
@@ -228,7 +238,7 @@ class _Parts:
             for text_page, number in zip(text.pages, sorted(self.lines)):
                 tree = self.by_number[number]
                 page = base.pages[number - 1]
-                _graft(base, page, text_page, _text_to_user(page.obj, tree.width, tree.height))
+                _graft(base, page, text_page, _text_to_user(page.obj, tree))
         _write_metadata(base, self.plan)
         return base
 
@@ -241,7 +251,8 @@ class _Parts:
             self.image_pdf = _image_pdf(self.original, self.kind, self.by_number)
         return pikepdf.open(io.BytesIO(self.image_pdf))
 
-    def _plan(self, count: int) -> None:
+    def _plan(self, base: pikepdf.Pdf) -> None:
+        count = len(base.pages)
         beyond = sorted(number for number in self.by_number if not 1 <= number <= count)
         if beyond:
             raise ValueError(f"page trees {beyond} are beyond the original's {count} pages")
@@ -249,11 +260,48 @@ class _Parts:
         for number in range(1, count + 1):
             tree = self.by_number.get(number)
             placed = _placed_lines(tree) if tree is not None else []
-            if placed:
+            if placed and self.kind == "pdf" and _shows_text(base.pages[number - 1].obj):
+                without.append((number, OWN_TEXT))
+            elif placed:
                 self.lines[number] = placed
             else:
                 without.append((number, _why_no_text(tree)))
         self.plan = _Plan(sorted(self.lines), without)
+
+
+def _shows_text(page: pikepdf.Dictionary) -> bool:
+    """Whether the page's content, or a form it draws, shows a string: a text layer
+    added to it would make its text extract twice."""
+    import pikepdf
+
+    seen: set[tuple[int, int]] = set()
+    pending = [page]
+    while pending:
+        container = pending.pop()
+        try:
+            for operands, _operator in pikepdf.parse_content_stream(container, _SHOW_TEXT):
+                if any(_has_string(operand) for operand in operands):
+                    return True
+        except pikepdf.PdfError:  # content pdfium still displays as far as it can
+            log.info("event=unparsed_content page_text_check=skipped", exc_info=True)
+        resources = _inherited(container, "/Resources") if container is page \
+            else container.get("/Resources")
+        xobjects = resources.get("/XObject") if isinstance(resources, pikepdf.Dictionary) \
+            else None
+        for form in (xobjects.values() if isinstance(xobjects, pikepdf.Dictionary) else []):
+            if isinstance(form, pikepdf.Stream) and form.get("/Subtype") == "/Form" \
+                    and form.objgen not in seen and len(seen) < _MAX_FORMS:
+                seen.add(form.objgen)
+                pending.append(form)
+    return False
+
+
+def _has_string(operand) -> bool:
+    import pikepdf
+
+    if isinstance(operand, pikepdf.Array):  # TJ: strings and kerning
+        return any(_has_string(item) for item in operand)
+    return isinstance(operand, pikepdf.String) and len(bytes(operand)) > 0
 
 
 def _why_no_text(tree: PageTree | None) -> str:
@@ -271,10 +319,11 @@ def _why_no_text(tree: PageTree | None) -> str:
 
 def _placed_lines(tree: PageTree) -> list[list[tuple[str, tuple[float, float, float, float],
                                                      float | None]]]:
-    """The tree's lines as lists of (text, box, confidence), boxes clipped to the page
-    and ordered; empty for a page that gets no text layer."""
+    """The tree's lines as lists of (text, box, confidence), boxes in the page's text
+    frame, clipped to it and ordered; empty for a page that gets no text layer."""
     if tree.status != "done" or tree.width <= 0 or tree.height <= 0:
         return []
+    (left, top), width, height = _text_frame(tree)
     placed = []
     for block in tree.blocks:
         for line in block.lines:
@@ -282,14 +331,27 @@ def _placed_lines(tree: PageTree) -> list[list[tuple[str, tuple[float, float, fl
             for word in line.words:
                 text = _UNCARRIED.sub("", word.text).strip()
                 if text:
-                    words.append((text, _clipped(word.box, tree.width, tree.height),
+                    x0, y0, x1, y1 = word.box
+                    box = (x0 - left, y0 - top, x1 - left, y1 - top)
+                    words.append((text, _clipped(box, width, height),
                                   word.confidence))
             if words:
                 placed.append(words)
     return placed
 
 
-def _clipped(box, width: int, height: int) -> tuple[float, float, float, float]:
+def _text_frame(tree: PageTree) -> tuple[tuple[float, float], float, float]:
+    """The frame a page's text layer is drawn in: the tree's own (the page as the
+    engine read it, where lines run straight across, so a text line of a page that
+    was straightened follows its ink), moved so that the rendered page's extent in
+    it starts at 0, 0. Its origin in the tree's frame, its width and its height."""
+    corners = np.array([[0, 0, 1], [tree.width, 0, 1], [0, tree.height, 1],
+                        [tree.width, tree.height, 1]]) @ np.linalg.inv(tree.matrix).T
+    (x0, y0), (x1, y1) = corners[:, :2].min(axis=0), corners[:, :2].max(axis=0)
+    return (float(x0), float(y0)), float(x1 - x0), float(y1 - y0)
+
+
+def _clipped(box, width: float, height: float) -> tuple[float, float, float, float]:
     x0, x1 = sorted(min(max(float(v), 0.0), width) for v in (box[0], box[2]))
     y0, y1 = sorted(min(max(float(v), 0.0), height) for v in (box[1], box[3]))
     return x0, y0, x1, y1
@@ -299,9 +361,9 @@ def _clipped(box, width: int, height: int) -> tuple[float, float, float, float]:
 
 
 def _text_layers(by_number: dict[int, PageTree], lines: dict[int, list]) -> bytes:
-    """One PDF, a page per page with text (in page order), each the rendered page (a
-    unit a pixel) with its words as invisible text, drawn by OCRmyPDF's fpdf2
-    renderer."""
+    """One PDF, a page per page with text (in page order), each the page's text frame
+    (``_text_frame``, a unit a pixel) with its words as invisible text, drawn by
+    OCRmyPDF's fpdf2 renderer."""
     from fpdf import FPDF
     from fpdf.enums import TextMode
     from ocrmypdf.font import BuiltinFontProvider, MultiFontManager
@@ -325,8 +387,8 @@ def _text_layers(by_number: dict[int, PageTree], lines: dict[int, list]) -> byte
     pdf.text_mode = TextMode.INVISIBLE
     registered: dict[str, str] = {}  # font path -> family, shared by the pages
     for number in sorted(lines):
-        tree = by_number[number]
-        page = OcrElement(ocr_class=OcrClass.PAGE, bbox=BoundingBox(0, 0, tree.width, tree.height),
+        _origin, width, height = _text_frame(by_number[number])
+        page = OcrElement(ocr_class=OcrClass.PAGE, bbox=BoundingBox(0, 0, width, height),
                           dpi=_TEXT_DPI, page_number=number - 1)
         for words in lines[number]:
             line = OcrElement(ocr_class=OcrClass.LINE, bbox=_line_box(words))
@@ -391,12 +453,12 @@ def _graft(base: pikepdf.Pdf, page: pikepdf.Page, text_page: pikepdf.Page,
 # --- where the rendered page lies in the page's user space ---------------------------
 
 
-def _text_to_user(page: pikepdf.Dictionary, width_px: int, height_px: int) -> np.ndarray:
-    """The 3x3 affine from the text page (one unit a rendered pixel, y up) to the
-    page's user space."""
-    text_to_device = np.array([[1.0, 0.0, 0.0], [0.0, -1.0, float(height_px)],
-                               [0.0, 0.0, 1.0]])
-    return device_to_user(page, width_px, height_px) @ text_to_device
+def _text_to_user(page: pikepdf.Dictionary, tree: PageTree) -> np.ndarray:
+    """The 3x3 affine from the tree's text page (its text frame, one unit a pixel, y
+    up) to the page's user space."""
+    (left, top), _width, height = _text_frame(tree)
+    text_to_tree = np.array([[1.0, 0.0, left], [0.0, -1.0, top + height], [0.0, 0.0, 1.0]])
+    return device_to_user(page, tree.width, tree.height) @ tree.matrix @ text_to_tree
 
 
 def device_to_user(page: pikepdf.Dictionary, width_px: float, height_px: float) -> np.ndarray:

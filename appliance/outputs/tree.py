@@ -1,11 +1,19 @@
 """A finished document as the tree that hOCR, ALTO and a PDF text layer are written
 from: pages, blocks in reading order, lines, words, each with its box in the pixels
-of the page as it was rendered (before preprocessing turned, straightened, cropped or
-scaled it: ``raster.preprocess.to_original`` maps the engine's boxes back)."""
+of the page as the engine read it, and the page's ``to_page``: the affine that maps
+them onto the page as it was rendered, before preprocessing turned, straightened,
+cropped or scaled it (``raster.preprocess.to_original``).
+
+The boxes stay in the engine's frame, where lines run straight across: hOCR and ALTO
+take the boxes onto the rendered page (``PageTree.pixels``), whose axes a straightened
+line does not follow; the PDF text layer is drawn in the engine's frame and put on the
+page with the exact transform, so a line of a page that was straightened lies along
+its ink."""
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field, replace
+import math
+from dataclasses import dataclass, field
 
 import numpy as np
 
@@ -14,7 +22,8 @@ from appliance.raster.preprocess import to_original
 from appliance.store import Database, queries
 from appliance.store.models import PageResult, PageStatus
 
-Box = tuple[float, float, float, float]  # x0, y0, x1, y1 in the rendered page's pixels
+Box = tuple[float, float, float, float]  # x0, y0, x1, y1
+IDENTITY = (1.0, 0.0, 0.0, 0.0, 1.0, 0.0)
 
 
 @dataclass
@@ -52,6 +61,50 @@ class PageTree:
     # where the page's text has no positions (a vision model's reading no classic
     # reading could be aligned to), it is kept here, unplaced
     unplaced_text: str = ""
+    # the boxes' frame (the page as the engine read it) to the rendered page's pixels:
+    # x' = a x + b y + c, y' = d x + e y + f, as (a, b, c, d, e, f)
+    to_page: tuple[float, ...] = IDENTITY
+
+    @property
+    def matrix(self) -> np.ndarray:
+        """``to_page`` as a 3x3 matrix."""
+        return np.vstack([np.reshape(self.to_page, (2, 3)), [0.0, 0.0, 1.0]])
+
+    @property
+    def text_angle(self) -> int:
+        """Which way the text runs on the page as rendered, to the nearest quarter
+        turn: counter-clockwise degrees, 0, 90, 180 or 270 (a page submitted on its
+        side, turned upright by preprocessing; a straightening's few degrees are left
+        to the boxes)."""
+        dx, dy = self.matrix[:2, :2] @ (1.0, 0.0)
+        return round(math.degrees(math.atan2(-dy, dx)) / 90) % 4 * 90  # y grows down
+
+    def on_page(self, box: Box) -> Box:
+        """A box of the tree on the page as rendered: the box holding its corners."""
+        x0, y0, x1, y1 = box
+        corners = np.array([[x0, y0, 1], [x1, y0, 1], [x0, y1, 1], [x1, y1, 1]]) \
+            @ self.matrix.T
+        return (float(corners[:, 0].min()), float(corners[:, 1].min()),
+                float(corners[:, 0].max()), float(corners[:, 1].max()))
+
+    def pixels(self, box: Box) -> tuple[int, int, int, int]:
+        """A box of the tree on the page as rendered, in whole pixels: the smallest
+        integer box holding it, clipped to the page."""
+        return pixel_box(self.on_page(box), self.width, self.height)
+
+
+def pixel_box(box: Box, width: int, height: int) -> tuple[int, int, int, int]:
+    """The smallest integer box holding ``box``, clipped to the page (0..width,
+    0..height), corners ordered so that x0 <= x1 and y0 <= y1."""
+    x0, x1 = sorted((box[0], box[2]))
+    y0, y1 = sorted((box[1], box[3]))
+    eps = 1e-6  # 12.0000001 from a float transform is 12, not 13
+
+    def clip(value: int, limit: int) -> int:
+        return min(max(value, 0), max(limit, 0))
+
+    return (clip(math.floor(x0 + eps), width), clip(math.floor(y0 + eps), height),
+            clip(math.ceil(x1 - eps), width), clip(math.ceil(y1 - eps), height))
 
 
 # --- from the store --------------------------------------------------------------------
@@ -82,7 +135,9 @@ def _page_tree(number: int, result: PageResult, machine: PageResult) -> PageTree
     width, height = rendered.get("size") or provenance.get("image_size") or (0, 0)
     tree = PageTree(number, int(width), int(height), round(rendered.get("dpi") or UNKNOWN_DPI),
                     "done")
-    words = _machine_words(machine.lines or [], to_original(provenance.get("preprocess") or []))
+    back = to_original(provenance.get("preprocess") or [])
+    tree.to_page = tuple(float(v) for v in back[:2].ravel())
+    words = words_of(machine.lines or [])
     if not words:  # a reading without positions (a vision model's): the text stays unplaced
         tree.unplaced_text = result.text or ""
         return tree
@@ -90,20 +145,6 @@ def _page_tree(number: int, result: PageResult, machine: PageResult) -> PageTree
         words, _rate = align(words, (result.text or "").split(), score=1.0)
     tree.blocks = _blocks(words)
     return tree
-
-
-def _machine_words(lines: list[dict], back: np.ndarray) -> list[Placed]:
-    """The reading's words, their boxes mapped back onto the page as rendered."""
-    return [replace(p, box=_mapped(p.box, back)) for p in words_of(lines)]
-
-
-def _mapped(box, back: np.ndarray) -> Box:
-    """A box on the page the engine read, on the page as rendered: the bounding box
-    of its corners mapped back."""
-    x0, y0, x1, y1 = box
-    corners = np.array([[x0, y0, 1], [x1, y0, 1], [x0, y1, 1], [x1, y1, 1]]) @ back.T
-    return (float(corners[:, 0].min()), float(corners[:, 1].min()),
-            float(corners[:, 0].max()), float(corners[:, 1].max()))
 
 
 def _blocks(words: list[Placed]) -> list[TextBlock]:
