@@ -31,7 +31,8 @@ def cmd_ocr(args) -> int:
 
     settings = load_settings(args.config)
     configure_logging("WARNING")
-    return run_once(settings, [Path(f) for f in args.files], args.format, args.output)
+    return run_once(settings, [Path(f) for f in args.files], args.format, args.output,
+                    doc_type=args.type)
 
 
 def cmd_bench(args) -> int:
@@ -356,6 +357,9 @@ def build_parser() -> argparse.ArgumentParser:
     ocr = sub.add_parser("ocr", parents=[common], help="recognise files now, without a daemon; result to stdout")
     ocr.add_argument("files", nargs="+", type=Path)
     ocr.add_argument("--format", choices=OUTPUT_FORMATS, default="md")
+    ocr.add_argument("--type", choices=DOC_TYPES, default="generic",
+                     help="the document type: its key fields (receipt, invoice, fapiao) are "
+                          "read, checked and given in the JSON")
     ocr.add_argument("-o", "--output", type=Path, metavar="OUT",
                      help="write the result to this file (one input file; needed for pdf)")
     ocr.set_defaults(func=cmd_ocr)

@@ -23,6 +23,8 @@ from typing import Literal
 
 from appliance.engines import registry
 from appliance.errors import ConfigError
+from appliance.fields.schema import LOCATES, PICKS
+from appliance.fields.kinds import KINDS
 
 CONFIG_ENV = "APPLIANCE_CONFIG"
 DEFAULT_CONFIG = Path(__file__).resolve().parent.parent / "config.toml"
@@ -60,7 +62,7 @@ class PathSettings:
 RETRY_RUNGS = ("greedy", "sampled", "tiled")
 OUTPUT_FORMATS = ("md", "json", "txt", "hocr", "alto", "pdf")  # export.SUFFIXES names each file
 DOC_TYPES = ("generic", "receipt", "invoice", "contract", "report", "table", "handwriting",
-             "id_card")
+             "id_card", "fapiao")
 
 
 @dataclass
@@ -218,6 +220,39 @@ class RequiredField:
 
 
 @dataclass
+class FieldSetting:
+    """One field of a document type, a [[fields.<type>]] table: it replaces the shipped
+    field of the same name, or adds one (``appliance.fields.schema``)."""
+
+    name: str = field(default="", metadata={"required": True})
+    kind: str = field(default="", metadata={"required": True, "choices": KINDS})
+    required: bool = False
+    # the words printed before or above the value; a line with one of not_labels is
+    # not the field's (CASH is not the TOTAL)
+    labels: list[str] = field(default_factory=list, metadata={"empty_ok": True})
+    not_labels: list[str] = field(default_factory=list, metadata={"empty_ok": True})
+    choices: list[str] = field(default_factory=list, metadata={"empty_ok": True})  # enum
+    pattern: str = ""  # regex: the value must match it whole
+    pick: str = field(default="first", metadata={"choices": PICKS})
+    locate: str = field(default="label", metadata={"choices": LOCATES})
+
+
+@dataclass
+class FieldsSettings:
+    # [[fields.receipt]], [[fields.invoice]], ...: a document type's fields over the
+    # shipped ones (receipt, invoice and fapiao have fields out of the box)
+    generic: list[FieldSetting] = field(default_factory=list)
+    receipt: list[FieldSetting] = field(default_factory=list)
+    invoice: list[FieldSetting] = field(default_factory=list)
+    contract: list[FieldSetting] = field(default_factory=list)
+    report: list[FieldSetting] = field(default_factory=list)
+    table: list[FieldSetting] = field(default_factory=list)
+    handwriting: list[FieldSetting] = field(default_factory=list)
+    id_card: list[FieldSetting] = field(default_factory=list)
+    fapiao: list[FieldSetting] = field(default_factory=list)
+
+
+@dataclass
 class ReviewSettings:
     # false: every page is accepted as read (confidence is still scored and stored).
     enabled: bool = True
@@ -292,6 +327,7 @@ class Settings:
     queue: QueueSettings = field(default_factory=QueueSettings)
     watch: list[WatchFolder] = field(default_factory=list)
     review: ReviewSettings = field(default_factory=ReviewSettings)
+    fields: FieldsSettings = field(default_factory=FieldsSettings)
     retention: RetentionSettings = field(default_factory=RetentionSettings)
     auth: AuthSettings = field(default_factory=AuthSettings)
     webhooks: WebhookSettings = field(default_factory=WebhookSettings)
@@ -353,7 +389,36 @@ def settings_from_dict(raw: dict, base_dir: Path, source: Path | None = None) ->
     _check_review(settings.review, where)
     _check_auth(settings.auth, where)
     _check_remote(settings.engine, where)
+    _check_fields(settings.fields, where)
     return settings
+
+
+def _check_fields(settings: FieldsSettings, where) -> None:
+    for doc_type in DOC_TYPES:
+        names = set()
+        for i, item in enumerate(getattr(settings, doc_type)):
+            key = f"fields.{doc_type}[{i}]"
+            if item.name in names:
+                raise ConfigError(f"{where}: {key} repeats the field name {item.name!r}; "
+                                  f"keep one table per field")
+            names.add(item.name)
+            if item.kind == "enum" and not item.choices:
+                raise ConfigError(f"{where}: {key} is an enum without choices; add "
+                                  f"choices = [\"...\", ...]")
+            if item.kind == "regex" and not item.pattern:
+                raise ConfigError(f"{where}: {key} is a regex field without a pattern; add "
+                                  f"pattern = \"...\"")
+            if item.pattern:
+                try:
+                    re.compile(item.pattern)
+                except re.error as exc:
+                    raise ConfigError(f"{where}: {key}.pattern is not a valid regular "
+                                      f"expression ({exc}): {item.pattern!r}") from None
+            if item.locate == "label" and not item.labels and item.kind in ("text", "money",
+                                                                             "number", "regex"):
+                raise ConfigError(f"{where}: {key} ({item.kind}) has no labels, so it can never "
+                                  f"be found; add labels = [\"...\"] (the words printed "
+                                  f"before its value)")
 
 
 def _check_remote(engine: EngineSettings, where) -> None:

@@ -31,6 +31,8 @@ from appliance import systemd
 from appliance.config import Settings
 from appliance.engines import registry
 from appliance.engines.host import WorkerHandle, WorkerState
+from appliance.fields.document import read_document_fields
+from appliance.fields.schema import schemas
 from appliance.engines.messages import Availability, Job, PageDone, PageFailed, Ready, StartFailed
 from appliance.gpu import MemorySampler
 from appliance.errors import (
@@ -43,7 +45,7 @@ from appliance.quality.blocks import page_tail
 from appliance.raster import render_dpi
 from appliance.quality.routing import Route, route_page, routing_rules
 from appliance.store import Database, queries, transitions
-from appliance.store.models import Outcome
+from appliance.store.models import FieldSet, Outcome, PageResult
 
 log = logging.getLogger(__name__)
 
@@ -86,6 +88,7 @@ class Dispatcher:
         self.readings = {kind: registry.readings(kind) if len(kinds) > 1 else None
                          for kind in kinds}
         self.routing_rules = routing_rules(settings.review)
+        self.field_specs = schemas(settings.fields)
         self._stop = threading.Event()
         self._thread = threading.Thread(target=self._run, name="dispatcher", daemon=True)
         self._job_ids = itertools.count(1)
@@ -393,16 +396,26 @@ class Dispatcher:
         previous = queries.accepted_markdown(self.db, claim.document_id, claim.page_index - 1)
         return page_tail(previous) if previous else ""
 
-    def _route(self, claim: transitions.Claim, done: PageDone) -> Route:
-        """Accept the page, or send it to review, by its confidence and the rules."""
+    def _route(self, claim: transitions.Claim, done: PageDone) -> tuple[Route, FieldSet | None]:
+        """Accept the page, or send it to review, by its confidence and the rules; on a
+        typed document's last page, also by its fields (read here, stored with it)."""
         rules = self.routing_rules
-        text = None
-        if rules.required_fields.get(claim.doc_type):  # a document's fields: on its last page
+        specs = self.field_specs.get(claim.doc_type)
+        text = fields = None
+        if rules.required_fields.get(claim.doc_type) or specs:  # a document's: on its last page
             others = queries.accepted_texts(self.db, claim.document_id, exclude=claim.page_id)
             if others is not None:
-                text = "\n".join([*others, done.recognition.text or ""])
-        return route_page(done.confidence, doc_type=claim.doc_type,
-                          page_key=f"{claim.sha256}:{claim.page_index}", text=text, rules=rules)
+                reading = done.recognition
+                text = "\n".join([*others, reading.text or ""])
+                if specs:
+                    unstored = PageResult(text=reading.text, provenance=reading.provenance,
+                                          lines=[asdict(line) for line in reading.lines])
+                    fields = read_document_fields(self.db, claim.document_id, claim.doc_type,
+                                                  specs, (claim.page_index, unstored))
+        route = route_page(done.confidence, doc_type=claim.doc_type,
+                           page_key=f"{claim.sha256}:{claim.page_index}", text=text, rules=rules,
+                           field_reasons=fields.reasons if fields else ())
+        return route, fields
 
     def _on_answer(self, worker: WorkerHandle, answer: PageDone | PageFailed) -> None:
         job = worker.finish(answer.job_id)
@@ -416,9 +429,10 @@ class Dispatcher:
             self.endpoint_answers.record(endpoint["name"], answer, time.monotonic() - job.started)
         if isinstance(answer, PageDone):
             # routed either way, so the reasons are on record; held only with review on
-            route = self._route(claim, answer)
+            route, fields = self._route(claim, answer)
             transitions.complete_page(self.db, claim, answer, route.reasons,
-                                      review=route.review and self.settings.review.enabled)
+                                      review=route.review and self.settings.review.enabled,
+                                      fields=fields)
             log.info("page done doc=%s page=%d attempt=%d engine=%s ms=%.0f", claim.document_id,
                      claim.page_index, claim.attempt, answer.engine,
                      sum(answer.timings_ms.values()))

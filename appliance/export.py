@@ -108,6 +108,8 @@ def render(db: Database, document_id: str) -> dict[str, str]:
                        f"arrived ({doc.error_code}): {doc.error_message}")
     md_parts, txt_parts, json_pages = [], [], []
     trees = page_trees(db, document_id)
+    field_set = queries.latest_fields(db, document_id)
+    fields = field_set.fields if field_set else []
     for (page, result), tree in zip(queries.accepted_results(db, document_id), trees):
         number = page.index + 1
         if page.status == PageStatus.FAILED:
@@ -140,6 +142,8 @@ def render(db: Database, document_id: str) -> dict[str, str]:
             "confidence": result.confidence if result else None,
             "signals": result.signals if result else None,  # what the confidence is built from
             "routing": result.reasons or [] if result else [],  # why accepted or reviewed
+            # the document's key fields found on this page
+            "fields": [f for f in fields if any(e["page"] == number for e in f["evidence"])],
             # the accepted attempt: claimed by a worker, then finished
             "started_at": result.started_at if result else None,
             "finished_at": result.finished_at if result else None,
@@ -153,6 +157,9 @@ def render(db: Database, document_id: str) -> dict[str, str]:
         "size_bytes": doc.size_bytes, "page_count": doc.page_count, "status": view.status,
         "source": doc.source, "doc_type": doc.doc_type, "tags": doc.tags,
         "created_at": doc.created_at, "error": document_error(view),
+        # the document type's key fields, read and checked (appliance.fields.document);
+        # null for a type without fields
+        "fields": field_set.fields if field_set else None,
     }
     return {
         "md": "\n\n".join(md_parts) + "\n",

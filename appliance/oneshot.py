@@ -79,8 +79,10 @@ def _interruptible():
             signal.signal(sig, action)
 
 
-def run_once(settings: Settings, files: list[Path], fmt: str, output: Path | None = None) -> int:
-    """Read ``files`` with ``settings`` in a throw-away data directory; the results to
+def run_once(settings: Settings, files: list[Path], fmt: str, output: Path | None = None,
+             doc_type: str = "generic") -> int:
+    """Read ``files`` (as documents of ``doc_type``: a typed document's key fields are
+    in its JSON) with ``settings`` in a throw-away data directory; the results to
     stdout (or to ``output``, one file's: the PDF goes nowhere else), progress and
     problems to stderr. Answers the exit code."""
     if output is None and fmt == "pdf":
@@ -98,7 +100,7 @@ def run_once(settings: Settings, files: list[Path], fmt: str, output: Path | Non
             try:
                 appliance.start()
                 started = True
-                views = _read_all(appliance, files, stop)
+                views = _read_all(appliance, files, doc_type, stop)
                 return _report(appliance, views, fmt, output)
             finally:
                 if started:
@@ -108,12 +110,13 @@ def run_once(settings: Settings, files: list[Path], fmt: str, output: Path | Non
         return 128 + exc.signum
 
 
-def _read_all(appliance: Appliance, files: list[Path], stop: _Stop) -> list[DocumentView]:
+def _read_all(appliance: Appliance, files: list[Path], doc_type: str,
+              stop: _Stop) -> list[DocumentView]:
     """Submit ``files`` and wait, with a progress bar, until each is final."""
     docs = []
     for path in files:
         stop.check()
-        docs.append(appliance.submit_path(path, SubmitOptions(source="cli")))
+        docs.append(appliance.submit_path(path, SubmitOptions(source="cli", doc_type=doc_type)))
     total, shown = sum(d.page_count for d in docs), -1
     while True:
         stop.check()

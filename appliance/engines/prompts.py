@@ -42,6 +42,9 @@ PROMPTS: dict[str, Prompt] = {p.doc_type: p for p in (
     _prompt("table", "page, which is mostly one or more tables, as Markdown tables", 1500),
     _prompt("handwriting", "handwritten page, line by line", 800),
     _prompt("id_card", "identity document, one 'Label: value' line per field", 400),
+    _prompt("fapiao", "Chinese VAT invoice (fapiao), keeping every box's label with its "
+                      "value, the line items as a table and every amount, code and date "
+                      "exactly", 1000),
 )}
 
 # Multi-page documents (seed 003 §5.3): the end of the previous page, so that a table

@@ -13,7 +13,10 @@ Per page, layered from the characters up (seed 000 §3):
   appear in the output (0 = same order);
 - tables: TEDS against ground-truth Markdown tables, when the dataset has them;
 - format: the Markdown has none of ``format_problems``;
-- fields: share of key fields whose normalised value appears exactly;
+- fields: share of key fields whose normalised value appears exactly in the text
+  (what OCR can do), and, for document types with fields, the fields the appliance
+  extracted scored per field (``field_scores``: found, exact, CER, validation
+  precision);
 - repair: share of pages whose Markdown needed level-1 repair, and of pages degraded
   to plain text (level 2);
 - confidence: the AUROC of the pages' confidence for finding pages with CER (no
@@ -35,6 +38,7 @@ from statistics import mean
 
 from appliance.config import Settings
 from appliance.measure.datasets import Sample, find_datasets, load_dataset
+from appliance.measure.field_scores import format_fields, score_fields, summarize_fields
 from appliance.measure.driver import ApplianceClient, LocalDaemon, Rejected, daemon_config
 from appliance.measure.metrics import (
     bag_of_words_f1, cer, field_accuracy, reading_order_distance, table_similarity, wer,
@@ -147,11 +151,13 @@ def _page_record(sample: Sample, client: ApplianceClient, outcome: str | Rejecte
     record = {"dataset": sample.dataset, "stem": sample.stem, "doc_type": sample.doc_type}
     if isinstance(outcome, Rejected):
         return record | {"status": "failed", "error": outcome.code, "seconds": None,
+                         "field_scores": None,
                          "model_id": None, "repair_level": None, "confidence": None,
                          "signals": None,
                          "structure": output_structure(""),
                          **score_page(sample, "", "", failed=True)}
-    pages = client.result(outcome)["pages"]
+    result = client.result(outcome)
+    pages, extracted = result["pages"], result["document"].get("fields")
     markdown = "\n\n".join(p["markdown"] or "" for p in pages).strip()
     text = "\n".join(p["text"] or "" for p in pages).strip()
     status = listing[outcome]["status"]
@@ -167,6 +173,8 @@ def _page_record(sample: Sample, client: ApplianceClient, outcome: str | Rejecte
         "confidence": min((p["confidence"] for p in accepted), default=None),
         "signals": min(accepted, key=lambda p: p["confidence"])["signals"] if accepted else None,
         "structure": output_structure(markdown),
+        "field_scores": (score_fields(sample.fields, extracted)
+                         if extracted is not None and sample.fields else None),
         **score_page(sample, markdown, text, failed=status != "done"),
     }
 
@@ -196,7 +204,8 @@ def run_eval(settings: Settings, dataset_dirs: list[Path], *, engine: str | None
         "accept_from": accept_from,
         "summary": {"overall": summarize(pages, accept_from),
                     "by_type": _grouped(pages, "doc_type", accept_from),
-                    "by_dataset": _grouped(pages, "dataset", accept_from)},
+                    "by_dataset": _grouped(pages, "dataset", accept_from),
+                    "fields": summarize_fields(pages)},
         "pages": pages,
     }
 
@@ -216,6 +225,8 @@ def format_table(report: dict) -> str:
     for name, group in groups:
         rows.append([name, *(_cell(group[key], fmt) for key, _title, fmt in COLUMNS)])
     lines = ["| " + " | ".join(row) + " |" for row in rows]
+    fields = summary.get("fields")
     return (f"engine {report['engine']}, model {report['model_id'] or '-'}, "
             f"{summary['overall']['pages']} pages in {report['elapsed_s']:.0f} s\n\n"
-            + "\n".join(lines))
+            + "\n".join(lines)
+            + (f"\n\nKey fields extracted:\n\n{format_fields(fields)}" if fields else ""))

@@ -124,11 +124,14 @@ def page_trees(db: Database, document_id: str) -> list[PageTree]:
         machine = result
         if (machine_id := (result.provenance or {}).get("machine_result")) is not None:
             machine = queries.page_result(db, machine_id) or result
-        trees.append(_page_tree(page.index + 1, result, machine))
+        trees.append(page_tree(page.index + 1, result, machine))
     return trees
 
 
-def _page_tree(number: int, result: PageResult, machine: PageResult) -> PageTree:
+def page_tree(number: int, result: PageResult, machine: PageResult | None = None) -> PageTree:
+    """One page's tree from its accepted result; ``machine``: the machine reading a
+    correction was made on (its positions), where ``result`` is a correction."""
+    machine = machine or result
     provenance = machine.provenance or {}
     rendered = provenance.get("rendered") or {}
     # results from before the rendered page was recorded: the page the engine read

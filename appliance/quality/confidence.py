@@ -164,7 +164,7 @@ FOREIGN_SCRIPT_FACTOR = 0.85
 # read with a letter in it, or a date no calendar has, means a reviewer must look, so
 # such a page is never auto-accepted (0.7 x a perfect 1.0 < 0.75). Other types record
 # the counts without a penalty: their figures are not what the page is for.
-FIGURE_TYPES = ("receipt", "invoice", "table")
+FIGURE_TYPES = ("receipt", "invoice", "table", "fapiao")
 IMPLAUSIBLE_FACTOR = 0.7
 
 # Expected page length per document type, in non-whitespace characters: generous
@@ -179,6 +179,7 @@ EXPECTED_CHARS: dict[str, tuple[int, int]] = {
     "table": (20, 15000),
     "handwriting": (5, 5000),
     "id_card": (15, 1500),
+    "fapiao": (40, 8000),
 }
 
 _WORD = re.compile(r"\w+")

@@ -9,10 +9,11 @@ The bands (seed 000 §6.4), from config:
   gets the same decision, and over many pages the reviewed share is the rate;
 - confidence >= ``accept_from``: accepted automatically.
 
-Two more triggers, whatever the confidence: ``always_review`` document types, and
+More triggers, whatever the confidence: ``always_review`` document types;
 ``required_fields``: for a document type with required fields, a document whose
 text matches none of a field's pattern goes to review (checked once, on the page
-that carries the document's text: see ``route_page``).
+that carries the document's text: see ``route_page``); and the document's key
+fields (``appliance.fields``): a required one missing, or any that fails a check.
 
 Reasons, after A2I's activation reasons: every rule that fired is listed, in the
 order above, as ``"<code>: <detail>"``. The code is a fixed word from REVIEW_CODES
@@ -23,6 +24,7 @@ console filters on it (``reason_code``), the detail is for people:
 - ``sampled: 0.610 in [0.5, 0.75), rate 10%``
 - ``always_review: doc_type invoice``
 - ``missing_field: total``
+- ``field_invalid: gross: gross 191.00 != net 100.00 + tax 19.00``
 - ``confident: 0.820 >= 0.75``
 - ``not_sampled: 0.610 in [0.5, 0.75), rate 10%``
 
@@ -42,7 +44,7 @@ if TYPE_CHECKING:
 __all__ = ["ACCEPT_CODES", "REVIEW_CODES", "Route", "RoutingRules", "reason_code",
            "route_page", "routing_rules", "sample_point"]
 
-REVIEW_CODES = ("low_confidence", "sampled", "always_review", "missing_field")
+REVIEW_CODES = ("low_confidence", "sampled", "always_review", "missing_field", "field_invalid")
 ACCEPT_CODES = ("confident", "not_sampled")
 
 
@@ -90,13 +92,15 @@ class Route:
 
 
 def route_page(confidence: float, *, doc_type: str, page_key: str, text: str | None,
-               rules: RoutingRules) -> Route:
+               rules: RoutingRules, field_reasons: tuple[str, ...] | list[str] = ()) -> Route:
     """Where a page goes, and every reason.
 
     ``page_key``: stable for the page (its document's sha256 and page number, say),
     so its sampling decision never changes. ``text``: the text to search for the
     document type's required fields: the caller passes the whole document's text
     with its last page and None otherwise (then no field check happens).
+    ``field_reasons``: the document's key fields that are missing or fail a check
+    (``fields.validate.reasons``), read with its last page.
     """
     reasons = []
     band = f"{confidence:.3f} in [{rules.review_below:g}, {rules.accept_from:g}), " \
@@ -114,6 +118,7 @@ def route_page(confidence: float, *, doc_type: str, page_key: str, text: str | N
         for name, pattern in rules.required_fields.get(doc_type, []):
             if not re.search(pattern, text, re.IGNORECASE):
                 reasons.append(f"missing_field: {name}")
+    reasons += field_reasons
     review = any(reason_code(reason) in REVIEW_CODES for reason in reasons)
     return Route(review=review, reasons=reasons)
 

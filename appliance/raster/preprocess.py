@@ -118,6 +118,7 @@ RESOLUTION_PROFILES: dict[str, Profile] = {
     "table": Profile(1792, 16),  # dense small figures
     "handwriting": Profile(2048, 24),  # strokes need more pixels than print
     "id_card": Profile(1024, 16),  # a small card: its print is large for its size
+    "fapiao": Profile(1792, 16),  # a Chinese VAT invoice: dense characters in small boxes
 }
 # "One profile up" is the next longer long side of any profile.
 # Each rung of a reviewer's resolution boost wants print this much bigger.

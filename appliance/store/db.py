@@ -60,6 +60,7 @@ MIGRATIONS: dict[str, list[str]] = {
     "3": [  # pages read several at once: crash attribution
         "ALTER TABLE page ADD COLUMN crash_suspect BOOLEAN NOT NULL DEFAULT 0",
     ],
+    "4": [],  # documents' key fields: the fieldset table is new
 }
 
 

@@ -9,7 +9,7 @@ from enum import StrEnum
 from sqlalchemy import JSON, Column, Index
 from sqlmodel import Field, SQLModel
 
-SCHEMA_VERSION = 4
+SCHEMA_VERSION = 5
 
 
 class PageStatus(StrEnum):
@@ -180,3 +180,19 @@ class WatchLedger(SQLModel, table=True):
     mtime_ns: int
     sha256: str | None  # None when the file was refused before it was hashed
     at: float = Field(default_factory=_now)
+
+
+class FieldSet(SQLModel, table=True):
+    """A document's key fields as read (``fields.document``), one row per reading; the
+    newest is the document's. ``identity`` is what makes two documents the same one
+    (seller and invoice number, say): the business checks look it up."""
+
+    id: int | None = Field(default=None, primary_key=True)
+    document_id: str = Field(foreign_key="document.id", index=True)
+    doc_type: str
+    identity: str | None = Field(default=None, index=True)
+    fields: list[dict] = Field(default_factory=list, sa_column=Column(JSON))
+    reasons: list[str] = Field(default_factory=list, sa_column=Column(JSON))
+    source: str = "extracted"  # extracted | corrected
+    actor: str = "system"
+    created_at: float = Field(default_factory=_now)

@@ -11,8 +11,8 @@ from sqlmodel import select
 
 from appliance.store.db import Database
 from appliance.store.models import (
-    FINAL_PAGE_STATUSES, Document, DocStatus, IdempotencyKey, Outcome, Page, PageResult,
-    PageStatus, ReviewAction, WatchLedger,
+    FINAL_PAGE_STATUSES, Document, DocStatus, FieldSet, IdempotencyKey, Outcome, Page,
+    PageResult, PageStatus, ReviewAction, WatchLedger,
 )
 
 
@@ -349,3 +349,24 @@ def latest_failures(db: Database, limit: int = 20) -> list[FailureRow]:
     rows += [FailureRow(doc.created_at, doc.id, doc.name, None, doc.error_code,
                         doc.error_message or "") for doc in docs]
     return sorted(rows, key=lambda r: r.at, reverse=True)[:limit]
+
+
+# --- key fields ----------------------------------------------------------------------
+
+
+def latest_fields(db: Database, document_id: str) -> FieldSet | None:
+    """The document's newest field reading, None when its type has no fields."""
+    with db.read() as session:
+        return session.exec(select(FieldSet).where(FieldSet.document_id == document_id)
+                            .order_by(FieldSet.id.desc())).first()
+
+
+def field_history(db: Database, doc_type: str, identity: str, exclude: str) -> list[FieldSet]:
+    """Other documents' newest field readings with this identity (same seller and
+    number, say), oldest first."""
+    with db.read() as session:
+        rows = session.exec(select(FieldSet).where(
+            FieldSet.doc_type == doc_type, FieldSet.identity == identity,
+            FieldSet.document_id != exclude).order_by(FieldSet.id)).all()
+    newest = {row.document_id: row for row in rows}
+    return list(newest.values())

@@ -25,7 +25,7 @@ from sqlmodel import Session, select
 
 from appliance.store.db import Database
 from appliance.store.models import (
-    Document, Event, IdempotencyKey, Lane, Outcome, Page, PageResult, PageStatus, ReviewAction,
+    Document, Event, FieldSet, IdempotencyKey, Lane, Outcome, Page, PageResult, PageStatus, ReviewAction,
     WatchLedger,
 )
 
@@ -193,9 +193,11 @@ def _held_page(session: Session, claim: Claim) -> Page | None:
 
 
 def complete_page(db: Database, claim: Claim, done: PageDone,
-                  reasons: list[str] | None = None, review: bool = False) -> bool:
+                  reasons: list[str] | None = None, review: bool = False,
+                  fields: FieldSet | None = None) -> bool:
     """Accept a successful attempt: the page is done, or waits for ``review``; ``reasons``
-    say why (routing's activation reasons). False if the lease was lost (the result is
+    say why (routing's activation reasons); ``fields``, the document's fields read with
+    its last page, are stored with it. False if the lease was lost (the result is
     dropped)."""
     now = time.time()
     with db.write() as session:
@@ -224,6 +226,8 @@ def complete_page(db: Database, claim: Claim, done: PageDone,
         page.error_code = page.error_message = None
         page.updated_at = now
         session.add(page)
+        if fields is not None:
+            session.add(fields)
         _event(session, "routed_to_review" if review else "completed", claim.document_id,
                page.id, attempt=claim.attempt, **({"reasons": reasons} if review else {}))
         return True

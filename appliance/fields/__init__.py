@@ -1,0 +1,1 @@
+"""Key fields read from a document: kinds, schemas, extraction, validation."""

@@ -1,0 +1,284 @@
+"""The classic path's field extractor: rules over the accepted lines and their boxes.
+
+Each field of the document type's schema (``schema.FieldSpec``) is looked for where
+a person looks: after its label on the same line, to the right of the label on the
+same line band, or on the line below it. A value must parse as the field's kind
+(``kinds``); a label in ``not_labels`` on the line disqualifies that line. Fields
+that carry their own proof (an IBAN, a VAT id) and dates are also taken without a
+label when none is labelled; names and addresses come from the page's header.
+
+What it returns per field: the value as found and normalised, a confidence (how the
+value was placed, times how sure the recogniser was of its words) and the evidence:
+the page, the box on the page as rendered, the line's text.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+from decimal import Decimal
+
+from appliance.fields import kinds
+from appliance.fields.kinds import Parsed
+from appliance.fields.schema import FieldSpec
+from appliance.outputs.tree import PageTree
+
+# how much a value's place says it belongs to its label
+AFTER_LABEL, SAME_BAND, BELOW, UNLABELLED, HEADER = 1.0, 0.9, 0.75, 0.6, 0.7
+
+_TITLES = re.compile(r"^(tax |simplified |official |cash )?(invoice|receipt|bill|rechnung|facture|"
+                     r"quittung|kassenbon|sale|cash sale|welcome|copy|original|duplicate|"
+                     r"statement|quotation)s?\W*$", re.IGNORECASE)
+_COMPANY = re.compile(r"\b(sdn\.? ?bhd|bhd|gmbh|ag|ltd|limited|inc|llc|plc|s\.?a\.?|s\.?r\.?l\.?|"
+                      r"b\.?v\.?|co\.|corp|enterprise|trading|kg|oy|ab|as)\b|有限公司|公司",
+                      re.IGNORECASE)
+_CONTACT = re.compile(r"\b(tel|phone|fax|mobile|hp|e-?mail|www\.|http|gst|reg|vat|sst|"
+                      r"tax id|co\.? ?no|company no)\b|@|\+\d{2}", re.IGNORECASE)
+
+
+@dataclass
+class Evidence:
+    page: int  # 1-based
+    box: tuple[int, int, int, int]  # on the page as rendered, in pixels
+    text: str  # the whole line the value stands on
+
+    def as_dict(self) -> dict:
+        return {"page": self.page, "box": list(self.box), "text": self.text}
+
+
+@dataclass
+class Found:
+    spec: FieldSpec
+    parsed: Parsed
+    confidence: float
+    evidence: list[Evidence] = field(default_factory=list)
+
+
+@dataclass
+class _Line:
+    page: PageTree
+    order: int  # in reading order over the document
+    text: str
+    box: tuple[float, float, float, float]  # in the tree's frame
+    words: list  # outputs.tree.Word
+    confidence: float
+
+    def evidence(self, span: tuple[int, int] | None = None) -> Evidence:
+        """The line, or the words of it that ``span`` (character offsets) covers."""
+        box = self.box
+        if span is not None:
+            covered, start = [], 0
+            for word in self.words:
+                end = start + len(word.text)
+                if start < span[1] and end > span[0]:
+                    covered.append(word.box)
+                start = end + 1
+            if covered:
+                box = (min(b[0] for b in covered), min(b[1] for b in covered),
+                       max(b[2] for b in covered), max(b[3] for b in covered))
+        return Evidence(self.page.number, self.page.pixels(box), self.text)
+
+    @property
+    def height(self) -> float:
+        return max(self.box[3] - self.box[1], 1.0)
+
+
+@dataclass
+class _Candidate:
+    parsed: Parsed
+    place: float
+    line: _Line
+    span: tuple[int, int] | None
+
+
+def extract(pages: list[PageTree], specs: tuple[FieldSpec, ...]) -> dict[str, Found]:
+    """The fields found on the document's pages (trees of its accepted results), by
+    name; a field not found is absent."""
+    lines = _lines(pages)
+    found: dict[str, Found] = {}
+    header: _Line | None = None
+    for spec in specs:
+        if spec.locate == "header":
+            header = _header_line(lines)
+            candidates = [] if header is None else [_Candidate(
+                kinds.parse("text", header.text), HEADER, header, None)]
+        elif spec.locate == "below_header":
+            candidates = _below_header(lines, header or _header_line(lines))
+        else:
+            candidates = _labelled(lines, spec) or _unlabelled(lines, spec)
+        chosen = _pick(spec, [c for c in candidates if c.parsed is not None])
+        if chosen is not None:
+            found[spec.name] = Found(spec, chosen.parsed,
+                                     round(chosen.place * chosen.line.confidence, 4),
+                                     [chosen.line.evidence(chosen.span)])
+    return found
+
+
+def _lines(pages: list[PageTree]) -> list[_Line]:
+    lines = []
+    for page in pages:
+        if page.status != "done":
+            continue
+        for block in page.blocks:
+            for line in block.lines:
+                if not line.words:
+                    continue
+                scores = [w.confidence for w in line.words if w.confidence is not None]
+                lines.append(_Line(page, len(lines), line.text, line.box, line.words,
+                                   sum(scores) / len(scores) if scores else 1.0))
+    return lines
+
+
+# --- labelled values ---------------------------------------------------------------
+
+
+def _label_end(text: str, labels: tuple[str, ...]) -> int | None:
+    """Where the first of the labels found in the line ends (the longest label wins
+    at a place), or None."""
+    best = None
+    for label in sorted(labels, key=len, reverse=True):
+        match = re.search(rf"(?<![^\W\d_]){re.escape(label)}(?![^\W\d_])", text, re.IGNORECASE)
+        if match and (best is None or match.start() < best[0]):
+            best = (match.start(), match.end())
+    return None if best is None else best[1]
+
+
+def _labelled(lines: list[_Line], spec: FieldSpec) -> list[_Candidate]:
+    candidates = []
+    for line in lines:
+        end = _label_end(line.text, spec.labels)
+        if end is None or (spec.not_labels and _label_end(line.text, spec.not_labels) is not None):
+            continue
+        rest = line.text[end:]
+        same_line = _values(spec, rest, offset=end)
+        if same_line:
+            candidates += [_Candidate(p, AFTER_LABEL, line, span) for span, p in same_line[:1]]
+            continue
+        for other, place in _neighbours(lines, line):
+            values = _values(spec, other.text, offset=0)
+            if values:
+                candidates += [_Candidate(p, place, other, span) for span, p in values[:1]]
+                break
+    return candidates
+
+
+def _neighbours(lines: list[_Line], line: _Line):
+    """Lines where a label's value may stand: to its right on the same band (nearest
+    first), then the line just below it that overlaps it across."""
+    same_page = [o for o in lines if o.page is line.page and o is not line]
+    band = [o for o in same_page if o.box[0] >= line.box[2] - line.height
+            and _overlap(o.box[1], o.box[3], line.box[1], line.box[3]) > 0.5 * min(o.height, line.height)]
+    for other in sorted(band, key=lambda o: o.box[0]):
+        yield other, SAME_BAND
+    below = [o for o in same_page if line.box[3] - 0.3 * line.height <= o.box[1] <= line.box[3] + 1.6 * line.height
+             and _overlap(o.box[0], o.box[2], line.box[0], line.box[2]) > 0]
+    for other in sorted(below, key=lambda o: o.box[1])[:1]:
+        yield other, BELOW
+
+
+def _overlap(a0: float, a1: float, b0: float, b1: float) -> float:
+    return max(0.0, min(a1, b1) - max(a0, b0))
+
+
+_FINDERS = {"date": kinds.find_dates, "money": kinds.find_amounts, "number": kinds.find_amounts,
+            "iban": kinds.find_ibans, "vat_id": kinds.find_vat_ids}
+
+
+def _values(spec: FieldSpec, text: str, offset: int) -> list[tuple[tuple[int, int], Parsed]]:
+    """The values of the field's kind in ``text`` (spans shifted by ``offset``)."""
+    if spec.kind in _FINDERS:
+        found = _FINDERS[spec.kind](text)
+        if spec.kind == "number":  # an amount's number, without its currency
+            found = [(span, kinds.parse("number", p.raw)) for span, p in found]
+        return [((offset + s, offset + e), p) for (s, e), p in found if p is not None]
+    if spec.kind == "text":
+        stripped = text.strip(" :.-#\t")
+        if not stripped:
+            return []
+        start = offset + text.index(stripped)
+        return [((start, start + len(stripped)), kinds.parse("text", stripped))]
+    values = []  # regex and enum: a token of the line
+    for match in re.finditer(r"\S+", text):
+        token = match.group().strip(":;,")
+        parsed = kinds.parse(spec.kind, token, choices=spec.choices, pattern=spec.pattern or None)
+        if parsed is not None and parsed.problem is None:
+            values.append(((offset + match.start(), offset + match.end()), parsed))
+    return values
+
+
+# --- values without a label ----------------------------------------------------------
+
+
+def _unlabelled(lines: list[_Line], spec: FieldSpec) -> list[_Candidate]:
+    """A date, an IBAN, a VAT id or an enum's word anywhere: the first that passes its
+    check. Amounts, numbers and text are never taken without their label."""
+    if spec.kind not in ("date", "iban", "vat_id", "enum"):
+        return []
+    for line in lines:
+        for span, parsed in _values(spec, line.text, offset=0):
+            if parsed.problem is None:
+                return [_Candidate(parsed, UNLABELLED, line, span)]
+    return []
+
+
+def _header_line(lines: list[_Line]) -> _Line | None:
+    """The name at the head of the first page: among its top lines, one with a company
+    form ("Sdn Bhd", "GmbH", "Ltd") if there is one, else the first that is a name."""
+    if not lines:
+        return None
+    first_page = lines[0].page
+    names = [line for line in sorted((ln for ln in lines if ln.page is first_page),
+                                     key=lambda ln: (ln.box[1], ln.box[0]))
+             if _is_name(line.text)][:5]
+    if not names:
+        return None
+    return next((line for line in names if _COMPANY.search(line.text)), names[0])
+
+
+def _is_name(text: str) -> bool:
+    stripped = text.strip()
+    letters = sum(ch.isalpha() for ch in stripped)
+    return (letters >= 2 and letters >= len(stripped.replace(" ", "")) / 2
+            and not _TITLES.match(stripped) and not _CONTACT.search(stripped)
+            and not kinds.find_dates(stripped) and not kinds.find_amounts(stripped))
+
+
+def _below_header(lines: list[_Line], header: _Line | None) -> list[_Candidate]:
+    """The address: the lines under the header, down to the first that holds something
+    else (a phone, a date, an amount, a registration number) or stands apart."""
+    if header is None:
+        return []
+    taken: list[_Line] = []
+    below = sorted((ln for ln in lines if ln.page is header.page and ln.box[1] > header.box[1]),
+                   key=lambda ln: (ln.box[1], ln.box[0]))
+    bottom = header.box[3]
+    for line in below:
+        if line.box[1] - bottom > 1.2 * line.height or _CONTACT.search(line.text) \
+                or kinds.find_dates(line.text) or _TITLES.match(line.text.strip()) \
+                or sum(ch.isalpha() for ch in line.text) < 2 or len(taken) == 4:
+            break
+        taken.append(line)
+        bottom = line.box[3]
+    if not taken:
+        return []
+    text = " ".join(line.text for line in taken)
+    joined = _Line(header.page, taken[0].order, text,
+                   (min(ln.box[0] for ln in taken), taken[0].box[1],
+                    max(ln.box[2] for ln in taken), taken[-1].box[3]),
+                   [w for ln in taken for w in ln.words],
+                   min(ln.confidence for ln in taken))
+    return [_Candidate(kinds.parse("text", text), UNLABELLED, joined, None)]
+
+
+def _pick(spec: FieldSpec, candidates: list[_Candidate]) -> _Candidate | None:
+    if not candidates:
+        return None
+    valid = [c for c in candidates if c.parsed.problem is None] or candidates
+    if spec.pick == "largest" and spec.kind == "money":
+        return max(valid, key=lambda c: (_amount(c.parsed), -c.line.order))
+    ordered = sorted(valid, key=lambda c: c.line.order)
+    return ordered[-1] if spec.pick == "last" else ordered[0]
+
+
+def _amount(parsed: Parsed) -> Decimal:
+    return parsed.value.amount

@@ -1,0 +1,142 @@
+"""Which fields a document type has, and where on the page each is found: the
+shipped defaults, and the operator's ``[[fields.<type>]]`` tables over them.
+
+A field is found by its labels: the words printed before or above its value
+("Invoice No.", "TOTAL", "Bill to"). Its value is what follows the label on the same
+line, or stands to its right on the same line band, or on the line below. A label
+in ``not_labels`` on the same line disqualifies it (CASH and CHANGE are not the
+TOTAL; "Subtotal" is not "Total"). Where several labelled values are found,
+``pick`` chooses: the first in reading order, the last, or the largest amount (a
+receipt's total is the largest of its "total" lines; its subtotal and tax are
+smaller).
+
+Two fields have no label on most documents: a shop's or seller's name is the
+``header`` (the first line of the page that is a name, not a date, amount or
+title such as "TAX INVOICE"), and its address the lines ``below`` it up to the first
+line that holds something else (a phone number, a date, a label).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import TYPE_CHECKING
+
+from appliance.fields.kinds import KINDS
+
+if TYPE_CHECKING:
+    from appliance.config import FieldsSettings
+
+PICKS = ("first", "last", "largest")
+LOCATES = ("label", "header", "below_header")
+
+
+@dataclass(frozen=True)
+class FieldSpec:
+    name: str
+    kind: str  # one of kinds.KINDS
+    required: bool = False
+    labels: tuple[str, ...] = ()
+    not_labels: tuple[str, ...] = ()
+    choices: tuple[str, ...] = ()  # enum
+    pattern: str = ""  # regex: the value must match it whole
+    pick: str = "first"
+    locate: str = "label"
+
+    def __post_init__(self):
+        if self.kind not in KINDS:
+            raise ValueError(f"field {self.name!r}: kind {self.kind!r} is not one of {KINDS}")
+        if self.pick not in PICKS or self.locate not in LOCATES:
+            raise ValueError(f"field {self.name!r}: pick must be one of {PICKS} and locate "
+                             f"one of {LOCATES}")
+
+
+_TOTAL_NOT = ("sub", "subtotal", "sub-total", "cash", "change", "tendered", "rounding",
+              "round", "tax", "gst", "vat", "mwst", "discount", "saving", "qty", "quantity",
+              "items", "item", "paid by", "card", "balance due")
+
+DEFAULTS: dict[str, tuple[FieldSpec, ...]] = {
+    "receipt": (
+        FieldSpec("company", "text", required=True, locate="header"),
+        FieldSpec("date", "date", required=True,
+                  labels=("date", "tarikh", "datum", "dated", "trans date", "txn date")),
+        FieldSpec("address", "text", locate="below_header"),
+        FieldSpec("total", "money", required=True, pick="largest",
+                  labels=("total", "grand total", "amount due", "total amount", "nett total",
+                          "net total", "total due", "amount", "total rm", "total incl",
+                          "total payable", "jumlah", "summe", "gesamt"),
+                  not_labels=_TOTAL_NOT),
+    ),
+    "invoice": (
+        FieldSpec("number", "regex", required=True, pattern=r"[A-Za-z0-9][A-Za-z0-9\-/.#]*\d[A-Za-z0-9\-/.]*",
+                  labels=("invoice no", "invoice number", "invoice #", "invoice nr", "inv no",
+                          "rechnung nr", "rechnungsnummer", "facture n", "bill no", "number", "no."),
+                  not_labels=("vat", "tax id", "customer no", "order no", "phone", "tel", "iban",
+                              "account", "ust", "steuer")),
+        FieldSpec("issue_date", "date", required=True,
+                  labels=("invoice date", "date of issue", "issue date", "issued", "date",
+                          "rechnungsdatum", "datum"),
+                  not_labels=("due", "delivery", "payment", "fällig", "faellig", "order")),
+        FieldSpec("due_date", "date",
+                  labels=("due date", "payment due", "due", "pay by", "fällig", "zahlbar bis")),
+        FieldSpec("seller", "text", required=True, locate="header"),
+        FieldSpec("buyer", "text",
+                  labels=("bill to", "billed to", "invoice to", "customer", "buyer", "sold to",
+                          "rechnungsempfänger", "kunde", "to:")),
+        FieldSpec("seller_vat_id", "vat_id",
+                  labels=("vat id", "vat no", "vat reg", "vat", "ust-idnr", "ust-id", "tva",
+                          "tax id", "p.iva", "btw")),
+        FieldSpec("net", "money", pick="last",
+                  labels=("subtotal", "sub-total", "net amount", "net total", "net", "nettobetrag",
+                          "netto", "total excl", "amount excl"),
+                  not_labels=("gross", "incl", "vat ", "tax ")),
+        FieldSpec("tax", "money", pick="last",
+                  labels=("vat", "tax", "mwst", "ust", "tva", "gst", "iva"),
+                  not_labels=("id", "no.", "number", "reg", "excl", "incl", "net", "total")),
+        FieldSpec("gross", "money", required=True, pick="largest",
+                  labels=("total", "total due", "amount due", "gross", "total amount", "balance due",
+                          "gesamtbetrag", "gesamt", "bruttobetrag", "brutto", "total incl"),
+                  not_labels=("subtotal", "sub-total", "sub total", "net", "excl", "vat ", "tax ",
+                              "mwst", "netto")),
+        FieldSpec("currency", "enum", choices=("EUR", "USD", "GBP", "CHF", "CNY", "JPY", "MYR",
+                                               "SGD", "PLN", "SEK", "DKK", "NOK", "CZK"),
+                  labels=("currency", "währung", "devise")),
+        FieldSpec("iban", "iban", labels=("iban",)),
+    ),
+    "fapiao": (
+        FieldSpec("code", "regex", required=True, pattern=r"\d{10,12}",
+                  labels=("发票代码",)),
+        FieldSpec("number", "regex", required=True, pattern=r"\d{8,20}",
+                  labels=("发票号码",)),
+        FieldSpec("issue_date", "date", required=True, labels=("开票日期",)),
+        FieldSpec("buyer_name", "text", required=True, labels=("购买方名称", "名称")),
+        FieldSpec("buyer_tax_id", "vat_id", labels=("纳税人识别号", "统一社会信用代码")),
+        FieldSpec("seller_name", "text", required=True, labels=("销售方名称", "名称"), pick="last"),
+        FieldSpec("seller_tax_id", "vat_id", labels=("纳税人识别号", "统一社会信用代码"), pick="last"),
+        FieldSpec("amount", "money", labels=("合计金额", "金额合计", "合计"),
+                  not_labels=("税额", "价税")),
+        FieldSpec("tax", "money", labels=("合计税额", "税额合计", "税额")),
+        FieldSpec("total", "money", required=True, labels=("价税合计（小写）", "（小写）", "小写",
+                                                            "价税合计"), not_labels=("大写",)),
+        FieldSpec("total_capital", "money", labels=("价税合计（大写）", "（大写）", "大写"),
+                  not_labels=("小写",)),
+    ),
+}
+
+
+def schemas(settings: FieldsSettings | None = None) -> dict[str, tuple[FieldSpec, ...]]:
+    """The fields of every document type: the defaults, with the operator's
+    ``[[fields.<type>]]`` over them by name (a field of the same name replaces the
+    default's; others are added)."""
+    merged = {doc_type: list(specs) for doc_type, specs in DEFAULTS.items()}
+    for doc_type, items in (vars(settings) if settings is not None else {}).items():
+        current = merged.setdefault(doc_type, [])
+        for item in items:
+            spec = FieldSpec(item.name, item.kind, item.required, tuple(item.labels),
+                             tuple(item.not_labels), tuple(item.choices), item.pattern,
+                             item.pick, item.locate)
+            names = [existing.name for existing in current]
+            if spec.name in names:
+                current[names.index(spec.name)] = spec
+            else:
+                current.append(spec)
+    return {doc_type: tuple(specs) for doc_type, specs in merged.items() if specs}

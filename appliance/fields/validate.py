@@ -1,0 +1,179 @@
+"""Three layers of checks on a document's fields, every result kept per field:
+
+1. **format**: the value parses as its kind and passes its check (a date that exists,
+   an IBAN's mod 97, a VAT id's or a Chinese credit code's check character, an enum's
+   choices, a regex), and every required field is there;
+2. **logic**: the values agree with each other: net + tax = gross within a cent, the
+   capital-numeral total of a Chinese invoice equals its numeric total, the due date
+   is not before the issue date, no date lies in the future;
+3. **business**: against what the appliance has seen and read: the same seller and
+   invoice number seen before with another amount or date, the same document seen
+   before, and a value that is not in the page's accepted text (no evidence).
+
+A failed check routes the document's last page to review with a reason a reviewer
+can act on: ``missing_field: total`` or ``field_invalid: gross 191.00 != net 100.00 +
+tax 19.00``.
+"""
+
+from __future__ import annotations
+
+import datetime
+import re
+from dataclasses import dataclass
+from decimal import Decimal
+
+from appliance.fields.extract import Found
+from appliance.fields.kinds import Money
+from appliance.fields.schema import FieldSpec
+
+CENT = Decimal("0.01")
+FUTURE_GRACE_DAYS = 1  # a date "tomorrow" is a time zone, not an error
+
+
+@dataclass(frozen=True)
+class Check:
+    layer: str  # format | logic | business
+    ok: bool
+    message: str
+
+    def as_dict(self) -> dict:
+        return {"layer": self.layer, "ok": self.ok, "message": self.message}
+
+
+@dataclass(frozen=True)
+class Seen:
+    """A document read before, by the values that identify it."""
+    document_id: str
+    values: dict[str, str]  # field name -> normalised value
+
+
+def validate(specs: tuple[FieldSpec, ...], found: dict[str, Found], *, text: str,
+             history: list[Seen], today: datetime.date | None = None) -> dict[str, list[Check]]:
+    """The checks of each field (by name; a missing field has its own entry)."""
+    today = today or datetime.date.today()
+    checks: dict[str, list[Check]] = {spec.name: [] for spec in specs}
+    for spec in specs:
+        item = found.get(spec.name)
+        if item is None:
+            if spec.required:
+                checks[spec.name].append(Check("format", False, "required, not found"))
+            continue
+        problem = item.parsed.problem
+        checks[spec.name].append(Check("format", problem is None, problem or "valid " + spec.kind))
+        if spec.kind == "date" and problem is None:
+            day = datetime.date.fromisoformat(item.parsed.value)
+            if (day - today).days > FUTURE_GRACE_DAYS:
+                checks[spec.name].append(Check("logic", False, f"{day} lies in the future"))
+    _sums(found, checks)
+    _order_of_dates(found, checks)
+    _business(found, checks, text, history)
+    return checks
+
+
+def reasons(checks: dict[str, list[Check]]) -> list[str]:
+    """Routing reasons for the failed checks (see ``quality.routing``)."""
+    out = []
+    for name, results in checks.items():
+        for check in results:
+            if not check.ok:
+                code = "missing_field" if check.message == "required, not found" else "field_invalid"
+                out.append(f"{code}: {name}" if code == "missing_field"
+                           else f"{code}: {name}: {check.message}")
+    return out
+
+
+def values(found: dict[str, Found]) -> dict[str, str]:
+    """Each field's normalised value as a string (an amount without its currency)."""
+    return {name: _text(item.parsed.value) for name, item in found.items()}
+
+
+def _text(value) -> str:
+    if isinstance(value, Money):
+        return str(value.amount)
+    return str(value)
+
+
+def _money(found: dict[str, Found], name: str) -> Decimal | None:
+    item = found.get(name)
+    if item is None or item.parsed.problem is not None or not isinstance(item.parsed.value, Money):
+        return None
+    return item.parsed.value.amount
+
+
+# --- logic -------------------------------------------------------------------------------
+
+# (part, part, whole): the whole is the sum of the parts
+_SUMS = (("net", "tax", "gross"), ("amount", "tax", "total"))
+
+
+def _sums(found: dict[str, Found], checks: dict[str, list[Check]]) -> None:
+    for first, second, whole in _SUMS:
+        a, b, total = _money(found, first), _money(found, second), _money(found, whole)
+        if None in (a, b, total):
+            continue
+        ok = abs(a + b - total) <= CENT
+        message = (f"{whole} {total} = {first} {a} + {second} {b}" if ok
+                   else f"{whole} {total} != {first} {a} + {second} {b}")
+        for name in (first, second, whole):
+            checks[name].append(Check("logic", ok, message))
+    capital, total = _money(found, "total_capital"), _money(found, "total")
+    if capital is not None and total is not None:
+        ok = capital == total
+        message = f"the total in capitals ({capital}) {'equals' if ok else 'differs from'} " \
+                  f"the total ({total})"
+        checks["total_capital"].append(Check("logic", ok, message))
+        checks["total"].append(Check("logic", ok, message))
+
+
+def _order_of_dates(found: dict[str, Found], checks: dict[str, list[Check]]) -> None:
+    issued, due = found.get("issue_date"), found.get("due_date")
+    if issued is None or due is None or issued.parsed.problem or due.parsed.problem:
+        return
+    ok = due.parsed.value >= issued.parsed.value  # ISO dates order as strings
+    checks["due_date"].append(Check("logic", ok, f"due {due.parsed.value} "
+                                                 f"{'on or after' if ok else 'before'} "
+                                                 f"issue {issued.parsed.value}"))
+
+
+# --- business ---------------------------------------------------------------------------
+
+# a document is known by these fields, where its type has them
+IDENTITY = (("seller", "number"), ("company", "date", "total"), ("seller_name", "code", "number"))
+
+
+def identity(found_values: dict[str, str]) -> tuple[str, ...] | None:
+    for names in IDENTITY:
+        if all(found_values.get(name) for name in names):
+            return tuple(_squash(found_values[name]) for name in names)
+    return None
+
+
+def _squash(value: str) -> str:
+    return re.sub(r"\W+", "", value).casefold()
+
+
+def _business(found: dict[str, Found], checks: dict[str, list[Check]], text: str,
+              history: list[Seen]) -> None:
+    squashed_text = _squash(text)
+    for name, item in found.items():
+        if item.parsed.raw and _squash(item.parsed.raw) not in squashed_text:
+            checks[name].append(Check("business", False, "not in the page's text"))
+    mine = values(found)
+    key = identity(mine)
+    if key is None:
+        return
+    for seen in history:
+        if identity(seen.values) != key:
+            continue
+        differ = [name for name in ("gross", "total", "issue_date", "date")
+                  if name in mine and seen.values.get(name) not in (None, mine[name])]
+        for name in differ:
+            checks[name].append(Check("business", False,
+                                      f"document {seen.document_id} has the same number with "
+                                      f"{name} {seen.values[name]}"))
+        if not differ:
+            first = next(iter(n for n in mine if n in checks))
+            checks[first].append(Check("business", False,
+                                       f"the same document was read before "
+                                       f"({seen.document_id})"))
+        return

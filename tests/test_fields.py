@@ -1,0 +1,245 @@
+"""Key fields on the classic path: the rules extractor on pages with positions, the
+three layers of checks, the fields' place in routing, the store and the outputs."""
+
+from __future__ import annotations
+
+import datetime
+import json
+import time
+
+import pytest
+
+from appliance.config import settings_from_dict
+from appliance.errors import ConfigError
+from appliance.fields.document import read_fields
+from appliance.fields.schema import DEFAULTS, schemas
+from appliance.fields.validate import Seen
+from appliance.outputs.tree import PageTree, TextBlock, TextLine, Word
+
+TODAY = datetime.date(2026, 12, 1)
+CHAR_W, LINE_H = 14.0, 28.0
+
+
+def page(*rows: tuple[float, float, str], number: int = 1, confidence: float = 0.95) -> PageTree:
+    """A page whose lines stand at (x, y), each word as wide as its characters."""
+    lines = []
+    for x, y, text in rows:
+        words, left = [], x
+        for token in text.split(" "):
+            words.append(Word(token, (left, y, left + CHAR_W * len(token), y + LINE_H), confidence))
+            left += CHAR_W * (len(token) + 1)
+        lines.append(TextLine((x, y, left - CHAR_W, y + LINE_H), words))
+    return PageTree(number, 1240, 1754, 150, "done", [TextBlock(lines[0].box, lines)])
+
+
+def no_history(_key: str) -> list[Seen]:
+    return []
+
+
+def by_name(reading) -> dict[str, dict]:
+    return {f["name"]: f for f in reading.fields}
+
+
+RECEIPT = page(
+    (300, 40, "TAX INVOICE"),
+    (200, 80, "KEDAI MAJU JAYA SDN BHD"),
+    (200, 115, "NO 12 JALAN BESAR"),
+    (200, 150, "43000 KAJANG SELANGOR"),
+    (200, 185, "TEL 03-8736 5678"),
+    (60, 240, "Date: 25/12/2018 10:15"),
+    (60, 300, "MILO TIN"), (500, 300, "12.50"),
+    (60, 335, "ROTI BAKAR"), (500, 335, "3.20"),
+    (60, 380, "SUBTOTAL"), (500, 380, "15.70"),
+    (60, 415, "TOTAL RM"), (500, 415, "15.70"),
+    (60, 450, "CASH"), (500, 450, "50.00"),
+    (60, 485, "CHANGE"), (500, 485, "34.30"),
+)
+
+
+def test_a_receipt_gives_its_shop_address_date_and_total_not_the_cash():
+    reading = read_fields([RECEIPT], DEFAULTS["receipt"], no_history, today=TODAY)
+    fields = by_name(reading)
+    assert fields["company"]["value"] == "KEDAI MAJU JAYA SDN BHD"
+    assert fields["address"]["value"] == "NO 12 JALAN BESAR 43000 KAJANG SELANGOR"
+    assert fields["date"]["value"] == "2018-12-25"
+    assert fields["total"]["value"] == "15.70"
+    assert reading.reasons == []
+    assert all(f["valid"] for f in reading.fields)
+    # the evidence is the value's own box on the page, beside its label
+    [evidence] = fields["total"]["evidence"]
+    assert evidence["page"] == 1 and evidence["box"] == [500, 415, 570, 443]
+    assert 0 < fields["total"]["confidence"] <= 0.95
+
+
+def test_a_missing_required_field_and_a_future_date_are_reasons_for_review():
+    without_total = page((200, 80, "KEDAI MAJU JAYA SDN BHD"), (60, 240, "Date: 25/12/2031"),
+                         (60, 300, "MILO TIN"), (500, 300, "12.50"))
+    reading = read_fields([without_total], DEFAULTS["receipt"], no_history, today=TODAY)
+    assert "missing_field: total" in reading.reasons
+    assert any(r.startswith("field_invalid: date: 2031-12-25 lies in the future")
+               for r in reading.reasons)
+    fields = by_name(reading)
+    assert fields["total"]["value"] is None and fields["total"]["valid"] is False
+    assert fields["address"]["valid"] is None  # optional, and not there
+
+
+INVOICE_ROWS = [
+    (60, 60, "Muster Bürobedarf GmbH"),
+    (60, 95, "Hauptstraße 5, 10115 Berlin"),
+    (60, 130, "VAT ID: DE136695976"),
+    (700, 60, "Invoice No.: INV-2024-0042"),
+    (700, 95, "Invoice date: 15.03.2024"),
+    (700, 130, "Due date: 14.04.2024"),
+    (60, 220, "Bill to:"),
+    (60, 255, "Beispiel Handel AG"),
+    (60, 400, "Subtotal"), (900, 400, "1.000,00 EUR"),
+    (60, 435, "VAT 19%"), (900, 435, "190,00 EUR"),
+    (60, 470, "Total due"), (900, 470, "1.190,00 EUR"),
+    (60, 560, "IBAN: DE89 3704 0044 0532 0130 00"),
+]
+
+
+def test_an_invoice_gives_every_field_and_they_agree():
+    reading = read_fields([page(*INVOICE_ROWS)], DEFAULTS["invoice"], no_history, today=TODAY)
+    values = {name: f["value"] for name, f in by_name(reading).items()}
+    assert values == {
+        "number": "INV-2024-0042", "issue_date": "2024-03-15", "due_date": "2024-04-14",
+        "seller": "Muster Bürobedarf GmbH", "buyer": "Beispiel Handel AG",
+        "seller_vat_id": "DE136695976", "net": "1000.00", "tax": "190.00", "gross": "1190.00",
+        "currency": "EUR", "iban": "DE89370400440532013000"}
+    assert reading.reasons == []
+    gross = by_name(reading)["gross"]
+    assert gross["currency"] == "EUR"
+    assert {"layer": "logic", "ok": True,
+            "message": "gross 1190.00 = net 1000.00 + tax 190.00"} in gross["checks"]
+
+
+def test_amounts_that_do_not_add_up_a_bad_iban_and_dates_out_of_order_are_flagged():
+    rows = [r for r in INVOICE_ROWS if not r[2].startswith(("Total due", "1.190", "IBAN",
+                                                             "Due date"))]
+    rows += [(60, 470, "Total due"), (900, 470, "1.910,00 EUR"),
+             (60, 560, "IBAN: DE88 3704 0044 0532 0130 00"), (700, 130, "Due date: 01.03.2024")]
+    reading = read_fields([page(*rows)], DEFAULTS["invoice"], no_history, today=TODAY)
+    reasons = "\n".join(reading.reasons)
+    assert "field_invalid: gross: gross 1910.00 != net 1000.00 + tax 190.00" in reasons
+    assert "field_invalid: iban: " in reasons
+    assert "field_invalid: due_date: due 2024-03-01 before issue 2024-03-15" in reasons
+    assert by_name(reading)["iban"]["valid"] is False
+
+
+def test_the_same_seller_and_number_with_another_amount_is_flagged():
+    earlier = Seen("doc-1", {"seller": "Muster Bürobedarf GmbH", "number": "INV-2024-0042",
+                             "gross": "1100.00", "issue_date": "2024-03-15"})
+    asked = []
+
+    def seen(key):
+        asked.append(key)
+        return [earlier]
+
+    reading = read_fields([page(*INVOICE_ROWS)], DEFAULTS["invoice"], seen, today=TODAY)
+    assert asked == [reading.identity] and reading.identity
+    assert "field_invalid: gross: document doc-1 has the same number with gross 1100.00" \
+        in reading.reasons
+
+
+def test_a_value_the_page_does_not_show_has_no_evidence():
+    """A value that reached the fields without being in the accepted text (a model's
+    invention, a stale correction) fails the business layer."""
+    from appliance.fields.extract import Found
+    from appliance.fields.kinds import parse
+    from appliance.fields.validate import validate
+
+    spec = DEFAULTS["receipt"][3]
+    found = {"total": Found(spec, parse("money", "99.99"), 0.9)}
+    checks = validate((spec,), found, text="TOTAL 15.70", history=[], today=TODAY)
+    assert checks["total"][-1].layer == "business" and not checks["total"][-1].ok
+
+
+def test_a_fapiao_total_in_capitals_must_equal_the_total():
+    rows = [(60, 60, "发票代码 011002300111"), (700, 60, "发票号码 12345678"),
+            (700, 95, "开票日期 2024年3月15日"),
+            (60, 600, "价税合计（大写） 壹万肆仟肆佰陆拾肆元整"), (800, 600, "（小写） ¥14464.00")]
+    fapiao = DEFAULTS["fapiao"]
+    right = by_name(read_fields([page(*rows)], fapiao, no_history, today=TODAY))
+    assert right["issue_date"]["value"] == "2024-03-15"
+    assert right["total"]["value"] == right["total_capital"]["value"] == "14464.00"
+    assert right["total_capital"]["valid"] is True
+    rows[-1] = (800, 600, "（小写） ¥14446.00")
+    wrong = read_fields([page(*rows)], fapiao, no_history, today=TODAY)
+    assert any(r.startswith("field_invalid: total_capital: the total in capitals (14464.00) "
+                            "differs from the total (14446.00)") for r in wrong.reasons)
+
+
+def test_the_operator_adds_and_changes_fields_in_the_config(tmp_path):
+    settings = settings_from_dict({"fields": {"receipt": [
+        {"name": "total", "kind": "money", "required": True, "labels": ["betrag"],
+         "pick": "largest"},
+        {"name": "till", "kind": "regex", "pattern": r"K\d+", "labels": ["kasse"]},
+    ]}}, base_dir=tmp_path)
+    receipt = schemas(settings.fields)["receipt"]
+    assert [s.name for s in receipt] == ["company", "date", "address", "total", "till"]
+    assert receipt[3].labels == ("betrag",)
+    reading = read_fields([page((200, 80, "Bäckerei Korn GmbH"), (60, 200, "Kasse K7"),
+                                (60, 240, "Betrag 4,20 €"))], receipt, no_history, today=TODAY)
+    assert by_name(reading)["total"]["value"] == "4.20"
+    assert by_name(reading)["till"]["value"] == "K7"
+
+
+@pytest.mark.parametrize("table, words", [
+    ({"name": "x", "kind": "enum"}, "without choices"),
+    ({"name": "x", "kind": "regex", "labels": ["a"]}, "without a pattern"),
+    ({"name": "x", "kind": "regex", "pattern": "(", "labels": ["a"]}, "not a valid regular"),
+    ({"name": "x", "kind": "money"}, "has no labels"),
+    ({"name": "x", "kind": "colour"}, "not allowed"),
+])
+def test_a_field_the_appliance_could_never_find_is_refused_at_start(tmp_path, table, words):
+    with pytest.raises(ConfigError, match=words):
+        settings_from_dict({"fields": {"invoice": [table]}}, base_dir=tmp_path)
+
+
+def test_fields_are_json():
+    reading = read_fields([RECEIPT], DEFAULTS["receipt"], no_history, today=TODAY)
+    assert json.loads(json.dumps(reading.fields)) == reading.fields
+
+
+RECEIPT_LINES = ["KEDAI MAJU JAYA SDN BHD", "NO 12 JALAN BESAR", "43000 KAJANG SELANGOR",
+                 "TEL 03-8736 5678", "Date: 25/12/2018", "MILO TIN 12.50", "ROTI BAKAR 3.20"]
+
+
+def test_a_typed_document_is_routed_by_its_fields_and_its_json_carries_them(tmp_path):
+    """Two receipts read by the real classic engine, both confident: the one with its
+    total is accepted and its JSON has the fields; the one without waits for review,
+    saying which field is missing."""
+    from appliance.export import render
+    from appliance.intake import SubmitOptions
+    from appliance.raster.synthetic import render_text_page
+    from appliance.store import queries
+    from tests.test_ui_handlers import make_appliance
+
+    appliance = make_appliance(tmp_path, review={"review_below": 0.0, "accept_from": 0.0,
+                                                 "second_opinion": False})
+    appliance.start()
+    try:
+        complete, short = tmp_path / "complete.png", tmp_path / "short.png"
+        render_text_page([*RECEIPT_LINES, "TOTAL RM 15.70", "CASH 50.00"]).save(complete)
+        render_text_page(RECEIPT_LINES).save(short)
+        docs = [appliance.submit_path(path, SubmitOptions(source="api", doc_type="receipt"))
+                for path in (complete, short)]
+        deadline = time.monotonic() + 180
+        while True:
+            views = [queries.get_document(appliance.db, d.id) for d in docs]
+            if views[0].is_final and views[1].pages[0].status == "review":
+                break
+            assert time.monotonic() < deadline, [v.status for v in views]
+            time.sleep(0.3)
+        document = json.loads(render(appliance.db, docs[0].id)["json"])
+        [(_, waiting)] = queries.accepted_results(appliance.db, docs[1].id)
+    finally:
+        appliance.stop()
+    values = {f["name"]: f["value"] for f in document["document"]["fields"]}
+    assert values == {"company": "KEDAI MAJU JAYA SDN BHD",
+                      "address": "NO 12 JALAN BESAR 43000 KAJANG SELANGOR",
+                      "date": "2018-12-25", "total": "15.70"}
+    assert [f["name"] for f in document["pages"][0]["fields"]] == [
+        "company", "date", "address", "total"]
+    assert "missing_field: total" in waiting.reasons
