@@ -39,7 +39,8 @@ FORM_ALLOWANCE_BYTES = 64 * 1024
 MEDIA_TYPES = {"md": "text/markdown; charset=utf-8", "json": "application/json",
                "txt": "text/plain; charset=utf-8",
                "hocr": "application/xhtml+xml; charset=utf-8",
-               "alto": "application/xml; charset=utf-8", "pdf": "application/pdf"}
+               "alto": "application/xml; charset=utf-8", "pdf": "application/pdf",
+               "fields.json": "application/json"}
 # the routes that take a document's id, by their operationId (OpenAPI links)
 DOCUMENT_LINKS = {"GetDocument": "get_document", "GetResult": "get_result",
                   "CancelDocument": "cancel_document"}

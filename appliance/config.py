@@ -60,7 +60,8 @@ class PathSettings:
 
 
 RETRY_RUNGS = ("greedy", "sampled", "tiled")
-OUTPUT_FORMATS = ("md", "json", "txt", "hocr", "alto", "pdf")  # export.SUFFIXES names each file
+# export.SUFFIXES names each file; fields.json is written for typed documents only
+OUTPUT_FORMATS = ("md", "json", "txt", "hocr", "alto", "pdf", "fields.json")
 DOC_TYPES = ("generic", "receipt", "invoice", "contract", "report", "table", "handwriting",
              "id_card", "fapiao")
 

@@ -26,6 +26,7 @@ from appliance.errors import (
     AlreadyRunning, ConfigError, EngineUnavailable, ModelError, NotFound, ShuttingDown,
 )
 from appliance.export import Exporter, document_json
+from appliance.fields.document import refresh_after_review
 from appliance.gpu import MemoryDevice, MemorySampler, Watermarks, open_device
 from appliance.intake import Intake, SubmitOptions
 from appliance.intake.disposition import dispose
@@ -354,6 +355,8 @@ class Appliance:
         if folder is not None and not self.watch.may_dispose(view, source_confirmed):
             return
         if not doc.exported_at and not doc.error_code:
+            if specs := self.dispatcher.field_specs.get(doc.doc_type):
+                refresh_after_review(self.db, document_id, doc.doc_type, specs)
             self.exporter.export(document_id)
         if folder is not None:
             dispose(self.db, view, folder)
@@ -372,7 +375,9 @@ class Appliance:
                 log.exception("finishing failed doc=%s", document_id)
 
     def _document_payload(self, document_id: str) -> dict:
-        return document_json(queries.get_document(self.db, document_id))
+        fields = queries.latest_fields(self.db, document_id)
+        return document_json(queries.get_document(self.db, document_id)) | {
+            "fields": fields.fields if fields else None}
 
     def cancel(self, document_id: str) -> DocumentView:
         if queries.get_document(self.db, document_id) is None:

@@ -35,7 +35,7 @@ log = logging.getLogger(__name__)
 FORMATS = OUTPUT_FORMATS
 # each format's file name ending
 SUFFIXES = {"md": ".md", "json": ".json", "txt": ".txt", "hocr": ".hocr", "alto": ".alto.xml",
-            "pdf": ".pdf"}
+            "pdf": ".pdf", "fields.json": ".fields.json"}
 assert tuple(SUFFIXES) == FORMATS, "every output format needs its file name ending"
 MAX_STEM_CHARS = 120
 
@@ -168,6 +168,10 @@ def render(db: Database, document_id: str) -> dict[str, str]:
                            indent=2) + "\n",
         "hocr": to_hocr(doc.name, trees),
         "alto": to_alto(doc.name, trees).decode("utf-8"),
+        # the key fields alone, for accounting systems (null for a type without fields)
+        "fields.json": json.dumps({"id": doc.id, "name": doc.name, "doc_type": doc.doc_type,
+                                   "fields": document["fields"]}, ensure_ascii=False,
+                                  indent=2) + "\n",
     }
 
 
@@ -242,6 +246,8 @@ class Exporter:
         stem = transitions.reserve_output_stem(self.db, document_id, safe_stem(view.doc.name),
                                                self._taken_on_disk)
         paths = []
+        if queries.latest_fields(self.db, document_id) is None:
+            rendered.pop("fields.json", None)  # a type without fields: no empty file
         for fmt in rendered:
             path = self.output_dir / f"{stem}{SUFFIXES[fmt]}"
             write_atomic(path, rendered[fmt])

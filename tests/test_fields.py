@@ -209,11 +209,13 @@ RECEIPT_LINES = ["KEDAI MAJU JAYA SDN BHD", "NO 12 JALAN BESAR", "43000 KAJANG S
 def test_a_typed_document_is_routed_by_its_fields_and_its_json_carries_them(tmp_path):
     """Two receipts read by the real classic engine, both confident: the one with its
     total is accepted and its JSON has the fields; the one without waits for review,
-    saying which field is missing."""
+    saying which field is missing, until a reviewer adds the total: its fields are read
+    again, and written beside its other outputs."""
     from appliance.export import render
     from appliance.intake import SubmitOptions
     from appliance.raster.synthetic import render_text_page
     from appliance.store import queries
+    from appliance.store import reviews
     from tests.test_ui_handlers import make_appliance
 
     appliance = make_appliance(tmp_path, review={"review_below": 0.0, "accept_from": 0.0,
@@ -234,6 +236,11 @@ def test_a_typed_document_is_routed_by_its_fields_and_its_json_carries_them(tmp_
             time.sleep(0.3)
         document = json.loads(render(appliance.db, docs[0].id)["json"])
         [(_, waiting)] = queries.accepted_results(appliance.db, docs[1].id)
+
+        # as the console does it: the correction finishes the document at once
+        page_id = reviews.claim_review(appliance.db, "anna", 60)
+        appliance.review.correct("anna", page_id, waiting.markdown + "\n\nTOTAL RM 9.90")
+        written = tmp_path / "out" / "short.fields.json"
     finally:
         appliance.stop()
     values = {f["name"]: f["value"] for f in document["document"]["fields"]}
@@ -243,3 +250,7 @@ def test_a_typed_document_is_routed_by_its_fields_and_its_json_carries_them(tmp_
     assert [f["name"] for f in document["pages"][0]["fields"]] == [
         "company", "date", "address", "total"]
     assert "missing_field: total" in waiting.reasons
+    corrected = {f["name"]: f for f in json.loads(written.read_text())["fields"]}
+    assert corrected["total"]["value"] == "9.90" and corrected["total"]["valid"] is True
+    assert corrected["company"]["value"] == "KEDAI MAJU JAYA SDN BHD"
+

@@ -49,7 +49,8 @@ STATUS_HEADERS = ["Name", "Status", "Pages done", "Error", "Document id"]
 DOWNLOAD_LABELS = {"md": "Download Markdown (.md)", "json": "Download JSON (.json)",
                    "txt": "Download text (.txt)", "hocr": "Download hOCR (.hocr)",
                    "alto": "Download ALTO XML (.alto.xml)",
-                   "pdf": "Download searchable PDF (.pdf)"}
+                   "pdf": "Download searchable PDF (.pdf)",
+                   "fields.json": "Download key fields (.fields.json)"}
 INTERNAL_ERROR_TEXT = ("the file could not be accepted because of an internal error; "
                        "the server log has the details")
 NO_REVIEWER_TEXT = ("no reviewer account exists, so nobody can check it: an administrator must "

@@ -25,7 +25,7 @@ from appliance.fields.kinds import Money
 from appliance.fields.schema import FieldSpec
 from appliance.fields.validate import Seen, identity, reasons, validate, values
 from appliance.outputs.tree import PageTree, page_tree, page_trees
-from appliance.store import Database, queries
+from appliance.store import Database, queries, transitions
 from appliance.store.models import FieldSet, PageResult
 
 
@@ -90,3 +90,15 @@ def read_document_fields(db: Database, document_id: str, doc_type: str,
     reading = read_fields(trees, specs, seen)
     return FieldSet(document_id=document_id, doc_type=doc_type, identity=reading.identity,
                     fields=reading.fields, reasons=reading.reasons)
+
+
+def refresh_after_review(db: Database, document_id: str, doc_type: str,
+                         specs: tuple[FieldSpec, ...]) -> bool:
+    """Read the fields again when a reviewer corrected a page's text after they were
+    read, so that the document's outputs carry the accepted values. True if read."""
+    latest = queries.latest_fields(db, document_id)
+    corrected_at = queries.newest_correction_at(db, document_id)
+    if latest is None or corrected_at is None or corrected_at <= latest.created_at:
+        return False
+    transitions.record_fields(db, read_document_fields(db, document_id, doc_type, specs))
+    return True

@@ -370,3 +370,12 @@ def field_history(db: Database, doc_type: str, identity: str, exclude: str) -> l
             FieldSet.document_id != exclude).order_by(FieldSet.id)).all()
     newest = {row.document_id: row for row in rows}
     return list(newest.values())
+
+
+def newest_correction_at(db: Database, document_id: str) -> float | None:
+    """When a reviewer last corrected a page of the document (None: never)."""
+    with db.read() as session:
+        return session.exec(select(func.max(PageResult.finished_at))
+                            .join(Page, PageResult.page_id == Page.id)
+                            .where(Page.document_id == document_id,
+                                   PageResult.outcome == Outcome.CORRECTED)).one()

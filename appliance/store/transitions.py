@@ -446,3 +446,10 @@ def record_kept_file(db: Database, folder: str, path: str, size_bytes: int, mtim
     with db.write() as session:
         session.merge(WatchLedger(folder=folder, path=path, size_bytes=size_bytes,
                                   mtime_ns=mtime_ns, sha256=sha256))
+
+
+def record_fields(db: Database, fields: FieldSet) -> None:
+    """Store a new reading of a document's fields (the newest is the document's)."""
+    with db.write() as session:
+        session.add(fields)
+        _event(session, "fields_read", fields.document_id, reasons=fields.reasons)
