@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
 import sys
 from pathlib import Path
@@ -261,6 +262,33 @@ def cmd_review_export(args) -> int:
     return 0
 
 
+def cmd_fields_export(args) -> int:
+    import datetime
+
+    from appliance.fields.batch import write_csv, write_jsonl
+    from appliance.fields.schema import schemas
+    from appliance.store import Database, queries
+
+    settings = load_settings(args.config)
+    specs = schemas(settings.fields).get(args.type)
+    if specs is None:
+        raise InvalidRequest(f"documents of type {args.type} have no fields; configure "
+                             f"[[fields.{args.type}]] or choose a type that has them")
+    try:
+        since = datetime.datetime.fromisoformat(args.since).timestamp() if args.since else 0.0
+    except ValueError:
+        raise InvalidRequest(f"--since {args.since!r} is not a date; write e.g. 2026-12-01 "
+                             f"or 2026-12-01T08:00") from None
+    rows = queries.documents_with_fields(Database(settings.paths.database), args.type,
+                                         since, args.tag)
+    target = args.csv or args.jsonl
+    with (contextlib.nullcontext(sys.stdout) if str(target) == "-"
+          else open(target, "w", encoding="utf-8", newline="")) as out:
+        count = write_csv(rows, specs, out) if args.csv else write_jsonl(rows, out)
+    sys.stderr.write(f"{count} documents written\n")
+    return 0
+
+
 def cmd_users(args) -> int:
     from getpass import getpass
 
@@ -453,6 +481,19 @@ def build_parser() -> argparse.ArgumentParser:
     export.add_argument("--jsonl", type=Path, required=True,
                         help="file to write, one JSON record per page ('-': stdout)")
     export.set_defaults(func=cmd_review_export)
+
+    fields_parser = sub.add_parser("fields", help="documents' key fields")
+    fields_sub = fields_parser.add_subparsers(dest="fields_command", required=True)
+    fields_export = fields_sub.add_parser("export", parents=[common],
+                                          help="a batch of documents' fields as CSV or JSON Lines")
+    fields_export.add_argument("--type", choices=DOC_TYPES, required=True)
+    fields_export.add_argument("--since", help="documents received from this date or time "
+                                               "(ISO, e.g. 2026-12-01)")
+    fields_export.add_argument("--tag", help="only documents with this tag")
+    target = fields_export.add_mutually_exclusive_group(required=True)
+    target.add_argument("--csv", type=Path, help="file to write, a row per document ('-': stdout)")
+    target.add_argument("--jsonl", type=Path, help="file to write, a record per document ('-': stdout)")
+    fields_export.set_defaults(func=cmd_fields_export)
 
     users = sub.add_parser("users", help="reviewer accounts")
     users_sub = users.add_subparsers(dest="users_command", required=True)

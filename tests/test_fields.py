@@ -254,3 +254,49 @@ def test_a_typed_document_is_routed_by_its_fields_and_its_json_carries_them(tmp_
     assert corrected["total"]["value"] == "9.90" and corrected["total"]["valid"] is True
     assert corrected["company"]["value"] == "KEDAI MAJU JAYA SDN BHD"
 
+
+
+def test_a_batch_of_fields_exports_as_csv_and_json_lines(tmp_path, capsys):
+    """`appliance fields export` on a real store: a row per invoice since the date asked,
+    its fields' values and checks, the newest reading of each; a wrong date is refused."""
+    import csv
+    import io
+
+    from appliance.cli import main
+    from appliance.store import Database, transitions
+    from appliance.store.models import Document, FieldSet
+
+    config = tmp_path / "config.toml"
+    config.write_text(f'[paths]\ndata_dir = "{tmp_path / "data"}"\n')
+    db = Database(tmp_path / "data" / "appliance.db")
+    settings_db = settings_from_dict({"paths": {"data_dir": str(tmp_path / "data")}},
+                                     base_dir=tmp_path).paths.database
+    assert settings_db == db.path  # the command opens the store this test fills
+    reading = read_fields([page(*INVOICE_ROWS)], DEFAULTS["invoice"], no_history, today=TODAY)
+    old, new = (transitions.submit_document(db, Document(
+        name=name, sha256=name * 32, kind="png", size_bytes=1, source="api",
+        doc_type="invoice", created_at=at), 1) for name, at in (("aa", 1e9), ("bb", 2e9)))
+    for doc in (old, new):
+        transitions.record_fields(db, FieldSet(document_id=doc.id, doc_type="invoice",
+                                               fields=[], reasons=["stale"]))
+        transitions.record_fields(db, FieldSet(document_id=doc.id, doc_type="invoice",
+                                               fields=reading.fields, reasons=[]))
+
+    assert main(["fields", "export", "--config", str(config), "--type", "invoice",
+                 "--since", "2020-01-01", "--csv", "-"]) == 0
+    rows = list(csv.DictReader(io.StringIO(capsys.readouterr().out)))
+    assert [(r["document_id"], r["valid"], r["gross"], r["gross_valid"], r["iban"])
+            for r in rows] == [(new.id, "True", "1190.00", "True", "DE89370400440532013000")]
+
+    out = tmp_path / "fields.jsonl"
+    assert main(["fields", "export", "--config", str(config), "--type", "invoice",
+                 "--jsonl", str(out)]) == 0
+    records = [json.loads(line) for line in out.read_text().splitlines()]
+    assert [r["document_id"] for r in records] == [old.id, new.id]
+    assert records[0]["fields"] == reading.fields
+
+    assert main(["fields", "export", "--config", str(config), "--type", "invoice",
+                 "--since", "yesterday", "--csv", "-"]) == 2
+    assert "is not a date" in capsys.readouterr().err
+    assert main(["fields", "export", "--config", str(config), "--type", "report",
+                 "--csv", "-"]) == 2

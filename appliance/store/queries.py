@@ -379,3 +379,17 @@ def newest_correction_at(db: Database, document_id: str) -> float | None:
                             .join(Page, PageResult.page_id == Page.id)
                             .where(Page.document_id == document_id,
                                    PageResult.outcome == Outcome.CORRECTED)).one()
+
+
+def documents_with_fields(db: Database, doc_type: str, since: float = 0.0,
+                          tag: str | None = None) -> list[tuple[Document, FieldSet]]:
+    """Final documents of a type created since ``since`` (and tagged ``tag``), each with
+    its newest field reading, oldest document first."""
+    with db.read() as session:
+        rows = session.exec(select(Document, FieldSet)
+                            .join(FieldSet, FieldSet.document_id == Document.id)
+                            .where(Document.doc_type == doc_type, Document.created_at >= since)
+                            .order_by(Document.created_at, FieldSet.id)).all()
+    newest = {doc.id: (doc, fields) for doc, fields in rows}
+    return [(doc, fields) for doc, fields in newest.values()
+            if tag is None or tag in (doc.tags or [])]
