@@ -458,7 +458,8 @@ def build_parser() -> argparse.ArgumentParser:
 
     make_set = sub.add_parser("make-eval-set",
                               help="write synthetic datasets with ground truth in reading order "
-                                   "(columns, receipts, tables, degraded scans) for eval")
+                                   "(columns, receipts, tables, degraded scans, receipts and invoices "
+                                   "with their key fields) for eval")
     make_set.add_argument("dir", type=Path)
     make_set.add_argument("--pages", type=int, default=12, help="pages per dataset")
     make_set.add_argument("--seed", type=int, default=7)

@@ -1,6 +1,6 @@
 """Synthetic evaluation sets with ground truth in reading order (`appliance make-eval-set`).
 
-Four datasets in the plain layout (``<stem>.png`` beside ``<stem>.txt`` or ``.md``, a
+Six datasets in the plain layout (``<stem>.png`` beside ``<stem>.txt`` or ``.md``, a
 ``dataset.json`` each), deterministic for a seed:
 
 - ``columns``: report and magazine pages, a title across the page over two or three
@@ -12,6 +12,9 @@ Four datasets in the plain layout (``<stem>.png`` beside ``<stem>.txt`` or ``.md
 - ``degraded``: one column of text, scanned badly: leaning, low resolution, blurred,
   noisy, faint, JPEG-compressed, from a fair copy to barely legible (the set for
   judging confidence: its truth is exact, so every error is the reader's).
+- ``receipts-fields`` and ``invoices-fields`` (`synthetic_fields`): receipts and invoices
+  of many layouts with their key fields as printed (``<stem>.fields.json``), for judging
+  field extraction.
 
 They are the measure for the layout work that real scans of these kinds need; real
 scans remain the check (`appliance eval` on FUNSD, SROIE, ...).
@@ -44,7 +47,10 @@ ITEMS = ("Paper A4 500 sheets", "Toner cartridge black", "Stapler", "Envelopes C
 
 
 def make_sets(root: Path, pages: int = 12, seed: int = 7) -> dict[str, int]:
-    """Write the four datasets under ``root``; answers how many pages each got."""
+    """Write the six datasets under ``root``; answers how many pages each got."""
+    # imported here, not at the top: synthetic_fields imports this module
+    from appliance.measure.synthetic_fields import make_field_sets
+
     makers = {"columns": ("report", _columns_page), "receipts": ("receipt", _receipt_page),
               "tables": ("table", _table_page), "degraded": ("generic", _degraded_page)}
     counts = {}
@@ -60,7 +66,7 @@ def make_sets(root: Path, pages: int = 12, seed: int = 7) -> dict[str, int]:
             image.save(folder / f"{stem}.png")
             (folder / f"{stem}{suffix}").write_text(truth + "\n", encoding="utf-8")
         counts[name] = pages
-    return counts
+    return counts | make_field_sets(root, pages, seed)
 
 
 def _font(path: str, size: int) -> ImageFont.FreeTypeFont:
