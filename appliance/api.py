@@ -48,6 +48,10 @@ DOCUMENT_LINKS = {"GetDocument": "get_document", "GetResult": "get_result",
 MAX_OFFSET = 2**62
 
 
+class FieldCorrections(BaseModel):
+    fields: dict[str, str]  # field name -> value as it should read ("" removes it)
+
+
 class ErrorDetail(BaseModel):
     code: str
     message: str
@@ -232,6 +236,16 @@ def create_app(appliance: Appliance) -> FastAPI:
     def cancel_document(document_id: str):
         """Pages not yet started end `failed: cancelled`; pages being read finish."""
         return document_json(appliance.cancel(document_id))
+
+    @app.put("/api/v1/documents/{document_id}/fields", tags=["documents"],
+             operation_id="correct_fields", responses=errors(400, 404, 409))
+    def correct_fields(document_id: str, body: FieldCorrections, request: Request):
+        """Set key fields by hand (an empty value removes one): they are checked again,
+        the change is audited under the API key's name, and an exported document is
+        exported again."""
+        actor = getattr(request.state, "api_key", "") or "api"
+        fields = appliance.correct_fields(document_id, body.fields, actor)
+        return {"document_id": document_id, "fields": fields.fields, "reasons": fields.reasons}
 
     @app.get("/api/v1/documents", tags=["documents"], operation_id="list_documents",
              responses=errors(400))

@@ -23,10 +23,11 @@ from appliance.engines import registry
 from appliance.engines.host import WorkerHandle, WorkerSpec
 from appliance.engines.llama.validate import cached_sha256, inspect_model
 from appliance.errors import (
-    AlreadyRunning, ConfigError, EngineUnavailable, ModelError, NotFound, ShuttingDown,
+    AlreadyRunning, ConfigError, EngineUnavailable, InvalidRequest, ModelError, NotFound,
+    NotReady, ShuttingDown,
 )
 from appliance.export import Exporter, document_json
-from appliance.fields.document import refresh_after_review
+from appliance.fields.document import correct_document_fields, refresh_after_review
 from appliance.gpu import MemoryDevice, MemorySampler, Watermarks, open_device
 from appliance.intake import Intake, SubmitOptions
 from appliance.intake.disposition import dispose
@@ -38,7 +39,7 @@ from appliance.retention import purge
 from appliance.review import ReviewService
 from appliance.security import ApiKeys
 from appliance.store import Database, queries, transitions
-from appliance.store.models import Document
+from appliance.store.models import Document, FieldSet
 from appliance.store.queries import DocumentView
 from appliance.users import Users
 from appliance.webhooks import WebhookNotifier, WebhookPolicy
@@ -373,6 +374,29 @@ class Appliance:
                 self.finish(document_id)
             except Exception:
                 log.exception("finishing failed doc=%s", document_id)
+
+    def correct_fields(self, document_id: str, corrections: dict[str, str],
+                       actor: str) -> FieldSet:
+        """A person's values for a document's key fields, checked again and audited; a
+        document already exported is exported again with them."""
+        view = queries.get_document(self.db, document_id)
+        if view is None:
+            raise NotFound(f"no document with id {document_id}")
+        specs = self.dispatcher.field_specs.get(view.doc.doc_type)
+        if specs is None:
+            raise InvalidRequest(f"documents of type {view.doc.doc_type} have no key fields; "
+                                 f"configure [[fields.{view.doc.doc_type}]] for them")
+        if queries.latest_fields(self.db, document_id) is None:
+            raise NotReady(f"the fields of document {document_id} are read with its last "
+                           f"page; correct them once it has been read")
+        try:
+            fields = correct_document_fields(self.db, document_id, view.doc.doc_type, specs,
+                                             corrections, actor)
+        except ValueError as exc:
+            raise InvalidRequest(str(exc)) from None
+        if view.doc.exported_at:
+            self.exporter.export(document_id)
+        return fields
 
     def _document_payload(self, document_id: str) -> dict:
         fields = queries.latest_fields(self.db, document_id)

@@ -300,3 +300,77 @@ def test_a_batch_of_fields_exports_as_csv_and_json_lines(tmp_path, capsys):
     assert "is not a date" in capsys.readouterr().err
     assert main(["fields", "export", "--config", str(config), "--type", "report",
                  "--csv", "-"]) == 2
+
+
+def test_a_person_corrects_fields_through_the_api_checked_again_and_audited(tmp_path):
+    """PUT /api/v1/documents/{id}/fields: with a key, the values are checked again (a
+    wrong gross fails its sum), an empty one removes a field, the change is audited
+    under the key's name; without a key, or for a field or document that does not
+    exist, it is refused."""
+    from fastapi.testclient import TestClient
+    from sqlmodel import select
+
+    from appliance.api import create_app
+    from appliance.daemon import Appliance
+    from appliance.security import ApiKeys
+    from appliance.store import transitions
+    from appliance.store.models import Document, Event, FieldSet
+    from tests.conftest import make_settings
+
+    ApiKeys(tmp_path / "keys.toml").add("tests")
+    key = ApiKeys(tmp_path / "keys.toml").add("erp")
+    appliance = Appliance(make_settings(tmp_path, auth={"api_keys_file": str(tmp_path / "keys.toml")}))
+    try:
+        db = appliance.db
+        invoice, report, early = (transitions.submit_document(db, Document(
+            name=f"{kind}.png", sha256=str(i) * 64, kind="png", size_bytes=1, source="api",
+            doc_type=kind), 1) for i, kind in enumerate(("invoice", "report", "invoice")))
+        reading = read_fields([page(*INVOICE_ROWS)], DEFAULTS["invoice"], no_history, today=TODAY)
+        transitions.record_fields(db, FieldSet(document_id=invoice.id, doc_type="invoice",
+                                               fields=reading.fields, reasons=[]))
+        client = TestClient(create_app(appliance))
+        url = f"/api/v1/documents/{invoice.id}/fields"
+
+        assert client.put(url, json={"fields": {"gross": "1"}}).status_code == 401
+        assert client.put(url, json={"fields": {"gross": "1"}},
+                          headers={"X-API-Key": key + "x"}).status_code == 401
+        headers = {"X-API-Key": key}
+        wrong = client.put(url, json={"fields": {"gross": "1.910,00", "iban": ""}},
+                           headers=headers)
+        assert wrong.status_code == 200, wrong.text
+        fields = {f["name"]: f for f in wrong.json()["fields"]}
+        assert fields["gross"]["value"] == "1910.00" and fields["gross"]["valid"] is False
+        assert fields["gross"]["corrected_by"] == "erp" and fields["iban"]["value"] is None
+        assert "field_invalid: gross: gross 1910.00 != net 1000.00 + tax 190.00" \
+            in wrong.json()["reasons"]
+        assert fields["net"]["corrected_by"] is None and fields["net"]["evidence"]
+
+        right = client.put(url, json={"fields": {"gross": "1.190,00"}}, headers=headers).json()
+        assert right["reasons"] == [] and queries_latest(db, invoice.id).actor == "erp"
+
+        refused = {
+            "unknown field": client.put(url, json={"fields": {"colour": "red"}}, headers=headers),
+            "no fields": client.put(f"/api/v1/documents/{report.id}/fields",
+                                    json={"fields": {"x": "1"}}, headers=headers),
+            "not read yet": client.put(f"/api/v1/documents/{early.id}/fields",
+                                       json={"fields": {"gross": "1"}}, headers=headers),
+            "no document": client.put("/api/v1/documents/nope/fields",
+                                      json={"fields": {"gross": "1"}}, headers=headers),
+        }
+        assert {why: r.status_code for why, r in refused.items()} == {
+            "unknown field": 400, "no fields": 400, "not read yet": 409, "no document": 404}
+        with db.read() as session:
+            audited = session.exec(select(Event).where(Event.kind == "fields_corrected")
+                                   .order_by(Event.id)).all()
+        assert [(e.actor, e.detail["changes"]) for e in audited] == [
+            ("erp", {"gross": ["1.190,00 EUR", "1.910,00"], "iban": [
+                "DE89 3704 0044 0532 0130 00", None]}),
+            ("erp", {"gross": ["1.910,00", "1.190,00"]})]
+    finally:
+        appliance.db.close()
+
+
+def queries_latest(db, document_id):
+    from appliance.store import queries
+
+    return queries.latest_fields(db, document_id)

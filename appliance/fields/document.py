@@ -20,8 +20,8 @@ import datetime
 from collections.abc import Callable
 from dataclasses import dataclass
 
-from appliance.fields.extract import extract
-from appliance.fields.kinds import Money
+from appliance.fields.extract import Found, extract
+from appliance.fields.kinds import Money, Parsed, parse
 from appliance.fields.schema import FieldSpec
 from appliance.fields.validate import Seen, identity, reasons, validate, values
 from appliance.outputs.tree import PageTree, page_tree, page_trees
@@ -41,12 +41,58 @@ def read_fields(trees: list[PageTree], specs: tuple[FieldSpec, ...],
                 today: datetime.date | None = None) -> FieldsReading:
     """Extract and check the fields of a document whose accepted pages are ``trees``;
     ``seen(identity)`` gives the earlier documents with the same identity."""
-    found = extract(trees, specs)
-    text = "\n".join(line.text for tree in trees if tree.status == "done"
+    return _checked(specs, extract(trees, specs), _text(trees), seen, today, frozenset())
+
+
+def corrected_fields(specs: tuple[FieldSpec, ...], previous: list[dict],
+                     corrections: dict[str, str], seen: Callable[[str], list[Seen]],
+                     actor: str, today: datetime.date | None = None) -> FieldsReading:
+    """A person's values over the ``previous`` reading, checked again as a reading is;
+    an empty value removes the field. A corrected field's confidence is 1 and its
+    evidence is kept, or ``corrected_by`` says who set it. ValueError for a name the
+    document type does not have."""
+    names = {spec.name for spec in specs}
+    unknown = sorted(set(corrections) - names)
+    if unknown:
+        raise ValueError(f"no field named {', '.join(unknown)}; this type has "
+                         f"{', '.join(sorted(names))}")
+    before = {f["name"]: f for f in previous}
+    found: dict[str, Found] = {}
+    for spec in specs:
+        if spec.name in corrections:
+            raw = corrections[spec.name].strip()
+            if raw:
+                found[spec.name] = Found(spec, _parsed(spec, raw), 1.0, [])
+        elif (item := before.get(spec.name)) and item.get("raw") is not None:
+            found[spec.name] = Found(spec, _parsed(spec, item["raw"]), item["confidence"], [])
+    # a person is the evidence of what they set; the rest was found in the text when read
+    reading = _checked(specs, found, "", seen, today, frozenset(found))
+    for field in reading.fields:
+        old = before.get(field["name"], {})
+        field["evidence"] = old.get("evidence", []) if field["raw"] == old.get("raw") else []
+        field["corrected_by"] = actor if field["name"] in corrections else old.get("corrected_by")
+    return reading
+
+
+def _parsed(spec: FieldSpec, raw: str) -> Parsed:
+    """A value read as its kind; one that is not of its kind at all keeps its text and
+    fails the format check."""
+    parsed = parse(spec.kind, raw, choices=spec.choices, pattern=spec.pattern or None)
+    return parsed or Parsed(raw, raw, f"not a {spec.kind}")
+
+
+def _text(trees: list[PageTree]) -> str:
+    return "\n".join(line.text for tree in trees if tree.status == "done"
                      for block in tree.blocks for line in block.lines)
+
+
+def _checked(specs: tuple[FieldSpec, ...], found: dict[str, Found], text: str,
+             seen: Callable[[str], list[Seen]], today: datetime.date | None,
+             attested: frozenset[str]) -> FieldsReading:
     key = identity(values(found))
     key = None if key is None else "|".join(key)
-    checks = validate(specs, found, text=text, history=seen(key) if key else [], today=today)
+    checks = validate(specs, found, text=text, history=seen(key) if key else [], today=today,
+                      attested=attested)
     fields = []
     for spec in specs:
         item = found.get(spec.name)
@@ -83,13 +129,34 @@ def read_document_fields(db: Database, document_id: str, doc_type: str,
         index, result = unstored
         trees[index] = page_tree(index + 1, result)
 
+    reading = read_fields(trees, specs, _history(db, document_id, doc_type))
+    return FieldSet(document_id=document_id, doc_type=doc_type, identity=reading.identity,
+                    fields=reading.fields, reasons=reading.reasons)
+
+
+def correct_document_fields(db: Database, document_id: str, doc_type: str,
+                            specs: tuple[FieldSpec, ...], corrections: dict[str, str],
+                            actor: str) -> FieldSet:
+    """A person's field values stored over the newest reading, checked again and
+    audited (``corrected_fields``). ValueError for a field the type does not have."""
+    latest = queries.latest_fields(db, document_id)
+    previous = latest.fields if latest else []
+    reading = corrected_fields(specs, previous, corrections, _history(db, document_id, doc_type),
+                               actor)
+    before = {f["name"]: f["raw"] for f in previous}
+    row = FieldSet(document_id=document_id, doc_type=doc_type, identity=reading.identity,
+                   fields=reading.fields, reasons=reading.reasons, source="corrected",
+                   actor=actor)
+    transitions.record_fields(db, row, {name: [before.get(name), value or None]
+                                        for name, value in corrections.items()})
+    return row
+
+
+def _history(db: Database, document_id: str, doc_type: str) -> Callable[[str], list[Seen]]:
     def seen(key: str) -> list[Seen]:
         return [Seen(row.document_id, field_values(row.fields))
                 for row in queries.field_history(db, doc_type, key, exclude=document_id)]
-
-    reading = read_fields(trees, specs, seen)
-    return FieldSet(document_id=document_id, doc_type=doc_type, identity=reading.identity,
-                    fields=reading.fields, reasons=reading.reasons)
+    return seen
 
 
 def refresh_after_review(db: Database, document_id: str, doc_type: str,
@@ -98,7 +165,8 @@ def refresh_after_review(db: Database, document_id: str, doc_type: str,
     read, so that the document's outputs carry the accepted values. True if read."""
     latest = queries.latest_fields(db, document_id)
     corrected_at = queries.newest_correction_at(db, document_id)
-    if latest is None or corrected_at is None or corrected_at <= latest.created_at:
-        return False
+    if latest is None or latest.source == "corrected" or corrected_at is None \
+            or corrected_at <= latest.created_at:
+        return False  # a person's field values are not read over
     transitions.record_fields(db, read_document_fields(db, document_id, doc_type, specs))
     return True

@@ -48,8 +48,11 @@ class Seen:
 
 
 def validate(specs: tuple[FieldSpec, ...], found: dict[str, Found], *, text: str,
-             history: list[Seen], today: datetime.date | None = None) -> dict[str, list[Check]]:
-    """The checks of each field (by name; a missing field has its own entry)."""
+             history: list[Seen], today: datetime.date | None = None,
+             attested: frozenset[str] = frozenset()) -> dict[str, list[Check]]:
+    """The checks of each field (by name; a missing field has its own entry).
+    ``attested``: fields a person set, who is their evidence (the page's text may hold
+    the engine's misreading of them)."""
     today = today or datetime.date.today()
     checks: dict[str, list[Check]] = {spec.name: [] for spec in specs}
     for spec in specs:
@@ -66,7 +69,7 @@ def validate(specs: tuple[FieldSpec, ...], found: dict[str, Found], *, text: str
                 checks[spec.name].append(Check("logic", False, f"{day} lies in the future"))
     _sums(found, checks)
     _order_of_dates(found, checks)
-    _business(found, checks, text, history)
+    _business(found, checks, text, history, attested)
     return checks
 
 
@@ -153,10 +156,11 @@ def _squash(value: str) -> str:
 
 
 def _business(found: dict[str, Found], checks: dict[str, list[Check]], text: str,
-              history: list[Seen]) -> None:
+              history: list[Seen], attested: frozenset[str]) -> None:
     squashed_text = _squash(text)
     for name, item in found.items():
-        if item.parsed.raw and _squash(item.parsed.raw) not in squashed_text:
+        if name not in attested and item.parsed.raw \
+                and _squash(item.parsed.raw) not in squashed_text:
             checks[name].append(Check("business", False, "not in the page's text"))
     mine = values(found)
     key = identity(mine)

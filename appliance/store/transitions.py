@@ -448,8 +448,13 @@ def record_kept_file(db: Database, folder: str, path: str, size_bytes: int, mtim
                                   mtime_ns=mtime_ns, sha256=sha256))
 
 
-def record_fields(db: Database, fields: FieldSet) -> None:
-    """Store a new reading of a document's fields (the newest is the document's)."""
+def record_fields(db: Database, fields: FieldSet, changes: dict | None = None) -> None:
+    """Store a new reading of a document's fields (the newest is the document's); a
+    person's correction is audited with its ``changes`` (name -> [before, after])."""
     with db.write() as session:
         session.add(fields)
-        _event(session, "fields_read", fields.document_id, reasons=fields.reasons)
+        if fields.source == "corrected":
+            _event(session, "fields_corrected", fields.document_id, actor=fields.actor,
+                   changes=changes or {}, reasons=fields.reasons)
+        else:
+            _event(session, "fields_read", fields.document_id, reasons=fields.reasons)
