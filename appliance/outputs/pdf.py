@@ -41,9 +41,17 @@ libraries; nothing of theirs is copied here):
   the validator would refuse it.
 
 Words are separated by a space in the text layer wherever the tree separates them,
-CJK words included (the tree's words are the recognised text split at its spaces:
-a space between two CJK words was read on the page). The characters of a word are
-never separated.
+except between two words of CJK characters, which OCRmyPDF's renderer joins (those
+scripts put no spaces between words; Tesseract, its usual engine, makes each CJK
+character a word). The characters of a word are never separated.
+
+Licences: OCRmyPDF is MPL-2.0, used as a library through its public API only
+(``OcrElement``, ``BoundingBox``, ``Fpdf2MultiPageRenderer``, ``MultiFontManager``,
+``BuiltinFontProvider``): nothing of it is copied or changed here. Its
+``OcrEngine.generate_ocr()`` plugin hook is not used: it is called from OCRmyPDF's
+own pipeline, which rasterises every page again to hand it to the engine, and the
+appliance has already read them (the tree is built from the stored results). pikepdf is MPL-2.0,
+img2pdf LGPL-3.0, fpdf2 LGPL-3.0, all used as libraries.
 
 Pages without a text layer: a failed page, a page whose text has no positions
 (``unplaced_text``), a page on which nothing was found, and a page of the original
@@ -71,6 +79,7 @@ import io
 import logging
 import math
 import re
+import tempfile
 from contextlib import ExitStack
 from dataclasses import dataclass
 from pathlib import Path
@@ -363,29 +372,12 @@ def _clipped(box, width: float, height: float) -> tuple[float, float, float, flo
 def _text_layers(by_number: dict[int, PageTree], lines: dict[int, list]) -> bytes:
     """One PDF, a page per page with text (in page order), each the page's text frame
     (``_text_frame``, a unit a pixel) with its words as invisible text, drawn by
-    OCRmyPDF's fpdf2 renderer."""
-    from fpdf import FPDF
-    from fpdf.enums import TextMode
+    OCRmyPDF's public multi-page fpdf2 renderer (one font registration for all pages)."""
     from ocrmypdf.font import BuiltinFontProvider, MultiFontManager
-    from ocrmypdf.fpdf_renderer import Fpdf2PdfRenderer
+    from ocrmypdf.fpdf_renderer import Fpdf2MultiPageRenderer
     from ocrmypdf.models.ocr_element import BoundingBox, OcrClass, OcrElement
 
-    class Renderer(Fpdf2PdfRenderer):
-        """Every word followed by a space. OCRmyPDF joins CJK words without one, as
-        Tesseract makes each CJK character a word; the appliance's words are the
-        text split at its spaces, so a space between them was read."""
-
-        def _is_cjk_only(self, text: str) -> bool:
-            return False
-
-    # one per call: it caches font choices and is not made for sharing between threads
-    fonts = MultiFontManager(font_provider=BuiltinFontProvider())
-    pdf = FPDF(unit="pt")
-    pdf.set_auto_page_break(auto=False)
-    pdf.set_text_shaping(True)  # Arabic, Indic... extract in logical order
-    pdf.c_margin = 0
-    pdf.text_mode = TextMode.INVISIBLE
-    registered: dict[str, str] = {}  # font path -> family, shared by the pages
+    pages = []
     for number in sorted(lines):
         _origin, width, height = _text_frame(by_number[number])
         page = OcrElement(ocr_class=OcrClass.PAGE, bbox=BoundingBox(0, 0, width, height),
@@ -396,11 +388,15 @@ def _text_layers(by_number: dict[int, PageTree], lines: dict[int, list]) -> byte
                                         confidence=confidence)
                              for text, box, confidence in words]
             page.children.append(line)
-        renderer = Renderer(page=page, dpi=_TEXT_DPI, multi_font_manager=fonts,
-                            invisible_text=True)
-        renderer._registered_fonts = registered
-        renderer.render_to_pdf(pdf)
-    return bytes(pdf.output())
+        pages.append((number - 1, page, _TEXT_DPI))
+    # one font manager per call: it caches font choices and is not made for sharing
+    # between threads
+    renderer = Fpdf2MultiPageRenderer(pages, MultiFontManager(font_provider=BuiltinFontProvider()),
+                                      invisible_text=True)
+    with tempfile.TemporaryDirectory(prefix="appliance-text-layer-") as folder:
+        path = Path(folder) / "text.pdf"
+        renderer.render(path)
+        return path.read_bytes()
 
 
 def _line_box(words):
