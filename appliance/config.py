@@ -236,6 +236,8 @@ class FieldSetting:
     pattern: str = ""  # regex: the value must match it whole
     pick: str = field(default="first", metadata={"choices": PICKS})
     locate: str = field(default="label", metadata={"choices": LOCATES})
+    # taken without its label when none is labelled (dates, IBANs, VAT ids, enums)
+    anywhere: bool = False
 
 
 @dataclass

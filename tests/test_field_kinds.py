@@ -101,6 +101,9 @@ def test_what_is_no_date(raw):
     ("开票日期 2024年3月15日", [((5, 15), "2024-03-15")]),
     ("Due 14 Apr 2024, paid Jan 2, 2024", [((4, 15), "2024-04-14"), ((22, 33), "2024-01-02")]),
     ("TOTAL RM 15.70", []),
+    # OCR reads a month's O as a zero
+    ("Date: 29-0ct-2022 16:29:33", [((6, 17), "2022-10-29")]),
+    ("N0v 3, 2021", [((0, 11), "2021-11-03")]),
 ])
 def test_find_dates_gives_every_date_and_its_span(text, expected):
     assert [(span, parsed.value) for span, parsed in find_dates(text)] == expected

@@ -30,10 +30,14 @@ _TITLES = re.compile(r"^(tax |simplified |official |cash )?(invoice|receipt|bill
                      r"quittung|kassenbon|sale|cash sale|welcome|copy|original|duplicate|"
                      r"statement|quotation)s?\W*$", re.IGNORECASE)
 _COMPANY = re.compile(r"\b(sdn\.? ?bhd|bhd|gmbh|ag|ltd|limited|inc|llc|plc|s\.?a\.?|s\.?r\.?l\.?|"
-                      r"b\.?v\.?|co\.|corp|enterprise|trading|kg|oy|ab|as)\b|有限公司|公司",
-                      re.IGNORECASE)
+                      r"s\.?p\.?a|b\.?v\.?|n\.?v\.?|e\.?k|co\.|corp|enterprise|trading|kg|oy|"
+                      r"ab|as|sarl|sas)\b|有限公司|公司", re.IGNORECASE)
 _CONTACT = re.compile(r"\b(tel|phone|fax|mobile|hp|e-?mail|www\.|http|gst|reg|vat|sst|"
                       r"tax id|co\.? ?no|company no)\b|@|\+\d{2}", re.IGNORECASE)
+# what ends an address: a contact, a registration, a document number, a time
+_AFTER_ADDRESS = re.compile(r"\b(tva|btw|iva|ust|mwst|partita|steuer|receipt|bill|invoice|inv|"
+                            r"trans|cashier|table|order|store|no\.|no:|nr\.?)\b|#|\d{1,2}:\d{2}",
+                            re.IGNORECASE)
 
 
 @dataclass
@@ -134,12 +138,18 @@ def _lines(pages: list[PageTree]) -> list[_Line]:
 
 def _label_end(text: str, labels: tuple[str, ...]) -> int | None:
     """Where the first of the labels found in the line ends (the longest label wins
-    at a place), or None."""
+    at a place), or None. A label is a whole word, its spaces optional (OCR drops
+    some), and it may run straight into a capital (OCR joins "Total" and "EUR")."""
     best = None
     for label in sorted(labels, key=len, reverse=True):
-        match = re.search(rf"(?<![^\W\d_]){re.escape(label)}(?![^\W\d_])", text, re.IGNORECASE)
-        if match and (best is None or match.start() < best[0]):
-            best = (match.start(), match.end())
+        pattern = r"\s*".join(re.escape(part) for part in label.split())
+        for match in re.finditer(rf"(?<![^\W\d_]){pattern}", text, re.IGNORECASE):
+            after = text[match.end():match.end() + 1]
+            if after.isalpha() and not (after.isupper() and text[match.end() - 1].islower()):
+                continue
+            if best is None or match.start() < best[0]:
+                best = (match.start(), match.end())
+            break
     return None if best is None else best[1]
 
 
@@ -154,7 +164,7 @@ def _labelled(lines: list[_Line], spec: FieldSpec) -> list[_Candidate]:
         if same_line:
             candidates += [_Candidate(p, AFTER_LABEL, line, span) for span, p in same_line[:1]]
             continue
-        for other, place in _neighbours(lines, line):
+        for other, place in _neighbours(lines, line, spec.kind, line.page.slope):
             values = _values(spec, other.text, offset=0)
             if values:
                 candidates += [_Candidate(p, place, other, span) for span, p in values[:1]]
@@ -162,18 +172,33 @@ def _labelled(lines: list[_Line], spec: FieldSpec) -> list[_Candidate]:
     return candidates
 
 
-def _neighbours(lines: list[_Line], line: _Line):
-    """Lines where a label's value may stand: to its right on the same band (nearest
-    first), then the line just below it that overlaps it across."""
+def _neighbours(lines: list[_Line], line: _Line, kind: str, slope: float):
+    """Lines where a label's value may stand: to its right on the same band (the line
+    the label's own line would run into, skew allowed for), and the line just below
+    it that overlaps it across. A name or an address is looked for below first ("Bill
+    to:" heads a block; what stands to its right is another column), and to the right
+    only close by."""
     same_page = [o for o in lines if o.page is line.page and o is not line]
-    band = [o for o in same_page if o.box[0] >= line.box[2] - line.height
-            and _overlap(o.box[1], o.box[3], line.box[1], line.box[3]) > 0.5 * min(o.height, line.height)]
-    for other in sorted(band, key=lambda o: o.box[0]):
-        yield other, SAME_BAND
-    below = [o for o in same_page if line.box[3] - 0.3 * line.height <= o.box[1] <= line.box[3] + 1.6 * line.height
-             and _overlap(o.box[0], o.box[2], line.box[0], line.box[2]) > 0]
-    for other in sorted(below, key=lambda o: o.box[1])[:1]:
-        yield other, BELOW
+    centre = (line.box[1] + line.box[3]) / 2
+
+    def drift(other: _Line) -> float:  # off the label's line where the other one stands
+        expected = centre + slope * ((other.box[0] + other.box[2]) / 2 - line.box[2])
+        return abs((other.box[1] + other.box[3]) / 2 - expected)
+
+    band = sorted((o for o in same_page if o.box[0] >= line.box[2] - line.height
+                   and drift(o) < 0.5 * max(o.height, line.height)),
+                  key=lambda o: (drift(o) > 0.25 * line.height, o.box[0]))
+    below = sorted((o for o in same_page
+                    if line.box[3] - 0.3 * line.height <= o.box[1] <= line.box[3] + 1.6 * line.height
+                    and _overlap(o.box[0], o.box[2], line.box[0], line.box[2]) > 0),
+                   key=lambda o: o.box[1])[:1]
+    if kind == "text":
+        band = [o for o in band if o.box[0] - line.box[2] < 3 * line.height]
+        yield from ((other, BELOW) for other in below)
+        yield from ((other, SAME_BAND) for other in band)
+    else:
+        yield from ((other, SAME_BAND) for other in band)
+        yield from ((other, BELOW) for other in below)
 
 
 def _overlap(a0: float, a1: float, b0: float, b1: float) -> float:
@@ -192,14 +217,15 @@ def _values(spec: FieldSpec, text: str, offset: int) -> list[tuple[tuple[int, in
             found = [(span, kinds.parse("number", p.raw)) for span, p in found]
         return [((offset + s, offset + e), p) for (s, e), p in found if p is not None]
     if spec.kind == "text":
-        stripped = text.strip(" :.-#\t")
+        # the label's own punctuation goes; a name's final "." (S.A., Inc.) stays
+        stripped = text.strip().lstrip(":.-#").rstrip(":").strip()
         if not stripped:
             return []
         start = offset + text.index(stripped)
         return [((start, start + len(stripped)), kinds.parse("text", stripped))]
     values = []  # regex and enum: a token of the line
     for match in re.finditer(r"\S+", text):
-        token = match.group().strip(":;,")
+        token = match.group().strip(":;,.()[]")
         parsed = kinds.parse(spec.kind, token, choices=spec.choices, pattern=spec.pattern or None)
         if parsed is not None and parsed.problem is None:
             values.append(((offset + match.start(), offset + match.end()), parsed))
@@ -210,9 +236,9 @@ def _values(spec: FieldSpec, text: str, offset: int) -> list[tuple[tuple[int, in
 
 
 def _unlabelled(lines: list[_Line], spec: FieldSpec) -> list[_Candidate]:
-    """A date, an IBAN, a VAT id or an enum's word anywhere: the first that passes its
-    check. Amounts, numbers and text are never taken without their label."""
-    if spec.kind not in ("date", "iban", "vat_id", "enum"):
+    """For a field that may stand ``anywhere``: the first value of its kind that passes
+    its check."""
+    if not spec.anywhere:
         return []
     for line in lines:
         for span, parsed in _values(spec, line.text, offset=0):
@@ -229,10 +255,14 @@ def _header_line(lines: list[_Line]) -> _Line | None:
     first_page = lines[0].page
     names = [line for line in sorted((ln for ln in lines if ln.page is first_page),
                                      key=lambda ln: (ln.box[1], ln.box[0]))
-             if _is_name(line.text)][:5]
+             if _is_name(line.text)]
     if not names:
         return None
-    return next((line for line in names if _COMPANY.search(line.text)), names[0])
+    # the head of the page: the top name and those on its band or just under it (a
+    # logo line over the company's name); a company further down is the addressee's
+    top = names[0]
+    head = [line for line in names if line.box[1] - top.box[1] < 2.5 * top.height]
+    return next((line for line in head if _COMPANY.search(line.text)), top)
 
 
 def _is_name(text: str) -> bool:
@@ -254,6 +284,7 @@ def _below_header(lines: list[_Line], header: _Line | None) -> list[_Candidate]:
     bottom = header.box[3]
     for line in below:
         if line.box[1] - bottom > 1.2 * line.height or _CONTACT.search(line.text) \
+                or _AFTER_ADDRESS.search(line.text) or kinds.find_vat_ids(line.text) \
                 or kinds.find_dates(line.text) or _TITLES.match(line.text.strip()) \
                 or sum(ch.isalpha() for ch in line.text) < 2 or len(taken) == 4:
             break

@@ -157,10 +157,14 @@ _MONTH_DAY_YEAR = re.compile(
     r"(\d{4})(?!\d)", re.IGNORECASE)
 
 
+_OCR_ZERO_IN_WORD = re.compile(r"(?<=[A-Za-z])0(?=[A-Za-z])|(?<![0-9])0(?=[a-z]{2})")
+
+
 def find_dates(text: str, *, day_first: bool = True) -> list[tuple[tuple[int, int], Parsed]]:
     """Every date in a line of text with its span, left to right (where two readings
     overlap, the one that starts first and then the longer)."""
     candidates = []
+    named = _OCR_ZERO_IN_WORD.sub("o", text)  # "29-0ct-2022": OCR reads an O as 0
     for m in _NUMERIC_DATE.finditer(text):
         if m["year"]:
             year, month, day = m["year"], int(m["month"]), int(m["day"])
@@ -173,10 +177,12 @@ def find_dates(text: str, *, day_first: bool = True) -> list[tuple[tuple[int, in
         candidates.append((m.span(), _date(m[0], year, month, day)))
     for m in _CHINESE_DATE.finditer(text):
         candidates.append((m.span(), _date(m[0], m[1], int(m[2]), int(m[3]))))
-    for m in _DAY_MONTH_YEAR.finditer(text):
-        candidates.append((m.span(), _date(m[0], m[3], _month(m[2]), int(m[1]))))
-    for m in _MONTH_DAY_YEAR.finditer(text):
-        candidates.append((m.span(), _date(m[0], m[3], _month(m[1]), int(m[2]))))
+    for m in _DAY_MONTH_YEAR.finditer(named):  # same length as text: the spans hold
+        candidates.append((m.span(), _date(text[m.start():m.end()], m[3], _month(m[2]),
+                                           int(m[1]))))
+    for m in _MONTH_DAY_YEAR.finditer(named):
+        candidates.append((m.span(), _date(text[m.start():m.end()], m[3], _month(m[1]),
+                                           int(m[2]))))
     found = []
     for span, parsed in sorted(((s, p) for s, p in candidates if p is not None),
                                key=lambda item: (item[0][0], -item[0][1])):

@@ -41,6 +41,9 @@ class FieldSpec:
     pattern: str = ""  # regex: the value must match it whole
     pick: str = "first"
     locate: str = "label"
+    # taken without a label when none is labelled: the first value anywhere that passes
+    # its check (a document's own date, an IBAN, a VAT id prove themselves)
+    anywhere: bool = False
 
     def __post_init__(self):
         if self.kind not in KINDS:
@@ -52,27 +55,31 @@ class FieldSpec:
 
 _TOTAL_NOT = ("sub", "subtotal", "sub-total", "cash", "change", "tendered", "rounding",
               "round", "tax", "gst", "vat", "mwst", "discount", "saving", "qty", "quantity",
-              "items", "item", "paid by", "card", "balance due")
+              "items", "item", "paid by", "card", "contanti", "especes", "bar", "rendu",
+              "resto", "rückgeld")
 
 DEFAULTS: dict[str, tuple[FieldSpec, ...]] = {
     "receipt": (
         FieldSpec("company", "text", required=True, locate="header"),
-        FieldSpec("date", "date", required=True,
+        FieldSpec("date", "date", required=True, anywhere=True,
                   labels=("date", "tarikh", "datum", "dated", "trans date", "txn date")),
         FieldSpec("address", "text", locate="below_header"),
         FieldSpec("total", "money", required=True, pick="largest",
                   labels=("total", "grand total", "amount due", "total amount", "nett total",
-                          "net total", "total due", "amount", "total rm", "total incl",
-                          "total payable", "jumlah", "summe", "gesamt"),
+                          "net total", "total due", "balance due", "amount", "total rm",
+                          "total incl", "total payable", "jumlah", "summe", "gesamt",
+                          "zu zahlen", "totale", "importo", "total ttc", "montant", "totaal",
+                          "te betalen", "importe"),
                   not_labels=_TOTAL_NOT),
     ),
     "invoice": (
         FieldSpec("number", "regex", required=True, pattern=r"[A-Za-z0-9][A-Za-z0-9\-/.#]*\d[A-Za-z0-9\-/.]*",
                   labels=("invoice no", "invoice number", "invoice #", "invoice nr", "inv no",
-                          "rechnung nr", "rechnungsnummer", "facture n", "bill no", "number", "no."),
+                          "rechnung nr", "rechnungs-nr", "rechnungsnummer", "rechnungsnr",
+                          "facture n", "bill no", "number", "no."),
                   not_labels=("vat", "tax id", "customer no", "order no", "phone", "tel", "iban",
                               "account", "ust", "steuer")),
-        FieldSpec("issue_date", "date", required=True,
+        FieldSpec("issue_date", "date", required=True, anywhere=True,
                   labels=("invoice date", "date of issue", "issue date", "issued", "date",
                           "rechnungsdatum", "datum"),
                   not_labels=("due", "delivery", "payment", "fällig", "faellig", "order")),
@@ -81,33 +88,37 @@ DEFAULTS: dict[str, tuple[FieldSpec, ...]] = {
         FieldSpec("seller", "text", required=True, locate="header"),
         FieldSpec("buyer", "text",
                   labels=("bill to", "billed to", "invoice to", "customer", "buyer", "sold to",
-                          "rechnungsempfänger", "kunde", "to:")),
-        FieldSpec("seller_vat_id", "vat_id",
+                          "rechnungsempfänger", "rechnung an", "empfänger", "kunde"),
+                  not_labels=("customer no", "customer id", "customer number", "kundennummer",
+                              "kunden-nr")),
+        FieldSpec("seller_vat_id", "vat_id", anywhere=True,
                   labels=("vat id", "vat no", "vat reg", "vat", "ust-idnr", "ust-id", "tva",
                           "tax id", "p.iva", "btw")),
         FieldSpec("net", "money", pick="last",
-                  labels=("subtotal", "sub-total", "net amount", "net total", "net", "nettobetrag",
-                          "netto", "total excl", "amount excl"),
+                  labels=("subtotal", "sub-total", "net amount", "net total", "total net", "net",
+                          "nettobetrag", "netto", "summe netto", "zwischensumme", "total excl",
+                          "amount excl"),
                   not_labels=("gross", "incl", "vat ", "tax ")),
         FieldSpec("tax", "money", pick="last",
                   labels=("vat", "tax", "mwst", "ust", "tva", "gst", "iva"),
                   not_labels=("id", "no.", "number", "reg", "excl", "incl", "net", "total")),
         FieldSpec("gross", "money", required=True, pick="largest",
                   labels=("total", "total due", "amount due", "gross", "total amount", "balance due",
-                          "gesamtbetrag", "gesamt", "bruttobetrag", "brutto", "total incl"),
+                          "invoice total", "gesamtbetrag", "gesamt", "bruttobetrag", "brutto",
+                          "summe brutto", "rechnungsbetrag", "zu zahlen", "total incl"),
                   not_labels=("subtotal", "sub-total", "sub total", "net", "excl", "vat ", "tax ",
                               "mwst", "netto")),
         FieldSpec("currency", "enum", choices=("EUR", "USD", "GBP", "CHF", "CNY", "JPY", "MYR",
                                                "SGD", "PLN", "SEK", "DKK", "NOK", "CZK"),
-                  labels=("currency", "währung", "devise")),
-        FieldSpec("iban", "iban", labels=("iban",)),
+                  labels=("currency", "währung", "wahrung", "devise"), anywhere=True),
+        FieldSpec("iban", "iban", labels=("iban",), anywhere=True),
     ),
     "fapiao": (
         FieldSpec("code", "regex", required=True, pattern=r"\d{10,12}",
                   labels=("发票代码",)),
         FieldSpec("number", "regex", required=True, pattern=r"\d{8,20}",
                   labels=("发票号码",)),
-        FieldSpec("issue_date", "date", required=True, labels=("开票日期",)),
+        FieldSpec("issue_date", "date", required=True, labels=("开票日期",), anywhere=True),
         FieldSpec("buyer_name", "text", required=True, labels=("购买方名称", "名称")),
         FieldSpec("buyer_tax_id", "vat_id", labels=("纳税人识别号", "统一社会信用代码")),
         FieldSpec("seller_name", "text", required=True, labels=("销售方名称", "名称"), pick="last"),
@@ -133,7 +144,7 @@ def schemas(settings: FieldsSettings | None = None) -> dict[str, tuple[FieldSpec
         for item in items:
             spec = FieldSpec(item.name, item.kind, item.required, tuple(item.labels),
                              tuple(item.not_labels), tuple(item.choices), item.pattern,
-                             item.pick, item.locate)
+                             item.pick, item.locate, item.anywhere)
             names = [existing.name for existing in current]
             if spec.name in names:
                 current[names.index(spec.name)] = spec
