@@ -27,7 +27,7 @@ from pathlib import Path
 
 from PIL import Image, ImageDraw
 
-from appliance.measure.synthetic_sets import ITEMS, PAGE, _font, _scan
+from appliance.measure.synthetic_sets import ITEMS, PAGE, _font, _scan, write_set
 
 DEJAVU = "/usr/share/fonts/truetype/dejavu/"
 FACES = ("DejaVuSans", "DejaVuSerif", "DejaVuSansCondensed", "DejaVuSansMono")  # each has -Bold
@@ -125,20 +125,18 @@ def make_field_sets(root: Path, pages: int = 40, seed: int = 11) -> dict[str, in
     """Write ``receipts-fields`` and ``invoices-fields`` under ``root``; answers how many
     pages each got."""
     makers = {"receipts-fields": ("receipt", _receipt), "invoices-fields": ("invoice", _invoice)}
-    for name, (doc_type, make) in makers.items():
-        folder = root / name
-        folder.mkdir(parents=True, exist_ok=True)
-        (folder / "dataset.json").write_text(json.dumps({"name": f"synthetic-{name}",
-                                                         "doc_type": doc_type}))
-        for number in range(pages):
-            rng = random.Random(f"{seed}-{name}-{number}")
-            image, lines, fields = make(rng)
-            stem = f"{name}-{number:03d}"
-            image.convert("L").save(folder / f"{stem}.png")  # _scan answers RGB; grey will do
-            (folder / f"{stem}.txt").write_text("\n".join(lines) + "\n", encoding="utf-8")
-            (folder / f"{stem}.fields.json").write_text(
-                json.dumps(fields, ensure_ascii=False, indent=1) + "\n", encoding="utf-8")
-    return {name: pages for name in makers}
+    return {name: write_set(root, name, doc_type, _with_fields(make), pages, seed)
+            for name, (doc_type, make) in makers.items()}
+
+
+def _with_fields(make):
+    """A page maker that gives its text lines and its key fields as truth files."""
+    def page(rng: random.Random) -> tuple[Image.Image, dict[str, str]]:
+        image, lines, fields = make(rng)
+        return image.convert("L"), {  # _scan answers RGB; grey will do
+            ".txt": "\n".join(lines) + "\n",
+            ".fields.json": json.dumps(fields, ensure_ascii=False, indent=1) + "\n"}
+    return page
 
 
 class _Sheet:

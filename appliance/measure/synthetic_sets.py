@@ -25,6 +25,7 @@ from __future__ import annotations
 import io
 import json
 import random
+from collections.abc import Callable
 from pathlib import Path
 
 import numpy as np
@@ -53,20 +54,28 @@ def make_sets(root: Path, pages: int = 12, seed: int = 7) -> dict[str, int]:
 
     makers = {"columns": ("report", _columns_page), "receipts": ("receipt", _receipt_page),
               "tables": ("table", _table_page), "degraded": ("generic", _degraded_page)}
-    counts = {}
-    for name, (doc_type, make) in makers.items():
-        folder = root / name
-        folder.mkdir(parents=True, exist_ok=True)
-        (folder / "dataset.json").write_text(json.dumps({"name": f"synthetic-{name}",
-                                                         "doc_type": doc_type}))
-        for number in range(pages):
-            rng = random.Random(f"{seed}-{name}-{number}")
-            image, truth, suffix = make(rng)
-            stem = f"{name}-{number:03d}"
-            image.save(folder / f"{stem}.png")
-            (folder / f"{stem}{suffix}").write_text(truth + "\n", encoding="utf-8")
-        counts[name] = pages
+    counts = {name: write_set(root, name, doc_type, make, pages, seed)
+              for name, (doc_type, make) in makers.items()}
     return counts | make_field_sets(root, pages, seed)
+
+
+def write_set(root: Path, name: str, doc_type: str,
+              make: Callable[[random.Random], tuple[Image.Image, dict[str, str]]],
+              pages: int, seed: int) -> int:
+    """One dataset in the plain layout under ``root / name``: its dataset.json, and for
+    each page its PNG beside its truth files (``make`` answers the image and the text
+    of each, by file-name ending). Answers the number of pages."""
+    folder = root / name
+    folder.mkdir(parents=True, exist_ok=True)
+    (folder / "dataset.json").write_text(json.dumps({"name": f"synthetic-{name}",
+                                                     "doc_type": doc_type}))
+    for number in range(pages):
+        image, truths = make(random.Random(f"{seed}-{name}-{number}"))
+        stem = f"{name}-{number:03d}"
+        image.save(folder / f"{stem}.png")
+        for suffix, text in truths.items():
+            (folder / f"{stem}{suffix}").write_text(text, encoding="utf-8")
+    return pages
 
 
 def _font(path: str, size: int) -> ImageFont.FreeTypeFont:
@@ -122,7 +131,7 @@ def _columns_page(rng: random.Random) -> tuple[Image.Image, str, str]:
         draw.text((margin, PAGE[1] - margin - size), footer, font=_font(FONTS[0], size - 4),
                   fill="black")
         truth.append(footer)
-    return _scan(page, rng, mild=True), "\n".join(truth), ".txt"
+    return _scan(page, rng, mild=True), {".txt": "\n".join(truth) + "\n"}
 
 
 def _receipt_page(rng: random.Random) -> tuple[Image.Image, str, str]:
@@ -152,7 +161,7 @@ def _receipt_page(rng: random.Random) -> tuple[Image.Image, str, str]:
             draw.text((width - 30 - font.getlength(value), y), value, font=font, fill="black")
         y += pitch
     truth = "\n".join(f"{label} {value}".strip() for label, value in rows)
-    return _scan(page, rng, mild=True), truth, ".txt"
+    return _scan(page, rng, mild=True), {".txt": truth + "\n"}
 
 
 def _table_page(rng: random.Random) -> tuple[Image.Image, str, str]:
@@ -183,7 +192,7 @@ def _table_page(rng: random.Random) -> tuple[Image.Image, str, str]:
             draw.line((x, 200, x, y), fill="black", width=2)
     table = ["| " + " | ".join(header) + " |", "|" + "---|" * len(header)]
     table += ["| " + " | ".join(row) + " |" for row in body]
-    return _scan(page, rng, mild=True), f"# {heading}\n\n" + "\n".join(table), ".md"
+    return _scan(page, rng, mild=True), {".md": f"# {heading}\n\n" + "\n".join(table) + "\n"}
 
 
 def _degraded_page(rng: random.Random) -> tuple[Image.Image, str, str]:
@@ -196,7 +205,7 @@ def _degraded_page(rng: random.Random) -> tuple[Image.Image, str, str]:
     for number, line in enumerate(lines[: (PAGE[1] - 200) // pitch]):
         draw.text((100, 100 + number * pitch), line, font=font, fill="black")
     shown = lines[: (PAGE[1] - 200) // pitch]
-    return _scan(page, rng, mild=False), "\n".join(shown), ".txt"
+    return _scan(page, rng, mild=False), {".txt": "\n".join(shown) + "\n"}
 
 
 def _scan(page: Image.Image, rng: random.Random, *, mild: bool) -> Image.Image:
