@@ -53,6 +53,13 @@ def cmd_bench(args) -> int:
         _write_json(args.report, result)
         return 0
     settings = load_settings(args.config)
+    if args.searchable_pdf:
+        from appliance.measure.pdf_bench import format_pdf_report, run_pdf_bench
+
+        rows = run_pdf_bench(settings, args.searchable_pdf)
+        _write_json(args.report, {"searchable_pdf": rows})
+        sys.stdout.write(format_pdf_report(rows) + "\n")
+        return 0
     if args.remote:
         return _bench_remote(args, settings)
     model = _shaped_model(args.shape, settings) if args.shape else None
@@ -424,6 +431,10 @@ def build_parser() -> argparse.ArgumentParser:
                             "(default 64)")
     bench.add_argument("--against-llama-server", type=Path, metavar="BIN",
                        help="with --parallel: the same pages through this llama-server binary")
+    bench.add_argument("--searchable-pdf", type=Path, nargs="+", metavar="FILE",
+                       help="read these files, then measure their searchable PDFs: size "
+                            "against the original, ms per page to make, and recall of the "
+                            "accepted words in the text layer (pdftotext where installed)")
     bench.add_argument("--remote", action="store_true",
                        help="the local engine, then one and two [[engine.remote]] endpoints "
                             "(llama-cpp-python's server, started here) on the same model, "

@@ -107,3 +107,27 @@ def test_bench_remote_sets_the_local_engine_beside_one_and_two_endpoints(tmp_pat
                                             / runs["remote_x1"]["pages_per_min"])
     for line in ("remote over local per page", "scaling x2/x1", "remote_x2"):
         assert line in result["stdout"]
+
+
+def test_bench_measures_the_searchable_pdf_of_real_files(tmp_path):
+    """Two files read, their PDFs measured: sizes, time per page, and every accepted
+    word found again in the text layer."""
+    lines = ["Searchable archive copy 2026", "Invoice 4711 total 118.50 EUR"]
+    png, tif = tmp_path / "scan.png", tmp_path / "scan.tif"
+    render_text_page(lines, width=900, height=400).save(png, dpi=(150, 150))
+    render_text_page(lines[::-1], width=900, height=400).save(tif, dpi=(150, 150))
+    result = bench(tmp_path, {"engine": {"name": "classic", "threads": 1}},
+                   "--searchable-pdf", str(png), str(tif))
+    rows = result["searchable_pdf"]
+    assert [(r["file"], r["pages"]) for r in rows] == [("scan.png", 1), ("scan.tif", 1)]
+    for row in rows:
+        assert row["pdf_bytes"] > 0 and row["original_bytes"] > 0 and row["ms_per_page"] > 0
+        assert row["words"] >= 8 and row["found"] == row["words"]
+    assert "| scan.png | 1 |" in result["stdout"]
+
+
+def test_word_recall_counts_each_word_as_often_as_it_occurs():
+    from appliance.measure.pdf_bench import word_recall
+
+    assert word_recall("a b a c", "a b c") == (3, 4)
+    assert word_recall("", "anything") == (0, 0)

@@ -379,6 +379,21 @@ def test_device_to_user_is_pdfiums_own(boxes, rotate, inherited):
 # --- 4: CJK ------------------------------------------------------------------------------
 
 
+def test_words_whose_boxes_touch_are_drawn_apart(png_page):
+    """An engine's word boxes may touch (split at the spaces of the line's box); the
+    text layer leaves a gap between the words, or extractors that find spaces by the
+    gaps (pdftotext) join them."""
+    path, _lines, image = png_page
+    words = [Word(text, (100.0 + 150 * i, 100.0, 250.0 + 150 * i, 140.0), 0.9)
+             for i, text in enumerate(["Searchable", "archive", "copy"])]
+    line = TextLine((100.0, 100.0, 550.0, 140.0), words)
+    tree = PageTree(1, *image.size, DPI, "done", [TextBlock(line.box, [line])])
+    data, _report = searchable_pdf(path, "png", [tree])
+    boxes = [box for _text, box in extracted_boxes(data, 0, tree)]
+    assert all(after[0] - before[2] >= 40 / 10 for before, after in zip(boxes, boxes[1:]))
+    assert all(iou(box, word.box) >= 0.5 for box, word in zip(boxes, words))
+
+
 def test_chinese_extracts_as_written(tmp_path):
     """CJK words in the glyphless font (no CJK font is bundled or needed: the text is
     invisible): the characters of a word together, nothing inserted; two CJK words

@@ -345,8 +345,23 @@ def _placed_lines(tree: PageTree) -> list[list[tuple[str, tuple[float, float, fl
                     words.append((text, _clipped(box, width, height),
                                   word.confidence))
             if words:
-                placed.append(words)
+                placed.append(_spaced(words))
     return placed
+
+
+def _spaced(words: list) -> list:
+    """The line's words with room between them: an engine's word boxes may touch (they
+    split a line's box at its spaces), and extractors that place spaces by the gaps
+    (pdftotext) would then join the words. A word that runs into the next ends a
+    fifth of the line's height before it."""
+    height = max(box[3] - box[1] for _, box, _ in words)
+    spaced = []
+    for (text, box, confidence), following in zip(words, [*words[1:], None]):
+        x0, y0, x1, y1 = box
+        if following is not None and following[1][0] >= x0:
+            x1 = max(min(x1, following[1][0] - height / 5), x0 + (x1 - x0) / 2)
+        spaced.append((text, (x0, y0, x1, y1), confidence))
+    return spaced
 
 
 def _text_frame(tree: PageTree) -> tuple[tuple[float, float], float, float]:
