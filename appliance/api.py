@@ -43,7 +43,7 @@ MEDIA_TYPES = {"md": "text/markdown; charset=utf-8", "json": "application/json",
                "fields.json": "application/json"}
 # the routes that take a document's id, by their operationId (OpenAPI links)
 DOCUMENT_LINKS = {"GetDocument": "get_document", "GetResult": "get_result",
-                  "CancelDocument": "cancel_document"}
+                  "CancelDocument": "cancel_document", "CorrectFields": "correct_fields"}
 # SQLite's integers end at 2**63 - 1; an offset past any real store is still just empty
 MAX_OFFSET = 2**62
 
@@ -72,8 +72,9 @@ ERROR_STATUSES = {
     404: "no such document (not_found)",
     405: "the route does not take this method (method_not_allowed)",
     409: "not final yet (not_ready), refused at intake so without a result (no_result), an "
-         "Idempotency-Key sent with other content (idempotency_conflict), or an engine "
-         "this appliance does not run (engine_unavailable)",
+         "Idempotency-Key sent with other content (idempotency_conflict), an engine "
+         "this appliance does not run (engine_unavailable), or key fields set on a "
+         "document whose type has none (no_fields)",
     413: "the upload is over limits.max_bytes (too_large); nothing was stored",
     429: "over the API key's rate limit (rate_limited) or the lane's queue is full "
          "(queue_full); see Retry-After",

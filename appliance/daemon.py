@@ -23,8 +23,8 @@ from appliance.engines import registry
 from appliance.engines.host import WorkerHandle, WorkerSpec
 from appliance.engines.llama.validate import cached_sha256, inspect_model
 from appliance.errors import (
-    AlreadyRunning, ConfigError, EngineUnavailable, InvalidRequest, ModelError, NotFound,
-    NotReady, ShuttingDown,
+    AlreadyRunning, ConfigError, EngineUnavailable, InvalidRequest, ModelError, NoFields,
+    NotFound, NotReady, ShuttingDown,
 )
 from appliance.export import Exporter, document_json
 from appliance.fields.document import correct_document_fields, refresh_after_review
@@ -384,8 +384,8 @@ class Appliance:
             raise NotFound(f"no document with id {document_id}")
         specs = self.dispatcher.field_specs.get(view.doc.doc_type)
         if specs is None:
-            raise InvalidRequest(f"documents of type {view.doc.doc_type} have no key fields; "
-                                 f"configure [[fields.{view.doc.doc_type}]] for them")
+            raise NoFields(f"documents of type {view.doc.doc_type} have no key fields; "
+                           f"configure [[fields.{view.doc.doc_type}]] for them")
         if queries.latest_fields(self.db, document_id) is None:
             raise NotReady(f"the fields of document {document_id} are read with its last "
                            f"page; correct them once it has been read")

@@ -206,6 +206,13 @@ class NotReady(ApplianceError):
     http_status = 409
 
 
+class NoFields(ApplianceError):
+    """The document's type has no key fields, so there are none to set."""
+
+    code = "no_fields"
+    http_status = 409
+
+
 class ShuttingDown(ApplianceError):
     """The daemon is draining before it stops: new work is refused, nothing is lost."""
 
