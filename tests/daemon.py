@@ -107,6 +107,17 @@ class Daemon:
         raise AssertionError(f"documents not final after {timeout_s} s: "
                              f"{[d['status'] for d in docs]}\n{self.log()}")
 
+    def wait_exported(self, doc_ids: list[str], timeout_s: float = 120) -> list[dict]:
+        """Until the documents' results are written (a final document is exported
+        after its status turns final)."""
+        deadline = time.monotonic() + timeout_s
+        while time.monotonic() < deadline:
+            docs = [self.document(d) for d in doc_ids]
+            if all(d["exported_at"] for d in docs):
+                return docs
+            time.sleep(0.3)
+        raise AssertionError(f"documents not exported after {timeout_s} s\n{self.log()}")
+
     def signal(self, sig: int) -> None:
         os.kill(self.process.pid, sig)
 

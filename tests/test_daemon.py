@@ -56,6 +56,7 @@ def test_api_roundtrip_pdf_and_png(daemon, tmp_path):
     assert [p["number"] for p in body["pages"]] == [1, 2]
     assert body["pages"][0]["lines"][0]["box"] and body["pages"][0]["provenance"]["engine"] == "classic"
 
+    daemon.wait_exported([d["id"] for d in docs])
     exported = sorted(p.name for p in daemon.output_dir.iterdir())
     assert exported == sorted(f"{stem}{suffix}" for stem in ("receipt", "report")
                               for suffix in (".md", ".json", ".txt", ".hocr", ".alto.xml",
