@@ -22,6 +22,7 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Callable, TextIO
 
+import numpy as np
 from sqlmodel import select
 
 from appliance.config import Settings
@@ -30,6 +31,7 @@ from appliance.errors import InvalidRequest, NotFound
 from appliance.intake.spool import Spool
 from appliance.quality.markdown import markdown_to_text
 from appliance.raster import render_dpi
+from appliance.raster.preprocess import to_original
 from appliance.store import Database, reviews
 from appliance.store.models import Document, Page, PageResult
 from appliance.store.reviews import ReviewFilter
@@ -69,6 +71,10 @@ class ReviewPage:
     signals: dict
     highlights: list[dict]  # low-confidence lines or tokens: text, score, box (or None)
     other_pages: list[dict] = field(default_factory=list)  # number, status, confidence, text
+    # the affine (a, b, c, d, e, f: x' = ax + by + c, y' = dx + ey + f) from the page as
+    # rendered, where key fields' evidence boxes are, to ``image_path``'s pixels (the page
+    # after preprocessing cropped, turned or scaled it); None without a reading
+    to_image: tuple[float, ...] | None = None
 
     def to_dict(self) -> dict:
         body = asdict(self)
@@ -148,7 +154,8 @@ class ReviewService:
             highlights=highlights(result) if result else [],
             other_pages=[{"number": p.index + 1, "status": p.status,
                           "confidence": r.confidence if r else None,
-                          "text": (r.text or "") if r else ""} for p, r in siblings])
+                          "text": (r.text or "") if r else ""} for p, r in siblings],
+            to_image=rendered_to_image(result) if result else None)
 
     def approve(self, reviewer: str, page_id: int) -> None:
         self._settled(reviews.approve(self.db, page_id, reviewer))
@@ -190,6 +197,14 @@ class ReviewService:
             self.on_settled(document_id)
         except Exception:  # the action stands; the scheduler's finish job retries
             log.exception("finishing after review failed doc=%s", document_id)
+
+
+def rendered_to_image(result: PageResult) -> tuple[float, ...]:
+    """The affine from the rendered page's pixels to those of the page the engine read
+    (the inverse of ``to_original`` over the preprocessing steps the reading records)."""
+    steps = (result.provenance or {}).get("preprocess") or []
+    forward = np.linalg.inv(to_original(steps))
+    return tuple(round(float(v), 6) for v in forward[:2].ravel())
 
 
 def page_image(spool: Spool, settings: Settings, doc: Document, page: Page) -> Path:

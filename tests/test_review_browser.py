@@ -202,6 +202,25 @@ def test_correct_a_page_then_approve_one_by_keyboard(anna, daemon, tmp_path):
         expect(editor(page)).to_have_value(re.compile("4711"))
         expect(preview(page)).to_contain_text("4711")
 
+        # the invoice's key fields beside the page: typed into (letters are not
+        # shortcuts there), Tab to the next one, Ctrl+S saves the fields, not the text
+        fields = page.locator("#review-fields")
+        number, issue_date = fields.locator("input").nth(0), fields.locator("input").nth(1)
+        expect(number).to_have_value("4711")
+        expect(fields).to_contain_text("issue_date (required) ✗ required, not found")
+        number.fill("")
+        page.keyboard.type("INV-4712")
+        page.keyboard.press("Tab")
+        expect(issue_date).to_be_focused()
+        page.keyboard.type("15.03.2024")
+        page.keyboard.press("Control+s")
+        status = page.locator("#review-fields-status")
+        expect(status).to_contain_text("saved: number, issue_date; 1 check still fails (gross)")
+        expect(fields).to_contain_text("issue_date (required) ✓")
+        expect(number).to_have_value("INV-4712")
+        expect(title(page)).to_contain_text("fix-me.png")  # still this page, text unsaved
+        assert page_statuses(daemon, "invoice") == ["review"]
+
         editor(page).fill(CORRECTED)
         expect(preview(page)).to_contain_text("corrected by anna")
         expect(preview(page).locator("h1")).to_have_text("Invoice number 4712")
@@ -216,11 +235,16 @@ def test_correct_a_page_then_approve_one_by_keyboard(anna, daemon, tmp_path):
         assert result.status_code == 200, result.text
         assert "Invoice number 4712" in result.text and "corrected by anna" in result.text
         assert "4711" not in result.text
+        exported = daemon.client.get(f"/api/v1/documents/{doc_id}/result",
+                                     params={"format": "json"}).json()["document"]["fields"]
+        number_field = next(f for f in exported if f["name"] == "number")
+        assert (number_field["value"], number_field["corrected_by"]) == ("INV-4712", "anna")
 
         # a second page, all by keyboard: N opens it, A approves it
         choose_type(page, "contract")
         press(page, "n")
         expect(title(page)).to_contain_text("approve-me.png")
+        expect(page.locator("#review-fields")).to_be_hidden()  # a contract has no key fields
         machine_text = editor(page).input_value()
         expect(page.locator("#review-rerun-engine")).to_be_disabled()  # classic only here
         page.keyboard.press("e")  # into the editor; plain keys are text there
@@ -256,6 +280,14 @@ def test_hostile_text_never_runs(anna, daemon, tmp_path):
         expect(shown).to_contain_text("onload=window.__xss")
         expect(shown).to_contain_text("<script>window.__xss=1</script>")
         assert shown.locator("img, script, svg, iframe, a[href^=javascript]").count() == 0
+
+        # a key field's value is text too: saved (Enter), shown again in its input
+        company = page.locator("#review-fields input").first
+        company.fill(HOSTILE[0])
+        company.press("Enter")
+        expect(page.locator("#review-fields-status")).to_contain_text("saved: company")
+        expect(company).to_have_value(HOSTILE[0])
+        assert page.locator("#review-fields img").count() == 0
 
         page.wait_for_timeout(1500)  # time for an onerror or a script to have fired
         assert page.evaluate("typeof window.__xss") == "undefined"

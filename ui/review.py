@@ -41,7 +41,9 @@ from appliance.engines import registry
 from appliance.errors import ApplianceError, LockLost
 from appliance.quality.routing import REVIEW_CODES
 from appliance.review import ReviewPage, ReviewService
+from appliance.store import queries
 from appliance.store.reviews import ReviewFilter
+from ui import fields_form
 from ui.auth import mount_behind_login
 from ui.components import escape_markdown_text, safe_markdown, safe_markdown_view
 
@@ -93,6 +95,8 @@ CTRL_KEYS = {"s": "review-save"}
 ZOOM_STEP = 1.25
 HIGHLIGHT_FILL = (255, 196, 0, 70)
 HIGHLIGHT_LINE = (220, 40, 20, 255)
+FIELD_FILL = (40, 120, 255, 50)  # a key field's evidence that passes its checks
+FIELD_LINE = (20, 80, 200, 255)
 
 
 # --- Gradio-independent logic -------------------------------------------------
@@ -182,10 +186,12 @@ def _box(box) -> tuple[float, float, float, float] | None:
 
 
 def annotate_page(image_path: Path, highlights: list[dict]) -> Image.Image | Path:
-    """The page image with each highlight's box drawn on it and numbered as in the list;
+    """The page image with each highlight's box drawn on it and numbered as in the list
+    (or marked with its ``label``; one with ``ok`` true in the key fields' colour);
     the file itself when no highlight has a box."""
-    boxes = [(number, _box(h.get("box"))) for number, h in enumerate(highlights, 1)]
-    boxes = [(number, box) for number, box in boxes if box]
+    boxes = [(h, str(h.get("label") or number), _box(h.get("box")))
+             for number, h in enumerate(highlights, 1)]
+    boxes = [(h, label, box) for h, label, box in boxes if box]
     if not boxes:
         return image_path
     with Image.open(image_path) as source:
@@ -197,16 +203,17 @@ def annotate_page(image_path: Path, highlights: list[dict]) -> Image.Image | Pat
         font = ImageFont.load_default(size=max(12, round(max(page.size) / 90)))
     except TypeError:  # Pillow < 10.1: a fixed bitmap font
         font = ImageFont.load_default()
-    for number, (x0, y0, x1, y1) in boxes:
+    for mark, label, (x0, y0, x1, y1) in boxes:
+        fill, line = (FIELD_FILL, FIELD_LINE) if mark.get("ok") else (HIGHLIGHT_FILL,
+                                                                       HIGHLIGHT_LINE)
         pad = width * 2
-        draw.rectangle((x0 - pad, y0 - pad, x1 + pad, y1 + pad), fill=HIGHLIGHT_FILL,
-                       outline=HIGHLIGHT_LINE, width=width)
-        label = str(number)
+        draw.rectangle((x0 - pad, y0 - pad, x1 + pad, y1 + pad), fill=fill, outline=line,
+                       width=width)
         left, top, right, bottom = draw.textbbox((0, 0), label, font=font)
         text_w, text_h = right - left, bottom - top
         tx, ty = max(0, x0 - pad - text_w - 3 * width), max(0, y0 - pad)
         draw.rectangle((tx - width, ty, tx + text_w + width, ty + text_h + 2 * width),
-                       fill=HIGHLIGHT_LINE)
+                       fill=line)
         draw.text((tx, ty - top + width), label, fill=(255, 255, 255, 255), font=font)
     return Image.alpha_composite(page.convert("RGBA"), overlay).convert("RGB")
 
@@ -245,6 +252,9 @@ class PageView:
     highlights: str = ""
     other_pages: list[list[str]] = field(default_factory=list)
     engine: str | None = None
+    # the document's key fields: {"document_id", "page" (this page's number), "fields"};
+    # None when its type has none or they are not read yet
+    key_fields: dict | None = None
 
 
 def page_title(page: ReviewPage, lock_minutes: float, now: float | None = None) -> str:
@@ -266,15 +276,25 @@ def page_title(page: ReviewPage, lock_minutes: float, now: float | None = None) 
             + " · ".join(facts))
 
 
-def page_view(page: ReviewPage | None, lock_minutes: float, where: ReviewFilter = ReviewFilter()
-              ) -> PageView:
+def document_fields(service: ReviewService, page: ReviewPage | None) -> list[dict] | None:
+    """The newest reading of the page's document's key fields (None: none)."""
+    found = queries.latest_fields(service.db, page.item.document_id) if page else None
+    return found.fields if found else None
+
+
+def page_view(page: ReviewPage | None, lock_minutes: float, where: ReviewFilter = ReviewFilter(),
+              fields: list[dict] | None = None) -> PageView:
+    """What to show for ``page``; ``fields`` are its document's key fields (their
+    evidence on this page is boxed on the image)."""
     if page is None:
         return PageView(title=EMPTY_QUEUE_TEXT.format(
             filtered=" that matches the filters" if is_filtered(where) else ""))
+    number = page.item.page_number
     image = None
     if page.image_path is not None:
         try:
-            image = annotate_page(page.image_path, page.highlights)
+            image = annotate_page(page.image_path, page.highlights + fields_form.field_highlights(
+                fields, number, page.to_image))
         except OSError:
             log.warning("review page image unreadable page=%s path=%s", page.item.page_id,
                         page.image_path)
@@ -283,7 +303,9 @@ def page_view(page: ReviewPage | None, lock_minutes: float, where: ReviewFilter 
         image=image, markdown=page.markdown, highlights=highlights_text(page.highlights),
         other_pages=[[str(p["number"]), str(p["status"]), confidence_text(p["confidence"]),
                       _excerpt(p["text"])] for p in page.other_pages],
-        engine=page.engine)
+        engine=page.engine,
+        key_fields=None if fields is None else {
+            "document_id": page.item.document_id, "page": number, "fields": fields})
 
 
 def open_next(service: ReviewService, reviewer: str, where: ReviewFilter = ReviewFilter()
@@ -294,7 +316,7 @@ def open_next(service: ReviewService, reviewer: str, where: ReviewFilter = Revie
         page = service.next_page(reviewer, where)
     except ApplianceError as exc:
         return PageView(), exc.message
-    return page_view(page, lock_minutes, where), ""
+    return page_view(page, lock_minutes, where, document_fields(service, page)), ""
 
 
 def held_page(service: ReviewService, reviewer: str) -> ReviewPage | None:
@@ -362,6 +384,27 @@ def perform(service: ReviewService, reviewer: str, action: str, page_id: int | N
     return problem or (f"{done} The next page is open." if view.page_id else done), view
 
 
+def save_fields(appliance: Appliance, reviewer: str, page_id: int | None,
+                key_fields: dict | None, values: list[str | None]) -> tuple[str, PageView | None]:
+    """"Save fields": the inputs' changed ``values`` (in the order of
+    ``key_fields["fields"]``) as ``reviewer``'s corrections. Returns (a status line, the
+    page's view with the fields checked again), or (why not, None) when nothing was saved."""
+    if page_id is None or not key_fields:
+        return "No page with key fields is open.", None
+    changes = fields_form.changed_values(key_fields["fields"], values)
+    if not changes:
+        return "No field was changed.", None
+    try:
+        saved = appliance.correct_fields(key_fields["document_id"], changes, reviewer)
+        page = appliance.review.open_page(page_id)
+    except ApplianceError as exc:
+        return escape_markdown_text(exc.message), None
+    log.info("review fields corrected doc=%s fields=%s reviewer=%s", key_fields["document_id"],
+             ",".join(changes), reviewer)
+    return (fields_form.saved_text(changes, saved.fields),
+            page_view(page, appliance.settings.review.lock_minutes, fields=saved.fields))
+
+
 # --- Gradio wiring ---------------------------------------------------------------
 
 CSS = """
@@ -384,7 +427,7 @@ def shortcuts_js() -> str:
 () => {
   if (window.__reviewKeys) return;
   window.__reviewKeys = true;
-  const PLAIN = %s, ALT = %s, CTRL = %s, STEP = %s;
+  const PLAIN = %s, ALT = %s, CTRL = %s, STEP = %s, FIELDS = %s, FIELDS_SAVE = %s;
   let zoom = 1;
   window.reviewZoom = (factor) => {
     zoom = factor === 0 ? 1 : Math.min(8, Math.max(0.25, zoom * factor));
@@ -405,6 +448,10 @@ def shortcuts_js() -> str:
       }
       id = PLAIN[e.key.length === 1 ? e.key.toLowerCase() : e.key];
     }
+    // in a key field, "save" saves the fields, never the page's text
+    if (id === "review-save" && e.target.closest && e.target.closest("#" + FIELDS)) {
+      id = FIELDS_SAVE;
+    }
     if (!id) return;
     e.preventDefault();
     e.stopPropagation();
@@ -421,7 +468,8 @@ def shortcuts_js() -> str:
     if (button && !button.disabled) button.click();
   }, true);
 }
-""" % (json.dumps(PLAIN_KEYS), json.dumps(ALT_KEYS), json.dumps(CTRL_KEYS), ZOOM_STEP)
+""" % (json.dumps(PLAIN_KEYS), json.dumps(ALT_KEYS), json.dumps(CTRL_KEYS), ZOOM_STEP,
+       json.dumps(fields_form.FORM_ID), json.dumps(fields_form.SAVE_ID))
 
 
 def _label(action: str) -> str:
@@ -434,7 +482,8 @@ def shortcuts_help() -> str:
             for action, (_button, label, key) in ACTIONS.items()]
     return ("Keys: " + " · ".join(keys) + " · **E** edit the text, **Esc** leave it · "
             "**+ − 0** zoom · in the editor hold **Alt** (Alt+A approves, Alt+N opens the "
-            "next page).")
+            "next page) · in the key fields **Tab** moves on, **Enter** or **Ctrl+S** saves "
+            "them.")
 
 
 def _engine_label(engine: str | None, available: tuple[str, ...]) -> tuple[str, bool]:
@@ -450,6 +499,7 @@ def build_review_ui(appliance: Appliance) -> gr.Blocks:
     lock_minutes = settings.review.lock_minutes
     available = appliance.readings()
     watch_names = [w.name or Path(w.path).name for w in settings.watch]
+    fields_size = fields_form.form_size(appliance.dispatcher.field_specs)
 
     def reviewer_of(request: gr.Request | None) -> str:
         name = getattr(request, "username", None) if request is not None else None
@@ -500,6 +550,14 @@ def build_review_ui(appliance: Appliance) -> gr.Blocks:
                     zoom_in = gr.Button("Zoom in (+)", size="sm", min_width=60,
                                         elem_id="review-zoom-in")
             with gr.Column(scale=4):
+                with gr.Accordion("Key fields", open=True, visible=False,
+                                  elem_id=fields_form.FORM_ID) as fields_box:
+                    field_inputs = [gr.Textbox(lines=1, max_lines=1, visible=False,
+                                               elem_id=f"review-field-{i}")
+                                    for i in range(fields_size)]
+                    fields_save = gr.Button("Save fields (Enter)", size="sm",
+                                            elem_id=fields_form.SAVE_ID)
+                    fields_status = safe_markdown_view(elem_id="review-fields-status")
                 editor = gr.Textbox(label="Markdown (edit, then Save correction)", lines=24,
                                     max_lines=60, interactive=True, elem_id="review-editor",
                                     autoscroll=False)
@@ -529,9 +587,17 @@ def build_review_ui(appliance: Appliance) -> gr.Blocks:
         original = gr.State("")
         engine = gr.State(None)
         queue_key = gr.State("")
+        key_fields = gr.State(None)
         filters = [doc_type, folder, reason, age]
+        fields_outputs = [key_fields, fields_box, *field_inputs, fields_status]
         page_outputs = [page_id, original, engine, title, image, editor, preview, highlights,
-                        others, rerun_engine, note]
+                        others, rerun_engine, note, *fields_outputs]
+
+        def fields_updates(view: PageView, status: str = "") -> list:
+            fields = view.key_fields["fields"] if view.key_fields else None
+            return [view.key_fields, gr.Accordion(visible=fields is not None),
+                    *fields_form.input_updates(fields, fields_size),
+                    safe_markdown(status or fields_form.form_note(fields, fields_size))]
 
         def page_updates(view: PageView) -> list:
             label, ok = _engine_label(view.engine, available)
@@ -539,7 +605,8 @@ def build_review_ui(appliance: Appliance) -> gr.Blocks:
                     gr.Markdown(view.title), view.image, view.markdown,
                     safe_markdown(view.markdown), safe_markdown(view.highlights),
                     view.other_pages,
-                    gr.Button(label, interactive=ok and view.page_id is not None), ""]
+                    gr.Button(label, interactive=ok and view.page_id is not None), "",
+                    *fields_updates(view)]
 
         def overview(type_value, folder_value, reason_value, age_value, known,
                      request: gr.Request) -> list:
@@ -567,7 +634,8 @@ def build_review_ui(appliance: Appliance) -> gr.Blocks:
                 return [*page_updates(PageView()), exc.message]
             if page is None:
                 return [*page_updates(PageView()), ""]
-            return [*page_updates(page_view(page, lock_minutes)),
+            return [*page_updates(page_view(page, lock_minutes,
+                                            fields=document_fields(service, page))),
                     "You still hold this page: it was opened again."]
 
         def on_next(type_value, folder_value, reason_value, age_value, request: gr.Request):
@@ -598,6 +666,19 @@ def build_review_ui(appliance: Appliance) -> gr.Blocks:
                 return [*page_updates(view), text_message]
             return handler
 
+        def on_save_fields(data: dict, request: gr.Request):
+            reviewer = reviewer_of(request)
+            try:
+                status, view = save_fields(appliance, reviewer, data[page_id], data[key_fields],
+                                           [data[box] for box in field_inputs])
+            except Exception:
+                log.exception("saving key fields failed page=%s", data[page_id])
+                status, view = INTERNAL_ERROR_TEXT, None
+            if view is None:
+                # the image and the form stay as they are
+                return [*([gr.skip()] * len(fields_outputs)), safe_markdown(status)]
+            return [view.image, *fields_updates(view, status)]
+
         def on_revert(machine_text):
             return (machine_text, safe_markdown(machine_text or ""),
                     "Reverted to the machine's reading.")
@@ -620,6 +701,10 @@ def build_review_ui(appliance: Appliance) -> gr.Blocks:
                                (rerun_engine, "rerun_engine"), (skip, "skip")):
             button.click(action_handler(action), inputs=action_inputs,
                          outputs=[*page_outputs, message], **busy).then(**refresh)
+        fields_save_inputs = {page_id, key_fields, *field_inputs}
+        for trigger in (fields_save.click, *(box.submit for box in field_inputs)):
+            trigger(on_save_fields, inputs=fields_save_inputs,
+                    outputs=[image, *fields_outputs], **busy)
         # cheap and per reviewer: no queueing behind other reviewers' keystrokes
         revert.click(on_revert, inputs=original, outputs=[editor, preview, message],
                      concurrency_limit=None, api_visibility="private")
