@@ -74,7 +74,7 @@ ERROR_STATUSES = {
     409: "not final yet (not_ready), refused at intake so without a result (no_result), an "
          "Idempotency-Key sent with other content (idempotency_conflict), an engine "
          "this appliance does not run (engine_unavailable), or key fields set on a "
-         "document whose type has none (no_fields)",
+         "document whose type has none (no_fields) or not the ones named (unknown_field)",
     413: "the upload is over limits.max_bytes (too_large); nothing was stored",
     429: "over the API key's rate limit (rate_limited) or the lane's queue is full "
          "(queue_full); see Retry-After",

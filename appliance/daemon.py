@@ -23,8 +23,8 @@ from appliance.engines import registry
 from appliance.engines.host import WorkerHandle, WorkerSpec
 from appliance.engines.llama.validate import cached_sha256, inspect_model
 from appliance.errors import (
-    AlreadyRunning, ConfigError, EngineUnavailable, InvalidRequest, ModelError, NoFields,
-    NotFound, NotReady, ShuttingDown,
+    AlreadyRunning, ConfigError, EngineUnavailable, ModelError, NoFields, NotFound, NotReady,
+    ShuttingDown, UnknownField,
 )
 from appliance.export import Exporter, document_json
 from appliance.fields.document import correct_document_fields, refresh_after_review
@@ -392,8 +392,8 @@ class Appliance:
         try:
             fields = correct_document_fields(self.db, document_id, view.doc.doc_type, specs,
                                              corrections, actor)
-        except ValueError as exc:
-            raise InvalidRequest(str(exc)) from None
+        except ValueError as exc:  # a name the type does not have
+            raise UnknownField(str(exc)) from None
         if view.doc.exported_at:
             self.exporter.export(document_id)
         return fields

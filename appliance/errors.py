@@ -213,6 +213,13 @@ class NoFields(ApplianceError):
     http_status = 409
 
 
+class UnknownField(ApplianceError):
+    """A key field the document's type does not have."""
+
+    code = "unknown_field"
+    http_status = 409
+
+
 class ShuttingDown(ApplianceError):
     """The daemon is draining before it stops: new work is refused, nothing is lost."""
 

@@ -358,7 +358,7 @@ def test_a_person_corrects_fields_through_the_api_checked_again_and_audited(tmp_
                                       json={"fields": {"gross": "1"}}, headers=headers),
         }
         assert {why: r.status_code for why, r in refused.items()} == {
-            "unknown field": 400, "no fields": 409, "not read yet": 409, "no document": 404}
+            "unknown field": 409, "no fields": 409, "not read yet": 409, "no document": 404}
         with db.read() as session:
             audited = session.exec(select(Event).where(Event.kind == "fields_corrected")
                                    .order_by(Event.id)).all()
