@@ -242,6 +242,10 @@ class FieldSetting:
 
 @dataclass
 class FieldsSettings:
+    # How this site's documents write a date like 09/03/2024: day first (9 March), or
+    # false for month first (September 3, as in the US). A date that can only be read
+    # one way (25/12/2024, 12/25/2024) is read that way either way.
+    day_first: bool = True
     # [[fields.receipt]], [[fields.invoice]], ...: a document type's fields over the
     # shipped ones (receipt, invoice and fapiao have fields out of the box)
     generic: list[FieldSetting] = field(default_factory=list)

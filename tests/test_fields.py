@@ -185,6 +185,20 @@ def test_the_operator_adds_and_changes_fields_in_the_config(tmp_path):
     assert by_name(reading)["till"]["value"] == "K7"
 
 
+def test_a_site_that_writes_month_first_reads_its_dates_so(tmp_path):
+    rows = [(200, 80, "Bäckerei Korn GmbH"), (60, 200, "Date: 09/03/2024"),
+            (60, 240, "Issued 12/25/2024")]
+    default = by_name(read_fields([page(*rows)], schemas()["receipt"], no_history, today=TODAY))
+    assert default["date"]["value"] == "2024-03-09"
+    us = settings_from_dict({"fields": {"day_first": False}}, base_dir=tmp_path)
+    fields = schemas(us.fields)["receipt"]
+    assert by_name(read_fields([page(*rows)], fields, no_history,
+                               today=TODAY))["date"]["value"] == "2024-09-03"
+    # a date that reads one way only is read that way, whatever the site's order
+    assert by_name(read_fields([page(rows[0], rows[2])], fields, no_history,
+                               today=TODAY))["date"]["value"] == "2024-12-25"
+
+
 @pytest.mark.parametrize("table, words", [
     ({"name": "x", "kind": "enum"}, "without choices"),
     ({"name": "x", "kind": "regex", "labels": ["a"]}, "without a pattern"),

@@ -77,7 +77,8 @@ def corrected_fields(specs: tuple[FieldSpec, ...], previous: list[dict],
 def _parsed(spec: FieldSpec, raw: str) -> Parsed:
     """A value read as its kind; one that is not of its kind at all keeps its text and
     fails the format check."""
-    parsed = parse(spec.kind, raw, choices=spec.choices, pattern=spec.pattern or None)
+    parsed = parse(spec.kind, raw, choices=spec.choices, pattern=spec.pattern or None,
+                   day_first=spec.day_first)
     return parsed or Parsed(raw, raw, f"not a {spec.kind}")
 
 

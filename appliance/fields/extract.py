@@ -205,14 +205,15 @@ def _overlap(a0: float, a1: float, b0: float, b1: float) -> float:
     return max(0.0, min(a1, b1) - max(a0, b0))
 
 
-_FINDERS = {"date": kinds.find_dates, "money": kinds.find_amounts, "number": kinds.find_amounts,
+_FINDERS = {"money": kinds.find_amounts, "number": kinds.find_amounts,
             "iban": kinds.find_ibans, "vat_id": kinds.find_vat_ids}
 
 
 def _values(spec: FieldSpec, text: str, offset: int) -> list[tuple[tuple[int, int], Parsed]]:
     """The values of the field's kind in ``text`` (spans shifted by ``offset``)."""
-    if spec.kind in _FINDERS:
-        found = _FINDERS[spec.kind](text)
+    if spec.kind == "date" or spec.kind in _FINDERS:
+        found = (kinds.find_dates(text, day_first=spec.day_first) if spec.kind == "date"
+                 else _FINDERS[spec.kind](text))
         if spec.kind == "number":  # an amount's number, without its currency
             found = [(span, kinds.parse("number", p.raw)) for span, p in found]
         return [((offset + s, offset + e), p) for (s, e), p in found if p is not None]

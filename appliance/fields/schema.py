@@ -18,7 +18,7 @@ line that holds something else (a phone number, a date, a label).
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING
 
 from appliance.fields.kinds import KINDS
@@ -44,6 +44,7 @@ class FieldSpec:
     # taken without a label when none is labelled: the first value anywhere that passes
     # its check (a document's own date, an IBAN, a VAT id prove themselves)
     anywhere: bool = False
+    day_first: bool = True  # a date's day before its month (false: as in the US)
 
     def __post_init__(self):
         if self.kind not in KINDS:
@@ -139,7 +140,9 @@ def schemas(settings: FieldsSettings | None = None) -> dict[str, tuple[FieldSpec
     ``[[fields.<type>]]`` over them by name (a field of the same name replaces the
     default's; others are added)."""
     merged = {doc_type: list(specs) for doc_type, specs in DEFAULTS.items()}
-    for doc_type, items in (vars(settings) if settings is not None else {}).items():
+    tables = {name: value for name, value in vars(settings).items()
+              if isinstance(value, list)} if settings is not None else {}
+    for doc_type, items in tables.items():
         current = merged.setdefault(doc_type, [])
         for item in items:
             spec = FieldSpec(item.name, item.kind, item.required, tuple(item.labels),
@@ -150,4 +153,6 @@ def schemas(settings: FieldsSettings | None = None) -> dict[str, tuple[FieldSpec
                 current[names.index(spec.name)] = spec
             else:
                 current.append(spec)
-    return {doc_type: tuple(specs) for doc_type, specs in merged.items() if specs}
+    day_first = settings.day_first if settings is not None else True
+    return {doc_type: tuple(replace(spec, day_first=day_first) for spec in specs)
+            for doc_type, specs in merged.items() if specs}
