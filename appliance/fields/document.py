@@ -23,7 +23,9 @@ from dataclasses import dataclass
 from appliance.fields.extract import Found, extract
 from appliance.fields.kinds import Money, Parsed, parse
 from appliance.fields.schema import FieldSpec
-from appliance.fields.validate import Seen, identity, reasons, validate, values
+from appliance.fields.validate import (
+    Seen, identity, reasons, validate, value_text, values,
+)
 from appliance.outputs.tree import PageTree, page_tree, page_trees
 from appliance.store import Database, queries, transitions
 from appliance.store.models import FieldSet, PageResult
@@ -102,8 +104,7 @@ def _checked(specs: tuple[FieldSpec, ...], found: dict[str, Found], text: str,
         fields.append({
             "name": spec.name, "kind": spec.kind, "required": spec.required,
             "raw": item.parsed.raw if item else None,
-            "value": None if value is None else str(value.amount if isinstance(value, Money)
-                                                    else value),
+            "value": None if value is None else value_text(value),
             "currency": value.currency if isinstance(value, Money) else None,
             "confidence": item.confidence if item else None,
             "evidence": [e.as_dict() for e in item.evidence] if item else [],

@@ -87,10 +87,11 @@ def reasons(checks: dict[str, list[Check]]) -> list[str]:
 
 def values(found: dict[str, Found]) -> dict[str, str]:
     """Each field's normalised value as a string (an amount without its currency)."""
-    return {name: _text(item.parsed.value) for name, item in found.items()}
+    return {name: value_text(item.parsed.value) for name, item in found.items()}
 
 
-def _text(value) -> str:
+def value_text(value) -> str:
+    """A normalised value as a string: an amount as its decimal, without its currency."""
     if isinstance(value, Money):
         return str(value.amount)
     return str(value)
