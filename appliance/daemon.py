@@ -28,6 +28,7 @@ from appliance.errors import (
 )
 from appliance.export import Exporter, document_json
 from appliance.fields.document import correct_document_fields, refresh_after_review
+from appliance.fields.schema import schemas
 from appliance.gpu import MemoryDevice, MemorySampler, Watermarks, open_device
 from appliance.intake import Intake, SubmitOptions
 from appliance.intake.disposition import dispose
@@ -59,7 +60,8 @@ def _spec_options(settings: Settings) -> dict:
             "second_opinion_below": (settings.review.accept_from
                                      if settings.review.second_opinion else None),
             "second_opinion_languages": settings.review.second_opinion_languages,
-            "place_vision_text": settings.output.place_vision_text}
+            "place_vision_text": settings.output.place_vision_text,
+            "field_specs": schemas(settings.fields)}
 
 
 def resolve_engine(settings: Settings) -> tuple[WorkerSpec | None, str | None]:

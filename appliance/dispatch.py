@@ -409,7 +409,8 @@ class Dispatcher:
                 text = "\n".join([*others, reading.text or ""])
                 if specs:
                     unstored = PageResult(text=reading.text, provenance=reading.provenance,
-                                          lines=[asdict(line) for line in reading.lines])
+                                          lines=[asdict(line) for line in reading.lines],
+                                          field_answer=reading.field_answer)
                     fields = read_document_fields(self.db, claim.document_id, claim.doc_type,
                                                   specs, (claim.page_index, unstored))
         route = route_page(done.confidence, doc_type=claim.doc_type,

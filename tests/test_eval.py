@@ -17,6 +17,7 @@ import pytest
 from appliance.config import dump_toml
 from appliance.measure.datasets import Sample
 from appliance.measure.evaluate import score_page, summarize
+from appliance.measure.field_scores import format_fields, score_fields, summarize_fields
 from appliance.measure.release import contract_drift, output_structure, release_gate, snapshot
 from appliance.raster.synthetic import render_text_page
 
@@ -192,3 +193,33 @@ def test_eval_refuses_a_bad_baseline_before_running(tmp_path, dataset):
     run = run_eval(tmp_path, dataset, "--baseline", str(tmp_path / "broken.json"))
     assert run.returncode == 2
     assert "cannot read the baseline report" in run.stderr
+
+
+def test_key_fields_are_scored_per_type_and_field_with_validation_precision():
+    def field(name, kind, raw, valid):
+        return {"name": name, "kind": kind, "raw": raw, "valid": valid}
+
+    receipts = [
+        {"doc_type": "receipt", "field_scores": score_fields(
+            {"total": "RM 15.70", "company": "Kedai Maju"},
+            [field("total", "money", "15.70", True), field("company", "text", "KEDAI MAJU", True)])},
+        {"doc_type": "receipt", "field_scores": score_fields(
+            {"total": "9.90", "company": "Kedai Maju"},
+            [field("total", "money", "99.00", False), field("company", "text", "KEDAl MAJU", True)])},
+        {"doc_type": "receipt", "field_scores": None},  # a failed page
+    ]
+    invoice = {"doc_type": "invoice", "field_scores": score_fields(
+        {"gross": "1.190,00"}, [field("gross", "money", "1190.00", False),
+                                field("net", "money", None, None)])}
+    summary = summarize_fields([*receipts, invoice])
+    assert list(summary) == ["invoice", "receipt"]
+    total, company = summary["receipt"]["total"], summary["receipt"]["company"]
+    assert (total["documents"], total["found"], total["exact"]) == (2, 1.0, 0.5)
+    assert (total["flagged"], total["validation_precision"]) == (1, 1.0)  # flagged and wrong
+    assert company["exact"] == 0.5 and company["cer"] == pytest.approx(0.05)
+    gross = summary["invoice"]["gross"]
+    assert (gross["exact"], gross["validation_precision"]) == (1.0, 0.0)  # a false flag
+    assert list(summary["invoice"]) == ["gross"]  # net is not in the truth: not scored
+    table = format_fields(summary)
+    assert "| receipt | total | 2 | 100% | 50% | - | 1 | 100% |" in table
+    assert "| invoice | gross | 1 | 100% | 100% | - | 1 | 0% |" in table

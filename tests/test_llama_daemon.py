@@ -65,26 +65,36 @@ def test_readyz_stays_503_until_the_worker_has_warmed_up(tmp_path, tiny_model):
 
 
 def test_daemon_climbs_the_retry_ladder_to_the_classic_fallback(tmp_path, tiny_model):
+    # an invoice: on each page the vision model is also asked for the fields (it leaves
+    # them empty, as random weights do here), and the rules read them from the text
     model, mmproj = tiny_model
-    png = write_png(tmp_path / "invoice.png", ["Invoice 4711", "Total 118.50 EUR"])
+    png = write_png(tmp_path / "invoice.png", ["ACME Trading GmbH", "Invoice No. 4711",
+                                               "Date 03.11.2026", "Total 118.50 EUR"])
     daemon = Daemon(tmp_path, engine={"name": "llama", "model": str(model),
                                       "mmproj": str(mmproj)}).start()
     try:
         assert daemon.wait_ready()["engine"] == "llama"
-        doc = daemon.upload(png)
+        doc = daemon.upload(png, doc_type="invoice")
         final = daemon.wait_final([doc["id"]])[0]
         assert final["status"] == "done" and final["pages"][0]["attempts"] == 3
         page = daemon.client.get(f"/api/v1/documents/{doc['id']}/result?format=json").json()
         assert page["pages"][0]["flags"] == ["fallback"]
-        assert page["pages"][0]["provenance"]["prompt_version"] == "generic/v1"
+        assert page["pages"][0]["provenance"]["prompt_version"] == "invoice/v1"
+        assert page["pages"][0]["provenance"]["fields_question"] == "fields/v1"
         assert "4711" in page["pages"][0]["text"]
+        fields = {f["name"]: f for f in page["document"]["fields"]}
+        assert (fields["number"]["value"], fields["gross"]["value"]) == ("4711", "118.50")
+        assert fields["gross"]["read_by"] == "rules"
     finally:
         daemon.stop()
     db = Database(daemon.data_dir / "appliance.db")
     with db.read() as session:
-        attempts = session.exec(select(PageResult.attempt, PageResult.outcome)
+        attempts = session.exec(select(PageResult.attempt, PageResult.outcome,
+                                       PageResult.field_answer)
                                 .join(Page, Page.id == PageResult.page_id)
                                 .where(Page.document_id == doc["id"])
                                 .order_by(PageResult.attempt)).all()
     db.close()
-    assert attempts == [(1, "degenerate"), (2, "degenerate"), (3, "ok")]
+    assert [(a, o) for a, o, _ in attempts] == [(1, "degenerate"), (2, "degenerate"), (3, "ok")]
+    assert set(attempts[-1][2]) == {"number", "issue_date", "due_date", "seller", "buyer",
+                                    "seller_vat_id", "net", "tax", "gross", "currency", "iban"}

@@ -31,7 +31,7 @@ def test_wal_mode_and_schema_version(db):
     with db.read() as session:
         mode = session.connection().exec_driver_sql("PRAGMA journal_mode").scalar()
     assert mode == "wal"
-    assert db.schema_version() == SCHEMA_VERSION == 5
+    assert db.schema_version() == SCHEMA_VERSION == 6
 
 
 def test_a_version_1_database_is_migrated_in_place(tmp_path):
@@ -42,14 +42,15 @@ def test_a_version_1_database_is_migrated_in_place(tmp_path):
                               ("page", "review_lock_expires_at"), ("page", "options"),
                               ("pageresult", "confidence"), ("document", "purged_at"),
                               ("pageresult", "signals"), ("pageresult", "reasons"),
-                              ("document", "source_mtime_ns"), ("page", "crash_suspect")):
+                              ("document", "source_mtime_ns"), ("page", "crash_suspect"),
+                              ("pageresult", "field_answer")):
             session.exec(text(f"ALTER TABLE {table} DROP COLUMN {column}"))
         session.exec(text("DROP TABLE idempotencykey"))
         session.exec(text("DROP TABLE fieldset"))
         session.get(SchemaMeta, "schema_version").value = "1"
     old.close()
     migrated = Database(tmp_path / "v1.db")
-    assert migrated.schema_version() == 5
+    assert migrated.schema_version() == 6
     claim = transitions.claim_next_page(migrated, "w1", lease_s=60)
     transitions.complete_page(migrated, claim, page_done("x"))
     assert status_of(migrated, doc.id) == DocStatus.DONE

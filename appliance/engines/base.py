@@ -44,6 +44,18 @@ class PageRequest:
     cancel: threading.Event | None = field(default=None, compare=False)
 
 
+@dataclass(frozen=True)
+class Question:
+    """A question about a page whose answer is a JSON object: vision engines constrain
+    their output to ``schema`` (llama.cpp grammars; a server's ``response_format``), so
+    an answer that ends within ``max_tokens`` is valid JSON by construction."""
+
+    text: str  # the instructions, after the page image
+    schema: dict  # the JSON Schema of the answer
+    max_tokens: int  # enough for the longest answer the schema allows
+    version: str  # for the provenance, as a prompt's
+
+
 @dataclass
 class Recognition:
     """What an engine returns for one page image."""
@@ -56,6 +68,9 @@ class Recognition:
     tokens: list[dict] = field(default_factory=list)
     flags: list[str] = field(default_factory=list)  # e.g. fallback, tiled, truncated
     provenance: dict = field(default_factory=dict)  # prompt version, ladder rung, ...
+    # a vision engine's answer to the document type's field question (``Question``):
+    # the value printed for each field, or None; None when it was not asked
+    field_answer: dict | None = None
 
     def to_dict(self) -> dict:
         return asdict(self)

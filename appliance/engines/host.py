@@ -31,10 +31,13 @@ from PIL import Image
 from appliance.config import PreprocessSettings, WorkerSettings
 from appliance.engines import create_engine, registry
 from appliance.engines.base import Engine, PageRequest, Recognition
+from appliance.engines.vision import VisionEngine
 from appliance.engines.cache import ResultCache, image_digest
 from appliance.engines.messages import (Availability, Cancel, Job, PageDone, PageFailed, Ready,
                                         StartFailed)
 from appliance.engines.tesseract import TesseractReader, tesseract_problem
+from appliance.fields.model import parse_answer, question
+from appliance.fields.schema import FieldSpec
 from appliance.errors import (
     ApplianceError, DegenerateOutput, EndpointUnavailable, EngineError, EngineUnavailable,
     PagePreempted,
@@ -67,6 +70,8 @@ class WorkerSpec:
     second_opinion_languages: str = "eng"
     # a vision reading's words are placed on the classic reading's word boxes
     place_vision_text: bool = True
+    # the fields of each document type, which a vision engine is asked for
+    field_specs: dict[str, tuple[FieldSpec, ...]] = field(default_factory=dict)
 
 
 @dataclass
@@ -81,6 +86,7 @@ class PagePipeline:
     second_opinion_below: float | None = None
     second_reader: TesseractReader | None = None  # reads classic pages in doubt again
     place_vision_text: bool = True
+    field_specs: dict[str, tuple[FieldSpec, ...]] = field(default_factory=dict)
 
 
 def warmup_image() -> Image.Image:
@@ -152,6 +158,11 @@ def run_job(pipeline: PagePipeline, job: Job, background: ThreadPoolExecutor,
                                                                 engine=registry.FALLBACK))
             place_text(recognition, classic.lines)
             timings["placement_ms"] = (time.perf_counter() - start) * 1000
+        specs = pipeline.field_specs.get(request.doc_type)
+        if specs and isinstance(engine, VisionEngine) and request.engine != registry.FALLBACK:
+            start = time.perf_counter()
+            recognition.field_answer = _field_answer(engine, image, recognition, specs, request)
+            timings["fields_ms"] = (time.perf_counter() - start) * 1000
         recognition.provenance["preprocess"] = [step.to_dict() for step in steps]
         recognition.provenance["image_size"] = [image.width, image.height]
         recognition.provenance["rendered"] = rendered
@@ -182,6 +193,23 @@ def _second_reading(pipeline: PagePipeline, image: Image.Image, request: PageReq
     return None
 
 
+def _field_answer(engine: VisionEngine, image: Image.Image, recognition: Recognition,
+                  specs: tuple[FieldSpec, ...], request: PageRequest) -> dict | None:
+    """The vision model's reading of the page's fields, from the image and the page's
+    lines (``fields.model``). None when its answer ran out of tokens or is not of the
+    question's schema: the rules extractor then reads every field."""
+    asked = question(request.doc_type, specs, recognition.lines, image.width, image.height)
+    recognition.provenance["fields_question"] = asked.version
+    answer = engine.ask(image, asked, request)
+    if answer is None:
+        return None
+    try:
+        return parse_answer(answer, specs)
+    except ValueError as exc:
+        log.warning("the model's answer to %s is not of its schema (%s)", asked.version, exc)
+        return None
+
+
 def _exit_with_parent(parent_pid: int) -> None:
     # A worker must not outlive a daemon killed with SIGKILL.
     while os.getppid() == parent_pid:
@@ -202,7 +230,8 @@ def worker_main(spec: WorkerSpec, conn: Connection, parent_pid: int) -> None:
         pipeline = PagePipeline(engine, spec.preprocess,
                                 ResultCache(spec.cache_dir) if spec.cache_dir else None,
                                 second_opinion_below=spec.second_opinion_below,
-                                place_vision_text=spec.place_vision_text)
+                                place_vision_text=spec.place_vision_text,
+                                field_specs=spec.field_specs)
         if spec.second_opinion_below is not None:
             if problem := tesseract_problem(spec.second_opinion_languages):
                 log.warning("classic pages in doubt get no second opinion: %s", problem)

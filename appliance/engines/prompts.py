@@ -25,6 +25,7 @@ class Prompt:
     version: str
     text: str
     max_tokens: int
+    schema: dict | None = None  # the answer is a JSON object of this schema (a Question)
 
 
 def _prompt(doc_type: str, focus: str, max_tokens: int, version: str = "v1") -> Prompt:

@@ -26,7 +26,7 @@ from dataclasses import dataclass, replace
 
 from PIL import Image
 
-from appliance.engines.base import PageRequest, Recognition
+from appliance.engines.base import PageRequest, Question, Recognition
 from appliance.engines.prompts import CONTEXT_VERSION, Prompt, prompt_for
 from appliance.engines.registry import FALLBACK  # a request for the classic reader kept inside
 from appliance.engines.tiling import crop_tiles, decide_tiling, plan_tiles, stitch
@@ -116,8 +116,25 @@ class VisionEngine:
         return self.wait(self.submit(image, prompt, request, sampled=sampled))
 
     def answer_tokens(self, prompt: Prompt) -> int:
-        """The token cap of one answer."""
+        """The token cap of one answer: a question's is its own, the bound of its schema."""
+        if prompt.schema is not None:
+            return prompt.max_tokens
         return self.fixed_tokens or min(prompt.max_tokens, self.max_tokens or prompt.max_tokens)
+
+    def ask(self, image: Image.Image, question: Question, request: PageRequest) -> str | None:
+        """The model's answer to ``question`` about the page: a JSON text of its schema,
+        greedy; None when it did not end within its token cap (the page's context was
+        too small for the longest answer the schema allows). Raises as a page reading
+        does when the page is taken back or its deadline passes."""
+        prompt = Prompt(request.doc_type, question.version, question.text,
+                        question.max_tokens, question.schema)
+        generation = self.generate(image, prompt, replace(request, context=""), sampled=False)
+        self._raise_if_failed(generation)
+        if generation.stop != "stop":
+            log.warning("the answer to %s ended early (%s: %s)", question.version,
+                        generation.stop, generation.reason)
+            return None
+        return generation.text
 
     def _read(self, image: Image.Image, request: PageRequest) -> Recognition:
         prompt = prompt_for(request.doc_type)

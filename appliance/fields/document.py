@@ -7,11 +7,12 @@ Each field becomes::
      "raw": "1.234,50", "value": "1234.50", "currency": "EUR",   # null when not found
      "confidence": 0.87, "evidence": [{"page": 1, "box": [x0, y0, x1, y1], "text": ...}],
      "checks": [{"layer": "logic", "ok": false, "message": "..."}],
-     "valid": false, "corrected_by": null}
+     "valid": false, "read_by": "model", "corrected_by": null}
 
 ``value`` is the normal form (``kinds``): an ISO date, an amount as a decimal string,
 an IBAN or VAT id without spaces. A field that was not found has ``value`` null and,
-when required, a failed format check.
+when required, a failed format check. ``read_by`` says who read the value: a vision
+model (``fields.model``), the rules extractor (``fields.extract``) or a person.
 """
 
 from __future__ import annotations
@@ -22,6 +23,7 @@ from dataclasses import dataclass
 
 from appliance.fields.extract import Found, extract
 from appliance.fields.kinds import Money, Parsed, parse
+from appliance.fields.model import model_found
 from appliance.fields.schema import FieldSpec
 from appliance.fields.validate import (
     Seen, identity, reasons, validate, value_text, values,
@@ -42,8 +44,10 @@ def read_fields(trees: list[PageTree], specs: tuple[FieldSpec, ...],
                 seen: Callable[[str], list[Seen]],
                 today: datetime.date | None = None) -> FieldsReading:
     """Extract and check the fields of a document whose accepted pages are ``trees``;
-    ``seen(identity)`` gives the earlier documents with the same identity."""
-    return _checked(specs, extract(trees, specs), _text(trees), seen, today, frozenset())
+    ``seen(identity)`` gives the earlier documents with the same identity. A value a
+    vision model read stands before the rules extractor's."""
+    found = {**extract(trees, specs), **model_found(trees, specs)}
+    return _checked(specs, found, _text(trees), seen, today, frozenset())
 
 
 def corrected_fields(specs: tuple[FieldSpec, ...], previous: list[dict],
@@ -64,9 +68,10 @@ def corrected_fields(specs: tuple[FieldSpec, ...], previous: list[dict],
         if spec.name in corrections:
             raw = corrections[spec.name].strip()
             if raw:
-                found[spec.name] = Found(spec, _parsed(spec, raw), 1.0, [])
+                found[spec.name] = Found(spec, _parsed(spec, raw), 1.0, [], by="person")
         elif (item := before.get(spec.name)) and item.get("raw") is not None:
-            found[spec.name] = Found(spec, _parsed(spec, item["raw"]), item["confidence"], [])
+            found[spec.name] = Found(spec, _parsed(spec, item["raw"]), item["confidence"], [],
+                                     by=item.get("read_by", "rules"))
     # a person is the evidence of what they set; the rest was found in the text when read
     reading = _checked(specs, found, "", seen, today, frozenset(found))
     for field in reading.fields:
@@ -111,6 +116,7 @@ def _checked(specs: tuple[FieldSpec, ...], found: dict[str, Found], text: str,
             "checks": [c.as_dict() for c in results],
             # an optional field that is not there is neither valid nor invalid
             "valid": all(c.ok for c in results) if item or spec.required else None,
+            "read_by": item.by if item else None,
             "corrected_by": None,
         })
     return FieldsReading(fields, reasons(checks), key)

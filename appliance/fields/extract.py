@@ -56,10 +56,11 @@ class Found:
     parsed: Parsed
     confidence: float
     evidence: list[Evidence] = field(default_factory=list)
+    by: str = "rules"  # who read it: "rules", "model" (a vision model), "person"
 
 
 @dataclass
-class _Line:
+class ReadLine:
     page: PageTree
     order: int  # in reading order over the document
     text: str
@@ -91,16 +92,16 @@ class _Line:
 class _Candidate:
     parsed: Parsed
     place: float
-    line: _Line
+    line: ReadLine
     span: tuple[int, int] | None
 
 
 def extract(pages: list[PageTree], specs: tuple[FieldSpec, ...]) -> dict[str, Found]:
     """The fields found on the document's pages (trees of its accepted results), by
     name; a field not found is absent."""
-    lines = _lines(pages)
+    lines = read_lines(pages)
     found: dict[str, Found] = {}
-    header: _Line | None = None
+    header: ReadLine | None = None
     for spec in specs:
         if spec.locate == "header":
             header = _header_line(lines)
@@ -118,7 +119,7 @@ def extract(pages: list[PageTree], specs: tuple[FieldSpec, ...]) -> dict[str, Fo
     return found
 
 
-def _lines(pages: list[PageTree]) -> list[_Line]:
+def read_lines(pages: list[PageTree]) -> list[ReadLine]:
     lines = []
     for page in pages:
         if page.status != "done":
@@ -128,7 +129,7 @@ def _lines(pages: list[PageTree]) -> list[_Line]:
                 if not line.words:
                     continue
                 scores = [w.confidence for w in line.words if w.confidence is not None]
-                lines.append(_Line(page, len(lines), line.text, line.box, line.words,
+                lines.append(ReadLine(page, len(lines), line.text, line.box, line.words,
                                    sum(scores) / len(scores) if scores else 1.0))
     return lines
 
@@ -153,7 +154,7 @@ def _label_end(text: str, labels: tuple[str, ...]) -> int | None:
     return None if best is None else best[1]
 
 
-def _labelled(lines: list[_Line], spec: FieldSpec) -> list[_Candidate]:
+def _labelled(lines: list[ReadLine], spec: FieldSpec) -> list[_Candidate]:
     candidates = []
     for line in lines:
         end = _label_end(line.text, spec.labels)
@@ -172,7 +173,7 @@ def _labelled(lines: list[_Line], spec: FieldSpec) -> list[_Candidate]:
     return candidates
 
 
-def _neighbours(lines: list[_Line], line: _Line, kind: str, slope: float):
+def _neighbours(lines: list[ReadLine], line: ReadLine, kind: str, slope: float):
     """Lines where a label's value may stand: to its right on the same band (the line
     the label's own line would run into, skew allowed for), and the line just below
     it that overlaps it across. A name or an address is looked for below first ("Bill
@@ -181,7 +182,7 @@ def _neighbours(lines: list[_Line], line: _Line, kind: str, slope: float):
     same_page = [o for o in lines if o.page is line.page and o is not line]
     centre = (line.box[1] + line.box[3]) / 2
 
-    def drift(other: _Line) -> float:  # off the label's line where the other one stands
+    def drift(other: ReadLine) -> float:  # off the label's line where the other one stands
         expected = centre + slope * ((other.box[0] + other.box[2]) / 2 - line.box[2])
         return abs((other.box[1] + other.box[3]) / 2 - expected)
 
@@ -236,7 +237,7 @@ def _values(spec: FieldSpec, text: str, offset: int) -> list[tuple[tuple[int, in
 # --- values without a label ----------------------------------------------------------
 
 
-def _unlabelled(lines: list[_Line], spec: FieldSpec) -> list[_Candidate]:
+def _unlabelled(lines: list[ReadLine], spec: FieldSpec) -> list[_Candidate]:
     """For a field that may stand ``anywhere``: the first value of its kind that passes
     its check."""
     if not spec.anywhere:
@@ -248,7 +249,7 @@ def _unlabelled(lines: list[_Line], spec: FieldSpec) -> list[_Candidate]:
     return []
 
 
-def _header_line(lines: list[_Line]) -> _Line | None:
+def _header_line(lines: list[ReadLine]) -> ReadLine | None:
     """The name at the head of the first page: among its top lines, one with a company
     form ("Sdn Bhd", "GmbH", "Ltd") if there is one, else the first that is a name."""
     if not lines:
@@ -274,12 +275,12 @@ def _is_name(text: str) -> bool:
             and not kinds.find_dates(stripped) and not kinds.find_amounts(stripped))
 
 
-def _below_header(lines: list[_Line], header: _Line | None) -> list[_Candidate]:
+def _below_header(lines: list[ReadLine], header: ReadLine | None) -> list[_Candidate]:
     """The address: the lines under the header, down to the first that holds something
     else (a phone, a date, an amount, a registration number) or stands apart."""
     if header is None:
         return []
-    taken: list[_Line] = []
+    taken: list[ReadLine] = []
     below = sorted((ln for ln in lines if ln.page is header.page and ln.box[1] > header.box[1]),
                    key=lambda ln: (ln.box[1], ln.box[0]))
     bottom = header.box[3]
@@ -294,7 +295,7 @@ def _below_header(lines: list[_Line], header: _Line | None) -> list[_Candidate]:
     if not taken:
         return []
     text = " ".join(line.text for line in taken)
-    joined = _Line(header.page, taken[0].order, text,
+    joined = ReadLine(header.page, taken[0].order, text,
                    (min(ln.box[0] for ln in taken), taken[0].box[1],
                     max(ln.box[2] for ln in taken), taken[-1].box[3]),
                    [w for ln in taken for w in ln.words],

@@ -148,20 +148,20 @@ IDENTITY = (("seller", "number"), ("company", "date", "total"), ("seller_name", 
 def identity(found_values: dict[str, str]) -> tuple[str, ...] | None:
     for names in IDENTITY:
         if all(found_values.get(name) for name in names):
-            return tuple(_squash(found_values[name]) for name in names)
+            return tuple(squash(found_values[name]) for name in names)
     return None
 
 
-def _squash(value: str) -> str:
+def squash(value: str) -> str:
     return re.sub(r"\W+", "", value).casefold()
 
 
 def _business(found: dict[str, Found], checks: dict[str, list[Check]], text: str,
               history: list[Seen], attested: frozenset[str]) -> None:
-    squashed_text = _squash(text)
+    squashed_text = squash(text)
     for name, item in found.items():
         if name not in attested and item.parsed.raw \
-                and _squash(item.parsed.raw) not in squashed_text:
+                and squash(item.parsed.raw) not in squashed_text:
             checks[name].append(Check("business", False, "not in the page's text"))
     mine = values(found)
     key = identity(mine)

@@ -42,18 +42,19 @@ def score_fields(truth: dict[str, str], extracted: list[dict]) -> dict[str, dict
     return scores
 
 
-def summarize_fields(pages: list[dict]) -> dict[str, dict]:
-    """Per field name over the pages' ``field_scores``: how many documents have it,
-    found and exact rates, mean CER, and validation precision (None: nothing flagged)."""
-    by_name: dict[str, list[dict]] = {}
+def summarize_fields(pages: list[dict]) -> dict[str, dict[str, dict]]:
+    """Per document type and field name over the pages' ``field_scores``: how many
+    documents have it, found and exact rates, mean CER, and validation precision
+    (None: nothing flagged)."""
+    grouped: dict[tuple[str, str], list[dict]] = {}
     for page in pages:
         for name, score in (page.get("field_scores") or {}).items():
-            by_name.setdefault(name, []).append(score)
-    summary = {}
-    for name, scores in sorted(by_name.items()):
+            grouped.setdefault((page["doc_type"], name), []).append(score)
+    summary: dict[str, dict[str, dict]] = {}
+    for (doc_type, name), scores in sorted(grouped.items()):
         flagged = [s for s in scores if s["flagged"]]
         cers = [s["cer"] for s in scores if s["cer"] is not None]
-        summary[name] = {
+        summary.setdefault(doc_type, {})[name] = {
             "documents": len(scores),
             "found": sum(s["found"] for s in scores) / len(scores),
             "exact": sum(s["exact"] for s in scores) / len(scores),
@@ -65,13 +66,15 @@ def summarize_fields(pages: list[dict]) -> dict[str, dict]:
     return summary
 
 
-def format_fields(summary: dict[str, dict]) -> str:
-    """The per-field summary as a Markdown table."""
-    rows = ["| field | documents | found | exact | CER | flagged | validation precision |",
-            "| --- | --- | --- | --- | --- | --- | --- |"]
-    for name, s in summary.items():
-        cer_text = "-" if s["cer"] is None else f"{s['cer']:.3f}"
-        precision = "-" if s["validation_precision"] is None else f"{s['validation_precision']:.0%}"
-        rows.append(f"| {name} | {s['documents']} | {s['found']:.0%} | {s['exact']:.0%} | "
-                    f"{cer_text} | {s['flagged']} | {precision} |")
+def format_fields(summary: dict[str, dict[str, dict]]) -> str:
+    """The per-type, per-field summary as a Markdown table."""
+    rows = ["| type | field | documents | found | exact | CER | flagged | validation precision |",
+            "| --- | --- | --- | --- | --- | --- | --- | --- |"]
+    for doc_type, fields in summary.items():
+        for name, s in fields.items():
+            cer_text = "-" if s["cer"] is None else f"{s['cer']:.3f}"
+            precision = ("-" if s["validation_precision"] is None
+                         else f"{s['validation_precision']:.0%}")
+            rows.append(f"| {doc_type} | {name} | {s['documents']} | {s['found']:.0%} | "
+                        f"{s['exact']:.0%} | {cer_text} | {s['flagged']} | {precision} |")
     return "\n".join(rows)

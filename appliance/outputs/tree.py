@@ -68,6 +68,8 @@ class PageTree:
     # but found too small to straighten (a label and its value far to the right of it
     # stand that much apart)
     slope: float = 0.0
+    # a vision model's values for the document type's fields, as printed on this page
+    field_answer: dict | None = None
 
     @property
     def matrix(self) -> np.ndarray:
@@ -146,6 +148,8 @@ def page_tree(number: int, result: PageResult, machine: PageResult | None = None
     back = to_original(steps)
     tree.to_page = tuple(float(v) for v in back[:2].ravel())
     tree.slope = _unstraightened_slope(steps)
+    # a person's corrected text stands over what the model read on the machine's page
+    tree.field_answer = machine.field_answer if result is machine else None
     words = words_of(machine.lines or [])
     if not words:  # a reading without positions (a vision model's): the text stays unplaced
         tree.unplaced_text = result.text or ""

@@ -61,6 +61,9 @@ MIGRATIONS: dict[str, list[str]] = {
         "ALTER TABLE page ADD COLUMN crash_suspect BOOLEAN NOT NULL DEFAULT 0",
     ],
     "4": [],  # documents' key fields: the fieldset table is new
+    "5": [  # the values a vision model read for a page's fields
+        "ALTER TABLE pageresult ADD COLUMN field_answer JSON",
+    ],
 }
 
 

@@ -9,7 +9,7 @@ from enum import StrEnum
 from sqlalchemy import JSON, Column, Index
 from sqlmodel import Field, SQLModel
 
-SCHEMA_VERSION = 5
+SCHEMA_VERSION = 6
 
 
 class PageStatus(StrEnum):
@@ -124,6 +124,8 @@ class PageResult(SQLModel, table=True):
     tokens: list[dict] | None = Field(default=None, sa_column=Column(JSON))
     flags: list[str] | None = Field(default=None, sa_column=Column(JSON))
     provenance: dict | None = Field(default=None, sa_column=Column(JSON))
+    # a vision model's answer to the document type's field question (engines.base)
+    field_answer: dict | None = Field(default=None, sa_column=Column(JSON))
     timings_ms: dict | None = Field(default=None, sa_column=Column(JSON))
     confidence: float | None = None
     signals: dict | None = Field(default=None, sa_column=Column(JSON))  # what it was built from

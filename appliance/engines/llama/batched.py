@@ -15,6 +15,11 @@ Callers, one thread per page, block in :meth:`BatchedDecoder.generate`.
 Each sequence keeps its own watch (``sequence.Sequence``): the chosen token's
 log-probability and the step's entropy, the repetition guard, the token cap, the
 deadline and the cancel event. Each ends that sequence alone; the others go on.
+
+A sequence with a grammar (a question's JSON schema) gets its own llama.cpp grammar
+sampler: the token the logits choose is kept when the grammar allows it, and only
+otherwise is the whole vocabulary masked and the choice made again (as llama.cpp's
+own sampler chain does: a full pass over 262k tokens is slow).
 """
 
 from __future__ import annotations
@@ -37,6 +42,8 @@ from appliance.errors import ApplianceError, EngineError, ModelError
 log = logging.getLogger(__name__)
 
 LOOP_CHECK_S = 1.0  # how often a waiting caller checks that the loop still runs
+# llama_token_data, for handing candidate tokens to a grammar sampler without copies
+TOKEN_DATA = np.dtype([("id", np.int32), ("logit", np.float32), ("p", np.float32)])
 
 
 @dataclass
@@ -148,6 +155,9 @@ class BatchedDecoder:
         self._end_tokens = sorted({t for t in (L.llama_vocab_eos(self._vocab),
                                                L.llama_vocab_eot(self._vocab)) if t >= 0})
         self._batch = L.llama_batch_init(slots, 0, 1)  # one token a sequence a step
+        self._one = np.zeros(1, TOKEN_DATA)  # a chosen token, put to its grammar
+        self._every = np.zeros(self.n_vocab, TOKEN_DATA)  # the vocabulary, masked by one
+        self._every["id"] = np.arange(self.n_vocab)
         self._pieces: dict[int, bytes] = {}
         self.stats = DecodeStats()
         self._scorer = ThreadPoolExecutor(1, thread_name_prefix="token-scores")
@@ -253,6 +263,11 @@ class BatchedDecoder:
         sequence = Sequence(self._free_slots.pop(), decoding, future)
         start = time.perf_counter()
         try:
+            if decoding.grammar:
+                sequence.grammar = self._L.llama_sampler_init_grammar(
+                    self._vocab, decoding.grammar.encode(), b"root")
+                if not sequence.grammar:
+                    raise EngineError("llama.cpp could not parse the answer's grammar")
             if not sequence.interrupted():
                 self._evaluate_prompt(sequence)
         except ApplianceError as exc:
@@ -345,11 +360,14 @@ class BatchedDecoder:
             values = logits[row]
             if decoding.fixed:  # the answer may not end before its fixed length
                 values[self._end_tokens] = -np.inf
-            token = (sequence.sample(values) if decoding.sampled
-                     else int(np.argmax(values)))
+            token = self._choose(sequence, values)
+            if sequence.grammar is not None:
+                token = self._grammatical(sequence, values, token)
             if not decoding.fixed and self._L.llama_vocab_is_eog(self._vocab, token):
                 sequence.finish("stop", "")
                 continue
+            if sequence.grammar is not None:
+                self._L.llama_sampler_accept(sequence.grammar, token)
             piece = self._piece(token)
             sequence.token = token
             sequence.ids.append(token)
@@ -369,6 +387,34 @@ class BatchedDecoder:
         if scored:
             self._scoring = self._scorer.submit(score_tokens, rows, scored)
 
+    @staticmethod
+    def _choose(sequence: Sequence, values: np.ndarray) -> int:
+        return sequence.sample(values) if sequence.decoding.sampled else int(np.argmax(values))
+
+    def _grammatical(self, sequence: Sequence, values: np.ndarray, token: int) -> int:
+        """``token`` if the sequence's grammar allows it next, else the choice among
+        the tokens it allows."""
+        one = self._one
+        one["id"], one["logit"] = token, values[token]
+        self._constrain(sequence.grammar, one)
+        if np.isfinite(one["logit"][0]):
+            return token
+        every = self._every
+        every["logit"] = values
+        self._constrain(sequence.grammar, every)
+        allowed = every["logit"]
+        if not np.isfinite(allowed.max()):
+            raise EngineError("the answer's grammar allows no next token")
+        return self._choose(sequence, allowed)
+
+    def _constrain(self, grammar, candidates: np.ndarray) -> None:
+        """Set the logit of each candidate the grammar does not allow next to -inf."""
+        L = self._L
+        array = L.llama_token_data_array(
+            data=candidates.ctypes.data_as(ctypes.POINTER(L.llama_token_data)),
+            size=len(candidates), selected=-1, sorted=False)
+        L.llama_sampler_apply(grammar, ctypes.byref(array))
+
     def _piece(self, token: int) -> bytes:
         piece = self._pieces.get(token)
         if piece is None:
@@ -384,6 +430,9 @@ class BatchedDecoder:
         sequence.future.set_result(sequence.result())
 
     def _release(self, sequence: Sequence) -> None:
+        if sequence.grammar is not None:
+            self._L.llama_sampler_free(sequence.grammar)
+            sequence.grammar = None
         self._L.llama_memory_seq_rm(self._memory, sequence.slot, -1, -1)
         self._free_slots.append(sequence.slot)
 

@@ -11,6 +11,8 @@ alone). The sampled rung adds a mild repeat penalty.
 
 from __future__ import annotations
 
+import functools
+import json
 import logging
 import threading
 from concurrent.futures import Future
@@ -59,6 +61,14 @@ def bare_loop(pages: list[Path], *, model: str, mmproj: str, n_ctx: int = 4096,
             repeat_penalty=1.0, seed=SEED))
     finally:
         llm.close()
+
+
+@functools.lru_cache(maxsize=32)
+def json_grammar(schema: str) -> str:
+    """The GBNF of a JSON Schema (as JSON text): llama-cpp-python's converter."""
+    from llama_cpp.llama_grammar import json_schema_to_gbnf
+
+    return json_schema_to_gbnf(schema)
 
 
 class LlamaEngine(VisionEngine):
@@ -110,10 +120,12 @@ class LlamaEngine(VisionEngine):
         side = self.image_side
         # resized here, in the page's own thread: the decode loop only copies the pixels
         square = image.resize((side, side), Image.Resampling.LANCZOS).convert("RGB")
+        question = prompt.schema is not None
         return Decoding(square, user_turn(prompt, self.decoder.image_marker, request.context),
                         max_tokens=self.answer_tokens(prompt), deadline=request.deadline,
-                        fixed=bool(self.fixed_tokens), sampled=sampled,
-                        cancel=tuple(e for e in (request.cancel, give_up) if e is not None))
+                        fixed=bool(self.fixed_tokens) and not question, sampled=sampled,
+                        cancel=tuple(e for e in (request.cancel, give_up) if e is not None),
+                        grammar=json_grammar(json.dumps(prompt.schema)) if question else "")
 
     def decode_stats(self) -> dict:
         """Where the decode loop's time went since it started (for `bench`)."""

@@ -35,6 +35,9 @@ class Decoding:
     fixed: bool = False  # benchmarks: exactly max_tokens tokens, no guard, no early end
     sampled: bool = False
     cancel: tuple[threading.Event, ...] = ()  # any of them set: stop, "cancelled"
+    # GBNF the answer must match (a Question's schema); its bounded length stands in
+    # for the repetition guard
+    grammar: str = ""
 
 
 class Sequence:
@@ -49,7 +52,8 @@ class Sequence:
         self.tokens: list[dict] = []
         self.ids: list[int] = []
         self.text = bytearray()
-        self.guard = None if decoding.fixed else RepetitionGuard()
+        self.guard = None if decoding.fixed or decoding.grammar else RepetitionGuard()
+        self.grammar = None  # its llama.cpp grammar sampler, while in a slot
         self.rng = np.random.default_rng(SEED) if decoding.sampled else None
         self.stop = ""
         self.reason = ""

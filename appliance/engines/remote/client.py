@@ -88,6 +88,8 @@ class EndpointClient:
                 "seed": SEED, "stream": True, "logprobs": True, "top_logprobs": TOP_LOGPROBS}
         if fixed:  # benchmarks: exactly max_tokens (llama.cpp and vLLM both know it)
             body["ignore_eos"] = True
+        if prompt.schema is not None:  # llama-server's and llama-cpp-python's form
+            body["response_format"] = {"type": "json_object", "schema": prompt.schema}
         return {**body, **self.extra}
 
     def stream(self, body: dict, *, deadline: float | None,

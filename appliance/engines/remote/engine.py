@@ -62,10 +62,12 @@ class RemoteEngine(VisionEngine):
                                         max_tokens=self.answer_tokens(prompt), sampled=sampled,
                                         fixed=bool(self.fixed_tokens))
         cancel = tuple(e for e in (request.cancel, give_up) if e is not None)
-        return self._requests.submit(self._answer, body, request.deadline, cancel)
+        # a question's answer is bounded by its schema: no guard needed, none wanted
+        guarded = not self.fixed_tokens and prompt.schema is None
+        return self._requests.submit(self._answer, body, request.deadline, cancel, guarded)
 
     def _answer(self, body: dict, deadline: float | None,
-                cancel: tuple[threading.Event, ...]) -> Generation:
+                cancel: tuple[threading.Event, ...], guarded: bool) -> Generation:
         if any(event.is_set() for event in cancel):
             return Generation("", [], "cancelled", "the page was taken back")
         if self.breaker.reason is not None:  # sent before the supervisor heard it is out
@@ -73,7 +75,7 @@ class RemoteEngine(VisionEngine):
                                       f"({self.breaker.reason}); the page is queued again")
         try:
             answer = self.client.stream(body, deadline=deadline, cancel=cancel,
-                                        guard=None if self.fixed_tokens else RepetitionGuard())
+                                        guard=RepetitionGuard() if guarded else None)
         except EndpointUnavailable as exc:
             self.breaker.trip(exc.message)
             raise
