@@ -135,6 +135,24 @@ def test_a_worker_asks_a_vision_engine_for_a_typed_pages_fields(tmp_path, engine
     assert generic.recognition.field_answer is None and "fields_ms" not in generic.timings_ms
 
 
+def test_a_question_too_long_for_the_context_leaves_the_fields_to_the_rules(tmp_path,
+                                                                            tiny_model, caplog):
+    small = LlamaEngine(str(tiny_model[0]), str(tiny_model[1]), n_ctx=1024, threads=1,
+                        auto_tiling=False)
+    page = write_png(tmp_path / "long.png", [f"Item {i} .... {i}.50" for i in range(24)])
+    try:
+        with ThreadPoolExecutor(1) as background:
+            done = run_job(PagePipeline(small, PreprocessSettings(), field_specs=schemas()),
+                           replace(job(1, page, tmp_path), doc_type="invoice", attempt=3),
+                           background)
+    finally:
+        small.close()
+    assert isinstance(done, PageDone), done  # the page is read; only its question failed
+    assert done.recognition.field_answer is None and "Item 7" in done.recognition.text
+    assert "could not answer fields/v1 (the prompt" in caplog.text
+    assert "does not fit the slot's context of 1024" in caplog.text
+
+
 def test_a_remote_server_answers_the_question_in_the_schema(llama_cpp_server):
     remote = make_engine(llama_cpp_server.url)
     specs = DEFAULTS["invoice"]

@@ -196,11 +196,16 @@ def _second_reading(pipeline: PagePipeline, image: Image.Image, request: PageReq
 def _field_answer(engine: VisionEngine, image: Image.Image, recognition: Recognition,
                   specs: tuple[FieldSpec, ...], request: PageRequest) -> dict | None:
     """The vision model's reading of the page's fields, from the image and the page's
-    lines (``fields.model``). None when its answer ran out of tokens or is not of the
-    question's schema: the rules extractor then reads every field."""
+    lines (``fields.model``). None when the question does not fit the model's context,
+    or its answer ran out of tokens or is not of the question's schema: the rules
+    extractor then reads every field. The page's own reading stands either way."""
     asked = question(request.doc_type, specs, recognition.lines, image.width, image.height)
     recognition.provenance["fields_question"] = asked.version
-    answer = engine.ask(image, asked, request)
+    try:
+        answer = engine.ask(image, asked, request)
+    except EngineError as exc:
+        log.warning("the vision model could not answer %s (%s)", asked.version, exc.message)
+        return None
     if answer is None:
         return None
     try:
