@@ -30,8 +30,8 @@ from appliance.export import FORMATS, SUFFIXES, document_json
 from appliance.intake import SubmitOptions
 from appliance.metrics import install_metrics
 from appliance.security import AccessGuard
-from appliance.store import queries
-from appliance.store.models import Lane
+from appliance.store.models import DocStatus, Lane
+from appliance.store.search import SORTS, DocumentQuery
 
 UPLOAD_PATH = "/api/v1/documents"
 # What a multipart upload carries besides the file: boundaries, headers and form fields.
@@ -46,6 +46,7 @@ DOCUMENT_LINKS = {"GetDocument": "get_document", "GetResult": "get_result",
                   "CancelDocument": "cancel_document", "CorrectFields": "correct_fields"}
 # SQLite's integers end at 2**63 - 1; an offset past any real store is still just empty
 MAX_OFFSET = 2**62
+MAX_TIME = 1e11  # UNIX seconds: past the year 5000
 
 
 class FieldCorrections(BaseModel):
@@ -129,7 +130,6 @@ def create_app(appliance: Appliance) -> FastAPI:
     # the API docs' scripts and styles come from a package, not a CDN: no internet needed
     app = FastAPIOffline(title="OCR Appliance", version="1", docs_url="/docs",
                          redoc_url="/redoc", static_url="/docs/assets")
-    db = appliance.db
     max_bytes = appliance.settings.limits.max_bytes
     auth = appliance.settings.auth
     app.add_middleware(RouteGuard, routes=app.router.routes)  # innermost: after CORS
@@ -225,11 +225,15 @@ def create_app(appliance: Appliance) -> FastAPI:
             return _existing(exc.existing_id, {"Duplicate-Of": exc.existing_id})
         if doc.error_code:
             appliance.finish(doc.id)
-        return document_json(queries.get_document(db, doc.id))
+        return document_json(appliance.library.document(doc.id))
+
+    def _actor(request: Request) -> str:
+        """Whom the audit trail names: the API key's name."""
+        return getattr(request.state, "api_key", "") or "api"
 
     def _existing(document_id: str, headers: dict[str, str]) -> JSONResponse:
         """An earlier document answered instead of a new one: 200, not 201."""
-        return JSONResponse(document_json(queries.get_document(db, document_id)),
+        return JSONResponse(document_json(appliance.library.document(document_id)),
                             headers=headers)
 
     @app.post("/api/v1/documents/{document_id}/cancel", tags=["documents"],
@@ -238,29 +242,74 @@ def create_app(appliance: Appliance) -> FastAPI:
         """Pages not yet started end `failed: cancelled`; pages being read finish."""
         return document_json(appliance.cancel(document_id))
 
+    @app.post("/api/v1/documents/{document_id}/retry", tags=["documents"],
+              operation_id="retry_document", responses=errors(404))
+    def retry_document(document_id: str, request: Request):
+        """The document's failed pages are read again (cancelled ones too), with a fresh
+        count of attempts; its results are written again once they are read."""
+        retried = appliance.retry(document_id, _actor(request))
+        return {"retried": retried, **document_json(appliance.library.document(document_id))}
+
+    @app.delete("/api/v1/documents/{document_id}", tags=["documents"], status_code=204,
+                operation_id="delete_document", responses=errors(404, 409))
+    def delete_document(document_id: str, request: Request):
+        """The document, its results (the exported files too), and its original and page
+        images unless another document holds the same content; an audit row records who
+        deleted what. 409 document_busy while a page of it is being read."""
+        appliance.delete(document_id, _actor(request))
+        return Response(status_code=204)
+
     @app.put("/api/v1/documents/{document_id}/fields", tags=["documents"],
              operation_id="correct_fields", responses=errors(400, 404, 409))
     def correct_fields(document_id: str, body: FieldCorrections, request: Request):
         """Set key fields by hand (an empty value removes one): they are checked again,
         the change is audited under the API key's name, and an exported document is
         exported again."""
-        actor = getattr(request.state, "api_key", "") or "api"
-        fields = appliance.correct_fields(document_id, body.fields, actor)
+        fields = appliance.correct_fields(document_id, body.fields, _actor(request))
         return {"document_id": document_id, "fields": fields.fields, "reasons": fields.reasons}
 
     @app.get("/api/v1/documents", tags=["documents"], operation_id="list_documents",
              responses=errors(400))
-    def list_documents(limit: int = Query(50, ge=1, le=500),
-                       offset: int = Query(0, ge=0, le=MAX_OFFSET)):
-        return {"documents": [document_json(v) for v in queries.list_documents(db, limit, offset)]}
+    def list_documents(
+            q: str = Query("", max_length=500,
+                           description="words of the accepted text, or of the name"),
+            status: list[Literal[tuple(DocStatus)]] = Query([]),
+            # the text filters: "" is none (an optional string, not string-or-null: a
+            # query string has no null)
+            doc_type: Literal[("", *DOC_TYPES)] = "",
+            tag: str = Query("", max_length=200),
+            source: Literal["", "upload", "api", "watch", "cli"] = "",
+            folder: str = Query("", max_length=200, description="a watched folder"),
+            since: float | None = Query(None, ge=0, le=MAX_TIME, description="UNIX seconds"),
+            until: float | None = Query(None, ge=0, le=MAX_TIME),
+            engine: Literal[("", *registry.names())] = "",
+            fields_invalid: bool | None = None,
+            sort: Literal[SORTS] = Query("date", description="relevance needs q"),
+            order: Literal["asc", "desc"] = "desc",
+            limit: int = Query(50, ge=1, le=500),
+            offset: int = Query(0, ge=0, le=MAX_OFFSET)):
+        """Documents that match, newest first unless sorted otherwise, with the total
+        over all pages of results. With `q`, each document's `hit` is its best page and
+        a snippet of it: plain text, the matched words at `spans` (character offsets)."""
+        found = appliance.library.find(DocumentQuery(
+            q=q, status=tuple(status), doc_type=doc_type or None, tag=tag or None,
+            source=source or None, folder=folder or None, since=since, until=until,
+            engine=engine or None,
+            fields_invalid=fields_invalid, sort=sort, descending=order == "desc", limit=limit,
+            offset=offset))
+        documents = []
+        for view in found.documents:
+            body = document_json(view)
+            if (hit := found.hits.get(view.doc.id)) is not None:
+                snippet, spans = hit.marked()
+                body["hit"] = {"page": hit.page_index + 1, "snippet": snippet, "spans": spans}
+            documents.append(body)
+        return {"total": found.total, "limit": limit, "offset": offset, "documents": documents}
 
     @app.get("/api/v1/documents/{document_id}", tags=["documents"],
              operation_id="get_document", responses=errors(404))
     def get_document(document_id: str):
-        view = queries.get_document(db, document_id)
-        if view is None:
-            raise NotFound(f"no document with id {document_id}")
-        return document_json(view)
+        return document_json(appliance.library.document(document_id))
 
     @app.get("/api/v1/documents/{document_id}/result", tags=["documents"],
              operation_id="get_result", responses={

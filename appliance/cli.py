@@ -52,6 +52,13 @@ def cmd_bench(args) -> int:
                              f"poll interval {run['poll_interval_s']} s)\n")
         _write_json(args.report, result)
         return 0
+    if args.search:
+        from appliance.measure.search_bench import format_search_report, run_search_bench
+
+        report = run_search_bench(args.search)
+        _write_json(args.report, {"search": report})
+        sys.stdout.write(format_search_report(report) + "\n")
+        return 0 if report["within_target"] else 1
     settings = load_settings(args.config)
     if args.searchable_pdf:
         from appliance.measure.pdf_bench import format_pdf_report, run_pdf_bench
@@ -435,6 +442,10 @@ def build_parser() -> argparse.ArgumentParser:
                        help="read these files, then measure their searchable PDFs: size "
                             "against the original, ms per page to make, and recall of the "
                             "accepted words in the text layer (pdftotext where installed)")
+    bench.add_argument("--search", type=int, metavar="DOCUMENTS",
+                       help="generate a throw-away store of this many documents (five pages "
+                            "each) and time the documents browser's searches, filters, sorts "
+                            "and pages against the 300 ms target (exit 1 when one misses it)")
     bench.add_argument("--remote", action="store_true",
                        help="the local engine, then one and two [[engine.remote]] endpoints "
                             "(llama-cpp-python's server, started here) on the same model, "

@@ -34,6 +34,7 @@ from appliance.intake import Intake, SubmitOptions
 from appliance.intake.disposition import dispose
 from appliance.intake.folders import WatchService
 from appliance.intake.spool import Spool
+from appliance.library import Library
 from appliance.memory_plan import plan_for
 from appliance.quality.routing import routing_rules
 from appliance.retention import purge
@@ -178,6 +179,7 @@ class Appliance:
                                      self.memory)
         self.review = ReviewService(settings, self.db, self.spool, on_settled=self.finish,
                                     wake=self.dispatcher.wake)
+        self.library = Library(settings, self.db, self.spool)
         self.users = Users(settings.review.users_file)
         self.api_keys = ApiKeys(settings.auth.api_keys_file)
         self.webhooks = WebhookNotifier(self.db, self._document_payload,
@@ -411,6 +413,25 @@ class Appliance:
         transitions.cancel_document(self.db, document_id)
         self.finish(document_id)
         return queries.get_document(self.db, document_id)
+
+    def retry(self, document_id: str, actor: str) -> int:
+        """Read the document's failed pages again; how many were queued."""
+        self.library.document(document_id)
+        retried = transitions.retry_failed_pages(self.db, document_id, actor)
+        log.info("retry doc=%s pages=%d actor=%s", document_id, retried, actor)
+        self.dispatcher.wake()
+        return retried
+
+    def delete(self, document_id: str, actor: str) -> None:
+        """Delete the document and what the appliance keeps of it: its records, its
+        exported results, and its original and page images unless another document
+        holds the same content. Refused while a page of it is being read."""
+        doc = transitions.delete_document(self.db, document_id, actor)
+        outputs = self.exporter.remove(doc)
+        files = 0 if queries.content_in_use(self.db, doc.sha256) \
+            else self.spool.delete_content(doc.sha256)
+        log.info("deleted doc=%s outputs=%d spool_files=%d actor=%s", document_id, outputs,
+                 files, actor)
 
     def submit_path(self, path: Path, options: SubmitOptions) -> Document:
         with path.open("rb") as stream:

@@ -278,6 +278,13 @@ class IdempotencyConflict(ApplianceError):
     http_status = 409
 
 
+class DocumentBusy(ApplianceError):
+    """A page of the document is being read: it cannot be deleted now."""
+
+    code = "document_busy"
+    http_status = 409
+
+
 class Cancelled(ApplianceError):
     code = "cancelled"
 

@@ -27,7 +27,7 @@ from appliance.outputs.tree import page_trees
 from appliance.quality.blocks import parse_blocks
 from appliance.reading.markdown import layout_blocks
 from appliance.store import Database, queries, transitions
-from appliance.store.models import PageStatus
+from appliance.store.models import Document, PageStatus
 from appliance.store.queries import DocumentView
 
 log = logging.getLogger(__name__)
@@ -229,6 +229,18 @@ class Exporter:
             log.warning("searchable PDF written as plain PDF doc=%s reason=%s", document_id,
                         report["pdfa_error"])
         return data
+
+    def remove(self, doc: Document) -> int:
+        """Delete the document's exported files; how many there were."""
+        removed = 0
+        for suffix in SUFFIXES.values() if doc.output_stem else ():
+            path = self.output_dir / f"{doc.output_stem}{suffix}"
+            if path.exists():
+                path.unlink()
+                removed += 1
+        if removed:
+            fsync_dir(self.output_dir)
+        return removed
 
     def _taken_on_disk(self, stem: str) -> bool:
         return any((self.output_dir / f"{stem}{suffix}").exists() for suffix in SUFFIXES.values())

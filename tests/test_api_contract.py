@@ -22,7 +22,7 @@ def client(tmp_path):
 
 @pytest.mark.parametrize("method, path, allowed", [
     ("TRACE", "/api/v1/documents", "GET, POST"),
-    ("DELETE", "/api/v1/documents/abc", "GET"),
+    ("PATCH", "/api/v1/documents/abc", "DELETE, GET"),
     ("PUT", "/healthz", "GET"),
     ("TRACE", "/readyz", "GET"),
 ])
@@ -43,7 +43,8 @@ def test_an_offset_past_sqlite_integers_is_a_400_not_a_500(client):
     response = client.get("/api/v1/documents", params={"offset": 2938768868077749141504})
     assert response.status_code == 400
     assert response.json()["error"]["code"] == "invalid_request"
-    assert client.get("/api/v1/documents", params={"offset": 2**62}).json() == {"documents": []}
+    assert client.get("/api/v1/documents", params={"offset": 2**62}).json() == {
+        "total": 0, "limit": 50, "offset": 2**62, "documents": []}
 
 
 def test_the_schema_declares_every_status_auth_and_links(client):

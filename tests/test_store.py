@@ -13,6 +13,7 @@ from appliance.store import Database, queries, transitions
 from appliance.store.models import (
     SCHEMA_VERSION, Document, DocStatus, Lane, Outcome, PageStatus, SchemaMeta,
 )
+from appliance.store.search import DocumentQuery, find_documents
 from tests.fixtures.results import page_done
 
 RESULT = page_done("hello")
@@ -31,29 +32,40 @@ def test_wal_mode_and_schema_version(db):
     with db.read() as session:
         mode = session.connection().exec_driver_sql("PRAGMA journal_mode").scalar()
     assert mode == "wal"
-    assert db.schema_version() == SCHEMA_VERSION == 6
+    assert db.schema_version() == SCHEMA_VERSION == 7
 
 
 def test_a_version_1_database_is_migrated_in_place(tmp_path):
     old = Database(tmp_path / "v1.db")
+    read = new_doc(old, pages=1, name="read.pdf")
+    transitions.complete_page(old, transitions.claim_next_page(old, "w1", lease_s=60),
+                              page_done("read before the upgrade"))
     doc = new_doc(old, pages=1)
     with old.write() as session:  # take it back to version 1's tables
+        for trigger in ("page_counted", "page_uncounted", "page_recounted"):
+            session.exec(text(f"DROP TRIGGER {trigger}"))
         for table, column in (("page", "review_since"), ("page", "review_owner"),
                               ("page", "review_lock_expires_at"), ("page", "options"),
                               ("pageresult", "confidence"), ("document", "purged_at"),
                               ("pageresult", "signals"), ("pageresult", "reasons"),
                               ("document", "source_mtime_ns"), ("page", "crash_suspect"),
-                              ("pageresult", "field_answer")):
+                              ("pageresult", "field_answer"),
+                              *(("document", f"pages_{s}") for s in PageStatus)):
             session.exec(text(f"ALTER TABLE {table} DROP COLUMN {column}"))
         session.exec(text("DROP TABLE idempotencykey"))
         session.exec(text("DROP TABLE fieldset"))
+        session.exec(text("DROP TABLE pagetext"))
         session.get(SchemaMeta, "schema_version").value = "1"
     old.close()
     migrated = Database(tmp_path / "v1.db")
-    assert migrated.schema_version() == 6
+    assert migrated.schema_version() == 7
     claim = transitions.claim_next_page(migrated, "w1", lease_s=60)
     transitions.complete_page(migrated, claim, page_done("x"))
     assert status_of(migrated, doc.id) == DocStatus.DONE
+    # what was read before is found, and counted, as what is read after
+    found = find_documents(migrated, DocumentQuery(q="upgrade", status=("done",)))
+    assert [view.doc.id for view in found.documents] == [read.id]
+    assert find_documents(migrated, DocumentQuery(status=("done",))).total == 2
 
 
 def test_schema_version_mismatch_refuses_to_open(tmp_path):

@@ -11,7 +11,10 @@ from sqlalchemy.engine import Engine
 from sqlmodel import Session, SQLModel, create_engine, select
 
 from appliance.errors import SchemaMismatch
-from appliance.store.models import SCHEMA_VERSION, SchemaMeta
+from appliance.store.models import (
+    PAGE_COUNT_FILL, PAGE_COUNT_TRIGGERS, PAGETEXT_DDL, PAGETEXT_FILL, SCHEMA_VERSION, SchemaMeta,
+    PageStatus,
+)
 
 BUSY_TIMEOUT_MS = 15_000
 
@@ -64,6 +67,12 @@ MIGRATIONS: dict[str, list[str]] = {
     "5": [  # the values a vision model read for a page's fields
         "ALTER TABLE pageresult ADD COLUMN field_answer JSON",
     ],
+    "6": [  # full-text search (its index and the triggers are made with the tables)
+        PAGETEXT_FILL,
+        *(f"ALTER TABLE document ADD COLUMN pages_{status} INTEGER NOT NULL DEFAULT 0"
+          for status in PageStatus),
+        PAGE_COUNT_FILL,
+    ],
 }
 
 
@@ -80,9 +89,11 @@ class Database:
     def _init_schema(self) -> None:
         SQLModel.metadata.create_all(self._writer)  # new tables; new columns: MIGRATIONS
         with self.write() as session:
+            session.exec(text(PAGETEXT_DDL))
             meta = session.get(SchemaMeta, "schema_version")
             if meta is None:
                 session.add(SchemaMeta(key="schema_version", value=str(SCHEMA_VERSION)))
+                self._add_triggers(session)
                 return
             while meta.value in MIGRATIONS:  # each step one version up, in this transaction
                 for statement in MIGRATIONS[meta.value]:
@@ -94,6 +105,13 @@ class Database:
                     f"database {self.path} has schema version {meta.value}, this build needs "
                     f"{SCHEMA_VERSION}; run the matching appliance version or move the data "
                     f"directory aside to start fresh")
+            self._add_triggers(session)
+
+    @staticmethod
+    def _add_triggers(session: Session) -> None:
+        """After the migrations: the triggers name columns they may add."""
+        for statement in PAGE_COUNT_TRIGGERS:
+            session.exec(text(statement))
 
     @contextmanager
     def write(self) -> Iterator[Session]:

@@ -9,7 +9,7 @@ from enum import StrEnum
 from sqlalchemy import JSON, Column, Index
 from sqlmodel import Field, SQLModel
 
-SCHEMA_VERSION = 6
+SCHEMA_VERSION = 7
 
 
 class PageStatus(StrEnum):
@@ -80,6 +80,14 @@ class Document(SQLModel, table=True):
     webhook_url: str | None = None  # POSTed to when the document is final
     webhook_done_at: float | None = None  # delivered, or given up on
     purged_at: float | None = None  # retention deleted its original and page images
+    # its pages per status, kept by triggers on the page table (PAGE_COUNT_TRIGGERS) in
+    # the transaction that changes a page: the documents browser filters and sorts by
+    # the status they give without counting 50,000 pages
+    pages_queued: int = Field(default=0, sa_column_kwargs={"server_default": "0"})
+    pages_running: int = Field(default=0, sa_column_kwargs={"server_default": "0"})
+    pages_review: int = Field(default=0, sa_column_kwargs={"server_default": "0"})
+    pages_done: int = Field(default=0, sa_column_kwargs={"server_default": "0"})
+    pages_failed: int = Field(default=0, sa_column_kwargs={"server_default": "0"})
 
 
 class Page(SQLModel, table=True):
@@ -198,3 +206,36 @@ class FieldSet(SQLModel, table=True):
     source: str = "extracted"  # extracted | corrected
     actor: str = "system"
     created_at: float = Field(default_factory=_now)
+
+
+# The full-text index of accepted page text (``store.search``): an FTS5 table, which
+# SQLModel cannot declare.
+# Its rowid is the page's id; words are matched by their stem (Porter's, for English:
+# "invoices" finds "invoice") with accents removed.
+PAGETEXT_DDL = ("CREATE VIRTUAL TABLE IF NOT EXISTS pagetext USING fts5(text, "
+                "tokenize = 'porter unicode61 remove_diacritics 2')")
+# every accepted page of a store from before the index, by the migration that adds it
+PAGETEXT_FILL = ("INSERT INTO pagetext (rowid, text) SELECT page.id, pageresult.text FROM page "
+                 "JOIN pageresult ON pageresult.id = page.result_id "
+                 "WHERE page.status = 'done' AND pageresult.text IS NOT NULL")
+
+
+def _count_changes(sign: str, row: str) -> str:
+    return ", ".join(f"pages_{status} = pages_{status} {sign} ({row}.status = '{status}')"
+                     for status in PageStatus)
+
+
+PAGE_COUNT_TRIGGERS = (
+    "CREATE TRIGGER IF NOT EXISTS page_counted AFTER INSERT ON page BEGIN "
+    f"UPDATE document SET {_count_changes('+', 'NEW')} WHERE id = NEW.document_id; END",
+    "CREATE TRIGGER IF NOT EXISTS page_uncounted AFTER DELETE ON page BEGIN "
+    f"UPDATE document SET {_count_changes('-', 'OLD')} WHERE id = OLD.document_id; END",
+    "CREATE TRIGGER IF NOT EXISTS page_recounted AFTER UPDATE OF status ON page "
+    "WHEN OLD.status != NEW.status BEGIN "
+    f"UPDATE document SET {_count_changes('-', 'OLD')} WHERE id = OLD.document_id; "
+    f"UPDATE document SET {_count_changes('+', 'NEW')} WHERE id = NEW.document_id; END",
+)
+# the counts of a store from before the triggers, by the migration that adds them
+PAGE_COUNT_FILL = "UPDATE document SET " + ", ".join(
+    f"pages_{status} = (SELECT COUNT(*) FROM page WHERE page.document_id = document.id "
+    f"AND page.status = '{status}')" for status in PageStatus)

@@ -11,7 +11,7 @@ from sqlmodel import select
 
 from appliance.store.db import Database
 from appliance.store.models import (
-    FINAL_PAGE_STATUSES, Document, DocStatus, FieldSet, IdempotencyKey, Outcome, Page,
+    FINAL_PAGE_STATUSES, Document, DocStatus, Event, FieldSet, IdempotencyKey, Outcome, Page,
     PageResult, PageStatus, ReviewAction, WatchLedger,
 )
 
@@ -49,7 +49,7 @@ class DocumentView:
         return self.status in FINAL_DOC_STATUSES
 
 
-def _page_counts(session, doc_ids: list[str]) -> dict[str, Counter]:
+def page_counts(session, doc_ids: list[str]) -> dict[str, Counter]:
     counts: dict[str, Counter] = {d: Counter() for d in doc_ids}
     rows = session.exec(select(Page.document_id, Page.status, func.count())
                         .where(Page.document_id.in_(doc_ids))
@@ -74,7 +74,7 @@ def list_documents(db: Database, limit: int = 100, offset: int = 0) -> list[Docu
     with db.read() as session:
         docs = session.exec(select(Document).order_by(Document.created_at.desc())
                             .limit(limit).offset(offset)).all()
-        counts = _page_counts(session, [d.id for d in docs])
+        counts = page_counts(session, [d.id for d in docs])
         return [DocumentView(d, derive_status(d, counts[d.id]), counts[d.id]) for d in docs]
 
 
@@ -86,7 +86,7 @@ def final_unexported_documents(db: Database) -> list[str]:
     with db.read() as session:
         docs = session.exec(select(Document).where(Document.exported_at.is_(None),
                                                    Document.error_code.is_(None))).all()
-        counts = _page_counts(session, [d.id for d in docs])
+        counts = page_counts(session, [d.id for d in docs])
         return [d.id for d in docs if derive_status(d, counts[d.id]) in FINAL_DOC_STATUSES]
 
 
@@ -127,6 +127,21 @@ def accepted_markdown(db: Database, document_id: str, index: int) -> str | None:
             .where(Page.document_id == document_id, Page.index == index)).first()
 
 
+def document_attempts(db: Database, document_id: str) -> list[PageResult]:
+    """Every attempt at every page of the document, in the order they ended."""
+    with db.read() as session:
+        return list(session.exec(select(PageResult).join(Page, Page.id == PageResult.page_id)
+                                 .where(Page.document_id == document_id)
+                                 .order_by(PageResult.finished_at)).all())
+
+
+def document_events(db: Database, document_id: str) -> list[Event]:
+    """The document's audit trail, oldest first."""
+    with db.read() as session:
+        return list(session.exec(select(Event).where(Event.document_id == document_id)
+                                 .order_by(Event.at, Event.id)).all())
+
+
 def page_attempts(db: Database, page_id: int) -> list[PageResult]:
     with db.read() as session:
         return list(session.exec(select(PageResult).where(PageResult.page_id == page_id)
@@ -156,7 +171,7 @@ def final_undisposed_documents(db: Database) -> list[Document]:
     with db.read() as session:
         docs = session.exec(select(Document).where(Document.source_path.is_not(None),
                                                    Document.disposed_at.is_(None))).all()
-        counts = _page_counts(session, [d.id for d in docs])
+        counts = page_counts(session, [d.id for d in docs])
         return [d for d in docs if derive_status(d, counts[d.id]) in FINAL_DOC_STATUSES]
 
 
@@ -165,7 +180,7 @@ def final_unnotified_documents(db: Database) -> list[str]:
     with db.read() as session:
         docs = session.exec(select(Document).where(Document.webhook_url.is_not(None),
                                                    Document.webhook_done_at.is_(None))).all()
-        counts = _page_counts(session, [d.id for d in docs])
+        counts = page_counts(session, [d.id for d in docs])
         return [d.id for d in docs if derive_status(d, counts[d.id]) in FINAL_DOC_STATUSES]
 
 
@@ -185,9 +200,16 @@ def same_content(db: Database, sha256: str) -> Document | None:
         docs = session.exec(select(Document).where(Document.sha256 == sha256,
                                                    Document.error_code.is_(None))
                             .order_by(Document.created_at.desc())).all()
-        counts = _page_counts(session, [d.id for d in docs])
+        counts = page_counts(session, [d.id for d in docs])
         return next((d for d in docs if derive_status(d, counts[d.id])
                      not in (DocStatus.FAILED, DocStatus.PARTIAL)), None)
+
+
+def content_in_use(db: Database, sha256: str) -> bool:
+    """Some document holds this content (the spool keeps one copy for all of them)."""
+    with db.read() as session:
+        return session.exec(select(Document.id).where(Document.sha256 == sha256)).first() \
+            is not None
 
 
 def keyed_document(db: Database, key: tuple[str, str]) -> Document | None:
@@ -219,7 +241,7 @@ def purge_candidates(db: Database, cutoff: float) -> list[str]:
         if not old:
             return []
         docs = session.exec(select(Document).where(Document.sha256.in_(old))).all()
-        counts = _page_counts(session, [d.id for d in docs])
+        counts = page_counts(session, [d.id for d in docs])
     blocked = {d.sha256 for d in docs
                if d.created_at >= cutoff
                or derive_status(d, counts.get(d.id, Counter())) not in FINAL_DOC_STATUSES}

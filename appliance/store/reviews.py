@@ -20,6 +20,7 @@ from appliance.store.db import Database
 from appliance.store.models import (
     Document, Lane, Outcome, Page, PageResult, PageStatus, ReviewAction,
 )
+from appliance.store.search import index_page
 from appliance.store.transitions import _event
 
 
@@ -103,6 +104,7 @@ def _settle(session: Session, page: Page, reviewer: str, action: str, status: st
     page.review_owner = page.review_lock_expires_at = None
     page.updated_at = time.time()
     session.add(page)
+    index_page(session, page, result.text if result and status == PageStatus.DONE else None)
     _event(session, f"review_{action}", page.document_id, page.id, actor=reviewer)
 
 

@@ -23,11 +23,13 @@ from sqlalchemy import case, exists, func, or_
 from sqlalchemy.orm import aliased
 from sqlmodel import Session, select
 
+from appliance.errors import DocumentBusy, NotFound
 from appliance.store.db import Database
 from appliance.store.models import (
-    Document, Event, FieldSet, IdempotencyKey, Lane, Outcome, Page, PageResult, PageStatus, ReviewAction,
-    WatchLedger,
+    Document, Event, FieldSet, IdempotencyKey, Lane, Outcome, Page, PageResult, PageStatus,
+    ReviewAction, WatchLedger,
 )
+from appliance.store.search import index_page, unindex_pages
 
 if TYPE_CHECKING:
     from appliance.engines.messages import PageDone
@@ -221,6 +223,8 @@ def complete_page(db: Database, claim: Claim, done: PageDone,
         session.flush()
         page.crash_suspect = False  # it was read, and its worker lived
         page.status = PageStatus.REVIEW if review else PageStatus.DONE
+        # searchable once accepted; a page waiting for review is found after it
+        index_page(session, page, None if review else reading.text)
         page.review_since = now if review else None
         page.result_id = row.id
         page.lease_owner = page.lease_expires_at = None
@@ -382,6 +386,58 @@ def cancel_document(db: Database, document_id: str, actor: str = "api") -> int:
             session.add(page)
         _event(session, "cancelled", document_id, actor=actor, pages=len(pages))
         return len(pages)
+
+
+def retry_failed_pages(db: Database, document_id: str, actor: str) -> int:
+    """Queue the document's failed pages again with a fresh count of attempts (cancelled
+    ones too); its results are written again once they are read. Returns how many."""
+    with db.write() as session:
+        pages = session.exec(select(Page).where(Page.document_id == document_id,
+                                                Page.status == PageStatus.FAILED)).all()
+        for page in pages:
+            page.status = PageStatus.QUEUED
+            page.attempts = 0
+            page.not_before = 0.0
+            page.error_code = page.error_message = None
+            page.updated_at = time.time()
+            session.add(page)
+        if pages:
+            doc = session.get(Document, document_id)
+            doc.exported_at = doc.webhook_done_at = None  # final again: exported, notified
+            session.add(doc)
+        _event(session, "retried", document_id, actor=actor, pages=len(pages))
+        return len(pages)
+
+
+def delete_document(db: Database, document_id: str, actor: str) -> Document:
+    """Remove the document, its pages, readings, fields, review actions and search
+    entries, leaving an audit row; DocumentBusy while a page of it is being read. The
+    caller deletes its files (the returned row says which)."""
+    with db.write() as session:
+        doc = session.get(Document, document_id)
+        if doc is None:
+            raise NotFound(f"no document with id {document_id}")
+        pages = session.exec(select(Page).where(Page.document_id == document_id)).all()
+        if any(page.status == PageStatus.RUNNING for page in pages):
+            raise DocumentBusy(f"a page of document {document_id} is being read; delete it "
+                               f"once it is finished, or cancel it first")
+        page_ids = [page.id for page in pages]
+        unindex_pages(session, page_ids)
+        for model, column in ((PageResult, PageResult.page_id),
+                              (ReviewAction, ReviewAction.page_id)):
+            for row in session.exec(select(model).where(column.in_(page_ids))).all():
+                session.delete(row)
+        for model, column in ((FieldSet, FieldSet.document_id),
+                              (IdempotencyKey, IdempotencyKey.document_id)):
+            for row in session.exec(select(model).where(column == document_id)).all():
+                session.delete(row)
+        for page in pages:
+            session.delete(page)
+        session.flush()
+        session.delete(doc)
+        _event(session, "deleted", document_id, actor=actor, name=doc.name, sha256=doc.sha256,
+               pages=len(pages))
+        return doc
 
 
 def mark_purged(db: Database, sha256: str, files: int) -> None:

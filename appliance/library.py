@@ -1,0 +1,103 @@
+"""The documents as the UI, the API and the CLI read them: one read facade over the
+store, so that none of them reaches into its modules.
+
+``Library.find`` is the documents browser's and ``GET /api/v1/documents``'s search
+(``store.search``); ``document``, ``pages`` and ``history`` are the document view's.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+
+from appliance.config import Settings
+from appliance.errors import NotFound
+from appliance.intake.spool import Spool
+from appliance.review import highlights, page_image
+from appliance.store import Database, queries
+from appliance.store.models import FieldSet, Page, PageResult
+from appliance.store.queries import DocumentView, FailureRow
+from appliance.store.search import DocumentPage, DocumentQuery, find_documents
+
+
+@dataclass
+class PageView:
+    """One page of a document as the document view shows it."""
+
+    page: Page
+    result: PageResult | None  # the accepted reading (or the one waiting for review)
+    image_path: Path | None  # the page as the engine read it, while the spool keeps it
+
+    @property
+    def number(self) -> int:
+        return self.page.index + 1
+
+    def doubtful_lines(self) -> list[dict]:
+        """The lines (or token runs) a reviewer would look at first."""
+        return highlights(self.result) if self.result is not None else []
+
+
+@dataclass
+class HistoryEntry:
+    at: float
+    kind: str  # intake, an attempt's outcome, review_*, exported, webhook, cancelled, ...
+    actor: str
+    page: int | None  # 1-based, where it concerns one page
+    detail: str
+
+
+class Library:
+    def __init__(self, settings: Settings, db: Database, spool: Spool):
+        self.settings = settings
+        self.db = db
+        self.spool = spool
+
+    def find(self, query: DocumentQuery = DocumentQuery()) -> DocumentPage:
+        return find_documents(self.db, query)
+
+    def document(self, document_id: str) -> DocumentView:
+        """The document with its pages; NotFound when there is none."""
+        view = queries.get_document(self.db, document_id)
+        if view is None:
+            raise NotFound(f"no document with id {document_id}")
+        return view
+
+    def pages(self, document_id: str) -> list[PageView]:
+        view = self.document(document_id)
+        out = []
+        for page, result in queries.accepted_results(self.db, document_id):
+            image = page_image(self.spool, self.settings, view.doc, page)
+            out.append(PageView(page, result, image if image.exists() else None))
+        return out
+
+    def fields(self, document_id: str) -> FieldSet | None:
+        return queries.latest_fields(self.db, document_id)
+
+    def history(self, document_id: str) -> list[HistoryEntry]:
+        """Intake, every attempt, review actions, exports, webhook deliveries and other
+        audited actions, oldest first."""
+        view = self.document(document_id)
+        numbers = {page.id: page.index + 1 for page in view.pages}
+        entries = [HistoryEntry(view.doc.created_at, "intake", view.doc.source, None,
+                                f"{view.doc.name} ({view.doc.page_count} pages, "
+                                f"{view.doc.doc_type})")]
+        for result in queries.document_attempts(self.db, document_id):
+            detail = result.engine or ""
+            if result.error_code:
+                detail += f" {result.error_code}: {result.error_message}"
+            elif result.confidence is not None:
+                detail += f" confidence {result.confidence:.2f}"
+            entries.append(HistoryEntry(result.finished_at, f"attempt {result.attempt}: "
+                                        f"{result.outcome}", result.worker_id or "system",
+                                        numbers.get(result.page_id), detail.strip()))
+        for event in queries.document_events(self.db, document_id):
+            detail = ", ".join(f"{key} {value}" for key, value in (event.detail or {}).items())
+            entries.append(HistoryEntry(event.at, event.kind, event.actor,
+                                        numbers.get(event.page_id), detail))
+        return sorted(entries, key=lambda entry: entry.at)
+
+    def latest_failures(self, limit: int) -> list[FailureRow]:
+        return queries.latest_failures(self.db, limit)
+
+    def review_backlog(self) -> dict:
+        return queries.review_backlog(self.db)
