@@ -43,7 +43,8 @@ MEDIA_TYPES = {"md": "text/markdown; charset=utf-8", "json": "application/json",
                "fields.json": "application/json"}
 # the routes that take a document's id, by their operationId (OpenAPI links)
 DOCUMENT_LINKS = {"GetDocument": "get_document", "GetResult": "get_result",
-                  "CancelDocument": "cancel_document", "CorrectFields": "correct_fields"}
+                  "CancelDocument": "cancel_document", "CorrectFields": "correct_fields",
+                  "RetryDocument": "retry_document", "SendToReview": "send_to_review"}
 # SQLite's integers end at 2**63 - 1; an offset past any real store is still just empty
 MAX_OFFSET = 2**62
 MAX_TIME = 1e11  # UNIX seconds: past the year 5000
@@ -249,6 +250,14 @@ def create_app(appliance: Appliance) -> FastAPI:
         count of attempts; its results are written again once they are read."""
         retried = appliance.retry(document_id, _actor(request))
         return {"retried": retried, **document_json(appliance.library.document(document_id))}
+
+    @app.post("/api/v1/documents/{document_id}/review", tags=["documents"],
+              operation_id="send_to_review", responses=errors(404))
+    def send_document_to_review(document_id: str, request: Request):
+        """The document's finished pages wait for a reviewer (reason `sent_to_review`);
+        its results are written again once they are settled."""
+        sent = appliance.send_to_review(document_id, _actor(request))
+        return {"sent": sent, **document_json(appliance.library.document(document_id))}
 
     @app.delete("/api/v1/documents/{document_id}", tags=["documents"], status_code=204,
                 operation_id="delete_document", responses=errors(404, 409))

@@ -422,6 +422,13 @@ class Appliance:
         self.dispatcher.wake()
         return retried
 
+    def send_to_review(self, document_id: str, actor: str) -> int:
+        """Put the document's finished pages before a reviewer; how many went."""
+        self.library.document(document_id)
+        sent = transitions.send_to_review(self.db, document_id, actor)
+        log.info("sent to review doc=%s pages=%d actor=%s", document_id, sent, actor)
+        return sent
+
     def delete(self, document_id: str, actor: str) -> None:
         """Delete the document and what the appliance keeps of it: its records, its
         exported results, and its original and page images unless another document

@@ -54,8 +54,9 @@ def test_the_schema_declares_every_status_auth_and_links(client):
                                         "413", "429", "503", "507"}
     error = upload["responses"]["409"]["content"]["application/json"]["schema"]
     assert error == {"$ref": "#/components/schemas/ErrorBody"}
-    assert set(upload["responses"]["201"]["links"]) == {"GetDocument", "GetResult",
-                                                        "CancelDocument", "CorrectFields"}
+    assert set(upload["responses"]["201"]["links"]) == {
+        "GetDocument", "GetResult", "CancelDocument", "CorrectFields", "RetryDocument",
+        "SendToReview"}
     assert schema["security"] == [{"ApiKey": []}, {"Bearer": []}]
     assert schema["paths"]["/healthz"]["get"]["security"] == []
     result = schema["paths"]["/api/v1/documents/{document_id}/result"]["get"]["responses"]

@@ -137,6 +137,14 @@ def test_retry_and_delete_through_the_api_are_audited(tmp_path):
         assert retried.json()["status"] == "processing"
         assert client.post("/api/v1/documents/nope/retry").status_code == 404
 
+        sent = client.post(f"/api/v1/documents/{doc.id}/review")  # page 1 back to review
+        assert sent.status_code == 200 and sent.json()["sent"] == 1
+        assert client.get("/api/v1/documents", params={"q": "first"}).json()["total"] == 0
+        page_id = reviews.claim_review(db, "ann", lock_s=60)
+        assert queries.page_result(db, queries.get_document(db, doc.id).pages[0].result_id
+                                   ).reasons[-1] == "sent_to_review: by api"
+        reviews.approve(db, page_id, "ann")
+
         listed = client.get("/api/v1/documents", params={"q": "first"}).json()
         assert listed["total"] == 1 and listed["documents"][0]["hit"] == {
             "page": 1, "snippet": "first page", "spans": [[0, 5]]}
@@ -148,7 +156,8 @@ def test_retry_and_delete_through_the_api_are_audited(tmp_path):
         assert client.get("/api/v1/documents", params={"q": "first"}).json()["total"] == 0
         assert client.delete(f"/api/v1/documents/{doc.id}").status_code == 404
         kinds = [e.kind for e in queries.document_events(db, doc.id)]
-        assert "retried" in kinds and kinds[-1] == "deleted"
+        assert {"retried", "sent_to_review", "review_approve"} <= set(kinds)
+        assert kinds[-1] == "deleted"
     finally:
         appliance.db.close()
 

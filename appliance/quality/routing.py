@@ -25,6 +25,7 @@ console filters on it (``reason_code``), the detail is for people:
 - ``always_review: doc_type invoice``
 - ``missing_field: total``
 - ``field_invalid: gross: gross 191.00 != net 100.00 + tax 19.00``
+- ``sent_to_review: by ann`` (a person sent a finished page back, not a rule)
 - ``confident: 0.820 >= 0.75``
 - ``not_sampled: 0.610 in [0.5, 0.75), rate 10%``
 
@@ -44,7 +45,8 @@ if TYPE_CHECKING:
 __all__ = ["ACCEPT_CODES", "REVIEW_CODES", "Route", "RoutingRules", "reason_code",
            "route_page", "routing_rules", "sample_point"]
 
-REVIEW_CODES = ("low_confidence", "sampled", "always_review", "missing_field", "field_invalid")
+REVIEW_CODES = ("low_confidence", "sampled", "always_review", "missing_field", "field_invalid",
+                "sent_to_review")
 ACCEPT_CODES = ("confident", "not_sampled")
 
 

@@ -409,6 +409,31 @@ def retry_failed_pages(db: Database, document_id: str, actor: str) -> int:
         return len(pages)
 
 
+def send_to_review(db: Database, document_id: str, actor: str) -> int:
+    """A person sends the document's finished pages to the review queue (their text is
+    no longer accepted, nor found, until a reviewer settles them); its results are
+    written again after. Returns how many pages went."""
+    now = time.time()
+    with db.write() as session:
+        pages = session.exec(select(Page).where(Page.document_id == document_id,
+                                                Page.status == PageStatus.DONE,
+                                                Page.result_id.is_not(None))).all()
+        for page in pages:
+            result = session.get(PageResult, page.result_id)
+            result.reasons = [*(result.reasons or []), f"sent_to_review: by {actor}"]
+            session.add(result)
+            page.status = PageStatus.REVIEW
+            page.review_since = page.updated_at = now
+            session.add(page)
+            index_page(session, page, None)
+        if pages:
+            doc = session.get(Document, document_id)
+            doc.exported_at = None
+            session.add(doc)
+        _event(session, "sent_to_review", document_id, actor=actor, pages=len(pages))
+        return len(pages)
+
+
 def delete_document(db: Database, document_id: str, actor: str) -> Document:
     """Remove the document, its pages, readings, fields, review actions and search
     entries, leaving an audit row; DocumentBusy while a page of it is being read. The
