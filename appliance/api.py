@@ -197,6 +197,10 @@ def create_app(appliance: Appliance) -> FastAPI:
                             description="an http(s) URL, POSTed to once the document is "
                                         "final; only hosts in webhooks.allow_hosts (anything "
                                         "else: 403 webhook_not_allowed)"),
+                        password: str = Form(
+                            "", max_length=1024,
+                            description="an encrypted PDF's password: used once, to keep "
+                                        "the PDF decrypted; never stored or logged"),
                         on_duplicate: Literal["", "process", "skip"] = Form(
                             "process", description="skip: content already read answers its "
                                                    "document (200) instead of a new one"),
@@ -218,7 +222,7 @@ def create_app(appliance: Appliance) -> FastAPI:
             return _existing(earlier.id, {"Idempotent-Replayed": "true"})
         options = SubmitOptions(source="api", lane=Lane(lane), doc_type=doc_type, engine=engine,
                                 tags=[t.strip() for t in tags.split(",") if t.strip()],
-                                webhook_url=webhook_url or None,
+                                webhook_url=webhook_url or None, pdf_password=password or None,
                                 skip_duplicates=on_duplicate == "skip", idempotency_key=key)
         try:
             doc = appliance.submit(file.file, file.filename, options)

@@ -176,3 +176,46 @@ def test_cut_bytes_are_not_an_image_pillow_can_read(tmp_path):
         with pytest.raises((OSError, SyntaxError)):
             with Image.open(io.BytesIO(inputs[name][0].read_bytes())) as image:
                 image.load()
+
+
+def test_an_encrypted_pdf_uploaded_with_its_password_is_read_and_the_password_kept_nowhere(
+        tmp_path):
+    import pikepdf
+
+    secret = "Tr0ub4dor-and-3"
+    locked = tmp_path / "locked.pdf"
+    with pikepdf.open(write_pdf(tmp_path / "plain.pdf", [GOOD_PAGE])) as pdf:
+        pdf.save(locked, encryption=pikepdf.Encryption(user=secret, owner=secret + "!"))
+    daemon = Daemon(tmp_path).start()
+    try:
+        daemon.wait_ready()
+        opened = daemon.upload(locked, password=secret)
+        with locked.open("rb") as fh:  # the request retried: its document, not a second one
+            retried = daemon.client.post("/api/v1/documents", files={"file": ("locked.pdf", fh)},
+                                         data={"password": secret},
+                                         headers={"Idempotency-Key": "upload-1"})
+        with locked.open("rb") as fh:
+            again = daemon.client.post("/api/v1/documents", files={"file": ("locked.pdf", fh)},
+                                       data={"password": secret},
+                                       headers={"Idempotency-Key": "upload-1"})
+        assert (retried.status_code, again.status_code) == (201, 200)
+        assert again.json()["id"] == retried.json()["id"]
+        refused = daemon.upload(locked)  # the same content, no password
+        wrong = daemon.upload(locked, password="guess")
+        read, without, mistaken = daemon.wait_final([opened["id"], refused["id"], wrong["id"]])
+        text = daemon.client.get(f"/api/v1/documents/{opened['id']}/result",
+                                 params={"format": "txt"}).text
+    finally:
+        daemon.stop()
+    assert read["status"] == "done" and text_similarity(text, "\n".join(GOOD_PAGE)) > 0.8
+    assert _failure_code(without) == _failure_code(mistaken) == "encrypted_pdf"
+    assert "password field" in without["error"]["message"]
+    assert "The password given does not open this PDF" in mistaken["error"]["message"]
+    original = daemon.data_dir / "spool" / "originals" / read["sha256"][:2] / read["sha256"]
+    with pikepdf.open(original) as kept:  # kept decrypted: no password is needed again
+        assert not kept.is_encrypted
+    assert read["sha256"] != without["sha256"]  # the encrypted copy is kept for its own
+    assert read["sha256"] == retried.json()["sha256"]
+    for path in [daemon.log_path, *daemon.data_dir.rglob("*")]:
+        if path.is_file():
+            assert secret.encode() not in path.read_bytes(), path

@@ -8,6 +8,7 @@ document, ``failed`` with its reason code, and its original stays in the spool.
 from __future__ import annotations
 
 import hashlib
+import io
 import logging
 import re
 import shutil
@@ -23,7 +24,7 @@ from appliance.errors import (
 from appliance.intake.sniff import HEAD_BYTES, sniff_kind
 from appliance.intake.spool import CHUNK_BYTES, Spool
 from appliance.metrics import Tally
-from appliance.raster import count_pages
+from appliance.raster import count_pages, decrypted_pdf
 from appliance.store import Database, queries, transitions
 from appliance.store.models import Document, Lane
 
@@ -43,7 +44,9 @@ class SubmitOptions:
     source_mtime_ns: int | None = None
     watch_folder: str | None = None
     webhook_url: str | None = None
-    pdf_password: str | None = None  # the watched folder's, for encrypted PDFs
+    # an encrypted PDF's: a watched folder's (kept in its config, used at each reading),
+    # or one given with an upload (used once, to store the PDF decrypted; never kept)
+    pdf_password: str | None = None
     skip_duplicates: bool = False  # refuse content already read, or being read, successfully
     # (owner, Idempotency-Key): a retry of a submission answers the first one's document
     idempotency_key: tuple[str, str] | None = None
@@ -92,22 +95,35 @@ class Intake:
     def replay(self, key: tuple[str, str], stream: BinaryIO) -> Document | None:
         """The document an earlier request with this idempotency key created, if any;
         IdempotencyConflict when ``stream`` is not the content sent with it then."""
-        earlier = queries.keyed_document(self.db, key)
-        if earlier is None:
+        if queries.keyed_document(self.db, key) is None:
             return None
         digest = hashlib.sha256()
         while chunk := stream.read(CHUNK_BYTES):
             digest.update(chunk)
         stream.seek(0)
-        return self._replayed(earlier, digest.hexdigest())
+        return self._replayed(key, digest.hexdigest())
 
-    @staticmethod
-    def _replayed(earlier: Document, sha256: str) -> Document:
-        if earlier.sha256 != sha256:
+    def _replayed(self, key: tuple[str, str], sent: str) -> Document:
+        """The document the key names, if ``sent`` is the content sent with it."""
+        earlier, earlier_sent = queries.keyed_document(self.db, key)
+        if earlier_sent != sent:
             raise IdempotencyConflict(f"this Idempotency-Key was first used for other content "
                                       f"(document {earlier.id}); use a new key for a new "
                                       f"document")
         return earlier
+
+    def _decrypted(self, sha: str, path: Path, password: str) -> tuple[str, int, Path]:
+        """An uploaded PDF opened with its password, kept decrypted as content of its own
+        (sha256, size, path), so that the password is needed, and held, nowhere after
+        this; the encrypted copy goes unless another document holds it. A PDF that is
+        not encrypted is kept as sent."""
+        plain = decrypted_pdf(path, password)
+        if plain is None:
+            return sha, path.stat().st_size, path
+        stored = self.spool.store(io.BytesIO(plain), self.limits.max_bytes)
+        if not queries.content_in_use(self.db, sha):
+            self.spool.delete_content(sha)
+        return stored
 
     def submit(self, stream: BinaryIO, name: str | None, options: SubmitOptions) -> Document:
         """Spool a file and queue its pages, or record why it cannot be processed."""
@@ -130,7 +146,11 @@ class Intake:
         try:
             with path.open("rb") as fh:
                 doc.kind = sniff_kind(fh.read(HEAD_BYTES))
-            pages = count_pages(path, doc.kind, self.limits.max_pixels, options.pdf_password)
+            password = options.pdf_password if doc.kind == "pdf" else None
+            if password and options.watch_folder is None:
+                doc.sha256, doc.size_bytes, path = self._decrypted(sha, path, password)
+                password = None
+            pages = count_pages(path, doc.kind, self.limits.max_pixels, password)
             if pages > self.limits.max_pages:
                 raise TooManyPages(f"the document has {pages} pages, over the limit of "
                                    f"{self.limits.max_pages}; split it, or raise "
@@ -139,10 +159,11 @@ class Intake:
             log.warning("intake rejected doc=%s code=%s source=%s", doc.id, exc.code,
                         options.source)
             stored = transitions.record_rejected_document(self.db, doc, exc.code, exc.message,
-                                                          options.idempotency_key)
+                                                          options.idempotency_key, sent=sha)
         else:
             log.info("intake accepted doc=%s kind=%s pages=%d bytes=%d source=%s", doc.id,
                      doc.kind, pages, size, options.source)
-            stored = transitions.submit_document(self.db, doc, pages, options.idempotency_key)
+            stored = transitions.submit_document(self.db, doc, pages, options.idempotency_key,
+                                                 sent=sha)
         # another request with the same key committed first: answer its document
-        return stored if stored.id == doc.id else self._replayed(stored, sha)
+        return stored if stored.id == doc.id else self._replayed(options.idempotency_key, sha)

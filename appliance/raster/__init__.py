@@ -8,6 +8,7 @@ daemon allocate gigabytes.
 
 from __future__ import annotations
 
+import io
 import logging
 import math
 import os
@@ -104,6 +105,32 @@ def save_page_image(image: Image.Image, dest: Path) -> None:
         os.close(dir_fd)
 
 
+PASSWORD_HINT = (" Upload it again with its password (the web UI's password field, the API's "
+                 "`password` form field), drop it into a watched folder configured with its "
+                 "password, or remove the password (for example with `qpdf --decrypt "
+                 "--password=PASSWORD in.pdf out.pdf`).")
+
+
+def decrypted_pdf(path: Path, password: str) -> bytes | None:
+    """The PDF at ``path`` without its encryption, opened with ``password``; None when it
+    is not encrypted. EncryptedPdf when the password does not open it."""
+    import pikepdf
+
+    try:
+        with pikepdf.open(path, password=password) as pdf:
+            if not pdf.is_encrypted:
+                return None
+            out = io.BytesIO()
+            pdf.save(out)  # without encryption: pikepdf drops it unless asked to keep it
+            return out.getvalue()
+    except pikepdf.PasswordError:
+        raise EncryptedPdf("The password given does not open this PDF." + PASSWORD_HINT) \
+            from None
+    except pikepdf.PdfError as exc:
+        raise CorruptFile(f"The PDF cannot be opened ({_detail(exc, path)}). "
+                          f"{_CORRUPT_HINT}") from exc
+
+
 @contextmanager
 def _open_pdf(path: Path, password: str | None = None) -> Iterator[pdfium.PdfDocument]:
     # imported here: the engines import this package's submodules on a GPU measuring
@@ -117,10 +144,7 @@ def _open_pdf(path: Path, password: str | None = None) -> Iterator[pdfium.PdfDoc
         if exc.err_code == pdfium_c.FPDF_ERR_PASSWORD:
             raise EncryptedPdf(
                 ("The PDF's password does not open it; check the watched folder's password."
-                 if password else "The PDF is protected by a password.") +
-                " Remove the password (for example with `qpdf --decrypt "
-                "--password=PASSWORD in.pdf out.pdf`) and submit it again, or drop it into a "
-                "watched folder configured with its password."
+                 if password else "The PDF is protected by a password.") + PASSWORD_HINT
             ) from exc
         if _ends_early(path, "pdf"):
             raise TruncatedFile(f"The PDF cannot be opened ({_detail(exc, path)}) and has no end-of-file "

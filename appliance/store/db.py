@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 from contextlib import contextmanager
 from pathlib import Path
 from typing import Iterator
@@ -72,8 +73,21 @@ MIGRATIONS: dict[str, list[str]] = {
         *(f"ALTER TABLE document ADD COLUMN pages_{status} INTEGER NOT NULL DEFAULT 0"
           for status in PageStatus),
         PAGE_COUNT_FILL,
+        "ALTER TABLE idempotencykey ADD COLUMN sha256 VARCHAR",  # uploads with a password
     ],
 }
+
+
+_ADD_COLUMN = re.compile(r"ALTER TABLE (\w+) ADD COLUMN (\w+)")
+
+
+def _adds_existing_column(session: Session, statement: str) -> bool:
+    """A column a later version's table was made with already: a table that is newer
+    than the store's version is created whole (``create_all``) before the migrations."""
+    if (match := _ADD_COLUMN.match(statement)) is None:
+        return False
+    columns = session.exec(text(f"PRAGMA table_info({match[1]})")).all()
+    return any(column[1] == match[2] for column in columns)
 
 
 class Database:
@@ -97,7 +111,8 @@ class Database:
                 return
             while meta.value in MIGRATIONS:  # each step one version up, in this transaction
                 for statement in MIGRATIONS[meta.value]:
-                    session.exec(text(statement))
+                    if not _adds_existing_column(session, statement):
+                        session.exec(text(statement))
                 meta.value = str(int(meta.value) + 1)
                 session.add(meta)
             if meta.value != str(SCHEMA_VERSION):

@@ -177,7 +177,10 @@ class IdempotencyKey(SQLModel, table=True):
 
     owner: str = Field(primary_key=True)  # the API key's name ("" without auth): keys are per client
     key: str = Field(primary_key=True)
-    document_id: str = Field(foreign_key="document.id")  # its sha256 is the content sent
+    document_id: str = Field(foreign_key="document.id")
+    # the content sent: the document's own, but for a PDF sent with its password, which
+    # the document holds decrypted (None: a key from before this was recorded)
+    sha256: str | None = None
     created_at: float = Field(default_factory=_now, index=True)
 
 

@@ -212,11 +212,15 @@ def content_in_use(db: Database, sha256: str) -> bool:
             is not None
 
 
-def keyed_document(db: Database, key: tuple[str, str]) -> Document | None:
-    """The document a client's idempotency key (owner, key) names, if any."""
+def keyed_document(db: Database, key: tuple[str, str]) -> tuple[Document, str] | None:
+    """The document a client's idempotency key (owner, key) names, and the sha256 of the
+    content sent with the key (a PDF sent with its password: not the document's own)."""
     with db.read() as session:
         row = session.get(IdempotencyKey, key)
-        return session.get(Document, row.document_id) if row else None
+        if row is None:
+            return None
+        doc = session.get(Document, row.document_id)
+        return doc, row.sha256 or doc.sha256
 
 
 def kept_file_seen(db: Database, folder: str, path: str, size_bytes: int,

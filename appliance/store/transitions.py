@@ -73,36 +73,40 @@ def _keyed_document(session: Session, key: IdempotencyKeyId | None) -> Document 
     return session.get(Document, row.document_id) if row else None
 
 
-def _store(session: Session, doc: Document, key: IdempotencyKeyId | None) -> None:
+def _store(session: Session, doc: Document, key: IdempotencyKeyId | None,
+           sent: str | None) -> None:
     session.add(doc)
     session.flush()
     if key:  # in the document's own transaction: a retry finds one or the other, never half
-        session.add(IdempotencyKey(owner=key[0], key=key[1], document_id=doc.id))
+        session.add(IdempotencyKey(owner=key[0], key=key[1], document_id=doc.id,
+                                   sha256=sent or doc.sha256))
 
 
 def submit_document(db: Database, doc: Document, page_count: int,
-                    key: IdempotencyKeyId | None = None) -> Document:
-    """Store a new document and queue its pages. When ``key`` already names a document
-    (a concurrent retry committed first), store nothing and answer that one."""
+                    key: IdempotencyKeyId | None = None, sent: str | None = None) -> Document:
+    """Store a new document and queue its pages; ``sent`` is the sha256 of the content
+    sent where it is not the document's own. When ``key`` already names a document (a
+    concurrent retry committed first), store nothing and answer that one."""
     doc.page_count = page_count
     with db.write() as session:
         if (earlier := _keyed_document(session, key)) is not None:
             return earlier
-        _store(session, doc, key)
+        _store(session, doc, key, sent)
         session.add_all(Page(document_id=doc.id, index=i) for i in range(page_count))
         _event(session, "submitted", doc.id, source=doc.source, pages=page_count)
     return doc
 
 
 def record_rejected_document(db: Database, doc: Document, code: str, message: str,
-                             key: IdempotencyKeyId | None = None) -> Document:
+                             key: IdempotencyKeyId | None = None,
+                             sent: str | None = None) -> Document:
     """A document whose intake failed: kept with its reason, no pages to process
-    (``key``: as in ``submit_document``)."""
+    (``key``, ``sent``: as in ``submit_document``)."""
     doc.error_code, doc.error_message, doc.page_count = code, message, 0
     with db.write() as session:
         if (earlier := _keyed_document(session, key)) is not None:
             return earlier
-        _store(session, doc, key)
+        _store(session, doc, key, sent)
         _event(session, "rejected", doc.id, code=code)
     return doc
 
