@@ -313,6 +313,10 @@ def cmd_users(args) -> int:
         for name in users.names():
             sys.stdout.write(f"{name}\t{users.get(name).role}\n")
         return 0
+    if args.users_command == "remove":
+        users.remove(args.name)
+        sys.stdout.write(f"{args.name} removed from {users.path}; signed out at once\n")
+        return 0
     if args.password_stdin:
         password = sys.stdin.readline().rstrip("\n")
     else:
@@ -527,6 +531,9 @@ def build_parser() -> argparse.ArgumentParser:
     add.add_argument("--password-stdin", action="store_true",
                      help="read the password from the first line of stdin")
     users_sub.add_parser("list", parents=[common], help="the accounts and their roles")
+    remove_user = users_sub.add_parser("remove", parents=[common],
+                                       help="delete an account (it is signed out at once)")
+    remove_user.add_argument("name")
     users.set_defaults(func=cmd_users)
 
     keys = sub.add_parser("keys", help="API keys for the REST API")

@@ -176,6 +176,16 @@ class Users:
                                  f"characters")
         entries = dict(self._load())
         entries[name] = {"role": role, "password": hash_password(password)}
+        self._write(entries)
+
+    def remove(self, name: str) -> None:
+        """Delete an account: its sessions end at their next request (``ui.auth``)."""
+        entries = dict(self._load())
+        if entries.pop(name, None) is None:
+            raise InvalidRequest(f"there is no account named '{name}'")
+        self._write(entries)
+
+    def _write(self, entries: dict[str, dict]) -> None:
         lines = ["# Reviewer accounts of the OCR appliance; edit with `appliance users`.\n"]
         for user, entry in sorted(entries.items()):
             lines.append(f'\n[users.{user}]\nrole = "{entry["role"]}"\n'

@@ -1,7 +1,8 @@
-"""Logins to the web UI at "/": wrong names and passwords refused (over HTTP and in a
-real Chromium), Gradio's API closed without a session, the first account protecting
-a running daemon at once, and the throttle that slows guessing without locking the
-real user out."""
+"""Signing in to the web UI at "/" and the review console at "/review", once for both:
+wrong names and passwords refused (over HTTP and in a real Chromium), Gradio's API
+closed without a session, sign-out ending it for both, a removed account's session
+ending at once, no open redirect, the first account protecting a running daemon at
+once, and the throttle that slows guessing without locking the real user out."""
 
 from __future__ import annotations
 
@@ -51,20 +52,63 @@ def test_the_first_account_protects_the_running_ui_at_once(daemon):
     assert set(ui_routes_status(daemon.client).values()) == {401}
 
 
+def review_routes_status(client) -> dict[str, int]:
+    return {"config": client.get("/review/config").status_code,
+            "queue": client.post("/review/gradio_api/queue/join",
+                                 json={"data": [], "fn_index": 0, "session_hash": "x"}
+                                 ).status_code}
+
+
+def sign_in(client, name: str, password: str, target: str = "/"):
+    return client.post("/login", data={"username": name, "password": password,
+                                       "next": target}, follow_redirects=False)
+
+
 def test_wrong_logins_are_refused_and_their_sessions_open_nothing(anna):
     for name, password in WRONG_LOGINS:
-        response = anna.client.post("/login", data={"username": name, "password": password})
-        assert response.status_code in (400, 422), (name, response.text)
-        assert "success" not in response.text
+        response = sign_in(anna.client, name, password)
+        assert response.status_code == 401, (name, response.text)
+        assert "Wrong name or password" in response.text
+        assert "appliance-session" not in response.headers.get("set-cookie", "")
         # whatever the failed login left in the client's cookie jar opens nothing
         assert set(ui_routes_status(anna.client).values()) == {401}, name
+        assert set(review_routes_status(anna.client).values()) == {401}, name
     log = anna.log()
     assert "ui login refused user='nobody' address=127.0.0.1" in log
     assert "guess-xyz-1" not in log and "wrong password 2" not in log
-    ok = anna.client.post("/login", data={"username": "anna", "password": PASSWORD})
-    assert ok.status_code == 200 and ok.json() == {"success": True}
-    assert ui_routes_status(anna.client)["config"] == 200
+    anna.client.cookies.set("appliance-session", "made-up-token")
+    assert anna.client.get("/config").status_code == 401
     anna.client.cookies.clear()
+
+
+def test_one_sign_in_opens_both_uis_and_sign_out_closes_both(anna):
+    client = anna.client
+    page = client.get("/review/", headers={"accept": "text/html"}, follow_redirects=False)
+    assert page.status_code == 303 and page.headers["location"] == "/login?next=/review/"
+    ok = sign_in(client, "anna", PASSWORD, "/review/")
+    assert ok.status_code == 303 and ok.headers["location"] == "/review/"
+    cookie = ok.headers["set-cookie"]
+    assert "HttpOnly" in cookie and "SameSite=lax" in cookie
+    assert ui_routes_status(client)["config"] == 200
+    assert review_routes_status(client)["config"] == 200
+    out = client.get("/logout", follow_redirects=False)
+    assert out.status_code == 303 and out.headers["location"] == "/login"
+    assert set(ui_routes_status(client).values()) == {401}
+    assert set(review_routes_status(client).values()) == {401}
+    # a sign-in never sends the browser off this server
+    for target in ("https://evil.example/", "//evil.example/x", "/\\evil.example"):
+        assert sign_in(client, "anna", PASSWORD, target).headers["location"] == "/"
+    client.get("/logout")
+    client.cookies.clear()
+
+
+def test_a_removed_account_is_signed_out_at_once(daemon):
+    daemon.users.add("bert", "reviewer", PASSWORD)
+    assert sign_in(daemon.client, "bert", PASSWORD).status_code == 303
+    assert ui_routes_status(daemon.client)["config"] == 200
+    daemon.users.remove("bert")
+    assert set(ui_routes_status(daemon.client).values()) == {401}
+    daemon.client.cookies.clear()
 
 
 def test_the_log_names_the_address_and_never_the_password(anna):
@@ -88,10 +132,18 @@ def test_wrong_logins_fail_in_chromium(anna, tmp_path):
                 assert page.locator("#status-line").count() == 0, (name, password)
             log_in(page, "anna", PASSWORD)
             expect(page.locator("#status-line")).to_be_visible()
+            expect(page.locator("#signed-in")).to_contain_text("Signed in as anna")
+            page.goto(f"http://127.0.0.1:{anna.port}/review/", wait_until="domcontentloaded")
+            expect(page.locator("#review-counts")).to_contain_text("signed in as anna")
+            page.get_by_role("link", name="Log out").click()  # out of both
+            expect(page.get_by_label("username")).to_be_visible()
+            page.goto(f"http://127.0.0.1:{anna.port}/", wait_until="domcontentloaded")
+            expect(page.get_by_label("username")).to_be_visible()
         context.close()
 
 
 def log_in(page: Page, name: str, password: str) -> None:
+    expect(page.get_by_label("username")).to_be_visible()
     page.get_by_label("username").fill(name)
     page.get_by_label("password").fill(password)
     page.get_by_role("button", name="Login").click()

@@ -182,7 +182,7 @@ def test_login_is_required(browser, daemon, tmp_path):
         page.get_by_label("username").fill("anna")
         page.get_by_label("password").fill("wrong password")
         page.get_by_role("button", name="Login").click()
-        expect(page.get_by_text("Incorrect Credentials")).to_be_visible()
+        expect(page.get_by_text("Wrong name or password")).to_be_visible()
         assert page.locator("#review-next").count() == 0
 
         log_in(page, daemon, "anna")

@@ -36,7 +36,7 @@ from appliance.store.models import PageStatus
 from appliance.store.queries import DocumentView
 from ui.components import escape_markdown_text, safe_markdown, safe_markdown_view
 from ui.dashboard import dashboard_tab
-from ui.auth import mount_behind_login
+from ui.auth import Sessions, mount_sign_in, mount_signed_in, signed_in_text
 from ui.review import mount_review
 
 log = logging.getLogger(__name__)
@@ -381,6 +381,8 @@ def build_ui(appliance: Appliance, download_dir: Path) -> gr.Blocks:
         if appliance.engine_notice:  # e.g. running on the classic engine: say how to add a model
             gr.Markdown(f"**Note:** {escape_markdown_text(appliance.engine_notice)}",
                         elem_id="engine-notice", container=True, padding=True)
+        signed_in = gr.Markdown("", elem_id="signed-in")
+        blocks.load(signed_in_text, inputs=None, outputs=signed_in, api_visibility="private")
         health = gr.Markdown(status_line(appliance), elem_id="status-line")
         gr.Timer(STATUS_REFRESH_S).tick(lambda: status_line(appliance), outputs=health,
                                         show_progress="hidden", api_visibility="private")
@@ -396,13 +398,15 @@ def mount_ui(app: FastAPI, appliance: Appliance) -> None:
     """Mount the UI at "/" of ``app`` (and the review console at "/review" before it).
     Call it after every other route is added: the mount catches every path that no
     earlier route matched."""
-    mount_review(app, appliance)  # before "/", which would catch "/review" too
+    sessions = Sessions(appliance.users)
+    mount_sign_in(app, sessions)  # one sign-in for both UIs, before their mounts
+    mount_review(app, appliance, sessions)  # before "/", which would catch "/review" too
     download_dir = Path(tempfile.mkdtemp(prefix="appliance-ui-"))
     atexit.register(shutil.rmtree, download_dir, ignore_errors=True)
     blocks = build_ui(appliance, download_dir)
     # with API keys or accounts configured, the UI needs a reviewer's (or admin's) login;
     # decided on every request, so the first key or account protects it at once
-    mount_behind_login(app, blocks, "/", appliance.users, "ui", required=appliance.auth_on,
-                       max_file_size=appliance.settings.limits.max_bytes,
-                       footer_links=["api", "settings"], run_history=False,
-                       ssr_mode=False, mcp_server=False)
+    mount_signed_in(app, blocks, "/", sessions, required=appliance.auth_on,
+                    max_file_size=appliance.settings.limits.max_bytes,
+                    footer_links=["api", "settings"], run_history=False,
+                    ssr_mode=False, mcp_server=False)

@@ -1,42 +1,103 @@
-"""Logins for the mounted UIs: the web UI at "/" and the review console at "/review".
+"""One sign-in for the mounted UIs: the web UI at "/" and the review console at "/review".
 
-Both use Gradio's login page, checked against the users file (``appliance.users``).
-Gradio calls the check with a name and a password only, and awaits it only when it
-is declared ``async def`` (anything else it calls, and a coroutine object is truthy:
-every password would pass). ``LoginGate`` wraps a mounted Gradio app so that:
+A person signs in once, on the appliance's own page at ``/login``, against the users
+file (``appliance.users``: scrypt passwords, the throttle against guessing), and is
+signed in to both; ``/logout`` signs out of both. The session is a random token in an
+HttpOnly cookie, held in this process's memory (a restart signs everyone out) for a
+working day; each request looks the account up again, so a removed account's session
+ends at once and a changed role counts at once.
 
-- the check knows the caller's address, for the throttle and for the log (which
-  names the address and the user, never the password);
-- a mount whose login depends on configuration (the web UI: once an API key or an
-  account exists) follows it on every request, so the first account or key added to
-  a running daemon protects the UI at once.
+``SignInGate`` wraps each mounted Gradio app: a page asked for without a session is
+sent to ``/login`` (and back after), and Gradio's own routes answer 401 to a request
+without one (its ``auth_dependency``, which also names the user in ``gr.Request``).
+The web UI's sign-in follows configuration on every request: it is required once an
+API key or an account exists, so the first one added to a running daemon protects
+the UI at once. The review console always requires it.
+
+The log names the address and the user of every sign-in, never a password.
 """
 
 from __future__ import annotations
 
+import html
 import logging
-from contextvars import ContextVar
+import secrets
+import threading
+import time
+from dataclasses import dataclass
 from typing import Callable
+from urllib.parse import quote
 
 import anyio
 import gradio as gr
-from fastapi import FastAPI
+from fastapi import FastAPI, Form, Request
+from fastapi.responses import HTMLResponse, RedirectResponse
 from starlette.routing import Mount
 
 from appliance.errors import ApplianceError
-from appliance.users import Users
+from appliance.users import User, Users
 
 log = logging.getLogger(__name__)
 
-# The address of the request being handled; Gradio's login route runs in its context.
-_client_address: ContextVar[str] = ContextVar("login_client_address", default="-")
+SESSION_COOKIE = "appliance-session"
+SESSION_TTL_S = 10 * 3600.0  # a working day
+LOGIN_PATH, LOGOUT_PATH = "/login", "/logout"
+LOGIN_FAILED_TEXT = "Wrong name or password (or too many tries: wait a few minutes)."
+_PAGE_HEADERS = {"Content-Security-Policy": "default-src 'none'; style-src 'unsafe-inline'; "
+                                            "form-action 'self'; frame-ancestors 'none'",
+                 "Cache-Control": "no-store"}
 
 
-async def check_login(users: Users, name: str, password: str, where: str) -> bool:
-    """Whether ``name``/``password`` is an account of ``users`` that may log in now.
+@dataclass
+class _Session:
+    name: str
+    expires: float
+
+
+class Sessions:
+    """Who is signed in, by session token (see the module docstring)."""
+
+    def __init__(self, users: Users, ttl_s: float = SESSION_TTL_S):
+        self.users = users
+        self.ttl_s = ttl_s
+        self._open: dict[str, _Session] = {}
+        self._lock = threading.Lock()
+
+    def open(self, name: str) -> str:
+        token = secrets.token_urlsafe(32)
+        with self._lock:
+            now = time.monotonic()
+            self._open = {t: s for t, s in self._open.items() if s.expires > now}
+            self._open[token] = _Session(name, now + self.ttl_s)
+        return token
+
+    def user(self, token: str | None) -> User | None:
+        """The account signed in with ``token``, while its session lasts and it exists."""
+        with self._lock:
+            session = self._open.get(token or "")
+        if session is None or session.expires <= time.monotonic():
+            return None
+        try:
+            return self.users.get(session.name)
+        except ApplianceError as exc:  # a broken users file: nobody is in, and why is logged
+            log.error("session check failed: %s", exc.message)
+            return None
+
+    def close(self, token: str | None) -> str | None:
+        """End the session; the name it was for."""
+        with self._lock:
+            session = self._open.pop(token or "", None)
+        return session.name if session else None
+
+    def user_of(self, request: Request) -> str | None:
+        """Gradio's ``auth_dependency``: the signed-in user's name."""
+        user = self.user(request.cookies.get(SESSION_COOKIE))
+        return user.name if user else None
+
+
+async def check_login(users: Users, name: str, password: str, address: str) -> bool:
+    """Whether ``name``/``password`` is an account that may sign in now from ``address``.
     scrypt takes a while, so it runs off the event loop."""
-    address = _client_address.get()
-
     def check() -> bool:
         try:
             return users.authenticate(name, password, address) is not None
@@ -46,41 +107,106 @@ async def check_login(users: Users, name: str, password: str, where: str) -> boo
 
     allowed = await anyio.to_thread.run_sync(check)
     if allowed:
-        log.info("%s login user=%s address=%s", where, name, address)
+        log.info("ui login user=%s address=%s", name, address)
     else:
-        log.warning("%s login refused user=%r address=%s", where, name, address)
+        log.warning("ui login refused user=%r address=%s", name, address)
     return allowed
 
 
-class LoginGate:
+def _back_to(target: str) -> str:
+    """Where to go after signing in: a path of this server only (no open redirect)."""
+    if not target.startswith("/") or target.startswith("//") or "\\" in target:
+        return "/"
+    return target
+
+
+def login_page(target: str, message: str = "") -> str:
+    error = f'<p class="error" role="alert">{html.escape(message)}</p>' if message else ""
+    return f"""<!doctype html>
+<html lang="en"><head><meta charset="utf-8"><title>Sign in - OCR Appliance</title>
+<meta name="viewport" content="width=device-width, initial-scale=1">
+<style>body{{font-family:sans-serif;max-width:22rem;margin:4rem auto;padding:0 1rem}}
+label,input,button{{display:block;width:100%;box-sizing:border-box;margin:.3rem 0}}
+input{{padding:.5rem}}button{{padding:.6rem;margin-top:1rem}}.error{{color:#b00020}}</style>
+</head><body><h1>OCR Appliance</h1><p>Sign in with your account. An administrator
+creates accounts with <code>appliance users add NAME</code>.</p>{error}
+<form method="post" action="{LOGIN_PATH}">
+<input type="hidden" name="next" value="{html.escape(_back_to(target))}">
+<label for="username">username</label>
+<input id="username" name="username" autocomplete="username" required autofocus>
+<label for="password">password</label>
+<input id="password" name="password" type="password" autocomplete="current-password">
+<button type="submit">Login</button></form></body></html>"""
+
+
+def mount_sign_in(app: FastAPI, sessions: Sessions) -> None:
+    """The sign-in and sign-out routes; add them before the UIs' mounts."""
+
+    @app.get(LOGIN_PATH, include_in_schema=False)
+    def sign_in_page(next: str = "/") -> HTMLResponse:
+        return HTMLResponse(login_page(next), headers=_PAGE_HEADERS)
+
+    @app.post(LOGIN_PATH, include_in_schema=False)
+    async def sign_in(request: Request, username: str = Form(""), password: str = Form(""),
+                      next: str = Form("/")):
+        address = request.client.host if request.client else "-"
+        if not await check_login(sessions.users, username.strip(), password, address):
+            return HTMLResponse(login_page(next, LOGIN_FAILED_TEXT), status_code=401,
+                                headers=_PAGE_HEADERS)
+        response = RedirectResponse(_back_to(next), status_code=303)
+        response.set_cookie(SESSION_COOKIE, sessions.open(username.strip()),
+                            max_age=int(sessions.ttl_s), httponly=True, samesite="lax",
+                            secure=request.url.scheme == "https", path="/")
+        return response
+
+    @app.get(LOGOUT_PATH, include_in_schema=False)
+    def sign_out(request: Request) -> RedirectResponse:
+        if name := sessions.close(request.cookies.get(SESSION_COOKIE)):
+            log.info("ui logout user=%s", name)
+        response = RedirectResponse(LOGIN_PATH, status_code=303)
+        response.delete_cookie(SESSION_COOKIE, path="/")
+        return response
+
+
+class SignInGate:
     """ASGI wrapper of one mounted Gradio app (see the module docstring)."""
 
-    def __init__(self, ui_app, login, required: Callable[[], bool] | None = None):
+    def __init__(self, ui_app, sessions: Sessions, required: Callable[[], bool] | None):
         self.ui_app = ui_app
-        self.login = login
-        self.required = required  # None: the login is always required
+        self.sessions = sessions
+        self.required = required  # None: always required
 
     async def __call__(self, scope, receive, send):
-        if scope["type"] not in ("http", "websocket"):
-            return await self.ui_app(scope, receive, send)
-        if self.required is not None:
-            # Gradio reads its app's `auth` on every request: None lets everyone in
-            self.ui_app.auth = self.login if self.required() else None
-        token = _client_address.set((scope.get("client") or ("-", 0))[0])
-        try:
-            await self.ui_app(scope, receive, send)
-        finally:
-            _client_address.reset(token)
+        if scope["type"] in ("http", "websocket"):
+            required = self.required is None or self.required()
+            # Gradio reads its app's auth_dependency on every request: None lets all in
+            self.ui_app.auth_dependency = self.sessions.user_of if required else None
+            if required and self._page_without_session(scope):
+                response = RedirectResponse(f"{LOGIN_PATH}?next={quote(scope['path'])}",
+                                            status_code=303)
+                return await response(scope, receive, send)
+        await self.ui_app(scope, receive, send)
+
+    def _page_without_session(self, scope) -> bool:
+        """A browser asking for the UI's page (not its scripts or API) while signed out."""
+        if scope["type"] != "http" or scope.get("method") != "GET":
+            return False
+        request = Request(scope)
+        return "text/html" in request.headers.get("accept", "") \
+            and self.sessions.user_of(request) is None
 
 
-def mount_behind_login(app: FastAPI, blocks: gr.Blocks, path: str, users: Users, where: str,
-                       required: Callable[[], bool] | None = None, **options) -> None:
-    """Mount ``blocks`` at ``path`` of ``app`` behind a login checked against ``users``;
-    with ``required``, only while it answers True. ``where`` names the UI in the log."""
-    async def login(name: str, password: str) -> bool:  # async def: Gradio awaits it
-        return await check_login(users, name, password, where)
-
-    gr.mount_gradio_app(app, blocks, path=path, auth=login, **options)
+def mount_signed_in(app: FastAPI, blocks: gr.Blocks, path: str, sessions: Sessions,
+                    required: Callable[[], bool] | None = None, **options) -> None:
+    """Mount ``blocks`` at ``path`` of ``app`` for signed-in users only; with
+    ``required``, only while it answers True."""
+    gr.mount_gradio_app(app, blocks, path=path, auth_dependency=sessions.user_of, **options)
     mount = next(route for route in reversed(app.router.routes)
                  if isinstance(route, Mount) and route.path == path.rstrip("/"))
-    mount.app = LoginGate(mount.app, login, required)
+    mount.app = SignInGate(mount.app, sessions, required)
+
+
+def signed_in_text(request: gr.Request) -> str:
+    """Who is signed in, for a UI's header ("" when nobody needs to be)."""
+    name = getattr(request, "username", None) if request is not None else None
+    return f"Signed in as **{html.escape(name)}** · [Sign out]({LOGOUT_PATH})" if name else ""

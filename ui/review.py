@@ -44,7 +44,7 @@ from appliance.review import ReviewPage, ReviewService
 from appliance.store import queries
 from appliance.store.reviews import ReviewFilter
 from ui import fields_form
-from ui.auth import mount_behind_login
+from ui.auth import LOGOUT_PATH, Sessions, mount_signed_in
 from ui.components import escape_markdown_text, safe_markdown, safe_markdown_view
 
 if TYPE_CHECKING:
@@ -512,7 +512,7 @@ def build_review_ui(appliance: Appliance) -> gr.Blocks:
         with gr.Row(equal_height=True):
             gr.Markdown("## Review", scale=0, min_width=120)
             counts_md = gr.Markdown(elem_id="review-counts", scale=4)
-            gr.Button("Log out", link=f"{MOUNT_PATH}/logout", size="sm", scale=0,
+            gr.Button("Log out", link=LOGOUT_PATH, size="sm", scale=0,
                       min_width=90, variant="secondary")
         with gr.Row(equal_height=True):
             doc_type = gr.Dropdown(label="Type", choices=[("any type", ANY)], value=ANY,
@@ -717,18 +717,16 @@ def build_review_ui(appliance: Appliance) -> gr.Blocks:
     return blocks
 
 
-def mount_review(app: FastAPI, appliance: Appliance) -> None:
-    """Mount the review console at "/review" of ``app``, behind Gradio's login page
-    (accounts of ``review.users_file``). Call it before the UI's "/" mount."""
+def mount_review(app: FastAPI, appliance: Appliance, sessions: Sessions) -> None:
+    """Mount the review console at "/review" of ``app``, for signed-in accounts of
+    ``review.users_file`` (``ui.auth``). Call it before the UI's "/" mount."""
     blocks = build_review_ui(appliance)
 
     @app.get(MOUNT_PATH, include_in_schema=False)
     def review_root() -> RedirectResponse:  # the mount answers "/review/" only
         return RedirectResponse(f"{MOUNT_PATH}/")
 
-    mount_behind_login(app, blocks, MOUNT_PATH, appliance.users, "review",
-                       auth_message="Sign in with your reviewer account. An administrator "
-                                    "creates accounts with `appliance users add NAME`.",
-                       footer_links=["settings"], run_history=False, ssr_mode=False,
-                       show_error=False,  # a clerk sees our messages, never an exception's
-                       mcp_server=False, css=CSS, js=shortcuts_js())
+    mount_signed_in(app, blocks, MOUNT_PATH, sessions,
+                    footer_links=["settings"], run_history=False, ssr_mode=False,
+                    show_error=False,  # a clerk sees our messages, never an exception's
+                    mcp_server=False, css=CSS, js=shortcuts_js())
