@@ -26,6 +26,7 @@ from pathlib import Path
 
 from sqlalchemy import text
 
+from appliance.errors import EngineError
 from appliance.store import Database
 from appliance.store.search import DocumentQuery, find_documents
 
@@ -101,7 +102,7 @@ def generate_store(db: Database, documents: int, pages_per_document: int = 5,
                     index.append({"id": page_id, "text": body})
             pages.append({"id": page_id, "doc": doc_id, "index": p, "status": status,
                           "attempts": 0 if status == "queued" else 1, "result": result,
-                          "code": "engine_error" if status == "failed" else None,
+                          "code": EngineError.code if status == "failed" else None,
                           "updated": created + 30})
     with db.write() as session:
         session.execute(text(
