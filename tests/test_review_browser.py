@@ -27,9 +27,10 @@ from tests.conftest import make_settings
 from tests.daemon import Daemon
 from tests.fixtures.documents import write_pdf, write_png
 from tests.test_review import in_review
+from ui.page_image import annotate_page
 from ui.review import (
-    annotate_page, counts_text, held_page, highlights_text, make_filter, open_next,
-    other_engine, perform, queue_rows,
+    counts_text, held_page, highlights_text, make_filter, open_next, other_engine, perform,
+    queue_rows,
 )
 
 PASSWORD = "correct horse battery"
