@@ -4,7 +4,8 @@ The boxes are in the pixels of the image the engine read (``ReviewPage.image_pat
 ``PageView.image_path``), so they are drawn on that image as it is. Each highlight (a
 low-confidence line, or a key field's evidence) is filled and numbered as in its list,
 or marked with its ``label``; every other line of the page can be outlined thinly
-beneath them, so a reader sees what the engine found and what it doubted.
+beneath them, so a reader sees what the engine found and what it doubted. Shown in a
+``gr.Image`` of class ``ZOOMABLE``, the image zooms by its ``--page-zoom`` (``zoom.css``).
 """
 
 from __future__ import annotations
@@ -18,6 +19,9 @@ HIGHLIGHT_LINE = (220, 40, 20, 255)
 FIELD_FILL = (40, 120, 255, 50)  # a key field's evidence that passes its checks
 FIELD_LINE = (20, 80, 200, 255)
 LINE_OUTLINE = (0, 150, 90, 200)  # a line read with confidence: outlined only
+# the class that lets a gr.Image zoom, and its CSS (for the mount's css)
+ZOOMABLE = "zoomable"
+ZOOM_CSS = (Path(__file__).parent / "zoom.css").read_text()
 
 
 def box_of(box) -> tuple[float, float, float, float] | None:

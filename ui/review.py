@@ -44,7 +44,7 @@ from appliance.review import ReviewFilter, ReviewPage, ReviewService
 from ui import fields_form
 from ui.auth import mount_behind_login
 from ui.components import escape_markdown_text, safe_markdown, safe_markdown_view
-from ui.page_image import annotate_page
+from ui.page_image import ZOOM_CSS, ZOOMABLE, annotate_page
 
 if TYPE_CHECKING:
     from appliance.daemon import Appliance
@@ -357,12 +357,6 @@ def save_fields(appliance: Appliance, reviewer: str, page_id: int | None,
 CSS = """
 #review-why { font-size: 1.1em; border-left: 6px solid #e0a000; padding-left: 0.8em; }
 #review-message { min-height: 1.6em; }
-#review-image { overflow: auto; }
-#review-image img { width: calc(var(--review-zoom, 1) * 100%) !important;
-  max-width: none !important; max-height: none !important; height: auto !important;
-  object-fit: initial !important; }
-#review-image .image-container, #review-image .image-frame { overflow: auto !important;
-  display: block !important; }
 #review-editor textarea { font-family: ui-monospace, monospace; font-size: 0.95em; }
 """
 
@@ -379,7 +373,7 @@ def shortcuts_js() -> str:
   window.reviewZoom = (factor) => {
     zoom = factor === 0 ? 1 : Math.min(8, Math.max(0.25, zoom * factor));
     const el = document.getElementById("review-image");
-    if (el) el.style.setProperty("--review-zoom", String(zoom));
+    if (el) el.style.setProperty("--page-zoom", String(zoom));
   };
   const typing = (t) => t && (t.tagName === "INPUT" || t.tagName === "TEXTAREA" ||
                               t.tagName === "SELECT" || t.isContentEditable);
@@ -488,7 +482,7 @@ def build_review_ui(appliance: Appliance) -> gr.Blocks:
             with gr.Column(scale=5):
                 image = gr.Image(label="Page as the engine read it", type="pil", format="png",
                                  interactive=False, height=900, elem_id="review-image",
-                                 buttons=["fullscreen", "download"])
+                                 elem_classes=[ZOOMABLE], buttons=["fullscreen", "download"])
                 with gr.Row():
                     zoom_out = gr.Button("Zoom out (−)", size="sm", min_width=60,
                                          elem_id="review-zoom-out")
@@ -678,4 +672,4 @@ def mount_review(app: FastAPI, appliance: Appliance) -> None:
                                     "creates accounts with `appliance users add NAME`.",
                        footer_links=["settings"], run_history=False, ssr_mode=False,
                        show_error=False,  # a clerk sees our messages, never an exception's
-                       mcp_server=False, css=CSS, js=shortcuts_js())
+                       mcp_server=False, css=CSS + ZOOM_CSS, js=shortcuts_js())
