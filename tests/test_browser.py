@@ -16,8 +16,8 @@ import pytest
 from playwright.sync_api import Locator, Page, expect
 
 from tests.browser import (
-    UI_TIMEOUT_MS, launched_chromium, list_row, open_document, open_ui, page_body,
-    screenshot_on_failure, search_documents, upload_input,
+    UI_TIMEOUT_MS, list_row, open_document, open_ui, page_body, screenshot_on_failure,
+    search_documents, upload_input,
 )
 from tests.daemon import Daemon
 from tests.fixtures.documents import text_similarity, write_pdf, write_png
@@ -29,12 +29,6 @@ REPORT_PAGES = [["Quarterly report", "Revenue grew by twelve percent"],
                 ["Signed by the board", "Next meeting in March"]]
 RECEIPT = ["Receipt from the bakery", "Two loaves of bread", "Paid in cash"]
 HOSTILE = ["<img src=x onerror=alert(1)>", "<script>window.__xss=1</script>"]
-
-
-@pytest.fixture(scope="module")
-def browser():
-    with launched_chromium() as chromium:
-        yield chromium
 
 
 @pytest.fixture

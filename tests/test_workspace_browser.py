@@ -27,15 +27,14 @@ from appliance.security import ApiKeys
 from appliance.store import Database
 from appliance.users import Users
 from tests.browser import (
-    UI_TIMEOUT_MS, launched_chromium, list_row, open_document, page_body,
-    screenshot_on_failure, search_documents, upload_input,
+    UI_TIMEOUT_MS, list_row, open_document, page_body, screenshot_on_failure, search_documents,
+    upload_input,
 )
 from tests.daemon import Daemon
 from tests.fixtures.documents import text_similarity, write_pdf
 
 PASSWORD = "correct horse battery"
 GENERATED = 1000
-EXPECT_TIMEOUT_MS = 20_000
 READ_TIMEOUT_S = 180
 REPORT_PAGES = [["Quarterly report", "Revenue grew by twelve percent"],
                 ["Signed by the board", "Next meeting in March"]]
@@ -43,18 +42,7 @@ PDF_PASSWORD = "open sesame 7"
 SCREENSHOTS = os.environ.get("APPLIANCE_SCREENSHOTS")
 
 
-@pytest.fixture(scope="module", autouse=True)
-def patient_expect():
-    """Two cores run the daemon, its OCR worker and Chromium: allow more than 5 s."""
-    expect.set_options(timeout=EXPECT_TIMEOUT_MS)
-    yield
-    expect.set_options(timeout=5_000)  # Playwright's default, for the other modules
-
-
-@pytest.fixture(scope="module")
-def browser():
-    with launched_chromium() as chromium:
-        yield chromium
+pytestmark = pytest.mark.usefixtures("patient_expect")
 
 
 @pytest.fixture(scope="module")
