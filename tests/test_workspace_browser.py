@@ -89,6 +89,8 @@ def api_documents(daemon: Daemon, **params) -> dict:
 
 
 def sign_in(browser: Browser, daemon: Daemon, name: str) -> Page:
+    """A new browser context signed in at "/" as ``name`` (the login form's fields are
+    labelled "username" and "password"; its button is "Login")."""
     context = browser.new_context(viewport={"width": 1400, "height": 1600})
     context.set_default_timeout(UI_TIMEOUT_MS)
     page = context.new_page()

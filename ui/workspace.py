@@ -51,6 +51,7 @@ def workspace_tabs(appliance: Appliance, download_dir: Path, tabs: gr.Tabs) -> N
     switches to its tab)."""
     settings = appliance.settings
     with gr.Tab("Documents", id="documents"):
+        # who is signed in, and what they may do (hook: the sign-in's "Log out" goes here)
         user = gr.Markdown(elem_id="workspace-user")
         with gr.Accordion("Upload", open=True):
             with gr.Row():
