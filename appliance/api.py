@@ -243,9 +243,9 @@ def create_app(appliance: Appliance) -> FastAPI:
 
     @app.post("/api/v1/documents/{document_id}/cancel", tags=["documents"],
               operation_id="cancel_document", responses=errors(404))
-    def cancel_document(document_id: str):
+    def cancel_document(document_id: str, request: Request):
         """Pages not yet started end `failed: cancelled`; pages being read finish."""
-        return document_json(appliance.cancel(document_id))
+        return document_json(appliance.cancel(document_id, _actor(request)))
 
     @app.post("/api/v1/documents/{document_id}/retry", tags=["documents"],
               operation_id="retry_document", responses=errors(404))

@@ -407,10 +407,10 @@ class Appliance:
         return document_json(queries.get_document(self.db, document_id)) | {
             "fields": fields.fields if fields else None}
 
-    def cancel(self, document_id: str) -> DocumentView:
+    def cancel(self, document_id: str, actor: str = "api") -> DocumentView:
         if queries.get_document(self.db, document_id) is None:
             raise NotFound(f"no document with id {document_id}")
-        transitions.cancel_document(self.db, document_id)
+        transitions.cancel_document(self.db, document_id, actor)
         self.finish(document_id)
         return queries.get_document(self.db, document_id)
 

@@ -2,7 +2,9 @@
 store, so that none of them reaches into its modules.
 
 ``Library.find`` is the documents browser's and ``GET /api/v1/documents``'s search
-(``store.search``); ``document``, ``pages`` and ``history`` are the document view's.
+(``store.search``); ``document``, ``pages``, ``page``, ``page_images`` and ``history``
+are the document view's. The store's types its readers meet are named here too
+(``__all__``), so that no reader imports the store.
 """
 
 from __future__ import annotations
@@ -15,9 +17,12 @@ from appliance.errors import NotFound
 from appliance.intake.spool import Spool
 from appliance.review import highlights, page_image
 from appliance.store import Database, queries
-from appliance.store.models import FieldSet, Page, PageResult
+from appliance.store.models import DocStatus, FieldSet, Lane, Page, PageResult, PageStatus
 from appliance.store.queries import DocumentView, FailureRow
-from appliance.store.search import DocumentPage, DocumentQuery, find_documents
+from appliance.store.search import DocumentPage, DocumentQuery, Hit, find_documents
+
+__all__ = ["Library", "PageView", "HistoryEntry", "DocumentQuery", "DocumentPage", "Hit",
+           "DocumentView", "DocStatus", "PageStatus", "Lane", "FailureRow", "FieldSet"]
 
 
 @dataclass
@@ -64,11 +69,27 @@ class Library:
 
     def pages(self, document_id: str) -> list[PageView]:
         view = self.document(document_id)
-        out = []
-        for page, result in queries.accepted_results(self.db, document_id):
-            image = page_image(self.spool, self.settings, view.doc, page)
-            out.append(PageView(page, result, image if image.exists() else None))
-        return out
+        return [PageView(page, result, self._image(view, page))
+                for page, result in queries.accepted_results(self.db, document_id)]
+
+    def page(self, document_id: str, index: int) -> PageView:
+        """One page (0-based ``index``) of the document, read alone: a long document's
+        other pages are not read to show one of them."""
+        view = self.document(document_id)
+        if not 0 <= index < len(view.pages):
+            raise NotFound(f"document {document_id} has no page {index + 1}")
+        page = view.pages[index]
+        result = queries.page_result(self.db, page.result_id) if page.result_id else None
+        return PageView(page, result, self._image(view, page))
+
+    def page_images(self, document_id: str) -> list[Path | None]:
+        """Each page's image as the engine read it (None where there is none), by index."""
+        view = self.document(document_id)
+        return [self._image(view, page) for page in view.pages]
+
+    def _image(self, view: DocumentView, page: Page) -> Path | None:
+        image = page_image(self.spool, self.settings, view.doc, page)
+        return image if image.exists() else None
 
     def fields(self, document_id: str) -> FieldSet | None:
         return queries.latest_fields(self.db, document_id)

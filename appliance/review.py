@@ -32,8 +32,8 @@ from appliance.intake.spool import Spool
 from appliance.quality.markdown import markdown_to_text
 from appliance.raster import render_dpi
 from appliance.raster.preprocess import to_original
-from appliance.store import Database, reviews
-from appliance.store.models import Document, Page, PageResult
+from appliance.store import Database, queries, reviews
+from appliance.store.models import Document, FieldSet, Page, PageResult
 from appliance.store.reviews import ReviewFilter
 
 log = logging.getLogger(__name__)
@@ -128,6 +128,10 @@ class ReviewService:
 
     def counts(self) -> dict:
         return reviews.review_counts(self.db)
+
+    def fields(self, document_id: str) -> FieldSet | None:
+        """The newest reading of the document's key fields, for the form beside its page."""
+        return queries.latest_fields(self.db, document_id)
 
     def next_page(self, reviewer: str, where: ReviewFilter = ReviewFilter()) -> ReviewPage | None:
         """Lock the oldest highest-priority free page for ``reviewer`` and open it."""

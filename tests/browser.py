@@ -10,7 +10,7 @@ from pathlib import Path
 from typing import Iterator
 
 import pytest
-from playwright.sync_api import Browser, Page, sync_playwright
+from playwright.sync_api import Browser, Locator, Page, expect, sync_playwright
 
 from tests.daemon import Daemon
 
@@ -50,3 +50,40 @@ def screenshot_on_failure(page: Page, folder: Path, daemon: Daemon):
         except Exception as exc:  # the original failure matters more
             print(f"could not save the browser state: {exc}")
         raise
+
+
+# --- the web UI's documents workspace (ui/workspace.py) -----------------------------
+
+
+def open_ui(page: Page, daemon: Daemon) -> None:
+    # domcontentloaded: nothing may wait on fonts or anything else off this host
+    page.goto(f"http://127.0.0.1:{daemon.port}/", wait_until="domcontentloaded")
+    expect(upload_input(page)).to_be_attached()
+
+
+def upload_input(page: Page) -> Locator:
+    """The drop zone's file input (the tables carry hidden CSV-import inputs of their own)."""
+    return page.locator("#upload-files input[type=file]")
+
+
+def list_row(page: Page, name: str) -> Locator:
+    """A document's row in the documents list, by its exact name."""
+    return page.locator("#documents-list tbody tr").filter(
+        has=page.get_by_role("button", name=name, exact=True))
+
+
+def search_documents(page: Page, words: str) -> None:
+    page.get_by_role("tab", name="Documents", exact=True).click()
+    page.get_by_label("Search", exact=True).fill(words)
+    page.get_by_label("Search", exact=True).press("Enter")
+
+
+def open_document(page: Page, name: str) -> None:
+    """Open a document of the list (its name is a button) in the Document tab."""
+    list_row(page, name).get_by_role("button", name=name, exact=True).click()
+    expect(page.locator("#document-title")).to_contain_text(name)
+
+
+def page_body(page: Page) -> Locator:
+    """The open page's rendered Markdown (the document view's "Rendered" tab)."""
+    return page.locator("#document-body")

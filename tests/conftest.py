@@ -47,3 +47,23 @@ def llama_cpp_server(tiny_model, tmp_path_factory):
 
     with tiny_server(*tiny_model, tmp_path_factory.mktemp("llama-cpp-server")) as server:
         yield server
+
+
+@pytest.fixture(scope="module")
+def browser():
+    """A headless Chromium for a module's browser tests (``tests/browser.py``)."""
+    from tests.browser import launched_chromium  # Playwright, only where a test drives it
+
+    with launched_chromium() as chromium:
+        yield chromium
+
+
+@pytest.fixture(scope="module")
+def patient_expect():
+    """Two cores run the daemon, its OCR worker and Chromium: Playwright's ``expect``
+    waits longer than its 5 s in the modules that ask (``usefixtures``)."""
+    from playwright.sync_api import expect
+
+    expect.set_options(timeout=20_000)
+    yield
+    expect.set_options(timeout=5_000)  # Playwright's default, for the other modules

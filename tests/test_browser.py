@@ -2,8 +2,9 @@
 
 Chromium is Debian's (``make chromium`` installs it; Playwright's own browser
 downloads are not used), driven by Playwright's Python API. Selectors follow
-Gradio 6's DOM: components are found by their visible labels, table rows by ARIA
-roles, so a restyling does not break them.
+Gradio 6's DOM: components are found by their visible labels or ids, table rows by
+ARIA roles, the documents list (our own HTML) by its buttons, so a restyling does not
+break them. The workspace on a large store: test_workspace_browser.py.
 """
 
 from __future__ import annotations
@@ -14,23 +15,20 @@ import time
 import pytest
 from playwright.sync_api import Locator, Page, expect
 
-from tests.browser import UI_TIMEOUT_MS, launched_chromium, screenshot_on_failure
+from tests.browser import (
+    UI_TIMEOUT_MS, list_row, open_document, open_ui, page_body, screenshot_on_failure,
+    search_documents, upload_input,
+)
 from tests.daemon import Daemon
 from tests.fixtures.documents import text_similarity, write_pdf, write_png
 
-# Generous: two cores, OCR of a page takes 1-3 s, and the status table refreshes each second.
+# Generous: two cores, OCR of a page takes 1-3 s, and the list refreshes every two seconds.
 DONE_TIMEOUT_MS = 180_000
 
 REPORT_PAGES = [["Quarterly report", "Revenue grew by twelve percent"],
                 ["Signed by the board", "Next meeting in March"]]
 RECEIPT = ["Receipt from the bakery", "Two loaves of bread", "Paid in cash"]
 HOSTILE = ["<img src=x onerror=alert(1)>", "<script>window.__xss=1</script>"]
-
-
-@pytest.fixture(scope="module")
-def browser():
-    with launched_chromium() as chromium:
-        yield chromium
 
 
 @pytest.fixture
@@ -52,37 +50,11 @@ def daemon(tmp_path_factory):
         d.stop()
 
 
-def open_ui(page: Page, daemon: Daemon) -> None:
-    # domcontentloaded: nothing may wait on fonts or anything else off this host
-    page.goto(f"http://127.0.0.1:{daemon.port}/", wait_until="domcontentloaded")
-    expect(upload_input(page)).to_be_attached()
-
-
-def upload_input(page: Page) -> Locator:
-    """The drop zone's file input (the tables carry hidden CSV-import inputs of their own)."""
-    return page.locator(".block", has=page.get_by_text("Drop documents here")).locator(
-        "input[type=file]")
-
-
-def status_row(page: Page, name: str) -> Locator:
-    table = page.get_by_role("grid", name="Recent documents")
-    return table.get_by_role("row").filter(has_text=name)
-
-
-def wait_done(page: Page, name: str) -> Locator:
-    row = status_row(page, name)
-    expect(row.get_by_role("gridcell").nth(1)).to_have_text("done", timeout=DONE_TIMEOUT_MS)
+def wait_status(page: Page, name: str, status: str) -> Locator:
+    """The document's row in the list, once it shows ``status``."""
+    row = list_row(page, name)
+    expect(row.locator(".doc-status")).to_have_text(status, timeout=DONE_TIMEOUT_MS)
     return row
-
-
-def result_body(page: Page) -> Locator:
-    """The rendered Markdown of the selected document (the "Rendered" tab)."""
-    return page.locator(".tabitem .tabitem [data-testid=markdown]")
-
-
-def recognised_text(page: Page) -> Locator:
-    """The "Text" tab's textbox (its label wraps it, with a Copy button, so no get_by_label)."""
-    return page.locator("label", has_text="Recognised text").locator("textarea")
 
 
 def wait_for_similar_text(locator: Locator, expected: list[str], timeout_s: float = 60) -> str:
@@ -97,40 +69,44 @@ def wait_for_similar_text(locator: Locator, expected: list[str], timeout_s: floa
     raise AssertionError(f"expected text like {want!r}, the page shows {text!r}")
 
 
+def show_page_number(page: Page, number: int) -> None:
+    page.get_by_label("Page", exact=True).click()
+    page.get_by_role("option").filter(has_text=f"page {number} of").click()
+    expect(page.locator("#document-page-facts")).to_contain_text(f"Page {number} of")
+
+
 def test_upload_two_documents_and_read_their_results(page, daemon, tmp_path):
     pdf = write_pdf(tmp_path / "report.pdf", REPORT_PAGES)
     png = write_png(tmp_path / "receipt.png", RECEIPT)
     with screenshot_on_failure(page, tmp_path, daemon):
         open_ui(page, daemon)
         upload_input(page).set_input_files([pdf, png])
-        wait_done(page, "report.pdf")
-        receipt_row = wait_done(page, "receipt.png")
-
-        # a click on a row of the status table opens that document
-        # the upload's own table follows the documents, too
+        # what became of each file, as it was submitted
         last_upload = page.get_by_role("grid", name="Last upload")
         for name in ("report.pdf", "receipt.png"):
             expect(last_upload.get_by_role("row").filter(has_text=name)
-                   .get_by_role("gridcell").nth(1)).to_have_text("done")
+                   .get_by_role("gridcell").nth(1)).to_have_text("accepted")
+        wait_status(page, "report.pdf", "done")
+        wait_status(page, "receipt.png", "done")
+        expect(list_row(page, "report.pdf").locator("progress")).to_have_attribute("value", "2")
 
-        receipt_row.get_by_role("gridcell").first.click()
-        body = result_body(page)
+        # a click on a name opens the document at its first page
+        open_document(page, "receipt.png")
+        body = page_body(page)
         wait_for_similar_text(body, RECEIPT)
         # a receipt keeps its lines on screen, rather than running them into one paragraph
         shown_lines = [line for line in body.inner_text().splitlines() if line.strip()]
         assert len(shown_lines) >= len(RECEIPT), shown_lines
 
-        # so does picking it in the Document dropdown
-        page.get_by_label("Document", exact=True).click()
-        page.get_by_role("option").filter(has_text="report.pdf").click()
-        text = wait_for_similar_text(body, [line for lines in REPORT_PAGES for line in lines])
-        assert "Page 1" in text and "Page 2" in text  # the page markers, shown as notes
-
-        page.get_by_role("tab", name="Text").click()
-        recognised = recognised_text(page)
+        page.get_by_role("tab", name="Documents", exact=True).click()
+        open_document(page, "report.pdf")
+        wait_for_similar_text(body, REPORT_PAGES[0])
+        show_page_number(page, 2)
+        wait_for_similar_text(body, REPORT_PAGES[1])
+        page.get_by_role("tab", name="Text", exact=True).click()
+        recognised = page.locator("#document-text textarea")
         expect(recognised).to_be_visible()
-        assert text_similarity(recognised.input_value(),
-                               " ".join(line for lines in REPORT_PAGES for line in lines)) > 0.6
+        assert text_similarity(recognised.input_value(), " ".join(REPORT_PAGES[1])) > 0.6
 
 
 def test_hostile_text_and_names_cannot_run_script(page, daemon, tmp_path):
@@ -138,11 +114,12 @@ def test_hostile_text_and_names_cannot_run_script(page, daemon, tmp_path):
 
     The page goes through the drop zone. A second copy goes through the REST API under a
     hostile file name, which the API keeps verbatim (Gradio's upload strips "<" and ">"
-    from names): that name reaches the status table, the dropdown and the result title.
+    from names): that name reaches the list, its search snippet and the document view.
     """
     hostile = write_png(tmp_path / "hostile.png", HOSTILE)
     named = write_png(tmp_path / "named.png", HOSTILE + ["second copy"])
-    hostile_name = "<img src=x onerror=alert(2)><svg onload=window.__xss=2>.png"  # no "/"
+    # no "/"; braces and "${": the list's component has a template engine of its own
+    hostile_name = "<img src=x onerror=alert(2)><svg onload=window.__xss=2>{{value}}${1+1}.png"
     dialogs: list[str] = []
 
     def on_dialog(dialog) -> None:
@@ -158,26 +135,27 @@ def test_hostile_text_and_names_cannot_run_script(page, daemon, tmp_path):
             response = daemon.client.post("/api/v1/documents", files={"file": (hostile_name, fh)})
         assert response.status_code == 201 and response.json()["name"] == hostile_name
 
-        wait_done(page, "hostile.png").get_by_role("gridcell").first.click()
-        body = result_body(page)
+        wait_status(page, "hostile.png", "done")
+        open_document(page, "hostile.png")
+        body = page_body(page)
         # the recognised tags arrive, and are shown as text, not as elements
         expect(body).to_contain_text("onerror")
         expect(body).to_contain_text("script")
         shown = body.inner_text()
         assert "<img" in shown or "<script" in shown, shown
         assert body.locator("img, script, iframe, object, embed, svg").count() == 0
-        page.get_by_role("tab", name="Text").click()  # the raw text, in a textbox
-        expect(recognised_text(page)).to_have_value(re.compile("onerror"))
-        page.get_by_role("tab", name="Rendered").click()
+        page.get_by_role("tab", name="Text", exact=True).click()  # the raw text, in a textbox
+        expect(page.locator("#document-text textarea")).to_have_value(re.compile("onerror"))
+        page.get_by_role("tab", name="Rendered", exact=True).click()
 
-        # the hostile name, shown in the table, then opened through the dropdown
-        wait_done(page, "onerror=alert(2)")
-        page.get_by_label("Document", exact=True).click()
-        page.get_by_role("option").filter(has_text="onerror=alert(2)").click()
+        # the hostile name in the list and in a search's snippet, then opened
+        search_documents(page, "onerror second")
+        row = wait_status(page, hostile_name, "done")
+        expect(row.locator(".doc-hit mark").first).to_be_visible()
+        expect(row.locator(".doc-hit")).to_contain_text("onerror")
+        open_document(page, hostile_name)  # its title shows the name as text
         expect(body).to_contain_text(re.compile("second", re.IGNORECASE))
-        title = page.locator("[data-testid=markdown]").filter(has_text="pages done")
-        expect(title).to_contain_text(hostile_name)  # shown as text, not as elements
-        assert page.locator("main img[src=x], main svg[onload]").count() == 0
+        assert page.locator("main img[src=x], main svg[onload], #documents-list img").count() == 0
 
         page.wait_for_timeout(1500)  # time for an onerror or a script to have fired
         assert dialogs == []
@@ -203,11 +181,9 @@ def test_a_document_in_review_says_a_person_must_check_it(browser, review_daemon
         # loud, at once: nobody could ever take a page out of review
         expect(page.locator("#status-line")).to_contain_text("no reviewer account exists")
         upload_input(page).set_input_files([png])
-        row = status_row(page, "doubtful.png")
-        expect(row.get_by_role("gridcell").nth(1)).to_have_text("review",
-                                                                 timeout=DONE_TIMEOUT_MS)
+        row = wait_status(page, "doubtful.png", "review")
         expect(row).to_contain_text("a person has to check 1 page")
-        row.get_by_role("gridcell").first.click()
+        open_document(page, "doubtful.png")
         title = page.locator("#document-title")
         expect(title).to_contain_text("a person has to check 1 page in the review console")
         expect(title).to_contain_text("appliance users add NAME")
@@ -219,17 +195,16 @@ def test_a_document_in_review_says_a_person_must_check_it(browser, review_daemon
     page.close()
 
 
-def test_long_errors_are_cut_in_the_table_and_whole_in_the_document(page, daemon, tmp_path):
+def test_long_errors_are_cut_in_the_list_and_whole_in_the_document(page, daemon, tmp_path):
     broken = tmp_path / "broken.pdf"
     broken.write_bytes(b"%PDF-1.4\n garbage garbage garbage\n%%EOF\n")
     with screenshot_on_failure(page, tmp_path, daemon):
         open_ui(page, daemon)
         upload_input(page).set_input_files([broken])
-        row = status_row(page, "broken.pdf")
-        expect(row.get_by_role("gridcell").nth(1)).to_have_text("failed")
-        cell = row.get_by_role("gridcell").nth(3).inner_text()
+        row = wait_status(page, "broken.pdf", "failed")
+        cell = row.locator(".doc-details").inner_text()
         assert cell.endswith("… [corrupt_file]") and len(cell) <= 90, cell
-        row.get_by_role("gridcell").first.click()
+        open_document(page, "broken.pdf")
         title = page.locator("#document-title")
         expect(title).to_contain_text("rescan or re-export it and submit it again")
         assert ").)" not in title.inner_text()

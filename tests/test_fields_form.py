@@ -21,9 +21,8 @@ from tests.test_fields import INVOICE_ROWS, TODAY, no_history, page
 from tests.fixtures.results import page_done
 from tests.test_review import in_review
 from ui import fields_form
-from ui.review import (
-    annotate_page, document_fields, open_next, page_view, save_fields, shortcuts_js,
-)
+from ui.page_image import annotate_page
+from ui.review import document_fields, open_next, page_view, save_fields, shortcuts_js
 
 HOSTILE = "<img src=x onerror=alert(1)>"
 GROSS_SUM = "gross 1910.00 != net 1000.00 + tax 190.00"

@@ -132,7 +132,7 @@ def test_wrong_logins_fail_in_chromium(anna, tmp_path):
                 assert page.locator("#status-line").count() == 0, (name, password)
             log_in(page, "anna", PASSWORD)
             expect(page.locator("#status-line")).to_be_visible()
-            expect(page.locator("#signed-in")).to_contain_text("Signed in as anna")
+            expect(page.locator("#workspace-user")).to_contain_text("Signed in as anna")
             page.goto(f"http://127.0.0.1:{anna.port}/review/", wait_until="domcontentloaded")
             expect(page.locator("#review-counts")).to_contain_text("signed in as anna")
             page.get_by_role("link", name="Log out").click()  # out of both

@@ -14,7 +14,10 @@ from appliance.outputs.tree import page_trees
 from appliance.raster.synthetic import render_text_page, text_page_words
 from appliance.store import queries, reviews
 from tests.test_outputs_pdf import extracted_boxes, page_texts, text_lines
-from tests.test_ui_handlers import make_appliance, running_appliance, wait_final  # noqa: F401
+from tests import test_ui_handlers
+from tests.test_ui_handlers import make_appliance, wait_final
+
+running_appliance = test_ui_handlers.running_appliance  # the fixture, shared
 
 LINES = ["Invoice number 4711 for office chairs", "Delivered to the main office",
          "Total amount 118.50 EUR due in thirty days", "Signed by the purchasing board"]

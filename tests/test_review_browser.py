@@ -22,20 +22,20 @@ from appliance.security import ApiKeys
 from appliance.store import Database, queries
 from appliance.store.models import PageStatus
 from appliance.users import Users
-from tests.browser import launched_chromium, screenshot_on_failure
+from tests.browser import screenshot_on_failure
 from tests.conftest import make_settings
 from tests.daemon import Daemon
 from tests.fixtures.documents import write_pdf, write_png
 from tests.test_review import in_review
+from ui.page_image import annotate_page
 from ui.review import (
-    annotate_page, counts_text, held_page, highlights_text, make_filter, open_next,
-    other_engine, perform, queue_rows,
+    counts_text, held_page, highlights_text, make_filter, open_next, other_engine, perform,
+    queue_rows,
 )
 
 PASSWORD = "correct horse battery"
 REVIEWERS = ("anna", "ben")
 UI_TIMEOUT_MS = 60_000
-EXPECT_TIMEOUT_MS = 20_000
 REVIEW_TIMEOUT_S = 240
 HOSTILE = ["<img src=x onerror=window.__xss=1>", "<script>window.__xss=1</script>"]
 HOSTILE_CORRECTION = ("<img src=x onerror=window.__xss=1>\n\n<script>window.__xss=1</script>\n\n"
@@ -51,10 +51,7 @@ DOCUMENTS = {
 CORRECTED = "# Invoice number 4712\n\nDelivery of office desks, corrected by anna"
 
 
-@pytest.fixture(scope="module")
-def browser():
-    with launched_chromium() as chromium:
-        yield chromium
+pytestmark = pytest.mark.usefixtures("patient_expect")
 
 
 @pytest.fixture(scope="module")
@@ -83,14 +80,6 @@ def daemon(tmp_path_factory):
     finally:
         d.stop()
 
-
-
-@pytest.fixture(scope="module", autouse=True)
-def patient_expect():
-    """Two cores run the daemon, its OCR worker and Chromium: allow more than 5 s."""
-    expect.set_options(timeout=EXPECT_TIMEOUT_MS)
-    yield
-    expect.set_options(timeout=5_000)  # Playwright's default, for the other modules
 
 
 def wait_in_review(daemon: Daemon, doc_ids: list[str]) -> None:

@@ -13,9 +13,12 @@ import pytest
 from appliance.config import settings_from_dict
 from appliance.daemon import Appliance
 from appliance.export import FORMATS, SUFFIXES
-from appliance.store import queries
+from appliance.library import DocumentQuery
 from tests.fixtures.documents import text_similarity, write_pdf, write_png
-from ui.app import document_rows, handle_upload, load_recent, show_document, upload_rows
+from ui.document_status import cut
+from ui.document_view import WAITING_TEXT, show_document, show_page
+from ui.listing import list_details
+from ui.upload import UploadChoices, handle_upload, upload_rows
 from ui.components import safe_markdown, safe_markdown_view
 
 PAGE_A = ["Invoice number 4711", "Delivery of office chairs", "Total amount 118.50 EUR"]
@@ -51,7 +54,7 @@ def running_appliance(tmp_path):
 def wait_final(appliance: Appliance, doc_ids: list[str]) -> None:
     deadline = time.monotonic() + FINAL_TIMEOUT_S
     while True:
-        views = [queries.get_document(appliance.db, d) for d in doc_ids]
+        views = [appliance.library.document(d) for d in doc_ids]
         if all(v.is_final for v in views):
             return
         assert time.monotonic() < deadline, [str(v.status) for v in views]
@@ -65,48 +68,51 @@ def uploads(tmp: Path) -> Path:
     return folder
 
 
-def test_upload_then_show_results(running_appliance, tmp_path):
+def test_upload_with_options_then_show_results(running_appliance, tmp_path):
     folder = uploads(tmp_path)
     pdf = write_pdf(folder / "report.pdf", [PAGE_A, PAGE_B])
     png = write_png(folder / "receipt.png", PAGE_C)
 
-    uploaded = handle_upload(running_appliance, [str(pdf), str(png)])
-    rows = upload_rows(running_appliance, uploaded)
-    assert [row[0] for row in rows] == ["report.pdf", "receipt.png"]
-    assert rows[0][2] in ("0 of 2 pages done", "1 of 2 pages done", "2 pages read")
-
-    recent = load_recent(running_appliance)
-    assert {v.doc.name for v in recent} == {"report.pdf", "receipt.png"}
-    doc_ids = {v.doc.name: v.doc.id for v in recent}
+    uploaded = handle_upload(running_appliance, [str(pdf), str(png)], UploadChoices(
+        doc_type="report", lane="batch", tags="board, q3 ,", engine="classic"))
+    assert upload_rows(running_appliance, uploaded) == [
+        ["report.pdf", "accepted", "2 pages to read; the list shows how far it is"],
+        ["receipt.png", "accepted", "1 page to read; the list shows how far it is"]]
+    doc_ids = {u.name: u.document_id for u in uploaded}
+    doc = running_appliance.library.document(doc_ids["report.pdf"]).doc
+    assert (doc.doc_type, doc.lane, doc.tags, doc.engine, doc.source) == (
+        "report", "batch", ["board", "q3"], "classic", "upload")
 
     # not final yet (or already final on a fast machine): never a half result
     early = show_document(running_appliance, doc_ids["report.pdf"], tmp_path / "dl")
-    if not queries.get_document(running_appliance.db, doc_ids["report.pdf"]).is_final:
-        assert "when every page is finished" in early.markdown and not early.files
+    if not running_appliance.library.document(doc_ids["report.pdf"]).is_final:
+        assert early.note == WAITING_TEXT and not early.files
 
     wait_final(running_appliance, list(doc_ids.values()))
-    table = {row[0]: row for row in document_rows(load_recent(running_appliance))}
-    assert table["report.pdf"][1:4] == ["done", "2/2", ""]
-    assert table["receipt.png"][1:4] == ["done", "1/1", ""]
-    # the upload's own rows follow the documents to the end, not "queued" for ever
-    assert upload_rows(running_appliance, uploaded) == [
-        ["report.pdf", "done", "2 pages read"], ["receipt.png", "done", "1 page read"]]
+    found = running_appliance.library.find(DocumentQuery(tag="board", sort="name"))
+    assert [v.doc.name for v in found.documents] == ["report.pdf", "receipt.png"]
+    assert [list_details(v, True) for v in found.documents] == ["", ""]
 
     download_dir = tmp_path / "dl"
-    for name, lines in (("report.pdf", PAGE_A + PAGE_B), ("receipt.png", PAGE_C)):
+    for name, pages in (("report.pdf", [PAGE_A, PAGE_B]), ("receipt.png", [PAGE_C])):
         panel = show_document(running_appliance, doc_ids[name], download_dir)
-        expected = " ".join(lines)
-        assert text_similarity(panel.text, expected) > 0.7, panel.text
-        shown = rendered_text(safe_markdown(panel.markdown))
-        assert text_similarity(shown.replace("Page 1", "").replace("Page 2", ""), expected) > 0.7
-        assert set(panel.files) == set(FORMATS)
+        assert set(panel.files) == set(FORMATS), panel.note
         stem = Path(name).stem
         assert sorted(p.name for p in panel.files.values()) == sorted(
             f"{stem}{suffix}" for suffix in SUFFIXES.values())
         assert all(p.is_file() for p in panel.files.values())
-        assert panel.files["txt"].read_text() == panel.text
+        text = panel.files["txt"].read_text()
+        assert text_similarity(text, " ".join(line for page in pages for line in page)) > 0.7
         assert json.loads(panel.files["json"].read_text())["document"]["name"] == name
-        assert f"**done**, {len(lines) // 3}/{len(lines) // 3} pages done" in panel.title
+        assert f"**done**, {len(pages)}/{len(pages)} pages done" in panel.title
+        for index, lines in enumerate(pages):
+            shown = show_page(running_appliance.library, doc_ids[name], index)
+            assert f"**Page {index + 1} of {len(pages)}** · done" in shown.facts
+            assert "read by classic" in shown.facts
+            assert text_similarity(shown.text, " ".join(lines)) > 0.7
+            assert rendered_text(safe_markdown(shown.markdown)).strip()
+            # every line outlined on the page image
+            assert shown.image is not None and not isinstance(shown.image, Path)
 
 
 def test_upload_errors_are_per_file(tmp_path):
@@ -122,21 +128,21 @@ def test_upload_errors_are_per_file(tmp_path):
         good = write_png(folder / "receipt.png", PAGE_C)
         missing = folder / "vanished.pdf"
 
-        rows = upload_rows(appliance, handle_upload(
-            appliance, [str(big), str(notes), str(good), str(missing)]))
+        uploaded = handle_upload(appliance, [str(big), str(notes), str(good), str(missing)])
+        rows = upload_rows(appliance, uploaded)
 
         assert [row[0] for row in rows] == ["big.png", "notes.txt", "receipt.png", "vanished.pdf"]
         assert rows[0][1] == "refused" and "larger than the limit" in rows[0][2]
         assert rows[0][2].endswith("[too_large]")
         assert rows[1][1] == "failed" and "[unsupported_type]" in rows[1][2]
-        assert rows[2][1:] == ["queued", "0 of 1 page done"]
+        assert rows[2][1] == "accepted"
         assert rows[3][1] == "refused" and "internal error" in rows[3][2]
 
-        table = {row[0]: row for row in document_rows(load_recent(appliance))}
-        assert table["notes.txt"][1:4] == ["failed", "0/0", rows[1][2]]
-        assert table["receipt.png"][1:3] == ["queued", "0/1"]
-        panel = show_document(appliance, table["notes.txt"][4], tmp_path / "dl")
-        assert "could not be processed" in panel.markdown and not panel.files
+        listed = {v.doc.name: v for v in appliance.library.find().documents}
+        assert cut(list_details(listed["notes.txt"], True)) == rows[1][2]
+        assert str(listed["receipt.png"].status) == "queued"
+        panel = show_document(appliance, uploaded[1].document_id, tmp_path / "dl")
+        assert "could not be processed" in panel.note and not panel.files
         assert "unsupported" in panel.title
     finally:
         appliance.db.close()
@@ -200,10 +206,10 @@ def test_an_upload_may_pick_an_engine_the_workers_run_and_no_other(tmp_path):
     appliance = make_appliance(tmp_path)
     try:
         good = write_png(uploads(tmp_path) / "receipt.png", PAGE_C)
-        refused, picked = (handle_upload(appliance, [str(good)], engine)[0]
+        refused, picked = (handle_upload(appliance, [str(good)], UploadChoices(engine=engine))[0]
                            for engine in ("llama", "classic"))
         assert refused.document_id is None and "engine_unavailable" in refused.refusal
-        assert queries.get_document(appliance.db, picked.document_id).doc.engine == "classic"
+        assert appliance.library.document(picked.document_id).doc.engine == "classic"
     finally:
         appliance.db.close()
 

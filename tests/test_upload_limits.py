@@ -38,7 +38,7 @@ def multipart_tail() -> bytes:
 
 
 def request_head(daemon: Daemon, headers: dict[str, str]) -> bytes:
-    lines = [f"POST /api/v1/documents HTTP/1.1", f"Host: 127.0.0.1:{daemon.port}",
+    lines = ["POST /api/v1/documents HTTP/1.1", f"Host: 127.0.0.1:{daemon.port}",
              f"Content-Type: multipart/form-data; boundary={BOUNDARY}",
              *(f"{k}: {v}" for k, v in headers.items())]
     return ("\r\n".join(lines) + "\r\n\r\n").encode()

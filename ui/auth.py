@@ -204,9 +204,3 @@ def mount_signed_in(app: FastAPI, blocks: gr.Blocks, path: str, sessions: Sessio
     mount = next(route for route in reversed(app.router.routes)
                  if isinstance(route, Mount) and route.path == path.rstrip("/"))
     mount.app = SignInGate(mount.app, sessions, required)
-
-
-def signed_in_text(request: gr.Request) -> str:
-    """Who is signed in, for a UI's header ("" when nobody needs to be)."""
-    name = getattr(request, "username", None) if request is not None else None
-    return f"Signed in as **{html.escape(name)}** · [Sign out]({LOGOUT_PATH})" if name else ""

@@ -5,7 +5,7 @@ timer.
 ``dashboard_view`` is a plain function of the ``Appliance`` that returns everything
 the tab shows (pandas DataFrames for the plots, Markdown for the rest); the data comes
 from ``appliance.metrics`` (the same running totals /metrics serves, plus a short
-in-memory history of queue and memory samples) and ``appliance.store.queries``.
+in-memory history of queue and memory samples) and ``appliance.library``.
 ``dashboard_tab`` only wires it to components.
 
 Document names, failure messages and why an endpoint is out are untrusted (a file
@@ -28,8 +28,7 @@ from appliance.metrics import (
     HISTORY_S, SAMPLE_S, EndpointStatus, metrics_for, pages_per_bucket, percentile,
     rolling_latency,
 )
-from appliance.store import queries
-from appliance.store.models import Lane
+from appliance.library import FailureRow, Lane
 from ui.components import escape_markdown_text, safe_markdown, safe_markdown_view
 
 if TYPE_CHECKING:
@@ -126,7 +125,7 @@ def _cell(text: str, limit: int = MESSAGE_CHARS) -> str:
     return escape_markdown_text(text)
 
 
-def failures_markdown(rows: list[queries.FailureRow]) -> str:
+def failures_markdown(rows: list[FailureRow]) -> str:
     """The latest failures as a table; names, codes and messages escaped."""
     if not rows:
         return "No failures."
@@ -175,7 +174,7 @@ def summary_markdown(appliance: Appliance, snapshot, completions, now: float) ->
     waiting = sum(snapshot.queued.values())
     running = sum(snapshot.running.values())
     lanes = ", ".join(f"{lane} {n}" for lane, n in snapshot.queued.items())
-    backlog = queries.review_backlog(appliance.db)
+    backlog = appliance.library.review_backlog()
     memory = appliance.memory.status()
     workers = appliance.worker_status()
     restarts = sum(w["restarts"] for w in workers)
@@ -213,7 +212,7 @@ def dashboard_view(appliance: Appliance, now: float | None = None) -> DashboardV
         summary=summary_markdown(appliance, samples[-1], completions, now),
         queue=queue_frame(samples), throughput=throughput_frame(completions, now),
         latency=latency_frame(completions, times), vram=vram, ram=ram,
-        failures=failures_markdown(queries.latest_failures(appliance.db, FAILURE_LIMIT)),
+        failures=failures_markdown(appliance.library.latest_failures(FAILURE_LIMIT)),
         endpoints=endpoints_markdown(endpoints, now) if endpoints else None)
 
 

@@ -34,18 +34,17 @@ from typing import TYPE_CHECKING
 import gradio as gr
 from fastapi import FastAPI
 from fastapi.responses import RedirectResponse
-from PIL import Image, ImageDraw, ImageFont
+from PIL import Image
 
 from appliance.config import DOC_TYPES
 from appliance.engines import registry
 from appliance.errors import ApplianceError, LockLost
 from appliance.quality.routing import REVIEW_CODES
-from appliance.review import ReviewPage, ReviewService
-from appliance.store import queries
-from appliance.store.reviews import ReviewFilter
+from appliance.review import ReviewFilter, ReviewPage, ReviewService
 from ui import fields_form
 from ui.auth import LOGOUT_PATH, Sessions, mount_signed_in
 from ui.components import escape_markdown_text, safe_markdown, safe_markdown_view
+from ui.page_image import ZOOM_CSS, ZOOMABLE, annotate_page
 
 if TYPE_CHECKING:
     from appliance.daemon import Appliance
@@ -93,10 +92,6 @@ PLAIN_KEYS = {key: button for action, (button, _label, key) in ACTIONS.items()
 ALT_KEYS = {f"Key{key.upper()}": button for button, _label, key in ACTIONS.values()}
 CTRL_KEYS = {"s": "review-save"}
 ZOOM_STEP = 1.25
-HIGHLIGHT_FILL = (255, 196, 0, 70)
-HIGHLIGHT_LINE = (220, 40, 20, 255)
-FIELD_FILL = (40, 120, 255, 50)  # a key field's evidence that passes its checks
-FIELD_LINE = (20, 80, 200, 255)
 
 
 # --- Gradio-independent logic -------------------------------------------------
@@ -170,54 +165,6 @@ def queue_rows(service: ReviewService, where: ReviewFilter = ReviewFilter(),
             for item in service.queue(where, limit)]
 
 
-def _box(box) -> tuple[float, float, float, float] | None:
-    """[x0, y0, x1, y1], or a polygon of points, as a rectangle; None if neither."""
-    try:
-        if box and len(box) == 4 and all(isinstance(v, (int, float)) for v in box):
-            x0, y0, x1, y1 = (float(v) for v in box)
-        elif box and all(len(point) == 2 for point in box):
-            xs, ys = [float(p[0]) for p in box], [float(p[1]) for p in box]
-            x0, y0, x1, y1 = min(xs), min(ys), max(xs), max(ys)
-        else:
-            return None
-    except (TypeError, ValueError):
-        return None
-    return (min(x0, x1), min(y0, y1), max(x0, x1), max(y0, y1))
-
-
-def annotate_page(image_path: Path, highlights: list[dict]) -> Image.Image | Path:
-    """The page image with each highlight's box drawn on it and numbered as in the list
-    (or marked with its ``label``; one with ``ok`` true in the key fields' colour);
-    the file itself when no highlight has a box."""
-    boxes = [(h, str(h.get("label") or number), _box(h.get("box")))
-             for number, h in enumerate(highlights, 1)]
-    boxes = [(h, label, box) for h, label, box in boxes if box]
-    if not boxes:
-        return image_path
-    with Image.open(image_path) as source:
-        page = source.convert("RGB")
-    overlay = Image.new("RGBA", page.size, (0, 0, 0, 0))
-    draw = ImageDraw.Draw(overlay)
-    width = max(2, round(max(page.size) / 600))
-    try:
-        font = ImageFont.load_default(size=max(12, round(max(page.size) / 90)))
-    except TypeError:  # Pillow < 10.1: a fixed bitmap font
-        font = ImageFont.load_default()
-    for mark, label, (x0, y0, x1, y1) in boxes:
-        fill, line = (FIELD_FILL, FIELD_LINE) if mark.get("ok") else (HIGHLIGHT_FILL,
-                                                                       HIGHLIGHT_LINE)
-        pad = width * 2
-        draw.rectangle((x0 - pad, y0 - pad, x1 + pad, y1 + pad), fill=fill, outline=line,
-                       width=width)
-        left, top, right, bottom = draw.textbbox((0, 0), label, font=font)
-        text_w, text_h = right - left, bottom - top
-        tx, ty = max(0, x0 - pad - text_w - 3 * width), max(0, y0 - pad)
-        draw.rectangle((tx - width, ty, tx + text_w + width, ty + text_h + 2 * width),
-                       fill=line)
-        draw.text((tx, ty - top + width), label, fill=(255, 255, 255, 255), font=font)
-    return Image.alpha_composite(page.convert("RGBA"), overlay).convert("RGB")
-
-
 def highlights_text(highlights: list[dict]) -> str:
     """The low-confidence lines or tokens as a numbered list (escaped: OCR text)."""
     if not highlights:
@@ -278,7 +225,7 @@ def page_title(page: ReviewPage, lock_minutes: float, now: float | None = None) 
 
 def document_fields(service: ReviewService, page: ReviewPage | None) -> list[dict] | None:
     """The newest reading of the page's document's key fields (None: none)."""
-    found = queries.latest_fields(service.db, page.item.document_id) if page else None
+    found = service.fields(page.item.document_id) if page else None
     return found.fields if found else None
 
 
@@ -410,12 +357,6 @@ def save_fields(appliance: Appliance, reviewer: str, page_id: int | None,
 CSS = """
 #review-why { font-size: 1.1em; border-left: 6px solid #e0a000; padding-left: 0.8em; }
 #review-message { min-height: 1.6em; }
-#review-image { overflow: auto; }
-#review-image img { width: calc(var(--review-zoom, 1) * 100%) !important;
-  max-width: none !important; max-height: none !important; height: auto !important;
-  object-fit: initial !important; }
-#review-image .image-container, #review-image .image-frame { overflow: auto !important;
-  display: block !important; }
 #review-editor textarea { font-family: ui-monospace, monospace; font-size: 0.95em; }
 """
 
@@ -432,7 +373,7 @@ def shortcuts_js() -> str:
   window.reviewZoom = (factor) => {
     zoom = factor === 0 ? 1 : Math.min(8, Math.max(0.25, zoom * factor));
     const el = document.getElementById("review-image");
-    if (el) el.style.setProperty("--review-zoom", String(zoom));
+    if (el) el.style.setProperty("--page-zoom", String(zoom));
   };
   const typing = (t) => t && (t.tagName === "INPUT" || t.tagName === "TEXTAREA" ||
                               t.tagName === "SELECT" || t.isContentEditable);
@@ -541,7 +482,7 @@ def build_review_ui(appliance: Appliance) -> gr.Blocks:
             with gr.Column(scale=5):
                 image = gr.Image(label="Page as the engine read it", type="pil", format="png",
                                  interactive=False, height=900, elem_id="review-image",
-                                 buttons=["fullscreen", "download"])
+                                 elem_classes=[ZOOMABLE], buttons=["fullscreen", "download"])
                 with gr.Row():
                     zoom_out = gr.Button("Zoom out (−)", size="sm", min_width=60,
                                          elem_id="review-zoom-out")
@@ -729,4 +670,4 @@ def mount_review(app: FastAPI, appliance: Appliance, sessions: Sessions) -> None
     mount_signed_in(app, blocks, MOUNT_PATH, sessions,
                     footer_links=["settings"], run_history=False, ssr_mode=False,
                     show_error=False,  # a clerk sees our messages, never an exception's
-                    mcp_server=False, css=CSS, js=shortcuts_js())
+                    mcp_server=False, css=CSS + ZOOM_CSS, js=shortcuts_js())

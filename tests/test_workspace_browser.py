@@ -1,0 +1,295 @@
+"""The documents workspace (the web UI's Documents and Document tabs) in a real headless
+Chromium against a real daemon whose store holds a thousand generated documents
+(``search_bench.generate_store``: ``scan-00000.pdf`` the oldest, ``unique_word(i, p)``
+on page p of document i only) and a few real uploads.
+
+Accounts are on, so the UI wants a login: "ada" is an administrator, "rita" a
+reviewer. Chromium and the DOM conventions are those of test_browser.py.
+
+With ``APPLIANCE_SCREENSHOTS=docs/screenshots`` the tests keep the README's
+screenshots there.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import sqlite3
+from pathlib import Path
+
+import pikepdf
+import pytest
+from playwright.sync_api import Browser, Page, expect
+from sqlalchemy import text
+
+from appliance.measure.search_bench import generate_store, unique_word
+from appliance.security import ApiKeys
+from appliance.store import Database
+from appliance.users import Users
+from tests.browser import (
+    UI_TIMEOUT_MS, list_row, open_document, page_body, screenshot_on_failure, search_documents,
+    upload_input,
+)
+from tests.daemon import Daemon
+from tests.fixtures.documents import text_similarity, write_pdf
+
+PASSWORD = "correct horse battery"
+GENERATED = 1000
+READ_TIMEOUT_S = 180
+REPORT_PAGES = [["Quarterly report", "Revenue grew by twelve percent"],
+                ["Signed by the board", "Next meeting in March"]]
+PDF_PASSWORD = "open sesame 7"
+SCREENSHOTS = os.environ.get("APPLIANCE_SCREENSHOTS")
+
+
+pytestmark = pytest.mark.usefixtures("patient_expect")
+
+
+@pytest.fixture(scope="module")
+def daemon(tmp_path_factory):
+    tmp = tmp_path_factory.mktemp("workspace-daemon")
+    users_file = tmp / "users.toml"
+    Users(users_file).add("ada", "admin", PASSWORD)
+    Users(users_file).add("rita", "reviewer", PASSWORD)
+    keys_file = tmp / "api-keys.toml"
+    key = ApiKeys(keys_file).add("tests")
+    d = Daemon(tmp, review={"enabled": False, "users_file": str(users_file)},
+               auth={"api_keys_file": str(keys_file)})
+    d.client.headers["X-API-Key"] = key
+    db = Database(d.data_dir / "appliance.db")
+    try:
+        generate_store(db, GENERATED)
+        with db.write() as session:
+            # as if exported long ago, and the queued pages given up on (their originals
+            # are not there): the daemon finds nothing to do in them
+            session.execute(text("UPDATE document SET exported_at = created_at + 60"))
+            session.execute(text("UPDATE page SET status = 'failed', error_code = "
+                                 "'engine_error' WHERE status = 'queued'"))
+    finally:
+        db.close()
+    with d.running():
+        report = d.upload(write_pdf(tmp / "report.pdf", REPORT_PAGES), doc_type="report",
+                          tags="board")
+        d.report_id = report["id"]
+        d.wait_exported([report["id"]], timeout_s=READ_TIMEOUT_S)
+        yield d
+
+
+def events(daemon: Daemon, document_id: str) -> list[tuple[str, str]]:
+    """The audit trail of a document, (kind, actor), read from the daemon's store."""
+    with sqlite3.connect(f"file:{daemon.data_dir / 'appliance.db'}?mode=ro", uri=True) as db:
+        return db.execute("SELECT kind, actor FROM event WHERE document_id = ? ORDER BY id",
+                          (document_id,)).fetchall()
+
+
+def api_documents(daemon: Daemon, **params) -> dict:
+    response = daemon.client.get("/api/v1/documents", params=params)
+    assert response.status_code == 200, response.text
+    return response.json()
+
+
+def sign_in(browser: Browser, daemon: Daemon, name: str) -> Page:
+    """A new browser context signed in at "/" as ``name`` (the login form's fields are
+    labelled "username" and "password"; its button is "Login")."""
+    context = browser.new_context(viewport={"width": 1400, "height": 1600})
+    context.set_default_timeout(UI_TIMEOUT_MS)
+    page = context.new_page()
+    page.goto(f"http://127.0.0.1:{daemon.port}/", wait_until="domcontentloaded")
+    page.get_by_label("username").fill(name)
+    page.get_by_label("password").fill(PASSWORD)
+    page.get_by_role("button", name="Login").click()
+    expect(upload_input(page)).to_be_attached()
+    expect(page.locator("#workspace-user")).to_contain_text(f"Signed in as {name}")
+    return page
+
+
+@pytest.fixture
+def ada(browser, daemon, tmp_path):
+    page = sign_in(browser, daemon, "ada")
+    try:
+        with screenshot_on_failure(page, tmp_path, daemon):
+            yield page
+    finally:
+        page.context.close()
+
+
+def count_line(page: Page):
+    return page.locator("#documents-count")
+
+
+def keep_screenshot(page: Page, name: str) -> None:
+    if SCREENSHOTS:
+        Path(SCREENSHOTS).mkdir(parents=True, exist_ok=True)
+        page.screenshot(path=str(Path(SCREENSHOTS) / name))
+
+
+def choose(page: Page, label: str, option: str) -> None:
+    """Pick ``option`` in the dropdown labelled ``label`` (a multiselect stays open)."""
+    page.get_by_label(label, exact=True).click()
+    page.get_by_role("option", name=option, exact=True).click()
+    page.keyboard.press("Escape")
+
+
+def test_search_finds_a_word_on_one_page_and_opens_the_document_there(ada, daemon):
+    page = ada
+    total = GENERATED + 1
+    expect(count_line(page)).to_contain_text(f"1–50 of {total:,} documents")
+    keep_screenshot(page, "documents-browser.png")
+    # a page of document 123 that was read (a failed page, or one in review, has no text)
+    word = next(unique_word(123, p) for p in (2, 3, 4, 1, 0)
+                if api_documents(daemon, q=unique_word(123, p))["total"])
+    search_documents(page, word)
+    expect(count_line(page)).to_contain_text("1–1 of 1 document")
+    row = list_row(page, "scan-00123.pdf")
+    # the snippet: the matched word marked, the rest plain text
+    number = int(word[-1]) + 1
+    expect(row.locator(".doc-hit")).to_contain_text(f"page {number}:")
+    expect(row.locator(".doc-hit mark")).to_have_text(word)
+    keep_screenshot(page, "documents-search.png")
+
+    open_document(page, "scan-00123.pdf")
+    expect(page.locator("#document-page-facts")).to_contain_text(f"Page {number} of 5")
+    expect(page_body(page)).to_contain_text(word)
+    expect(page.locator("#document-history")).to_contain_text("intake")
+
+
+def test_paging_reaches_the_oldest_document(ada, daemon):
+    page = ada
+    total = GENERATED + 1
+    page.locator("#documents-next").click()
+    expect(count_line(page)).to_contain_text(f"51–100 of {total:,}")
+    page.locator("#documents-last").click()
+    expect(count_line(page)).to_contain_text(f"1,001–1,001 of {total:,}")
+    expect(list_row(page, "scan-00000.pdf")).to_be_visible()
+    page.locator("#documents-first").click()
+    expect(count_line(page)).to_contain_text(f"1–50 of {total:,}")
+    expect(list_row(page, "report.pdf")).to_be_visible()  # the newest
+
+
+def test_filters_combine(ada, daemon):
+    page = ada
+    filters = {"status": "done", "doc_type": "invoice", "tag": "hr", "source": "api"}
+    together = api_documents(daemon, **filters)["total"]
+    alone = [api_documents(daemon, **{key: value})["total"] for key, value in filters.items()]
+    assert 0 < together < min(alone)
+    choose(page, "Status", "done")
+    expect(count_line(page)).to_contain_text(f"of {alone[0]:,} documents")
+    choose(page, "Type", "invoice")
+    page.get_by_label("Tag", exact=True).fill("hr")
+    page.get_by_label("Tag", exact=True).press("Enter")
+    choose(page, "Source", "REST API")
+    expect(count_line(page)).to_contain_text(f"of {together:,} documents")
+    statuses = page.locator("#documents-list .doc-status").all_inner_texts()
+    assert statuses and set(statuses) == {"done"}
+    metas = page.locator("#documents-list .doc-meta").all_inner_texts()
+    assert all(all(word in meta for word in ("invoice", "hr", "api")) for meta in metas), metas
+
+
+def test_bulk_retry_and_delete_are_done_and_audited(ada, daemon):
+    page = ada
+    partial = api_documents(daemon, status="partial", limit=3)  # newest first
+    failed = partial["documents"]
+    assert len(failed) == 3
+    names = [doc["name"] for doc in failed]
+    choose(page, "Status", "partial")
+    # the filtered list is there: a box is ticked in it, not in the list it replaces
+    expect(count_line(page)).to_contain_text(f"of {partial['total']:,} documents")
+    for name in names[:2]:
+        list_row(page, name).get_by_role("checkbox").check()
+    expect(page.locator("#documents-picked")).to_contain_text("2 documents ticked")
+    page.locator("#bulk-retry").click()
+    expect(page.locator("#documents-message")).to_contain_text(
+        re.compile(r"Retry failed pages: 2 documents queued their failed pages again \(\d+ pages"))
+    for doc in failed[:2]:
+        assert ("retried", "ada") in events(daemon, doc["id"])
+
+    list_row(page, names[2]).get_by_role("checkbox").check()
+    expect(page.locator("#documents-picked")).to_contain_text("1 document ticked")
+    page.locator("#bulk-delete").click()
+    expect(page.locator("#documents-message")).to_contain_text("Delete: 1 document deleted")
+    expect(list_row(page, names[2])).to_have_count(0)
+    assert daemon.client.get(f"/api/v1/documents/{failed[2]['id']}").status_code == 404
+    assert ("deleted", "ada") in events(daemon, failed[2]["id"])
+
+
+def test_the_document_view_shows_a_real_page_and_its_downloads(ada, daemon):
+    page = ada
+    search_documents(page, "twelve percent")
+    expect(list_row(page, "report.pdf").locator(".doc-hit mark").first).to_have_text(
+        re.compile("twelve", re.IGNORECASE))
+    open_document(page, "report.pdf")
+    expect(page.locator("#document-page-facts")).to_contain_text("Page 1 of 2")
+    expect(page.locator("#document-page-facts")).to_contain_text("read by classic")
+    expect(page.locator("#document-image img")).to_be_visible()
+    thumbnails = page.locator("#document-thumbnails .thumbnail-item")
+    expect(thumbnails).to_have_count(2)
+    thumbnails.nth(1).click()
+    expect(page.locator("#document-page-facts")).to_contain_text("Page 2 of 2")
+    assert text_similarity(page_body(page).inner_text(), " ".join(REPORT_PAGES[1])) > 0.6
+    with page.expect_download() as download:
+        page.get_by_role("button", name="Download text (.txt)").click()
+    assert "twelve" in Path(download.value.path()).read_text().lower()
+    keep_screenshot(page, "document-view.png")
+
+
+def encrypted_pdf(path: Path, lines: list[str]) -> Path:
+    plain = write_pdf(path.with_suffix(".plain.pdf"), [lines])
+    with pikepdf.open(plain) as pdf:
+        pdf.save(path, encryption=pikepdf.Encryption(owner="owner " + PDF_PASSWORD,
+                                                     user=PDF_PASSWORD, R=6))
+    return path
+
+
+def test_an_encrypted_pdf_is_read_with_its_password_and_fails_without(ada, daemon, tmp_path):
+    """Needs the upload password of the backend (SubmitOptions.pdf_password)."""
+    page = ada
+    with_password = encrypted_pdf(tmp_path / "locked-with-password.pdf",
+                                  ["Confidential salary list", "Handle with care"])
+    without = encrypted_pdf(tmp_path / "locked-without-password.pdf",
+                            ["Another locked file", "Nobody knows its password"])
+    page.get_by_label("Password of an encrypted PDF", exact=False).fill(PDF_PASSWORD)
+    upload_input(page).set_input_files([with_password])
+    last_upload = page.get_by_role("grid", name="Last upload")
+    expect(last_upload.get_by_role("row").filter(has_text="locked-with-password.pdf")
+           ).to_contain_text("accepted")
+    expect(page.get_by_label("Password of an encrypted PDF", exact=False)).to_have_value("")
+    upload_input(page).set_input_files([without])
+    expect(last_upload.get_by_role("row").filter(has_text="locked-without-password.pdf")
+           ).to_be_visible()
+
+    found = {doc["name"]: doc for doc in api_documents(daemon, q="locked")["documents"]}
+    read, refused = daemon.wait_final([found["locked-with-password.pdf"]["id"],
+                                       found["locked-without-password.pdf"]["id"]],
+                                      timeout_s=READ_TIMEOUT_S)
+    assert read["status"] == "done", read
+    assert refused["status"] == "failed" and refused["error"]["code"] == "encrypted_pdf"
+    result = daemon.client.get(f"/api/v1/documents/{read['id']}/result", params={"format": "txt"})
+    assert text_similarity(result.text, "Confidential salary list Handle with care") > 0.6
+    assert PDF_PASSWORD not in daemon.log_path.read_text()  # never logged
+
+
+def test_send_to_review_from_the_list(ada, daemon):
+    """Needs the backend's Appliance.send_to_review."""
+    page = ada
+    search_documents(page, "scan-00042.pdf")
+    list_row(page, "scan-00042.pdf").get_by_role("checkbox").check()
+    expect(page.locator("#documents-picked")).to_contain_text("1 document ticked")
+    page.locator("#bulk-review").click()
+    expect(page.locator("#documents-message")).to_contain_text(
+        "Send to review: 1 document sent to review")
+    doc = api_documents(daemon, q="scan-00042.pdf")["documents"][0]
+    assert doc["status"] == "review"
+
+
+def test_a_reviewer_is_not_offered_delete(browser, daemon, tmp_path):
+    """Signs in through the login of "/" (the backend's sign-in, once it is merged)."""
+    page = sign_in(browser, daemon, "rita")
+    with screenshot_on_failure(page, tmp_path, daemon):
+        expect(page.locator("#workspace-user")).to_contain_text("deleting is for administrators")
+        expect(list_row(page, "report.pdf")).to_be_visible()
+        expect(page.locator("#bulk-retry")).to_be_visible()
+        expect(page.locator("#bulk-delete")).to_be_hidden()
+        open_document(page, "report.pdf")
+        expect(page.locator("#document-retry")).to_be_visible()
+        expect(page.locator("#document-delete")).to_be_hidden()
+    page.context.close()

@@ -1,0 +1,112 @@
+"""What a person can do with documents from the web UI, to one (the document view) or
+to those ticked in the list: read failed pages again, cancel, send to review, delete,
+and download their outputs as one zip.
+
+The backend audits each action under the actor it is given: the signed-in user's
+name (``gr.Request.username``), or ``NO_LOGIN_ACTOR`` where no login is configured.
+Deleting is an administrator's: a reviewer is refused (and the UI does not offer
+it); with no login configured, whoever reaches the UI may delete.
+"""
+
+from __future__ import annotations
+
+import logging
+import tempfile
+import time
+from pathlib import Path
+
+from appliance.daemon import Appliance
+from appliance.errors import ApplianceError
+from ui.components import escape_markdown_text
+from ui.document_status import error_text
+from ui.downloads import zip_outputs
+
+log = logging.getLogger(__name__)
+
+NO_LOGIN_ACTOR = "web-ui"
+ACTIONS = {  # action: (button label, what was done, in the past tense)
+    "retry": ("Retry failed pages", "queued their failed pages again"),
+    "cancel": ("Cancel", "cancelled"),
+    "review": ("Send to review", "sent to review"),
+    "delete": ("Delete", "deleted"),
+}
+NOTHING_SELECTED_TEXT = "Tick the documents to act on in the list first."
+DELETE_REFUSED_TEXT = ("Only an administrator may delete documents; you are signed in as a "
+                       "reviewer. Ask an administrator to delete them.")
+INTERNAL_ERROR_TEXT = "the action failed because of an internal error; the server log has why"
+
+
+def actor_of(username: str | None) -> str:
+    """Whom the audit trail names for an action from the UI."""
+    return username or NO_LOGIN_ACTOR
+
+
+def may_delete(appliance: Appliance, username: str | None) -> bool:
+    """An administrator may delete; so may anyone where no login is configured."""
+    if not username:
+        return not appliance.auth_on()
+    user = appliance.users.get(username)
+    return user is not None and user.role == "admin"
+
+
+def _act(appliance: Appliance, action: str, document_id: str, actor: str) -> int:
+    """Do ``action`` to one document; how many pages it queued again (retry)."""
+    if action == "retry":
+        return appliance.retry(document_id, actor)
+    if action == "cancel":
+        appliance.cancel(document_id, actor)
+    elif action == "review":
+        appliance.send_to_review(document_id, actor)
+    elif action == "delete":
+        appliance.delete(document_id, actor)
+    else:
+        raise ValueError(f"unknown document action {action!r}")
+    return 0
+
+
+def perform(appliance: Appliance, action: str, document_ids: list[str],
+            username: str | None) -> str:
+    """Do ``action`` to each document; a Markdown line on what happened (names and
+    reasons escaped: a file name is untrusted)."""
+    if not document_ids:
+        return NOTHING_SELECTED_TEXT
+    if action == "delete" and not may_delete(appliance, username):
+        log.warning("ui delete refused user=%s documents=%d", username, len(document_ids))
+        return DELETE_REFUSED_TEXT
+    actor = actor_of(username)
+    done, pages, refused = 0, 0, []
+    for document_id in document_ids:
+        name = document_id
+        try:
+            name = appliance.library.document(document_id).doc.name
+            pages += _act(appliance, action, document_id, actor)
+            done += 1
+        except ApplianceError as exc:  # deleted since, a page being read, ...
+            refused.append(f"{name}: {error_text(exc.code, exc.message)}")
+        except Exception:
+            log.exception("ui action failed action=%s doc=%s", action, document_id)
+            refused.append(f"{name}: {INTERNAL_ERROR_TEXT}")
+    label, past = ACTIONS[action]
+    line = f"**{label}:** {done} document{'s' if done != 1 else ''} {past}"
+    if action == "retry":
+        line += f" ({pages} page{'s' if pages != 1 else ''})"
+    return line + "." + "".join(f"\n- not {past}: {escape_markdown_text(why)}"
+                                for why in refused)
+
+
+def download_zip(appliance: Appliance, document_ids: list[str], folder: Path
+                 ) -> tuple[Path | None, str]:
+    """The selected documents' outputs as one zip in ``folder``: (the zip, or None when
+    none of them is finished; a Markdown line on what it holds)."""
+    if not document_ids:
+        return None, NOTHING_SELECTED_TEXT
+    folder.mkdir(parents=True, exist_ok=True)
+    # a folder per request: two people zipping at once never share a file
+    zip_path = Path(tempfile.mkdtemp(dir=folder)) / f"documents-{time.strftime('%Y%m%d-%H%M%S')}.zip"
+    added, left_out = zip_outputs(appliance, document_ids, zip_path)
+    notes = "".join(f"\n- {escape_markdown_text(why)}" for why in left_out)
+    if not added:
+        zip_path.unlink(missing_ok=True)
+        return None, "None of the selected documents is finished: there is nothing to zip." + notes
+    return zip_path, (f"**Download:** the outputs of {added} document{'s' if added != 1 else ''}"
+                      f" in one zip." + notes)

@@ -1,0 +1,159 @@
+"""The Document tab's Gradio wiring: the components of the document view
+(``ui/document_view.py``), how to fill them for a document and page, and the tab's own
+events (choosing a page, zooming, the actions on this one document)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import gradio as gr
+
+from appliance.daemon import Appliance
+from appliance.errors import NotFound
+from appliance.export import FORMATS
+from ui import fields_form
+from ui.actions import ACTIONS, perform
+from ui.components import safe_markdown, safe_markdown_view
+from ui.document_view import (
+    HISTORY_HEADERS, NO_DOCUMENT_TEXT, PageShown, field_rows, history_rows, show_document, show_page, thumbnails,
+    view_key,
+)
+from ui.downloads import DOWNLOAD_LABELS
+from ui.page_image import ZOOMABLE
+
+ZOOM_JS = ("(percent) => { const el = document.getElementById('document-image'); "
+           "if (el) el.style.setProperty('--page-zoom', String(percent / 100)); return []; }")
+
+
+class DocumentTab:
+    """Built inside the tab it fills; ``open`` and ``refresh`` give the updates of
+    ``outputs`` for a document."""
+
+    def __init__(self, appliance: Appliance, download_dir: Path):
+        self.appliance = appliance
+        self.library = appliance.library
+        self.download_dir = download_dir
+        self.title = safe_markdown_view(value=NO_DOCUMENT_TEXT, elem_id="document-title")
+        self.review_link = gr.Button("Open the review console", link="/review/", visible=False,
+                                     variant="primary", size="sm", elem_id="open-review")
+        with gr.Row():
+            # Delete is shown to those who may delete (the workspace decides at load)
+            self.actions = {action: gr.Button(label, size="sm", elem_id=f"document-{action}",
+                                              visible=action != "delete",
+                                              variant="stop" if action == "delete" else
+                                              "secondary")
+                            for action, (label, _past) in ACTIONS.items()}
+        self.message = safe_markdown_view(elem_id="document-message")
+        with gr.Row():
+            self.downloads = [gr.DownloadButton(DOWNLOAD_LABELS[fmt], interactive=False,
+                                                size="sm") for fmt in FORMATS]
+        self.note = safe_markdown_view(elem_id="document-note")
+        self.thumbs = gr.Gallery(label="Pages (click one to show it)", columns=10, height=200,
+                                 allow_preview=False, object_fit="contain", buttons=[],
+                                 fit_columns=False, visible=False,
+                                 elem_id="document-thumbnails")
+        with gr.Row():
+            with gr.Column(scale=5):
+                self.image = gr.Image(label="Page as the engine read it", type="pil",
+                                      format="png", interactive=False, height=900,
+                                      elem_id="document-image", elem_classes=[ZOOMABLE],
+                                      buttons=["fullscreen", "download"])
+                zoom = gr.Slider(50, 400, value=100, step=25, label="Zoom (%)",
+                                 elem_id="document-zoom")
+            with gr.Column(scale=4):
+                self.page_choice = gr.Dropdown(label="Page", choices=[], value=None,
+                                               interactive=True, elem_id="document-page")
+                self.facts = safe_markdown_view(elem_id="document-page-facts")
+                self.doubts = safe_markdown_view(elem_id="document-page-doubts")
+                with gr.Tabs():
+                    with gr.Tab("Rendered"):
+                        # a line break in the Markdown is one on screen: receipts keep lines
+                        self.body = safe_markdown_view(container=True, padding=True,
+                                                       max_height=800, line_breaks=True,
+                                                       elem_id="document-body")
+                    with gr.Tab("Text"):
+                        self.text = gr.Textbox(label="Recognised text of this page",
+                                               interactive=False, lines=12, max_lines=40,
+                                               buttons=["copy"], elem_id="document-text")
+        with gr.Accordion("Key fields (read-only: correct them in the review console)",
+                          visible=False) as self.fields_box:
+            self.fields = gr.Dataframe(headers=fields_form.FIELD_HEADERS, datatype="str",
+                                       interactive=False, wrap=True,
+                                       column_count=len(fields_form.FIELD_HEADERS),
+                                       elem_id="document-fields")
+        with gr.Accordion("History", open=True):
+            self.history = gr.Dataframe(headers=HISTORY_HEADERS, datatype="str",
+                                        interactive=False, wrap=True, max_height=400,
+                                        column_count=len(HISTORY_HEADERS),
+                                        elem_id="document-history")
+        self.document_id = gr.State(None)
+        self.page_index = gr.State(0)
+        self.shown_key = gr.State("")
+        self.thumb_pages = gr.State([])  # the page index of each thumbnail
+        self.page_outputs = [self.page_index, self.page_choice, self.image, self.facts,
+                             self.doubts, self.body, self.text]
+        self.outputs = [self.document_id, self.shown_key, self.title, self.review_link,
+                        *self.downloads, self.note, self.thumbs, self.thumb_pages,
+                        *self.page_outputs, self.fields_box, self.fields, self.history]
+        self._wire(zoom)
+
+    def page_updates(self, document_id: str | None, index: int) -> list:
+        shown = show_page(self.library, document_id, index) if document_id else PageShown()
+        return [index, gr.Dropdown(value=index), shown.image, safe_markdown(shown.facts),
+                safe_markdown(shown.doubts), safe_markdown(shown.markdown), shown.text]
+
+    def open(self, document_id: str | None, index: int = 0) -> list:
+        """Every output for the document at page ``index`` (0-based)."""
+        panel = show_document(self.appliance, document_id, self.download_dir)
+        pages = self.library.document(document_id).doc.page_count if panel.key else 0
+        index = min(max(0, index), max(0, pages - 1))
+        shown, thumb_pages = thumbnails(self.library, document_id, self.download_dir /
+                                        "thumbnails") if panel.key else ([], [])
+        fields = field_rows(self.library.fields(document_id)) if panel.key else None
+        history = history_rows(self.library.history(document_id)) if panel.key else []
+        downloads = [gr.DownloadButton(value=panel.files.get(fmt), interactive=fmt in panel.files)
+                     for fmt in FORMATS]
+        page = self.page_updates(document_id if panel.key else None, index)
+        page[1] = gr.Dropdown(choices=[(f"page {n + 1} of {pages}", n) for n in range(pages)],
+                              value=index if pages else None)
+        return [document_id if panel.key else None, panel.key, safe_markdown(panel.title),
+                gr.Button(visible=panel.in_review), *downloads, safe_markdown(panel.note),
+                gr.Gallery(value=shown, visible=bool(shown)), thumb_pages, *page, gr.Accordion(visible=fields is not None),
+                fields or [], history]
+
+    def refresh(self, document_id: str | None, index: int, shown_key: str) -> list:
+        """``open`` again when the document changed since it was shown; else nothing."""
+        if not document_id:
+            return [gr.skip()] * len(self.outputs)
+        try:
+            current = view_key(self.library.document(document_id))
+        except NotFound:  # deleted: say so once
+            current = ""
+        if current == shown_key:
+            return [gr.skip()] * len(self.outputs)
+        return self.open(document_id, index)
+
+    def _wire(self, zoom: gr.Slider) -> None:
+        def on_thumbnail(thumb_pages, document_id, evt: gr.SelectData):
+            return self.page_updates(document_id, thumb_pages[evt.index])
+
+        def on_page(index, document_id):
+            return self.page_updates(document_id, int(index or 0))
+
+        def action_handler(action: str):
+            def handler(document_id, index, request: gr.Request):
+                message = perform(self.appliance, action, [document_id] if document_id else [],
+                                  getattr(request, "username", None))
+                return [safe_markdown(message), *self.open(document_id, index)]
+            return handler
+
+        private = dict(api_visibility="private")
+        self.thumbs.select(on_thumbnail, inputs=[self.thumb_pages, self.document_id],
+                           outputs=self.page_outputs, **private)
+        self.page_choice.input(on_page, inputs=[self.page_choice, self.document_id],
+                               outputs=self.page_outputs, **private)
+        zoom.change(None, inputs=zoom, js=ZOOM_JS, **private)
+        for action, button in self.actions.items():
+            button.click(action_handler(action), inputs=[self.document_id, self.page_index],
+                         outputs=[self.message, *self.outputs], trigger_mode="once",
+                         concurrency_limit=4, concurrency_id="document-actions", **private)

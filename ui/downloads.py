@@ -1,0 +1,75 @@
+"""A final document's results as files to download: one per format in the document
+view, and the selected documents' outputs as one zip.
+
+The results come from ``appliance.exporter.rendered``. The searchable PDF is made from
+the original, which retention may have deleted (or a PDF library may refuse): then
+the other formats are still offered, and the note says why the PDF is not.
+"""
+
+from __future__ import annotations
+
+import zipfile
+from pathlib import Path
+
+from appliance.errors import ApplianceError, OutputFailed
+from appliance.export import FORMATS, SUFFIXES, safe_stem, write_atomic
+
+DOWNLOAD_LABELS = {"md": "Download Markdown (.md)", "json": "Download JSON (.json)",
+                   "txt": "Download text (.txt)", "hocr": "Download hOCR (.hocr)",
+                   "alto": "Download ALTO XML (.alto.xml)",
+                   "pdf": "Download searchable PDF (.pdf)",
+                   "fields.json": "Download key fields (.fields.json)"}
+
+
+def render_formats(exporter, document_id: str, formats=FORMATS
+                   ) -> tuple[dict[str, str | bytes], str]:
+    """(the document in ``formats``, a note: "" or why the PDF is missing)."""
+    try:
+        return exporter.rendered(document_id, formats), ""
+    except OutputFailed as exc:
+        if "pdf" not in formats:
+            raise
+        others = [fmt for fmt in formats if fmt != "pdf"]
+        return exporter.rendered(document_id, others), f"no searchable PDF: {exc.message}"
+
+
+def write_downloads(rendered: dict[str, str | bytes], download_dir: Path, document_id: str,
+                    name: str) -> dict[str, Path]:
+    """The renderings as files named after the document, in a folder of their own."""
+    folder = download_dir / document_id
+    folder.mkdir(parents=True, exist_ok=True)
+    stem = safe_stem(name)
+    files = {}
+    for fmt, content in rendered.items():
+        path = folder / f"{stem}{SUFFIXES[fmt]}"
+        write_atomic(path, content)
+        files[fmt] = path
+    return files
+
+
+def zip_outputs(appliance, document_ids: list[str], zip_path: Path) -> tuple[int, list[str]]:
+    """The outputs (``output.formats``) of the final ones of ``document_ids`` in one zip,
+    a folder per document. Returns (documents in it, why each other one is not: its
+    name, unescaped, and the reason)."""
+    formats = appliance.settings.output.formats
+    added, left_out = 0, []
+    with zipfile.ZipFile(zip_path, "w", zipfile.ZIP_DEFLATED) as archive:
+        for document_id in document_ids:
+            name = document_id
+            try:
+                view = appliance.library.document(document_id)
+                name = view.doc.name
+                if not view.is_final:
+                    left_out.append(f"{name}: {view.status}, not finished yet")
+                    continue
+                rendered, note = render_formats(appliance.exporter, document_id, formats)
+            except ApplianceError as exc:  # deleted since, refused at intake, ...
+                left_out.append(f"{name}: {exc.message}")
+                continue
+            stem = safe_stem(name)
+            for fmt, content in rendered.items():
+                archive.writestr(f"{stem}-{document_id[:8]}/{stem}{SUFFIXES[fmt]}", content)
+            added += 1
+            if note:
+                left_out.append(f"{name}: {note}")
+    return added, left_out

@@ -1,0 +1,145 @@
+"""The documents browser's list: what it asks the library for (``browse_query``), where
+its pager goes (``pager_offset``), and the page of results it shows (``results_html``).
+
+The list is HTML made here. Names, tags, folders, messages and snippets are untrusted
+(file names and OCR text), so each goes through ``text_html``; only our own markup
+reaches the page: the table, each document's open button and checkbox, a progress bar,
+and ``<mark>`` around the spans a search matched (``Hit.marked``). ``listing.js`` turns a
+click on a name into an "open" event (the document, and the page the search found) and
+the checkboxes into a "pick" event with the chosen documents.
+"""
+
+from __future__ import annotations
+
+import html
+from datetime import datetime
+from pathlib import Path
+from typing import Callable
+
+from appliance.library import DocumentPage, DocumentQuery, DocumentView, Hit, PageStatus
+from ui.document_status import (
+    cut, duration_text, error_text, page_progress, review_text,
+)
+
+PAGE_SIZE = 50
+ANY = ""  # the "no filter" value of every filter
+DAY_S = 86400.0
+SORT_CHOICES = [("newest first", "date:desc"), ("oldest first", "date:asc"),
+                ("name, A to Z", "name:asc"), ("name, Z to A", "name:desc"),
+                ("status", "status:asc"), ("best match (when searching)", "relevance:desc")]
+SOURCE_CHOICES = [("any source", ANY), ("web upload", "upload"), ("REST API", "api"),
+                  ("watched folder", "watch"), ("command line", "cli")]
+FIELDS_CHOICES = [("any", ANY), ("some field invalid", "invalid"), ("all fields valid", "valid")]
+PAGER_MOVES = ("first", "previous", "next", "last")
+HERE = Path(__file__).parent
+LIST_JS = (HERE / "listing.js").read_text()
+LIST_CSS = (HERE / "listing.css").read_text()
+
+
+def browse_query(q: str | None, statuses: list[str] | None, doc_type: str | None,
+                 tag: str | None, source: str | None, folder: str | None,
+                 since: float | None, until: float | None, engine: str | None,
+                 fields: str | None, sort: str | None, offset: int = 0) -> DocumentQuery:
+    """The browser's controls as a query ("" or None is no filter). ``since`` and
+    ``until`` are days (their first second): the range holds both whole days."""
+    order, _, direction = (sort or "date:desc").partition(":")
+    return DocumentQuery(
+        q=(q or "").strip(), status=tuple(statuses or ()), doc_type=doc_type or None,
+        tag=(tag or "").strip() or None, source=source or None, folder=folder or None,
+        since=since, until=until + DAY_S if until is not None else None,
+        engine=engine or None,
+        fields_invalid={"invalid": True, "valid": False}.get(fields or ANY),
+        sort=order, descending=direction != "asc", limit=PAGE_SIZE, offset=max(0, offset))
+
+
+def pager_offset(move: str, offset: int, total: int, size: int = PAGE_SIZE) -> int:
+    """Where the pager's ``move`` (one of PAGER_MOVES) goes from ``offset``."""
+    last = max(0, (total - 1) // size * size)
+    return {"first": 0, "previous": max(0, offset - size),
+            "next": min(offset + size, last), "last": last}[move]
+
+
+def pager_text(offset: int, shown: int, total: int) -> str:
+    """e.g. "51–100 of 1,003 documents"."""
+    if not total:
+        return "No document matches."
+    return f"{offset + 1:,}–{offset + shown:,} of {total:,} document{'s' if total != 1 else ''}"
+
+
+def text_html(text: object) -> str:
+    """Untrusted text as HTML text: escaped, and with no "{", "}" or "$" left for the
+    component's template engine to read."""
+    return (html.escape(str(text), quote=True).replace("{", "&#123;").replace("}", "&#125;")
+            .replace("$", "&#36;"))
+
+
+def snippet_html(hit: Hit) -> str:
+    """The hit's snippet, escaped, with only the matched spans in <mark>."""
+    plain, spans = hit.marked()
+    parts, at = [], 0
+    for start, end in spans:
+        parts += [text_html(plain[at:start]), f"<mark>{text_html(plain[start:end])}</mark>"]
+        at = end
+    parts.append(text_html(plain[at:]))
+    return "".join(parts)
+
+
+def list_details(view: DocumentView, reviewers_exist: bool) -> str:
+    """What the list says beside a status: why it failed at intake, what it waits for,
+    or how many pages failed (the document view gives their reasons)."""
+    if view.page_counts[PageStatus.REVIEW]:
+        return review_text(view, reviewers_exist)
+    if view.doc.error_code:
+        return error_text(view.doc.error_code, view.doc.error_message)
+    failed = view.page_counts[PageStatus.FAILED]
+    if failed:
+        return f"{failed} page{'s' if failed != 1 else ''} failed: open it for why"
+    return ""
+
+
+def _when(at: float) -> str:
+    return datetime.fromtimestamp(at).strftime("%Y-%m-%d %H:%M")
+
+
+def _row(view: DocumentView, hit: Hit | None, searching: bool, reviewers_exist: bool,
+         remaining: Callable[[DocumentView], float | None]) -> str:
+    doc = view.doc
+    name, doc_id = text_html(doc.name), text_html(doc.id)
+    where = doc.source + (f": {doc.watch_folder}" if doc.watch_folder else "")
+    meta = " · ".join(text_html(part) for part in (
+        _when(doc.created_at), doc.doc_type, where, ", ".join(doc.tags or [])) if part)
+    details = list_details(view, reviewers_exist)
+    done, total = page_progress(view)
+    left = remaining(view)
+    cells = [
+        f'<td><input type="checkbox" data-pick="{doc_id}" aria-label="select {name}"></td>',
+        f'<td><button type="button" class="doc-open" data-open="{doc_id}" '
+        f'data-page="{hit.page_index if hit else 0}">{name}</button>'
+        f'<div class="doc-meta">{meta}</div></td>',
+        f'<td><span class="doc-status">{text_html(view.status)}</span>'
+        + (f'<div class="doc-details">{text_html(cut(details))}</div>' if details else "")
+        + "</td>",
+        f'<td><progress value="{done}" max="{max(total, 1)}" aria-label="pages done of '
+        f'{name}"></progress> <span class="doc-pages">{done}/{total} pages'
+        + (f" · about {duration_text(left)} left" if left is not None else "") + "</span></td>",
+    ]
+    if searching:
+        cells.append(f'<td class="doc-hit">page {hit.page_index + 1}: {snippet_html(hit)}</td>'
+                     if hit else '<td class="doc-hit">the name matches</td>')
+    return f'<tr data-document="{doc_id}">{"".join(cells)}</tr>'
+
+
+def results_html(found: DocumentPage, searching: bool, reviewers_exist: bool = True,
+                 remaining: Callable[[DocumentView], float | None] = lambda view: None
+                 ) -> str:
+    """One page of results as a table; ``remaining`` estimates a document's time left."""
+    if not found.documents:
+        return '<p class="doc-none">No document matches.</p>'
+    heads = ['<th><input type="checkbox" data-pick-all aria-label="select every document '
+             'on this page"></th>', "<th>Document</th>", "<th>Status</th>", "<th>Pages</th>"]
+    if searching:
+        heads.append("<th>Where the words are</th>")
+    rows = "".join(_row(view, found.hits.get(view.doc.id), searching, reviewers_exist, remaining)
+                   for view in found.documents)
+    return (f'<table class="doc-list" aria-label="Documents"><thead><tr>{"".join(heads)}'
+            f"</tr></thead><tbody>{rows}</tbody></table>")

@@ -1,0 +1,227 @@
+"""The documents workspace: the Documents tab (upload with options, search, filters,
+sorting, server-side paging, a list with progress and search snippets, actions on the
+ticked documents) and the Document tab it opens (``ui/document_tab.py``).
+
+Every read goes through ``appliance.library``. The list refreshes on a timer: a tick
+reads the list's one page of results (and, when a document is open, that document's
+row, to see whether its view changed) and writes nothing; an unchanged list is not
+sent again, so a ticked checkbox or an open menu is not redrawn under the pointer.
+"""
+
+from __future__ import annotations
+
+import hashlib
+from pathlib import Path
+
+import gradio as gr
+
+from appliance.config import DOC_TYPES
+from appliance.daemon import Appliance
+from appliance.engines import registry
+from appliance.library import DocStatus
+from appliance.metrics import metrics_for
+from ui.actions import ACTIONS, download_zip, may_delete, perform
+from ui.auth import LOGOUT_PATH
+from ui.components import escape_markdown_text, safe_markdown, safe_markdown_view
+from ui.document_status import remaining_s
+from ui.document_tab import DocumentTab
+from ui.listing import (
+    ANY, FIELDS_CHOICES, LIST_CSS, LIST_JS, PAGER_MOVES, SORT_CHOICES, SOURCE_CHOICES,
+    browse_query, pager_offset, pager_text, results_html,
+)
+from ui.upload import LANE_CHOICES, UPLOAD_HEADERS, UploadChoices, handle_upload, upload_rows
+
+REFRESH_S = 2.0
+PACE_PAGES = 50  # the pages read last, whose median service time paces the estimates
+PAGER_LABELS = {"first": "« First", "previous": "‹ Previous", "next": "Next ›",
+                "last": "Last »"}
+
+
+def user_line(appliance: Appliance, username: str | None) -> str:
+    """Who is signed in and what they may do (empty where no login is configured)."""
+    if not username:
+        return ""
+    user = appliance.users.get(username)
+    role = user.role if user else "unknown"
+    line = f"Signed in as **{escape_markdown_text(username)}** ({escape_markdown_text(role)})"
+    if not may_delete(appliance, username):
+        line += " · deleting is for administrators"
+    return f"{line} · [Sign out]({LOGOUT_PATH})"
+
+
+def workspace_tabs(appliance: Appliance, download_dir: Path, tabs: gr.Tabs) -> None:
+    """The Documents and Document tabs, built inside ``tabs`` (which an opened document
+    switches to its tab)."""
+    settings = appliance.settings
+    with gr.Tab("Documents", id="documents"):
+        # who is signed in, what they may do, and the way out
+        user = gr.Markdown(elem_id="workspace-user")
+        with gr.Accordion("Upload", open=True):
+            with gr.Row():
+                upload = gr.File(label="Drop documents here (PDF, TIFF, PNG, JPEG, ...)",
+                                 file_count="multiple", type="filepath", scale=2,
+                                 elem_id="upload-files")
+                with gr.Column(scale=3):
+                    with gr.Row():
+                        doc_type = gr.Dropdown(label="Document type", choices=list(DOC_TYPES),
+                                               value="generic", elem_id="upload-type")
+                        lane = gr.Dropdown(label="Lane", choices=LANE_CHOICES,
+                                           value=LANE_CHOICES[0][1], elem_id="upload-lane")
+                        # shown where there is a choice: a vision engine and its classic reader
+                        readings = appliance.readings()
+                        engine = gr.Dropdown(label="Read with", value="", interactive=True,
+                                             choices=[("the configured engine", ""), *readings],
+                                             visible=len(readings) > 1, elem_id="upload-engine")
+                    with gr.Row():
+                        tags = gr.Textbox(label="Tags (comma-separated)", elem_id="upload-tags")
+                        password = gr.Textbox(label="Password of an encrypted PDF (used to "
+                                                    "read it, never stored)", type="password",
+                                              elem_id="upload-password")
+            upload_results = gr.Dataframe(headers=UPLOAD_HEADERS, datatype="str",
+                                          label="Last upload", interactive=False, wrap=True,
+                                          column_count=len(UPLOAD_HEADERS))
+        with gr.Row(equal_height=True):
+            search = gr.Textbox(label="Search", scale=4, elem_id="documents-search",
+                                placeholder="words of the text, or of the name")
+            sort = gr.Dropdown(label="Sort", choices=SORT_CHOICES, value=SORT_CHOICES[0][1],
+                               scale=1, elem_id="documents-sort")
+            search_button = gr.Button("Search", variant="primary", scale=0, min_width=100)
+        with gr.Row():
+            statuses = gr.Dropdown(label="Status", choices=list(DocStatus), value=[],
+                                   multiselect=True, elem_id="filter-status")
+            type_filter = gr.Dropdown(label="Type", choices=[("any type", ANY), *DOC_TYPES],
+                                      value=ANY, elem_id="filter-type")
+            tag = gr.Textbox(label="Tag", elem_id="filter-tag")
+            source = gr.Dropdown(label="Source", choices=SOURCE_CHOICES, value=ANY,
+                                 elem_id="filter-source")
+            folder = gr.Dropdown(label="Watched folder", value=ANY, elem_id="filter-folder",
+                                 choices=[("any folder", ANY), *(w.name or Path(w.path).name
+                                                                 for w in settings.watch)])
+        with gr.Row():
+            engine_filter = gr.Dropdown(label="Engine", value=ANY, elem_id="filter-engine",
+                                        choices=[("any engine", ANY), *registry.names()])
+            fields = gr.Dropdown(label="Key fields", choices=FIELDS_CHOICES, value=ANY,
+                                 elem_id="filter-fields")
+            since = gr.DateTime(label="From (day)", include_time=False, type="timestamp",
+                                elem_id="filter-since")
+            until = gr.DateTime(label="To (day)", include_time=False, type="timestamp",
+                                elem_id="filter-until")
+        with gr.Row(equal_height=True):
+            pager = {move: gr.Button(PAGER_LABELS[move], size="sm", scale=0, min_width=110,
+                                     elem_id=f"documents-{move}") for move in PAGER_MOVES}
+            page_line = gr.Markdown(elem_id="documents-count")
+        with gr.Row(equal_height=True):
+            picked_line = gr.Markdown("No document ticked.", elem_id="documents-picked")
+            bulk = {action: gr.Button(f"{label} (ticked)", size="sm",
+                                      elem_id=f"bulk-{action}", visible=action != "delete",
+                                      variant="stop" if action == "delete" else "secondary")
+                    for action, (label, _past) in ACTIONS.items()}
+            zip_button = gr.Button("Download ticked (.zip)", size="sm", elem_id="bulk-zip")
+        zip_file = gr.File(label="Outputs of the ticked documents", visible=False,
+                           elem_id="bulk-zip-file")
+        message = safe_markdown_view(elem_id="documents-message")
+        results = gr.HTML("", js_on_load=LIST_JS, css_template=LIST_CSS,
+                          elem_id="documents-list")
+    with gr.Tab("Document", id="document"):
+        document = DocumentTab(appliance, download_dir)
+
+    filters = [search, statuses, type_filter, tag, source, folder, since, until, engine_filter,
+               fields, sort]
+    offset, total, list_key = gr.State(0), gr.State(0), gr.State("")
+    picked = gr.State([])
+    list_outputs = [results, page_line, offset, total, list_key]
+
+    def pace():
+        """Each document's time left at the pace of the pages read last."""
+        recent = metrics_for(appliance).recent_completions()[-PACE_PAGES:]
+        times = [c.service_s for c in recent]
+        return lambda view: remaining_s(view, times, len(appliance.workers))
+
+    def list_updates(values: list, at: int, known: str) -> list:
+        query = browse_query(*values, offset=at)
+        found = appliance.library.find(query)
+        if found.total and at >= found.total:  # the last page emptied (deleted documents)
+            at = pager_offset("last", at, found.total)
+            found = appliance.library.find(browse_query(*values, offset=at))
+        shown = results_html(found, bool(query.q), not appliance.review_unstaffed(), pace())
+        key = hashlib.sha256(shown.encode()).hexdigest()
+        return [gr.skip() if key == known else shown,
+                pager_text(at, len(found.documents), found.total), at, found.total, key]
+
+    def on_query(*values):
+        return list_updates(list(values), 0, "")
+
+    def on_requery(*values):  # the same page of results again, after an action
+        *query_values, at = values
+        return list_updates(query_values, at, "")
+
+    def pager_handler(move: str):
+        def handler(*values):
+            *query_values, at, count = values
+            return list_updates(query_values, pager_offset(move, at, count), "")
+        return handler
+
+    def on_tick(*values):
+        *query_values, at, known, document_id, index, shown = values
+        return [*list_updates(query_values, at, known), *document.refresh(document_id, index,
+                                                                         shown)]
+
+    def on_open(evt: gr.EventData):
+        return [gr.Tabs(selected="document"),
+                *document.open(str(evt.document), int(getattr(evt, "page", 0) or 0))]
+
+    def on_pick(evt: gr.EventData):
+        chosen = [str(d) for d in getattr(evt, "documents", None) or []]
+        return chosen, (f"**{len(chosen)}** document{'s' if len(chosen) != 1 else ''} ticked"
+                        if chosen else "No document ticked.")
+
+    def bulk_handler(action: str):
+        def handler(chosen, request: gr.Request):
+            return safe_markdown(perform(appliance, action, chosen,
+                                         getattr(request, "username", None)))
+        return handler
+
+    def on_zip(chosen):
+        path, text = download_zip(appliance, chosen, download_dir / "zips")
+        return gr.File(value=path, visible=path is not None), safe_markdown(text)
+
+    def on_upload(files, type_value, lane_value, tag_text, engine_name, secret):
+        uploaded = handle_upload(appliance, files, UploadChoices(
+            type_value, lane_value, tag_text or "", engine_name or "", secret or ""))
+        return upload_rows(appliance, uploaded), None, ""  # the password is not kept
+
+    def on_load(request: gr.Request):
+        username = getattr(request, "username", None)
+        allowed = gr.Button(visible=may_delete(appliance, username))
+        return user_line(appliance, username), allowed, allowed
+
+    private = dict(api_visibility="private")
+    refresh = dict(fn=on_query, inputs=filters, outputs=list_outputs, show_progress="hidden",
+                   concurrency_limit=8, concurrency_id="documents-query", **private)
+    gr.on([search.submit, search_button.click, tag.submit, tag.blur,
+           *(control.change for control in (statuses, type_filter, source, folder, since,
+                                             until, engine_filter, fields, sort))], **refresh)
+    for move, button in pager.items():
+        button.click(pager_handler(move), inputs=[*filters, offset, total],
+                     outputs=list_outputs, **private)
+    gr.Timer(REFRESH_S).tick(
+        on_tick, inputs=[*filters, offset, list_key, document.document_id,
+                         document.page_index, document.shown_key],
+        outputs=[*list_outputs, *document.outputs], show_progress="hidden",
+        trigger_mode="once", concurrency_limit=8, concurrency_id="documents-refresh",
+        **private)
+    results.open(on_open, outputs=[tabs, *document.outputs], **private)
+    results.pick(on_pick, outputs=[picked, picked_line], show_progress="hidden",
+                 trigger_mode="always_last", **private)
+    for action, button in bulk.items():
+        button.click(bulk_handler(action), inputs=picked, outputs=message, trigger_mode="once",
+                     concurrency_limit=4, concurrency_id="document-actions", **private
+                     ).then(on_requery, inputs=[*filters, offset], outputs=list_outputs,
+                            show_progress="hidden", **private)
+    zip_button.click(on_zip, inputs=picked, outputs=[zip_file, message], trigger_mode="once",
+                     concurrency_limit=2, concurrency_id="documents-zip", **private)
+    upload.upload(on_upload, inputs=[upload, doc_type, lane, tags, engine, password],
+                  outputs=[upload_results, upload, password], concurrency_limit=4,
+                  **private).then(**refresh)
+    gr.on(triggers=None, fn=on_load, outputs=[user, bulk["delete"], document.actions["delete"]],
+          **private).then(**refresh)
