@@ -20,8 +20,9 @@ is still read, with ``problem`` saying why: the validator reports it.
 
 Dates: day.month.year unless ``day_first=False`` (month/day/year, as in the US); a
 first number over 12 is a day and a second over 12 a day whichever way is asked for.
-Two-digit years 00-69 are 20xx, 70-99 19xx; years outside 1900-2100 are no dates. A
-time after a date is not part of it. A date that does not exist keeps its numbers:
+Two-digit years 00-69 are 20xx, 70-99 19xx; years outside 1900-2099 are no dates. A
+time after a date is not part of it, even where OCR ran the two together
+("10-05-201816:01:18", "01/05/2016-13:19"). A date that does not exist keeps its numbers:
 "31.02.2024" reads "2024-02-31", with its problem.
 
 Amounts: with both "." and "," the last one is the decimal mark. With one of them
@@ -144,14 +145,17 @@ def _month(name: str) -> int:
     return _MONTHS.get(name.casefold(), 0)
 
 
+# a time that OCR ran into the date's last digits ("10-05-201816:01:18", "01/05/16-13:19")
+# ends the date; so a four-digit year is 19xx or 20xx ("02/01/1611:41" is 2016)
+_TIME_GLUED = r"(?=-?\d{1,2}:\d{2})"
 _NUMERIC_DATE = re.compile(
     r"(?<![\d.,/-])(?:(?P<year>\d{4})(?P<sep>[./-])(?P<month>\d{1,2})(?P=sep)(?P<day>\d{1,2})"
-    r"|(?P<first>\d{1,2})(?P<sep2>[./-])(?P<second>\d{1,2})(?P=sep2)(?P<short>\d{4}|\d{2}))"
-    r"(?!\d|[./-]\d)")
+    r"|(?P<first>\d{1,2})(?P<sep2>[./-])(?P<second>\d{1,2})(?P=sep2)(?P<short>(?:19|20)\d{2}|\d{2}))"
+    rf"(?:(?!\d|[./-]\d)|{_TIME_GLUED})")
 _CHINESE_DATE = re.compile(r"(?<!\d)(\d{4})\s*年\s*(\d{1,2})\s*月\s*(\d{1,2})(?:\s*[日号])?")
 _DAY_MONTH_YEAR = re.compile(
     rf"(?<![\d.,])(\d{{1,2}})(?:st|nd|rd|th|er|\.)?[\s/-]*({_MONTH}){_NOT_LETTER}\.?[\s/,-]*"
-    r"(\d{4}|\d{2})(?!\d)", re.IGNORECASE)
+    rf"((?:19|20)\d{{2}}|\d{{2}})(?:(?!\d)|{_TIME_GLUED})", re.IGNORECASE)
 _MONTH_DAY_YEAR = re.compile(
     rf"(?<![^\W\d_])({_MONTH}){_NOT_LETTER}\.?\s*(\d{{1,2}})(?:st|nd|rd|th)?(?:,\s*|\s+)"
     r"(\d{4})(?!\d)", re.IGNORECASE)
@@ -196,7 +200,7 @@ def _date(raw: str, year_text: str, month: int, day: int) -> Parsed | None:
     year = int(year_text)
     if len(year_text) == 2:
         year += 2000 if year < 70 else 1900
-    if not (1900 <= year <= 2100 and 1 <= month <= 12 and 1 <= day <= 31):
+    if not (1900 <= year <= 2099 and 1 <= month <= 12 and 1 <= day <= 31):
         return None
     iso = f"{year:04d}-{month:02d}-{day:02d}"
     try:
@@ -250,8 +254,12 @@ _PHONE = re.compile(
 def find_amounts(text: str) -> list[tuple[tuple[int, int], Parsed]]:
     """Every amount in a line of text with its span (sign and currency included), left
     to right; the digits of dates, times, phone numbers, IBANs and VAT ids are none."""
-    taken = [span for span, _ in find_dates(text) + find_ibans(text) + find_vat_ids(text)]
-    taken += [m.span() for pattern in (_TIME, _PHONE) for m in pattern.finditer(text)]
+    dates = [span for span, _ in find_dates(text)]
+    taken = dates + [span for span, _ in find_ibans(text) + find_vat_ids(text)]
+    # a time may run straight on from a date: it starts where the date ends
+    undated = "".join(" " if _overlaps((i, i + 1), dates) else ch for i, ch in enumerate(text))
+    taken += [m.span() for m in _TIME.finditer(undated)]
+    taken += [m.span() for m in _PHONE.finditer(text)]
     found = []
     pos = 0
     while (m := _AMOUNT.search(text, pos)) is not None:
