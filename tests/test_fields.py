@@ -83,6 +83,31 @@ def test_a_missing_required_field_and_a_future_date_are_reasons_for_review():
     assert fields["address"]["valid"] is None  # optional, and not there
 
 
+def total_of(*rows: tuple[float, float, str]) -> str | None:
+    reading = read_fields([page((200, 20, "KEDAI MAJU JAYA SDN BHD"), *rows)],
+                          DEFAULTS["receipt"], no_history, today=TODAY)
+    return by_name(reading)["total"]["value"]
+
+
+def test_a_total_that_includes_the_tax_is_the_total_not_the_tax_summary_under_it():
+    assert total_of((60, 300, "TOTAL INCL. GST06%"), (500, 300, "RM 7.00"),
+                    (60, 340, "CASH"), (500, 340, "RM 10.00"),
+                    (60, 380, "GST @6% included in total"), (500, 380, "RM 0.40"),
+                    # the tax summary's amount column holds the amount before tax
+                    (60, 440, "GST Summary"), (300, 440, "Amount(RM)"), (500, 440, "Tax(RM)"),
+                    (60, 475, "SR @ 6%"), (300, 475, "6.60"), (500, 475, "0.40")) == "7.00"
+    assert total_of((60, 300, "Total (VAT inclusive) 12.00"), (60, 340, "Total VAT 2.00")) == "12.00"
+    assert total_of((60, 300, "Total excl. VAT 10.00"), (60, 340, "VAT 2.00")) is None
+
+
+def test_the_total_is_the_one_after_the_cash_rounding_and_not_what_was_paid():
+    assert total_of((60, 300, "Total Amount: RM10.36"), (60, 340, "Rounding: -RM0.01"),
+                    (60, 380, "Nett Total: RM10.35"), (60, 420, "Paid Amount: RM20.00"),
+                    (60, 460, "Change: RM9.65")) == "10.35"
+    # no total below the rounding: the largest total stands
+    assert total_of((60, 300, "Total 10.36"), (60, 340, "Rounding Adj 0.00")) == "10.36"
+
+
 INVOICE_ROWS = [
     (60, 60, "Muster Bürobedarf GmbH"),
     (60, 95, "Hauptstraße 5, 10115 Berlin"),

@@ -34,6 +34,15 @@ _COMPANY = re.compile(r"\b(sdn\.? ?bhd|bhd|gmbh|ag|ltd|limited|inc|llc|plc|s\.?a
                       r"ab|as|sarl|sas)\b|有限公司|公司", re.IGNORECASE)
 _CONTACT = re.compile(r"\b(tel|phone|fax|mobile|hp|e-?mail|www\.|http|gst|reg|vat|sst|"
                       r"tax id|co\.? ?no|company no)\b|@|\+\d{2}", re.IGNORECASE)
+_TAX = r"(?:gst|vat|tax|sst|mwst|ust|iva|tva|btw)"
+# a tax the amount includes ("Total incl. GST 6%", "GST inclusive") is no tax line's label
+_TAX_INCLUDED = re.compile(
+    rf"\b(?:incl(?:usive|uding|\.)?|inkl\.?|inc\.)\s*(?:of\s*)?(?:[\d.,]+\s*%\s*)?{_TAX}"
+    rf"(?![^\W\d_])|\b{_TAX}\s*(?:incl(?:usive|uded|\.)?|inkl\.?)(?![^\W\d_])", re.IGNORECASE)
+_TAX_SUMMARY = re.compile(rf"\b{_TAX}\s*(?:sum\w{{1,3}}ry|analysis)|\bsummary of {_TAX}",
+                          re.IGNORECASE)  # OCR reads "Summary" as "Sumnary", "Sumeary"
+# a cash rounding: the amount due stands below it ("Rounding Adj -0.01", then "Nett Total")
+_ROUNDING = re.compile(r"\bround(?:ing|ed)?\b", re.IGNORECASE)
 # what ends an address: a contact, a registration, a document number, a time
 _AFTER_ADDRESS = re.compile(r"\b(tva|btw|iva|ust|mwst|partita|steuer|receipt|bill|invoice|inv|"
                             r"trans|cashier|table|order|store|no\.|no:|nr\.?)\b|#|\d{1,2}:\d{2}",
@@ -111,7 +120,7 @@ def extract(pages: list[PageTree], specs: tuple[FieldSpec, ...]) -> dict[str, Fo
             candidates = _below_header(lines, header or _header_line(lines))
         else:
             candidates = _labelled(lines, spec) or _unlabelled(lines, spec)
-        chosen = _pick(spec, [c for c in candidates if c.parsed is not None])
+        chosen = _pick(spec, [c for c in candidates if c.parsed is not None], lines)
         if chosen is not None:
             found[spec.name] = Found(spec, chosen.parsed,
                                      round(chosen.place * chosen.line.confidence, 4),
@@ -158,7 +167,7 @@ def _labelled(lines: list[ReadLine], spec: FieldSpec) -> list[_Candidate]:
     candidates = []
     for line in lines:
         end = _label_end(line.text, spec.labels)
-        if end is None or (spec.not_labels and _label_end(line.text, spec.not_labels) is not None):
+        if end is None or _disqualified(lines, line, spec):
             continue
         rest = line.text[end:]
         same_line = _values(spec, rest, offset=end)
@@ -171,6 +180,18 @@ def _labelled(lines: list[ReadLine], spec: FieldSpec) -> list[_Candidate]:
                 candidates += [_Candidate(p, place, other, span) for span, p in values[:1]]
                 break
     return candidates
+
+
+def _disqualified(lines: list[ReadLine], line: ReadLine, spec: FieldSpec) -> bool:
+    """A label line that is not the field's: one with a label in ``not_labels`` (a tax
+    the amount includes does not count), or a column header of a tax summary table
+    (its "Amount" column holds the amounts before tax)."""
+    if spec.not_labels and _label_end(_TAX_INCLUDED.sub(" ", line.text),
+                                      spec.not_labels) is not None:
+        return True
+    return any(_TAX_SUMMARY.search(other.text) for other in lines if other.page is line.page
+               and _overlap(other.box[1], other.box[3], line.box[1], line.box[3])
+               > 0.5 * min(other.height, line.height))
 
 
 def _neighbours(lines: list[ReadLine], line: ReadLine, kind: str, slope: float):
@@ -303,15 +324,28 @@ def _below_header(lines: list[ReadLine], header: ReadLine | None) -> list[_Candi
     return [_Candidate(kinds.parse("text", text), UNLABELLED, joined, None)]
 
 
-def _pick(spec: FieldSpec, candidates: list[_Candidate]) -> _Candidate | None:
+def _pick(spec: FieldSpec, candidates: list[_Candidate],
+          lines: list[ReadLine]) -> _Candidate | None:
     if not candidates:
         return None
     valid = [c for c in candidates if c.parsed.problem is None] or candidates
     if spec.pick == "largest" and spec.kind == "money":
-        return max(valid, key=lambda c: (_amount(c.parsed), -c.line.order))
+        return max(_after_rounding(valid, lines), key=lambda c: (_amount(c.parsed), -c.line.order))
     ordered = sorted(valid, key=lambda c: c.line.order)
     return ordered[-1] if spec.pick == "last" else ordered[0]
 
 
 def _amount(parsed: Parsed) -> Decimal:
     return parsed.value.amount
+
+
+def _after_rounding(candidates: list[_Candidate], lines: list[ReadLine]) -> list[_Candidate]:
+    """The candidates below the page's first cash rounding line, where there are any:
+    the total before rounding is larger by up to the adjustment but not what is due."""
+    rounding = next((line for line in lines if _ROUNDING.search(line.text)), None)
+    if rounding is None:
+        return candidates
+    below = [c for c in candidates
+             if (c.line.page.number, (c.line.box[1] + c.line.box[3]) / 2)
+             > (rounding.page.number, rounding.box[3])]
+    return below or candidates
