@@ -26,12 +26,17 @@ from appliance.outputs.tree import PageTree
 # how much a value's place says it belongs to its label
 AFTER_LABEL, SAME_BAND, BELOW, UNLABELLED, HEADER = 1.0, 0.9, 0.75, 0.6, 0.7
 
-_TITLES = re.compile(r"^(tax |simplified |official |cash )?(invoice|receipt|bill|rechnung|facture|"
-                     r"quittung|kassenbon|sale|cash sale|welcome|copy|original|duplicate|"
-                     r"statement|quotation)s?\W*$", re.IGNORECASE)
-_COMPANY = re.compile(r"\b(sdn\.? ?bhd|bhd|gmbh|ag|ltd|limited|inc|llc|plc|s\.?a\.?|s\.?r\.?l\.?|"
+_TITLE = (r"(?:tax |simplified |official |cash |credit |debit |adjustment )?(?:invoice|receipt|"
+          r"bill|rechnung|facture|quittung|kassenbon|sale|cash sale|welcome|copy|original|"
+          r"duplicate|statement|quotation|note)s?")
+# a document's title, or titles ("TAX INVOICE / ADJUSTMENT NOTE")
+_TITLES = re.compile(rf"^{_TITLE}(?:\s*[/&-]\s*{_TITLE})*\W*$", re.IGNORECASE)
+_COMPANY = re.compile(r"\b(sdn\.? ?bhd|bhd|s/b|gmbh|ag|ltd|limited|inc|llc|plc|s\.?a\.?|s\.?r\.?l\.?|"
                       r"s\.?p\.?a|b\.?v\.?|n\.?v\.?|e\.?k|co\.|corp|enterprise|trading|kg|oy|"
                       r"ab|as|sarl|sas)\b|有限公司|公司", re.IGNORECASE)
+# a company's registration number: "(974306-T)", "( 121889-W )", "Co. Reg. No. 1234-X"
+_REGISTRATION = re.compile(r"(?:[(\[]\s*|\b(?:co|company|reg)\.?\s*(?:reg\.?\s*)?(?:no|nr)\.?\s*:?\s*)"
+                           r"\d[\d -]{3,}[A-Z]?\b|(?<![\w-])\d{4,}-[A-Z]\b", re.IGNORECASE)
 _CONTACT = re.compile(r"\b(tel|phone|fax|mobile|hp|e-?mail|www\.|http|gst|reg|vat|sst|"
                       r"tax id|co\.? ?no|company no)\b|@|\+\d{2}", re.IGNORECASE)
 _TAX = r"(?:gst|vat|tax|sst|mwst|ust|iva|tva|btw)"
@@ -45,7 +50,8 @@ _TAX_SUMMARY = re.compile(rf"\b{_TAX}\s*(?:sum\w{{1,3}}ry|analysis)|\bsummary of
 _ROUNDING = re.compile(r"\bround(?:ing|ed)?\b", re.IGNORECASE)
 # what ends an address: a contact, a registration, a document number, a time
 _AFTER_ADDRESS = re.compile(r"\b(tva|btw|iva|ust|mwst|partita|steuer|receipt|bill|invoice|inv|"
-                            r"trans|cashier|table|order|store|no\.|no:|nr\.?)\b|#|\d{1,2}:\d{2}",
+                            r"trans|cashier|table|order|store|doc|ref|nr\.?)\b|\bno\s?:|#|"
+                            r"\d{1,2}:\d{2}",  # "No." may start an address: "No. 2, Jalan ..."
                             re.IGNORECASE)
 
 
@@ -115,7 +121,7 @@ def extract(pages: list[PageTree], specs: tuple[FieldSpec, ...]) -> dict[str, Fo
         if spec.locate == "header":
             header = _header_line(lines)
             candidates = [] if header is None else [_Candidate(
-                kinds.parse("text", header.text), HEADER, header, None)]
+                kinds.parse("text", company_name(header.text)), HEADER, header, None)]
         elif spec.locate == "below_header":
             candidates = _below_header(lines, header or _header_line(lines))
         else:
@@ -271,57 +277,109 @@ def _unlabelled(lines: list[ReadLine], spec: FieldSpec) -> list[_Candidate]:
 
 
 def _header_line(lines: list[ReadLine]) -> ReadLine | None:
-    """The name at the head of the first page: among its top lines, one with a company
-    form ("Sdn Bhd", "GmbH", "Ltd") if there is one, else the first that is a name."""
+    """The name at the head of the first page: among its top rows, one with a company
+    form ("Sdn Bhd", "GmbH", "Ltd") if there is one, else the first that is a name; a
+    name that starts on the row above its company form is joined to it."""
     if not lines:
         return None
-    first_page = lines[0].page
-    names = [line for line in sorted((ln for ln in lines if ln.page is first_page),
-                                     key=lambda ln: (ln.box[1], ln.box[0]))
-             if _is_name(line.text)]
+    rows = _rows([line for line in lines if line.page is lines[0].page])
+    names = [row for row in rows if _is_name(company_name(row.text))]
     if not names:
         return None
     # the head of the page: the top name and those on its band or just under it (a
     # logo line over the company's name); a company further down is the addressee's
     top = names[0]
-    head = [line for line in names if line.box[1] - top.box[1] < 2.5 * top.height]
-    return next((line for line in head if _COMPANY.search(line.text)), top)
+    head = [row for row in names if row.box[1] - top.box[1] < 2.5 * top.height]
+    chosen = next((row for row in head if _COMPANY.search(row.text)), top)
+    above = rows[rows.index(chosen) - 1] if rows.index(chosen) > 0 else None
+    if above is not None and above in names and _continues(above, chosen):
+        return _joined([above, chosen])
+    return chosen
 
 
-def _is_name(text: str) -> bool:
-    stripped = text.strip()
-    letters = sum(ch.isalpha() for ch in stripped)
-    return (letters >= 2 and letters >= len(stripped.replace(" ", "")) / 2
-            and not _TITLES.match(stripped) and not _CONTACT.search(stripped)
-            and not kinds.find_dates(stripped) and not kinds.find_amounts(stripped))
+def company_name(text: str) -> str:
+    """A header line's name without what is printed around it: the company's
+    registration number and what follows it ("(974306-T)", "Co. No. 12345-X"), a
+    bracket left open at the end, decoration ("**Name**")."""
+    name = _REGISTRATION.split(text, maxsplit=1)[0]
+    return re.sub(r"\s*[(\[][^)\]]{0,4}$", "", name).strip(" *#=~_-,:;")
+
+
+def _is_name(name: str) -> bool:
+    letters = sum(ch.isalpha() for ch in name)
+    # a price is no name's part, a number may be ("7-Eleven", "99 Market")
+    prices = [p for _, p in kinds.find_amounts(name) if p.value.currency or re.search(r"[.,]\d", p.raw)]
+    return (letters >= 3 and letters >= len(name.replace(" ", "")) / 2
+            and not _TITLES.match(name) and not _CONTACT.search(name)
+            and not kinds.find_dates(name) and not prices)
+
+
+def _continues(above: ReadLine, row: ReadLine) -> bool:
+    """Whether ``row`` is the end of a name that ``above`` starts: its company form comes
+    after at most one word ("STATIONERY SDN BHD", "CO. (M) SDN BHD"), and ``above``,
+    just over it, has no company form and no digits of its own."""
+    form = _COMPANY.search(row.text)
+    return (form is not None and len(re.findall(r"[^\W\d_]{2,}", row.text[:form.start()])) <= 1
+            and not _COMPANY.search(above.text) and not re.search(r"\d", above.text)
+            and row.box[1] - above.box[3] < 0.6 * row.height
+            and _overlap(above.box[0], above.box[2], row.box[0], row.box[2]) > 0)
+
+
+def _rows(lines: list[ReadLine]) -> list[ReadLine]:
+    """The lines of a page top down, those that OCR split along one printed row
+    ("POTTERS" "GARDEN SDN" "BHD") joined left to right; a logo or a line standing on
+    end is no part of a row of print beside it."""
+    rows: list[list[ReadLine]] = []
+    for line in sorted(lines, key=lambda ln: (ln.box[1], ln.box[0])):
+        row = next((row for row in rows if _overlap(row[0].box[1], row[0].box[3], line.box[1],
+                                                    line.box[3]) > 0.6 * line.height
+                    and max(row[0].height, line.height) < 1.5 * min(row[0].height, line.height)
+                    and line.box[2] - line.box[0] > line.height
+                    and line.box[0] - max(ln.box[2] for ln in row) < 2 * line.height), None)
+        if row is None:
+            rows.append([line])
+        else:
+            row.append(line)
+    return [_joined(sorted(row, key=lambda ln: ln.box[0])) for row in rows]
+
+
+def _joined(lines: list[ReadLine]) -> ReadLine:
+    """Lines read as one, in the given order."""
+    if len(lines) == 1:
+        return lines[0]
+    return ReadLine(lines[0].page, min(ln.order for ln in lines), " ".join(ln.text for ln in lines),
+                    (min(ln.box[0] for ln in lines), min(ln.box[1] for ln in lines),
+                     max(ln.box[2] for ln in lines), max(ln.box[3] for ln in lines)),
+                    [w for ln in lines for w in ln.words], min(ln.confidence for ln in lines))
 
 
 def _below_header(lines: list[ReadLine], header: ReadLine | None) -> list[_Candidate]:
-    """The address: the lines under the header, down to the first that holds something
-    else (a phone, a date, an amount, a registration number) or stands apart."""
+    """The address: the rows under the header, down to the first that holds something
+    else (a phone, a date, an amount, a registration number) or stands apart; the
+    company's registration number or the document's title may stand over it."""
     if header is None:
         return []
     taken: list[ReadLine] = []
-    below = sorted((ln for ln in lines if ln.page is header.page and ln.box[1] > header.box[1]),
-                   key=lambda ln: (ln.box[1], ln.box[0]))
+    below = _rows([ln for ln in lines if ln.page is header.page
+                   and (ln.box[1] + ln.box[3]) / 2 > header.box[3]])
     bottom = header.box[3]
-    for line in below:
-        if line.box[1] - bottom > 1.2 * line.height or _CONTACT.search(line.text) \
-                or _AFTER_ADDRESS.search(line.text) or kinds.find_vat_ids(line.text) \
-                or kinds.find_dates(line.text) or _TITLES.match(line.text.strip()) \
-                or sum(ch.isalpha() for ch in line.text) < 2 or len(taken) == 4:
+    for row in below:
+        if not taken and row.box[1] - bottom <= 1.2 * row.height and (
+                _TITLES.match(row.text.strip()) or _REGISTRATION.search(row.text)
+                and not _is_name(company_name(row.text))):
+            bottom = row.box[3]
+            continue
+        if row.box[1] - bottom > 1.2 * row.height or _CONTACT.search(row.text) \
+                or _AFTER_ADDRESS.search(row.text) or kinds.find_vat_ids(row.text) \
+                or kinds.find_dates(row.text) or _TITLES.match(row.text.strip()) \
+                or sum(ch.isalpha() for ch in row.text) < 2 or len(taken) == 4:
             break
-        taken.append(line)
-        bottom = line.box[3]
+        taken.append(row)
+        bottom = row.box[3]
     if not taken:
         return []
-    text = " ".join(line.text for line in taken)
-    joined = ReadLine(header.page, taken[0].order, text,
-                   (min(ln.box[0] for ln in taken), taken[0].box[1],
-                    max(ln.box[2] for ln in taken), taken[-1].box[3]),
-                   [w for ln in taken for w in ln.words],
-                   min(ln.confidence for ln in taken))
-    return [_Candidate(kinds.parse("text", text), UNLABELLED, joined, None)]
+    joined = _joined(taken)
+    return [_Candidate(kinds.parse("text", joined.text), UNLABELLED, joined, None)]
 
 
 def _pick(spec: FieldSpec, candidates: list[_Candidate],
