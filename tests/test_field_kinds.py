@@ -7,9 +7,10 @@ from decimal import Decimal
 
 import pytest
 
+from appliance.fields.capitals import chinese_capital_amount
 from appliance.fields.checksums import iban_valid, uscc_valid
-from appliance.fields.kinds import (KINDS, Money, Parsed, chinese_capital_amount, find_amounts,
-                                    find_dates, find_ibans, find_vat_ids, parse)
+from appliance.fields.kinds import (KINDS, Money, Parsed, find_amounts, find_dates, find_ibans,
+                                    find_vat_ids, parse)
 
 
 def raws(found: list[tuple[tuple[int, int], Parsed]]) -> list[str]:
@@ -110,6 +111,8 @@ def test_what_is_no_date(raw):
     ("01/05/2016-13:19:16-29-CASHIER", [((0, 10), "2016-05-01")]),
     ("2018-05-0116:01", [((0, 10), "2018-05-01")]),
     ("02 Jun 201818:23", [((0, 11), "2018-06-02")]),
+    ("REG #13-27/04/2018", [((8, 18), "2018-04-27")]),  # a dash before a slashed date
+    ("INV-2024-03-04", []),  # ...but not inside a dashed reference
 ])
 def test_find_dates_gives_every_date_and_its_span(text, expected):
     assert [(span, parsed.value) for span, parsed in find_dates(text)] == expected
