@@ -79,7 +79,7 @@ def rows(lines: list[ReadLine]) -> list[ReadLine]:
             bands.append([line])
         else:
             band.append(line)
-    rows = []
+    printed = []
     for band in bands:
         pieces = sorted(band, key=lambda ln: ln.box[0])
         row = [pieces[0]]
@@ -87,10 +87,10 @@ def rows(lines: list[ReadLine]) -> list[ReadLine]:
             if piece.box[0] - max(ln.box[2] for ln in row) < 2 * piece.height:
                 row.append(piece)
             else:  # another column
-                rows.append(joined(row))
+                printed.append(joined(row))
                 row = [piece]
-        rows.append(joined(row))
-    return sorted(rows, key=lambda row: (row.box[1], row.box[0]))
+        printed.append(joined(row))
+    return sorted(printed, key=lambda row: (row.box[1], row.box[0]))
 
 
 def joined(lines: list[ReadLine]) -> ReadLine:
