@@ -7,9 +7,10 @@ from decimal import Decimal
 
 import pytest
 
+from appliance.fields.capitals import chinese_capital_amount
 from appliance.fields.checksums import iban_valid, uscc_valid
-from appliance.fields.kinds import (KINDS, Money, Parsed, chinese_capital_amount, find_amounts,
-                                    find_dates, find_ibans, find_vat_ids, parse)
+from appliance.fields.kinds import (KINDS, Money, Parsed, find_amounts, find_dates, find_ibans,
+                                    find_vat_ids, parse)
 
 
 def raws(found: list[tuple[tuple[int, int], Parsed]]) -> list[str]:
@@ -104,6 +105,14 @@ def test_what_is_no_date(raw):
     # OCR reads a month's O as a zero
     ("Date: 29-0ct-2022 16:29:33", [((6, 17), "2022-10-29")]),
     ("N0v 3, 2021", [((0, 11), "2021-11-03")]),
+    # OCR runs the time into the date: the date ends where the time starts
+    ("10-05-201816:01:18", [((0, 10), "2018-05-10")]),
+    ("Date: 02/01/1611:41:47AM", [((6, 14), "2016-01-02")]),
+    ("01/05/2016-13:19:16-29-CASHIER", [((0, 10), "2016-05-01")]),
+    ("2018-05-0116:01", [((0, 10), "2018-05-01")]),
+    ("02 Jun 201818:23", [((0, 11), "2018-06-02")]),
+    ("REG #13-27/04/2018", [((8, 18), "2018-04-27")]),  # a dash before a slashed date
+    ("INV-2024-03-04", []),  # ...but not inside a dashed reference
 ])
 def test_find_dates_gives_every_date_and_its_span(text, expected):
     assert [(span, parsed.value) for span, parsed in find_dates(text)] == expected
@@ -210,6 +219,7 @@ def test_a_number_is_an_amount_without_its_currency(raw, number):
     ("VAT 19% 190,00 EUR", ["190,00 EUR"]),
     ("MwSt 7 % 0,49 €", ["0,49 €"]),
     ("Date: 25/12/2018 10:15 RM 9.90", ["RM 9.90"]),  # the date's and the time's digits are not
+    ("2018-05-0116:01 RM 9.90", ["RM 9.90"]),  # nor those of a time run into the date
     ("Invoice date: 15.03.2024 Due date: 14.04.2024", []),
     ("TEL 03-8736 5678", []),
     ("Tel: +49 30 1234567 Fax +49 30 1234568", []),

@@ -83,6 +83,88 @@ def test_a_missing_required_field_and_a_future_date_are_reasons_for_review():
     assert fields["address"]["valid"] is None  # optional, and not there
 
 
+def total_of(*rows: tuple[float, float, str]) -> str | None:
+    reading = read_fields([page((200, 20, "KEDAI MAJU JAYA SDN BHD"), *rows)],
+                          DEFAULTS["receipt"], no_history, today=TODAY)
+    return by_name(reading)["total"]["value"]
+
+
+def test_a_total_that_includes_the_tax_is_the_total_not_the_tax_summary_under_it():
+    assert total_of((60, 300, "TOTAL INCL. GST06%"), (500, 300, "RM 7.00"),
+                    (60, 340, "CASH"), (500, 340, "RM 10.00"),
+                    (60, 380, "GST @6% included in total"), (500, 380, "RM 0.40"),
+                    # the tax summary's amount column holds the amount before tax
+                    (60, 440, "GST Summary"), (300, 440, "Amount(RM)"), (500, 440, "Tax(RM)"),
+                    (60, 475, "SR @ 6%"), (300, 475, "6.60"), (500, 475, "0.40")) == "7.00"
+    assert total_of((60, 300, "Total (VAT inclusive) 12.00"), (60, 340, "Total VAT 2.00")) == "12.00"
+    assert total_of((60, 300, "Total excl. VAT 10.00"), (60, 340, "VAT 2.00")) is None
+
+
+def test_the_total_is_the_one_after_the_cash_rounding_and_not_what_was_paid():
+    assert total_of((60, 300, "Total Amount: RM10.36"), (60, 340, "Rounding: -RM0.01"),
+                    (60, 380, "Nett Total: RM10.35"), (60, 420, "Paid Amount: RM20.00"),
+                    (60, 460, "Change: RM9.65")) == "10.35"
+    # no total below the rounding: the largest total stands
+    assert total_of((60, 300, "Total 10.36"), (60, 340, "Rounding Adj 0.00")) == "10.36"
+
+
+def test_the_amount_payable_and_the_rounded_total_are_the_total():
+    # a credit note's parts are larger than what is to be paid
+    assert total_of((60, 300, "Total 0% supplies:"), (500, 300, "42.37"),
+                    (60, 340, "Total Payable:"), (500, 340, "38.55")) == "38.55"
+    # the rounding's own row under the adjustment holds the rounded total
+    assert total_of((60, 300, "Total Sales (Inclusive GST) RM"), (500, 300, "98.89"),
+                    (60, 340, "Rounding Adjustment RM"), (500, 340, ".01"),
+                    (60, 380, "Rounding RM"), (500, 380, "98.90"),
+                    (60, 420, "CASH RM"), (500, 420, "100.00")) == "98.90"
+    # an amount below the rounding that is no rounded total leaves the total as it was
+    assert total_of((60, 300, "TOTAL"), (500, 300, "RM41.81"),
+                    (60, 340, "ROUNDING"), (500, 340, "RM-0.01"),
+                    (60, 380, "SV CHG @ 10% Amount"), (500, 380, "RM3.59")) == "41.81"
+
+
+def test_an_amount_column_does_not_give_the_cash_paid_as_the_total():
+    assert total_of((60, 300, "Total Amount: 6.60"),
+                    (60, 340, "Payment Mode"), (500, 340, "Amount"),
+                    (60, 375, "CASH"), (500, 375, "10.00")) == "6.60"
+
+
+def header_of(*rows: tuple[float, float, str]) -> tuple[str | None, str | None]:
+    reading = read_fields([page(*rows, (60, 600, "TOTAL 9.90"))], DEFAULTS["receipt"],
+                          no_history, today=TODAY)
+    fields = by_name(reading)
+    return fields["company"]["value"], fields["address"]["value"]
+
+
+def test_a_shop_name_without_its_registration_number_and_an_address_that_starts_no():
+    assert header_of((150, 40, "KEDAI MAJU JAYA SDN.BHD.(974306-T)"),
+                     (180, 75, "NO.2, JALAN MAWAR 3,"), (180, 110, "43000 KAJANG."),
+                     (180, 145, "GST REG NO.:000111222333")) == (
+        "KEDAI MAJU JAYA SDN.BHD.", "NO.2, JALAN MAWAR 3, 43000 KAJANG.")
+    # its number on the row under it, and the title, stand between the name and address
+    assert header_of((150, 40, "KEDAI MAJU JAYA (M) SDN BHD (Co"), (200, 75, "(81109-A)"),
+                     (150, 110, "TAX INVOICE / ADJUSTMENT NOTE"),
+                     (180, 145, "No 5, Jalan Besar"), (180, 180, "TEL 03-8736 5678")) == (
+        "KEDAI MAJU JAYA (M) SDN BHD", "No 5, Jalan Besar")
+
+
+def test_a_shop_name_is_read_across_the_lines_ocr_split_it_into():
+    # one printed row read as three lines
+    assert header_of((100, 40, "KEDAI"), (200, 40, "MAJU SDN"), (340, 40, "BHD"),
+                     (180, 75, "5 Jalan Besar"))[0] == "KEDAI MAJU SDN BHD"
+    # a name that runs on to the row of its company form
+    assert header_of((150, 40, "PERNIAGAAN BUKU"), (150, 75, "CO. (M) SDN BHD"),
+                     (150, 110, "(Co. No. 123456-W)"), (150, 145, "Lot 5, Jalan Besar"))[0] \
+        == "PERNIAGAAN BUKU CO. (M) SDN BHD"
+    assert header_of((150, 40, "PERNIAGAAN BUKU"), (150, 75, "CERIA SDN BHD"),
+                     (150, 110, "Lot 5, Jalan Besar"))[0] == "PERNIAGAAN BUKU CERIA SDN BHD"
+    # a line over a name that is whole is not part of it
+    assert header_of((150, 40, "HAPPY MALL @ 1 CITY CENTRE"), (150, 75, "KOPI CORNER SDN BHD"),
+                     (150, 110, "Lot 5, Jalan Besar"))[0] == "KOPI CORNER SDN BHD"
+    assert header_of((200, 40, "**Kopi Corner**"), (150, 75, "Lot 5, Jalan Besar"))[0] \
+        == "Kopi Corner"
+
+
 INVOICE_ROWS = [
     (60, 60, "Muster Bürobedarf GmbH"),
     (60, 95, "Hauptstraße 5, 10115 Berlin"),

@@ -5,7 +5,8 @@ a person looks: after its label on the same line, to the right of the label on t
 same line band, or on the line below it. A value must parse as the field's kind
 (``kinds``); a label in ``not_labels`` on the line disqualifies that line. Fields
 that carry their own proof (an IBAN, a VAT id) and dates are also taken without a
-label when none is labelled; names and addresses come from the page's header.
+label when none is labelled; names and addresses come from the page's header
+(``header``).
 
 What it returns per field: the value as found and normalised, a confidence (how the
 value was placed, times how sure the recogniser was of its words) and the evidence:
@@ -19,35 +20,28 @@ from dataclasses import dataclass, field
 from decimal import Decimal
 
 from appliance.fields import kinds
+from appliance.fields.header import address_below, company_name, header_line
 from appliance.fields.kinds import Parsed
+from appliance.fields.lines import Evidence, ReadLine, overlap, read_lines
 from appliance.fields.schema import FieldSpec
 from appliance.outputs.tree import PageTree
 
 # how much a value's place says it belongs to its label
 AFTER_LABEL, SAME_BAND, BELOW, UNLABELLED, HEADER = 1.0, 0.9, 0.75, 0.6, 0.7
 
-_TITLES = re.compile(r"^(tax |simplified |official |cash )?(invoice|receipt|bill|rechnung|facture|"
-                     r"quittung|kassenbon|sale|cash sale|welcome|copy|original|duplicate|"
-                     r"statement|quotation)s?\W*$", re.IGNORECASE)
-_COMPANY = re.compile(r"\b(sdn\.? ?bhd|bhd|gmbh|ag|ltd|limited|inc|llc|plc|s\.?a\.?|s\.?r\.?l\.?|"
-                      r"s\.?p\.?a|b\.?v\.?|n\.?v\.?|e\.?k|co\.|corp|enterprise|trading|kg|oy|"
-                      r"ab|as|sarl|sas)\b|有限公司|公司", re.IGNORECASE)
-_CONTACT = re.compile(r"\b(tel|phone|fax|mobile|hp|e-?mail|www\.|http|gst|reg|vat|sst|"
-                      r"tax id|co\.? ?no|company no)\b|@|\+\d{2}", re.IGNORECASE)
-# what ends an address: a contact, a registration, a document number, a time
-_AFTER_ADDRESS = re.compile(r"\b(tva|btw|iva|ust|mwst|partita|steuer|receipt|bill|invoice|inv|"
-                            r"trans|cashier|table|order|store|no\.|no:|nr\.?)\b|#|\d{1,2}:\d{2}",
-                            re.IGNORECASE)
-
-
-@dataclass
-class Evidence:
-    page: int  # 1-based
-    box: tuple[int, int, int, int]  # on the page as rendered, in pixels
-    text: str  # the whole line the value stands on
-
-    def as_dict(self) -> dict:
-        return {"page": self.page, "box": list(self.box), "text": self.text}
+_TAX = r"(?:gst|vat|tax|sst|mwst|ust|iva|tva|btw)"
+# a tax the amount includes ("Total incl. GST 6%", "GST inclusive") is no tax line's label
+# incl., inclusive, including, inkl.; "Total includes GST 0.40" states the tax
+_INCLUDED = r"(?:in[ck]l(?!udes|uded)\w*\.?|inc\.)"
+_TAX_INCLUDED = re.compile(
+    rf"\b{_INCLUDED}\s*(?:of\s*)?(?:[\d.,]+\s*%\s*)?{_TAX}(?![^\W\d_])"
+    rf"|\b{_TAX}\s*{_INCLUDED}", re.IGNORECASE)
+_TAX_SUMMARY = re.compile(rf"\b{_TAX}\s*(?:sum\w{{1,3}}ry|analysis)|\bsummary of {_TAX}",
+                          re.IGNORECASE)  # OCR reads "Summary" as "Sumnary", "Sumeary"
+# what is to be paid, over totals of parts ("Total 0% supplies") and before credits
+_PAYABLE = re.compile(r"\bpayable\b|\bto pay\b|zu zahlen|te betalen|à payer|a pagar", re.IGNORECASE)
+# a cash rounding: the amount due stands below it ("Rounding Adj -0.01", then "Nett Total")
+_ROUNDING = re.compile(r"\bround(?:ing)?\b", re.IGNORECASE)  # "Total Rounded" is the total
 
 
 @dataclass
@@ -60,40 +54,12 @@ class Found:
 
 
 @dataclass
-class ReadLine:
-    page: PageTree
-    order: int  # in reading order over the document
-    text: str
-    box: tuple[float, float, float, float]  # in the tree's frame
-    words: list  # outputs.tree.Word
-    confidence: float
-
-    def evidence(self, span: tuple[int, int] | None = None) -> Evidence:
-        """The line, or the words of it that ``span`` (character offsets) covers."""
-        box = self.box
-        if span is not None:
-            covered, start = [], 0
-            for word in self.words:
-                end = start + len(word.text)
-                if start < span[1] and end > span[0]:
-                    covered.append(word.box)
-                start = end + 1
-            if covered:
-                box = (min(b[0] for b in covered), min(b[1] for b in covered),
-                       max(b[2] for b in covered), max(b[3] for b in covered))
-        return Evidence(self.page.number, self.page.pixels(box), self.text)
-
-    @property
-    def height(self) -> float:
-        return max(self.box[3] - self.box[1], 1.0)
-
-
-@dataclass
 class _Candidate:
     parsed: Parsed
     place: float
     line: ReadLine
     span: tuple[int, int] | None
+    label: ReadLine | None = None  # the line of its label, where it has one
 
 
 def extract(pages: list[PageTree], specs: tuple[FieldSpec, ...]) -> dict[str, Found]:
@@ -104,34 +70,22 @@ def extract(pages: list[PageTree], specs: tuple[FieldSpec, ...]) -> dict[str, Fo
     header: ReadLine | None = None
     for spec in specs:
         if spec.locate == "header":
-            header = _header_line(lines)
+            header = header_line(lines)
             candidates = [] if header is None else [_Candidate(
-                kinds.parse("text", header.text), HEADER, header, None)]
+                kinds.parse("text", company_name(header.text)), HEADER, header, None)]
         elif spec.locate == "below_header":
-            candidates = _below_header(lines, header or _header_line(lines))
+            header = header or header_line(lines)
+            address = None if header is None else address_below(lines, header)
+            candidates = [] if address is None else [_Candidate(
+                kinds.parse("text", address.text), UNLABELLED, address, None)]
         else:
             candidates = _labelled(lines, spec) or _unlabelled(lines, spec)
-        chosen = _pick(spec, [c for c in candidates if c.parsed is not None])
+        chosen = _pick(spec, [c for c in candidates if c.parsed is not None], lines)
         if chosen is not None:
             found[spec.name] = Found(spec, chosen.parsed,
                                      round(chosen.place * chosen.line.confidence, 4),
                                      [chosen.line.evidence(chosen.span)])
     return found
-
-
-def read_lines(pages: list[PageTree]) -> list[ReadLine]:
-    lines = []
-    for page in pages:
-        if page.status != "done":
-            continue
-        for block in page.blocks:
-            for line in block.lines:
-                if not line.words:
-                    continue
-                scores = [w.confidence for w in line.words if w.confidence is not None]
-                lines.append(ReadLine(page, len(lines), line.text, line.box, line.words,
-                                   sum(scores) / len(scores) if scores else 1.0))
-    return lines
 
 
 # --- labelled values ---------------------------------------------------------------
@@ -158,19 +112,39 @@ def _labelled(lines: list[ReadLine], spec: FieldSpec) -> list[_Candidate]:
     candidates = []
     for line in lines:
         end = _label_end(line.text, spec.labels)
-        if end is None or (spec.not_labels and _label_end(line.text, spec.not_labels) is not None):
+        if end is None or _disqualified(lines, line, spec):
             continue
         rest = line.text[end:]
         same_line = _values(spec, rest, offset=end)
         if same_line:
-            candidates += [_Candidate(p, AFTER_LABEL, line, span) for span, p in same_line[:1]]
+            candidates += [_Candidate(p, AFTER_LABEL, line, span, line) for span, p in same_line[:1]]
             continue
         for other, place in _neighbours(lines, line, spec.kind, line.page.slope):
             values = _values(spec, other.text, offset=0)
+            if values and place == BELOW and spec.kind == "money" and spec.not_labels and any(
+                    _label_end(o.text, spec.not_labels) is not None for o in _on_band(lines, other)):
+                break  # under a column's header, on a row that is not the field's ("CASH 50.00")
             if values:
-                candidates += [_Candidate(p, place, other, span) for span, p in values[:1]]
+                candidates += [_Candidate(p, place, other, span, line) for span, p in values[:1]]
                 break
     return candidates
+
+
+def _disqualified(lines: list[ReadLine], line: ReadLine, spec: FieldSpec) -> bool:
+    """A label line that is not the field's: one with a label in ``not_labels`` (a tax
+    the amount includes does not count), or a column header of a tax summary table
+    (its "Amount" column holds the amounts before tax)."""
+    if spec.not_labels and _label_end(_TAX_INCLUDED.sub(" ", line.text),
+                                      spec.not_labels) is not None:
+        return True
+    return any(_TAX_SUMMARY.search(other.text) for other in _on_band(lines, line))
+
+
+def _on_band(lines: list[ReadLine], line: ReadLine) -> list[ReadLine]:
+    """The lines on the line's band, itself among them."""
+    return [other for other in lines if other.page is line.page
+            and overlap(other.box[1], other.box[3], line.box[1], line.box[3])
+            > 0.5 * min(other.height, line.height)]
 
 
 def _neighbours(lines: list[ReadLine], line: ReadLine, kind: str, slope: float):
@@ -191,7 +165,7 @@ def _neighbours(lines: list[ReadLine], line: ReadLine, kind: str, slope: float):
                   key=lambda o: (drift(o) > 0.25 * line.height, o.box[0]))
     below = sorted((o for o in same_page
                     if line.box[3] - 0.3 * line.height <= o.box[1] <= line.box[3] + 1.6 * line.height
-                    and _overlap(o.box[0], o.box[2], line.box[0], line.box[2]) > 0),
+                    and overlap(o.box[0], o.box[2], line.box[0], line.box[2]) > 0),
                    key=lambda o: o.box[1])[:1]
     if kind == "text":
         band = [o for o in band if o.box[0] - line.box[2] < 3 * line.height]
@@ -200,10 +174,6 @@ def _neighbours(lines: list[ReadLine], line: ReadLine, kind: str, slope: float):
     else:
         yield from ((other, SAME_BAND) for other in band)
         yield from ((other, BELOW) for other in below)
-
-
-def _overlap(a0: float, a1: float, b0: float, b1: float) -> float:
-    return max(0.0, min(a1, b1) - max(a0, b0))
 
 
 _FINDERS = {"money": kinds.find_amounts, "number": kinds.find_amounts,
@@ -249,69 +219,52 @@ def _unlabelled(lines: list[ReadLine], spec: FieldSpec) -> list[_Candidate]:
     return []
 
 
-def _header_line(lines: list[ReadLine]) -> ReadLine | None:
-    """The name at the head of the first page: among its top lines, one with a company
-    form ("Sdn Bhd", "GmbH", "Ltd") if there is one, else the first that is a name."""
-    if not lines:
-        return None
-    first_page = lines[0].page
-    names = [line for line in sorted((ln for ln in lines if ln.page is first_page),
-                                     key=lambda ln: (ln.box[1], ln.box[0]))
-             if _is_name(line.text)]
-    if not names:
-        return None
-    # the head of the page: the top name and those on its band or just under it (a
-    # logo line over the company's name); a company further down is the addressee's
-    top = names[0]
-    head = [line for line in names if line.box[1] - top.box[1] < 2.5 * top.height]
-    return next((line for line in head if _COMPANY.search(line.text)), top)
-
-
-def _is_name(text: str) -> bool:
-    stripped = text.strip()
-    letters = sum(ch.isalpha() for ch in stripped)
-    return (letters >= 2 and letters >= len(stripped.replace(" ", "")) / 2
-            and not _TITLES.match(stripped) and not _CONTACT.search(stripped)
-            and not kinds.find_dates(stripped) and not kinds.find_amounts(stripped))
-
-
-def _below_header(lines: list[ReadLine], header: ReadLine | None) -> list[_Candidate]:
-    """The address: the lines under the header, down to the first that holds something
-    else (a phone, a date, an amount, a registration number) or stands apart."""
-    if header is None:
-        return []
-    taken: list[ReadLine] = []
-    below = sorted((ln for ln in lines if ln.page is header.page and ln.box[1] > header.box[1]),
-                   key=lambda ln: (ln.box[1], ln.box[0]))
-    bottom = header.box[3]
-    for line in below:
-        if line.box[1] - bottom > 1.2 * line.height or _CONTACT.search(line.text) \
-                or _AFTER_ADDRESS.search(line.text) or kinds.find_vat_ids(line.text) \
-                or kinds.find_dates(line.text) or _TITLES.match(line.text.strip()) \
-                or sum(ch.isalpha() for ch in line.text) < 2 or len(taken) == 4:
-            break
-        taken.append(line)
-        bottom = line.box[3]
-    if not taken:
-        return []
-    text = " ".join(line.text for line in taken)
-    joined = ReadLine(header.page, taken[0].order, text,
-                   (min(ln.box[0] for ln in taken), taken[0].box[1],
-                    max(ln.box[2] for ln in taken), taken[-1].box[3]),
-                   [w for ln in taken for w in ln.words],
-                   min(ln.confidence for ln in taken))
-    return [_Candidate(kinds.parse("text", text), UNLABELLED, joined, None)]
-
-
-def _pick(spec: FieldSpec, candidates: list[_Candidate]) -> _Candidate | None:
+def _pick(spec: FieldSpec, candidates: list[_Candidate],
+          lines: list[ReadLine]) -> _Candidate | None:
     if not candidates:
         return None
     valid = [c for c in candidates if c.parsed.problem is None] or candidates
     if spec.pick == "largest" and spec.kind == "money":
-        return max(valid, key=lambda c: (_amount(c.parsed), -c.line.order))
+        totals = _after_rounding(spec, valid, lines)
+        payable = [c for c in totals if c.label is not None and _PAYABLE.search(c.label.text)]
+        return max(payable or totals, key=lambda c: (_amount(c.parsed), -c.line.order))
     ordered = sorted(valid, key=lambda c: c.line.order)
     return ordered[-1] if spec.pick == "last" else ordered[0]
 
 
 def _amount(parsed: Parsed) -> Decimal:
     return parsed.value.amount
+
+
+def _after_rounding(spec: FieldSpec, candidates: list[_Candidate],
+                    lines: list[ReadLine]) -> list[_Candidate]:
+    """The totals below the page's first cash rounding line, where there are any: the
+    total before rounding differs by the adjustment but is not what is due. A later
+    rounding line ("Rounding RM 98.90") holds the rounded total. A rounding moves the
+    total by less than a currency unit: an amount further from it (a service charge
+    below) is no rounded total."""
+    roundings = [line for line in lines if _ROUNDING.search(line.text)]
+    if not roundings:
+        return candidates
+    first = roundings[0]
+
+    def below(line: ReadLine) -> bool:
+        return ((line.page.number, (line.box[1] + line.box[3]) / 2)
+                > (first.page.number, first.box[3]))
+
+    largest = max(_amount(c.parsed) for c in candidates)
+
+    def near(parsed: Parsed) -> bool:
+        return abs(_amount(parsed) - largest) < 1
+
+    rounded = [_Candidate(p, SAME_BAND, other, span, line) for line in roundings if below(line)
+               for other in _same_band(lines, line)
+               for span, p in _values(spec, other.text, offset=0)[:1]
+               if p.problem is None and near(p)]
+    return [c for c in candidates if below(c.line) and near(c.parsed)] + rounded or candidates
+
+
+def _same_band(lines: list[ReadLine], line: ReadLine) -> list[ReadLine]:
+    """The line and those to its right on its band."""
+    return [line] + [other for other, place in _neighbours(lines, line, "money", line.page.slope)
+                     if place == SAME_BAND]

@@ -20,8 +20,9 @@ is still read, with ``problem`` saying why: the validator reports it.
 
 Dates: day.month.year unless ``day_first=False`` (month/day/year, as in the US); a
 first number over 12 is a day and a second over 12 a day whichever way is asked for.
-Two-digit years 00-69 are 20xx, 70-99 19xx; years outside 1900-2100 are no dates. A
-time after a date is not part of it. A date that does not exist keeps its numbers:
+Two-digit years 00-69 are 20xx, 70-99 19xx; years outside 1900-2099 are no dates. A
+time after a date is not part of it, even where OCR ran the two together
+("10-05-201816:01:18", "01/05/2016-13:19"). A date that does not exist keeps its numbers:
 "31.02.2024" reads "2024-02-31", with its problem.
 
 Amounts: with both "." and "," the last one is the decimal mark. With one of them
@@ -46,6 +47,7 @@ from datetime import date
 from decimal import Decimal
 
 from appliance.fields import checksums
+from appliance.fields.capitals import CAPITAL, chinese_capital_amount
 
 KINDS = ("text", "date", "money", "number", "iban", "vat_id", "enum", "regex")
 
@@ -144,14 +146,18 @@ def _month(name: str) -> int:
     return _MONTHS.get(name.casefold(), 0)
 
 
+# a time that OCR ran into the date's last digits ("10-05-201816:01:18", "01/05/16-13:19")
+# ends the date; so a four-digit year is 19xx or 20xx ("02/01/1611:41" is 2016)
+_TIME_GLUED = r"(?=-?\d{1,2}:\d{2})"
 _NUMERIC_DATE = re.compile(
-    r"(?<![\d.,/-])(?:(?P<year>\d{4})(?P<sep>[./-])(?P<month>\d{1,2})(?P=sep)(?P<day>\d{1,2})"
-    r"|(?P<first>\d{1,2})(?P<sep2>[./-])(?P<second>\d{1,2})(?P=sep2)(?P<short>\d{4}|\d{2}))"
-    r"(?!\d|[./-]\d)")
+    r"(?<![\d.,/])(?:(?<!-)|(?=\d{1,2}[./]))"  # "#13-27/04/2018": a dash before no dash-date
+    r"(?:(?P<year>\d{4})(?P<sep>[./-])(?P<month>\d{1,2})(?P=sep)(?P<day>\d{1,2})"
+    r"|(?P<first>\d{1,2})(?P<sep2>[./-])(?P<second>\d{1,2})(?P=sep2)(?P<short>(?:19|20)\d{2}|\d{2}))"
+    rf"(?:(?!\d|[./-]\d)|{_TIME_GLUED})")
 _CHINESE_DATE = re.compile(r"(?<!\d)(\d{4})\s*年\s*(\d{1,2})\s*月\s*(\d{1,2})(?:\s*[日号])?")
 _DAY_MONTH_YEAR = re.compile(
     rf"(?<![\d.,])(\d{{1,2}})(?:st|nd|rd|th|er|\.)?[\s/-]*({_MONTH}){_NOT_LETTER}\.?[\s/,-]*"
-    r"(\d{4}|\d{2})(?!\d)", re.IGNORECASE)
+    rf"((?:19|20)\d{{2}}|\d{{2}})(?:(?!\d)|{_TIME_GLUED})", re.IGNORECASE)
 _MONTH_DAY_YEAR = re.compile(
     rf"(?<![^\W\d_])({_MONTH}){_NOT_LETTER}\.?\s*(\d{{1,2}})(?:st|nd|rd|th)?(?:,\s*|\s+)"
     r"(\d{4})(?!\d)", re.IGNORECASE)
@@ -196,7 +202,7 @@ def _date(raw: str, year_text: str, month: int, day: int) -> Parsed | None:
     year = int(year_text)
     if len(year_text) == 2:
         year += 2000 if year < 70 else 1900
-    if not (1900 <= year <= 2100 and 1 <= month <= 12 and 1 <= day <= 31):
+    if not (1900 <= year <= 2099 and 1 <= month <= 12 and 1 <= day <= 31):
         return None
     iso = f"{year:04d}-{month:02d}-{day:02d}"
     try:
@@ -250,8 +256,12 @@ _PHONE = re.compile(
 def find_amounts(text: str) -> list[tuple[tuple[int, int], Parsed]]:
     """Every amount in a line of text with its span (sign and currency included), left
     to right; the digits of dates, times, phone numbers, IBANs and VAT ids are none."""
-    taken = [span for span, _ in find_dates(text) + find_ibans(text) + find_vat_ids(text)]
-    taken += [m.span() for pattern in (_TIME, _PHONE) for m in pattern.finditer(text)]
+    dates = [span for span, _ in find_dates(text)]
+    taken = dates + [span for span, _ in find_ibans(text) + find_vat_ids(text)]
+    # a time may run straight on from a date: it starts where the date ends
+    undated = "".join(" " if _overlaps((i, i + 1), dates) else ch for i, ch in enumerate(text))
+    taken += [m.span() for m in _TIME.finditer(undated)]
+    taken += [m.span() for m in _PHONE.finditer(text)]
     found = []
     pos = 0
     while (m := _AMOUNT.search(text, pos)) is not None:
@@ -262,7 +272,7 @@ def find_amounts(text: str) -> list[tuple[tuple[int, int], Parsed]]:
         (start, end), number, currency = read
         found.append(((start, end), Parsed(text[start:end], Money(_cents(number), currency))))
         pos = m.end()
-    for m in _CAPITAL.finditer(text):
+    for m in CAPITAL.finditer(text):
         amount = chinese_capital_amount(m[0])
         if amount is not None:
             found.append((m.span(), Parsed(m[0], Money(amount, "CNY"))))
@@ -317,57 +327,6 @@ def _whole_amount(text: str) -> tuple[Decimal, str | None] | None:
 
 def _cents(number: Decimal) -> Decimal:
     return number if number.as_tuple().exponent < -2 else number.quantize(Decimal("0.01"))
-
-
-_CAPITAL_DIGITS = {ch: n for n, ch in enumerate("零壹贰叁肆伍陆柒捌玖")}
-_CAPITAL_UNITS = {"拾": 10, "佰": 100, "仟": 1000}
-_CAPITAL_VARIANTS = str.maketrans("圆圓萬億貳參陸", "元元万亿贰叁陆")  # older and traditional forms
-_CAPITAL_MARKS = r"(?:人民币|[⊗Ⓧⓧ×])"  # printed in front so that no numeral can be put there
-_CAPITAL = re.compile(rf"{_CAPITAL_MARKS}*[零壹贰叁肆伍陆柒捌玖拾佰仟万亿元角分整正圆圓萬億貳參陸]+")
-_CAPITAL_FRACTION = re.compile("零?(?:([零壹贰叁肆伍陆柒捌玖])角)?零?(?:([零壹贰叁肆伍陆柒捌玖])分)?")
-
-
-def chinese_capital_amount(text: str) -> Decimal | None:
-    """An amount in the capital numerals (大写) of a Chinese invoice, with its 元, 角 or
-    分: 壹万肆仟肆佰陆拾肆元整 -> 14464.00; None when ``text`` is not one."""
-    numerals = re.sub(rf"^(?:{_CAPITAL_MARKS}|[:：\s])*", "", text.strip())
-    numerals = numerals.translate(_CAPITAL_VARIANTS).rstrip("整正")
-    yuan, has_yuan, fraction = numerals.partition("元")
-    if not has_yuan:
-        yuan, fraction = "", numerals
-    cents = _CAPITAL_FRACTION.fullmatch(fraction)
-    whole = _capital_whole(yuan) if yuan else None if has_yuan else 0
-    if cents is None or whole is None or not (has_yuan or cents[1] or cents[2]):
-        return None
-    jiao, fen = (_CAPITAL_DIGITS[ch] if ch else 0 for ch in (cents[1], cents[2]))
-    return Decimal(whole * 100 + jiao * 10 + fen).scaleb(-2)
-
-
-def _capital_whole(numerals: str) -> int | None:
-    """壹拾万零伍 -> 100005: digits times 拾/佰/仟 make a section; 万 and 亿 scale all
-    that precedes them up to the next larger one."""
-    above_wan = below_wan = total = 0
-    digit = None
-    for ch in numerals:
-        if ch in _CAPITAL_DIGITS:
-            if digit:  # two digits in a row ("壹贰") are no number
-                return None
-            digit = _CAPITAL_DIGITS[ch]
-        elif ch in _CAPITAL_UNITS:
-            if digit is None and ch != "拾":  # 拾 alone is ten; 佰 alone is nothing
-                return None
-            below_wan += (1 if digit is None else digit) * _CAPITAL_UNITS[ch]
-            digit = None
-        elif ch in "万亿" and (below_wan or digit):
-            below_wan += digit or 0
-            if ch == "万":
-                above_wan, below_wan = above_wan + below_wan * 10_000, 0
-            else:
-                total, above_wan, below_wan = (total + above_wan + below_wan) * 10**8, 0, 0
-            digit = None
-        else:
-            return None
-    return total + above_wan + below_wan + (digit or 0)
 
 
 # --- IBANs and VAT ids -------------------------------------------------------------

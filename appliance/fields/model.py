@@ -22,7 +22,8 @@ import re
 
 from appliance.engines.base import Line, Question
 from appliance.fields import kinds
-from appliance.fields.extract import Found, ReadLine, read_lines
+from appliance.fields.extract import Found
+from appliance.fields.lines import ReadLine, read_lines
 from appliance.fields.schema import FieldSpec
 from appliance.fields.validate import squash
 from appliance.outputs.tree import PageTree

@@ -56,7 +56,7 @@ class FieldSpec:
 
 _TOTAL_NOT = ("sub", "subtotal", "sub-total", "cash", "change", "tendered", "rounding",
               "round", "tax", "gst", "vat", "mwst", "discount", "saving", "qty", "quantity",
-              "items", "item", "paid by", "card", "contanti", "especes", "bar", "rendu",
+              "items", "item", "paid", "tender", "card", "contanti", "especes", "bar", "rendu",
               "resto", "rückgeld")
 
 DEFAULTS: dict[str, tuple[FieldSpec, ...]] = {
