@@ -204,7 +204,8 @@ def test_bulk_retry_and_delete_are_done_and_audited(ada, daemon):
         assert ("retried", "ada") in events(daemon, doc["id"])
 
     list_row(page, names[2]).get_by_role("checkbox").check()
-    expect(page.locator("#documents-picked")).to_contain_text("1 document ticked")
+    # the ticked line names what an action will act on: the document ticked, no other
+    expect(page.locator("#documents-picked")).to_contain_text(f"1 document ticked: {names[2]}")
     page.locator("#bulk-delete").click()
     expect(page.locator("#documents-message")).to_contain_text("Delete: 1 document deleted")
     expect(list_row(page, names[2])).to_have_count(0)

@@ -17,6 +17,7 @@ import gradio as gr
 
 from appliance.config import DOC_TYPES
 from appliance.daemon import Appliance
+from appliance.errors import NotFound
 from appliance.engines import registry
 from appliance.library import DocStatus
 from appliance.metrics import metrics_for
@@ -47,6 +48,24 @@ def user_line(appliance: Appliance, username: str | None) -> str:
     if not may_delete(appliance, username):
         line += " · deleting is for administrators"
     return f"{line} · [Sign out]({LOGOUT_PATH})"
+
+
+PICKED_NAMES = 5  # named in the ticked line; more are counted
+
+
+def picked_text(appliance: Appliance, chosen: list[str]) -> str:
+    """How many documents are ticked, and which: an action acts on these names."""
+    if not chosen:
+        return "No document ticked."
+    names = []
+    for document_id in chosen[:PICKED_NAMES]:
+        try:
+            names.append(escape_markdown_text(appliance.library.document(document_id).doc.name))
+        except NotFound:
+            names.append("(deleted)")
+    more = f" and {len(chosen) - PICKED_NAMES} more" if len(chosen) > PICKED_NAMES else ""
+    return (f"**{len(chosen)}** document{'s' if len(chosen) != 1 else ''} ticked: "
+            f"{', '.join(names)}{more}")
 
 
 def workspace_tabs(appliance: Appliance, download_dir: Path, tabs: gr.Tabs) -> None:
@@ -162,9 +181,12 @@ def workspace_tabs(appliance: Appliance, download_dir: Path, tabs: gr.Tabs) -> N
         return handler
 
     def on_tick(*values):
-        *query_values, at, known, document_id, index, shown = values
-        return [*list_updates(query_values, at, known), *document.refresh(document_id, index,
-                                                                         shown)]
+        *query_values, at, known, document_id, index, shown, chosen = values
+        # while documents are ticked the list stands still: a redraw under the pointer
+        # can put another document's box where the next click lands
+        listed = [gr.skip()] * len(list_outputs) if chosen else \
+            list_updates(query_values, at, known)
+        return [*listed, *document.refresh(document_id, index, shown)]
 
     def on_open(evt: gr.EventData):
         return [gr.Tabs(selected="document"),
@@ -172,8 +194,7 @@ def workspace_tabs(appliance: Appliance, download_dir: Path, tabs: gr.Tabs) -> N
 
     def on_pick(evt: gr.EventData):
         chosen = [str(d) for d in getattr(evt, "documents", None) or []]
-        return chosen, (f"**{len(chosen)}** document{'s' if len(chosen) != 1 else ''} ticked"
-                        if chosen else "No document ticked.")
+        return chosen, picked_text(appliance, chosen)
 
     def bulk_handler(action: str):
         def handler(chosen, request: gr.Request):
@@ -206,7 +227,7 @@ def workspace_tabs(appliance: Appliance, download_dir: Path, tabs: gr.Tabs) -> N
                      outputs=list_outputs, **private)
     gr.Timer(REFRESH_S).tick(
         on_tick, inputs=[*filters, offset, list_key, document.document_id,
-                         document.page_index, document.shown_key],
+                         document.page_index, document.shown_key, picked],
         outputs=[*list_outputs, *document.outputs], show_progress="hidden",
         trigger_mode="once", concurrency_limit=8, concurrency_id="documents-refresh",
         **private)
