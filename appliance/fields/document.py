@@ -22,7 +22,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 
 from appliance.fields.extract import Found, extract
-from appliance.fields.kinds import Money, Parsed, parse
+from appliance.fields.kinds import Money, Parsed
 from appliance.fields.model import model_found
 from appliance.fields.schema import FieldSpec
 from appliance.fields.validate import (
@@ -84,8 +84,7 @@ def corrected_fields(specs: tuple[FieldSpec, ...], previous: list[dict],
 def _parsed(spec: FieldSpec, raw: str) -> Parsed:
     """A value read as its kind; one that is not of its kind at all keeps its text and
     fails the format check."""
-    parsed = parse(spec.kind, raw, choices=spec.choices, pattern=spec.pattern or None,
-                   day_first=spec.day_first)
+    parsed = spec.parse(raw)
     return parsed or Parsed(raw, raw, f"not a {spec.kind}")
 
 

@@ -198,7 +198,7 @@ def _values(spec: FieldSpec, text: str, offset: int) -> list[tuple[tuple[int, in
     values = []  # regex and enum: a token of the line
     for match in re.finditer(r"\S+", text):
         token = match.group().strip(":;,.()[]")
-        parsed = kinds.parse(spec.kind, token, choices=spec.choices, pattern=spec.pattern or None)
+        parsed = spec.parse(token)
         if parsed is not None and parsed.problem is None:
             values.append(((offset + match.start(), offset + match.end()), parsed))
     return values

@@ -21,7 +21,6 @@ import json
 import re
 
 from appliance.engines.base import Line, Question
-from appliance.fields import kinds
 from appliance.fields.extract import Found
 from appliance.fields.lines import ReadLine, read_lines
 from appliance.fields.schema import FieldSpec
@@ -135,9 +134,7 @@ def model_found(pages: list[PageTree], specs: tuple[FieldSpec, ...]) -> dict[str
         readings = []
         for page in pages:
             raw = (page.field_answer or {}).get(spec.name) if page.status == "done" else None
-            parsed = kinds.parse(spec.kind, raw, choices=spec.choices,
-                                 pattern=spec.pattern or None,
-                                 day_first=spec.day_first) if raw else None
+            parsed = spec.parse(raw) if raw else None
             if parsed is not None:
                 readings.append((page, parsed))
         if not readings:

@@ -21,7 +21,7 @@ from __future__ import annotations
 from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING
 
-from appliance.fields.kinds import KINDS
+from appliance.fields.kinds import KINDS, Parsed, parse
 
 if TYPE_CHECKING:
     from appliance.config import FieldsSettings
@@ -52,6 +52,12 @@ class FieldSpec:
         if self.pick not in PICKS or self.locate not in LOCATES:
             raise ValueError(f"field {self.name!r}: pick must be one of {PICKS} and locate "
                              f"one of {LOCATES}")
+
+    def parse(self, raw: str) -> Parsed | None:
+        """``raw`` read as this field's kind, with its choices, pattern and date order;
+        None when it does not look like the kind at all."""
+        return parse(self.kind, raw, choices=self.choices, pattern=self.pattern or None,
+                     day_first=self.day_first)
 
 
 _TOTAL_NOT = ("sub", "subtotal", "sub-total", "cash", "change", "tendered", "rounding",
