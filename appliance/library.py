@@ -67,6 +67,10 @@ class Library:
             raise NotFound(f"no document with id {document_id}")
         return view
 
+    def documents(self, ids: list[str]) -> dict[str, DocumentView]:
+        """Those of ``ids`` that still exist, by id: a list's rows read again."""
+        return queries.documents_by_id(self.db, ids)
+
     def pages(self, document_id: str) -> list[PageView]:
         view = self.document(document_id)
         return [PageView(page, result, self._image(view, page))

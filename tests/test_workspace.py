@@ -19,11 +19,16 @@ from appliance.store.queries import DocumentView, document_events
 from appliance.users import Users
 from tests.fixtures.documents import write_png
 from tests.test_ui_handlers import make_appliance
-from ui.actions import DELETE_REFUSED_TEXT, NO_LOGIN_ACTOR, download_zip, may_delete, perform
+from ui.actions import (
+    DELETE_REFUSED_TEXT, NO_LOGIN_ACTOR, delete_question, download_zip, may_delete, perform,
+    picked_text,
+)
+from ui.components import escape_markdown_text
 from ui.document_status import remaining_s
 from ui.document_view import document_title
 from ui.listing import (
-    DAY_S, PAGE_SIZE, browse_query, pager_offset, pager_text, results_html, snippet_html,
+    DAY_S, PAGE_SIZE, Listed, browse_query, pager_offset, pager_text, results_html,
+    snippet_html,
 )
 from ui.page_image import LINE_OUTLINE, annotate_page
 from ui.workspace import user_line
@@ -49,14 +54,36 @@ def test_the_list_escapes_every_value_from_a_document():
     hostile = view(HOSTILE, done=1, queued=1, running=1)
     found = DocumentPage(total=1, documents=[hostile],
                          hits={hostile.doc.id: Hit(0, f"\x02{HOSTILE}\x03")})
-    shown = results_html(found, searching=True, remaining=lambda v: 42.0)
+    listed = Listed.of(DocumentQuery(q="chairs"), found)
+    shown = results_html(listed, {hostile.doc.id: hostile}, remaining=lambda v: 42.0)
     assert "<img" not in shown and "{{" not in shown and "${" not in shown
     assert shown.count("<mark>") == 1
     assert 'data-open="' + "d" * 32 + '" data-page="0"' in shown
     assert '<progress value="1" max="3"' in shown and "about 42 s left" in shown
     assert "page 1:" in shown
-    assert results_html(DocumentPage(0, []), searching=False) == \
+    # deleted since: the row stays where it was, named (escaped), with nothing to tick
+    gone = results_html(listed, {})
+    assert "<img" not in gone and "data-pick=" not in gone and "data-open=" not in gone
+    assert 'class="doc-deleted"' in gone and "&lt;img src=x" in gone and ">deleted<" in gone
+    assert results_html(Listed.of(DocumentQuery(), DocumentPage(0, [])), {}) == \
         '<p class="doc-none">No document matches.</p>'
+
+
+def test_a_redraw_keeps_the_rows_where_the_query_put_them():
+    first, second, third = (view(f"{n}.pdf", done=1) for n in ("a", "b", "c"))
+    for n, each in enumerate((first, second, third)):
+        each.doc.id = str(n) * 32
+    found = DocumentPage(total=3, documents=[first, second, third])
+    listed = Listed.of(DocumentQuery(status=("partial",)), found)
+    # the second left the filter and the first was deleted: the rows do not move
+    moved = view("b.pdf", status=DocStatus.QUEUED, queued=1)
+    moved.doc.id = second.doc.id
+    shown = results_html(listed, {second.doc.id: moved, third.doc.id: third})
+    assert re.findall(r'<tr data-document="(\w+)"', shown) == [d.doc.id for d in found.documents]
+    assert ">queued<" in shown
+    assert not listed.differs(found)
+    assert listed.differs(DocumentPage(total=2, documents=[third]))
+    assert pager_text(0, 3, 3, changed=True).endswith("Refresh list shows it")
 
 
 def test_the_controls_make_one_query():
@@ -146,6 +173,21 @@ def test_actions_are_done_under_the_signed_in_name(store):
     gone = perform(store, "retry", done[:1], "ada")
     assert "not queued their failed pages again" in gone and "not\\_found" in gone
     assert perform(store, "retry", [], "ada").startswith("Tick the documents")
+
+
+def test_delete_asks_naming_what_it_deletes(store):
+    chosen = ids(store)[:7]
+    with store.db.write() as session:  # a hostile file name
+        session.get(Document, chosen[0]).name = HOSTILE
+    question = delete_question(store, chosen)
+    assert question.startswith("**Delete 7 documents for good?** ")
+    assert re.search(r"(?<!\\)[<>{}$]", question) is None, question  # each one escaped
+    named, more, _rest = re.split(r" and (\d+) more\. ", question)
+    assert named.count(", ") == 4 and more == "2"
+    names = {v.doc.id: escape_markdown_text(v.doc.name) for v in store.library.find().documents}
+    assert names[chosen[1]] in question and names[chosen[6]] not in question
+    perform(store, "delete", chosen[1:2], "ada")
+    assert picked_text(store, chosen[:2]).endswith(", (deleted)")
 
 
 def test_a_reviewer_may_not_delete(store):

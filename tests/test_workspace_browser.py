@@ -197,20 +197,40 @@ def test_bulk_retry_and_delete_are_done_and_audited(ada, daemon):
     for name in names[:2]:
         list_row(page, name).get_by_role("checkbox").check()
     expect(page.locator("#documents-picked")).to_contain_text("2 documents ticked")
+    rows = page.locator("#documents-list tbody tr")
+    listed = [row.get_attribute("data-document") for row in rows.all()]
     page.locator("#bulk-retry").click()
     expect(page.locator("#documents-message")).to_contain_text(
         re.compile(r"Retry failed pages: 2 documents queued their failed pages again \(\d+ pages"))
     for doc in failed[:2]:
         assert ("retried", "ada") in events(daemon, doc["id"])
+    # the retried documents leave the filter (for as long as their pages are read again),
+    # but the rows stay where they were: the next click lands on the row seen there
+    assert [row.get_attribute("data-document") for row in rows.all()] == listed
 
     list_row(page, names[2]).get_by_role("checkbox").check()
-    # the ticked line names what an action will act on: the document ticked, no other
+    expect(page.locator("#documents-picked")).to_contain_text(f"3 documents ticked: {names[0]}")
+    for name in names[:2]:
+        list_row(page, name).get_by_role("checkbox").uncheck()
     expect(page.locator("#documents-picked")).to_contain_text(f"1 document ticked: {names[2]}")
+    # Delete asks first, naming the document; "No" keeps it
     page.locator("#bulk-delete").click()
+    expect(page.locator("#bulk-confirm-question")).to_contain_text(
+        f"Delete 1 document for good? {names[2]}")
+    page.locator("#bulk-confirm-no").click()
+    expect(page.locator("#bulk-confirm")).to_be_hidden()
+    assert daemon.client.get(f"/api/v1/documents/{failed[2]['id']}").status_code == 200
+    page.locator("#bulk-delete").click()
+    page.locator("#bulk-confirm-yes").click()
     expect(page.locator("#documents-message")).to_contain_text("Delete: 1 document deleted")
+    # its row stays, struck through, with nothing to tick or open
     expect(list_row(page, names[2])).to_have_count(0)
+    expect(page.locator("#documents-list tr.doc-deleted")).to_contain_text(names[2])
     assert daemon.client.get(f"/api/v1/documents/{failed[2]['id']}").status_code == 404
     assert ("deleted", "ada") in events(daemon, failed[2]["id"])
+    assert [row.get_attribute("data-document") for row in rows.all()] == listed
+    page.locator("#documents-refresh").click()
+    expect(page.locator("#documents-list tr.doc-deleted")).to_have_count(0)
 
 
 def test_the_document_view_shows_a_real_page_and_its_downloads(ada, daemon):
@@ -242,7 +262,6 @@ def encrypted_pdf(path: Path, lines: list[str]) -> Path:
 
 
 def test_an_encrypted_pdf_is_read_with_its_password_and_fails_without(ada, daemon, tmp_path):
-    """Needs the upload password of the backend (SubmitOptions.pdf_password)."""
     page = ada
     with_password = encrypted_pdf(tmp_path / "locked-with-password.pdf",
                                   ["Confidential salary list", "Handle with care"])
@@ -268,9 +287,17 @@ def test_an_encrypted_pdf_is_read_with_its_password_and_fails_without(ada, daemo
     assert text_similarity(result.text, "Confidential salary list Handle with care") > 0.6
     assert PDF_PASSWORD not in daemon.log_path.read_text()  # never logged
 
+    # the one that could not be read is deleted from its view, which asks first
+    open_document(page, "locked-without-password.pdf")
+    page.locator("#document-delete").click()
+    expect(page.locator("#document-confirm-question")).to_contain_text(
+        "Delete 1 document for good? locked-without-password.pdf")
+    page.locator("#document-confirm-yes").click()
+    expect(page.locator("#document-message")).to_contain_text("Delete: 1 document deleted")
+    assert daemon.client.get(f"/api/v1/documents/{refused['id']}").status_code == 404
+
 
 def test_send_to_review_from_the_list(ada, daemon):
-    """Needs the backend's Appliance.send_to_review."""
     page = ada
     search_documents(page, "scan-00042.pdf")
     list_row(page, "scan-00042.pdf").get_by_role("checkbox").check()
@@ -283,7 +310,6 @@ def test_send_to_review_from_the_list(ada, daemon):
 
 
 def test_a_reviewer_is_not_offered_delete(browser, daemon, tmp_path):
-    """Signs in through the login of "/" (the backend's sign-in, once it is merged)."""
     page = sign_in(browser, daemon, "rita")
     with screenshot_on_failure(page, tmp_path, daemon):
         expect(page.locator("#workspace-user")).to_contain_text("deleting is for administrators")

@@ -16,7 +16,7 @@ import time
 from pathlib import Path
 
 from appliance.daemon import Appliance
-from appliance.errors import ApplianceError
+from appliance.errors import ApplianceError, NotFound
 from ui.components import escape_markdown_text
 from ui.document_status import error_text
 from ui.downloads import zip_outputs
@@ -34,6 +34,40 @@ NOTHING_SELECTED_TEXT = "Tick the documents to act on in the list first."
 DELETE_REFUSED_TEXT = ("Only an administrator may delete documents; you are signed in as a "
                        "reviewer. Ask an administrator to delete them.")
 INTERNAL_ERROR_TEXT = "the action failed because of an internal error; the server log has why"
+
+
+NAMED = 5  # documents named in a line about several; more are counted
+
+
+def names_text(appliance: Appliance, document_ids: list[str]) -> str:
+    """The documents' names as Markdown text (escaped: a file name is untrusted), e.g.
+    "a.pdf, b.pdf and 4 more"."""
+    names = []
+    for document_id in document_ids[:NAMED]:
+        try:
+            names.append(escape_markdown_text(appliance.library.document(document_id).doc.name))
+        except NotFound:
+            names.append("(deleted)")
+    more = f" and {len(document_ids) - NAMED} more" if len(document_ids) > NAMED else ""
+    return ", ".join(names) + more
+
+
+def _documents(count: int) -> str:
+    return f"{count} document{'s' if count != 1 else ''}"
+
+
+def picked_text(appliance: Appliance, chosen: list[str]) -> str:
+    """How many documents are ticked, and which: an action acts on these names."""
+    if not chosen:
+        return "No document ticked."
+    return f"**{_documents(len(chosen))}** ticked: {names_text(appliance, chosen)}"
+
+
+def delete_question(appliance: Appliance, document_ids: list[str]) -> str:
+    """What Delete asks before it deletes."""
+    return (f"**Delete {_documents(len(document_ids))} for good?** "
+            f"{names_text(appliance, document_ids)}. Their pages, outputs and key fields "
+            "go; the audit trail keeps who deleted them.")
 
 
 def actor_of(username: str | None) -> str:
@@ -87,7 +121,7 @@ def perform(appliance: Appliance, action: str, document_ids: list[str],
             log.exception("ui action failed action=%s doc=%s", action, document_id)
             refused.append(f"{name}: {INTERNAL_ERROR_TEXT}")
     label, past = ACTIONS[action]
-    line = f"**{label}:** {done} document{'s' if done != 1 else ''} {past}"
+    line = f"**{label}:** {_documents(done)} {past}"
     if action == "retry":
         line += f" ({pages} page{'s' if pages != 1 else ''})"
     return line + "." + "".join(f"\n- not {past}: {escape_markdown_text(why)}"
@@ -108,5 +142,4 @@ def download_zip(appliance: Appliance, document_ids: list[str], folder: Path
     if not added:
         zip_path.unlink(missing_ok=True)
         return None, "None of the selected documents is finished: there is nothing to zip." + notes
-    return zip_path, (f"**Download:** the outputs of {added} document{'s' if added != 1 else ''}"
-                      f" in one zip." + notes)
+    return zip_path, f"**Download:** the outputs of {_documents(added)} in one zip." + notes

@@ -14,6 +14,7 @@ from appliance.export import FORMATS
 from ui import fields_form
 from ui.actions import ACTIONS, perform
 from ui.components import safe_markdown, safe_markdown_view
+from ui.confirm_delete import ConfirmDelete
 from ui.document_view import (
     HISTORY_HEADERS, NO_DOCUMENT_TEXT, PageShown, field_rows, history_rows, show_document, show_page, thumbnails,
     view_key,
@@ -43,6 +44,7 @@ class DocumentTab:
                                               variant="stop" if action == "delete" else
                                               "secondary")
                             for action, (label, _past) in ACTIONS.items()}
+        self.confirm = ConfirmDelete(appliance, "document")
         self.message = safe_markdown_view(elem_id="document-message")
         with gr.Row():
             self.downloads = [gr.DownloadButton(DOWNLOAD_LABELS[fmt], interactive=False,
@@ -140,11 +142,16 @@ class DocumentTab:
         def on_page(index, document_id):
             return self.page_updates(document_id, int(index or 0))
 
+        def acted(action: str, document_id: str | None, index: int, username: str | None
+                  ) -> list:
+            """The action's message, and the document (or that it is gone) shown again."""
+            message = perform(self.appliance, action, [document_id] if document_id else [],
+                              username)
+            return [safe_markdown(message), *self.open(document_id, index)]
+
         def action_handler(action: str):
             def handler(document_id, index, request: gr.Request):
-                message = perform(self.appliance, action, [document_id] if document_id else [],
-                                  getattr(request, "username", None))
-                return [safe_markdown(message), *self.open(document_id, index)]
+                return acted(action, document_id, index, getattr(request, "username", None))
             return handler
 
         private = dict(api_visibility="private")
@@ -154,6 +161,12 @@ class DocumentTab:
                                outputs=self.page_outputs, **private)
         zoom.change(None, inputs=zoom, js=ZOOM_JS, **private)
         for action, button in self.actions.items():
-            button.click(action_handler(action), inputs=[self.document_id, self.page_index],
-                         outputs=[self.message, *self.outputs], trigger_mode="once",
-                         concurrency_limit=4, concurrency_id="document-actions", **private)
+            if action != "delete":  # Delete asks first
+                button.click(action_handler(action), inputs=[self.document_id, self.page_index],
+                             outputs=[self.message, *self.outputs], trigger_mode="once",
+                             concurrency_limit=4, concurrency_id="document-actions", **private)
+        self.confirm.wire(
+            self.actions["delete"], [self.document_id],
+            lambda document_id: [document_id] if document_id else [], self.message,
+            lambda ids, username: acted("delete", ids[0] if ids else None, 0, username),
+            [self.message, *self.outputs])

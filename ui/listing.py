@@ -1,6 +1,14 @@
 """The documents browser's list: what it asks the library for (``browse_query``), where
 its pager goes (``pager_offset``), and the page of results it shows (``results_html``).
 
+The rows are fixed when a query runs (``Listed``): the timer and the actions read those
+documents again and redraw them where they were, and a deleted one stays as a row that
+says so. Were the list re-queried under the pointer, a document that leaves the filter
+(after a retry, say) would move the rows up, and the next click would tick the document
+that moved there. Each row keeps one height (its lines do not wrap) for the same reason.
+Whether the query now finds other rows is only said (``pager_text``); "Refresh list" shows
+them.
+
 The list is HTML made here. Names, tags, folders, messages and snippets are untrusted
 (file names and OCR text), so each goes through ``text_html``; only our own markup
 reaches the page: the table, each document's open button and checkbox, a progress bar,
@@ -12,6 +20,7 @@ the checkboxes into a "pick" event with the chosen documents.
 from __future__ import annotations
 
 import html
+import dataclasses
 from datetime import datetime
 from pathlib import Path
 from typing import Callable
@@ -59,11 +68,40 @@ def pager_offset(move: str, offset: int, total: int, size: int = PAGE_SIZE) -> i
             "next": min(offset + size, last), "last": last}[move]
 
 
-def pager_text(offset: int, shown: int, total: int) -> str:
-    """e.g. "51–100 of 1,003 documents"."""
+@dataclasses.dataclass(frozen=True)
+class Listed:
+    """The rows a list shows, in order, as ``query`` found them (None: no query yet)."""
+    query: DocumentQuery | None = None
+    ids: tuple[str, ...] = ()
+    names: dict[str, str] = dataclasses.field(default_factory=dict)  # a row deleted since keeps its name
+    hits: dict[str, Hit] = dataclasses.field(default_factory=dict)  # by id, when searching
+    total: int = 0  # documents that matched, over all pages of results
+
+    @classmethod
+    def of(cls, query: DocumentQuery, found: DocumentPage) -> Listed:
+        return cls(query, tuple(view.doc.id for view in found.documents),
+                   {view.doc.id: view.doc.name for view in found.documents}, dict(found.hits),
+                   found.total)
+
+    @property
+    def searching(self) -> bool:
+        return bool(self.query and self.query.q)
+
+    def differs(self, found: DocumentPage) -> bool:
+        """Whether the query now finds other rows than these."""
+        return (found.total != self.total
+                or tuple(view.doc.id for view in found.documents) != self.ids)
+
+
+CHANGED_TEXT = " · **the list has changed since:** Refresh list shows it"
+
+
+def pager_text(offset: int, shown: int, total: int, changed: bool = False) -> str:
+    """e.g. "51–100 of 1,003 documents", and whether the query now finds others."""
     if not total:
-        return "No document matches."
-    return f"{offset + 1:,}–{offset + shown:,} of {total:,} document{'s' if total != 1 else ''}"
+        return "No document matches." + (CHANGED_TEXT if changed else "")
+    return (f"{offset + 1:,}–{offset + shown:,} of {total:,} document{'s' if total != 1 else ''}"
+            + (CHANGED_TEXT if changed else ""))
 
 
 def text_html(text: object) -> str:
@@ -108,7 +146,6 @@ def _row(view: DocumentView, hit: Hit | None, searching: bool, reviewers_exist: 
     where = doc.source + (f": {doc.watch_folder}" if doc.watch_folder else "")
     meta = " · ".join(text_html(part) for part in (
         _when(doc.created_at), doc.doc_type, where, ", ".join(doc.tags or [])) if part)
-    details = list_details(view, reviewers_exist)
     done, total = page_progress(view)
     left = remaining(view)
     cells = [
@@ -117,29 +154,49 @@ def _row(view: DocumentView, hit: Hit | None, searching: bool, reviewers_exist: 
         f'data-page="{hit.page_index if hit else 0}">{name}</button>'
         f'<div class="doc-meta">{meta}</div></td>',
         f'<td><span class="doc-status">{text_html(view.status)}</span>'
-        + (f'<div class="doc-details">{text_html(cut(details))}</div>' if details else "")
-        + "</td>",
+        f'<div class="doc-details">{text_html(cut(list_details(view, reviewers_exist)))}'
+        "</div></td>",
         f'<td><progress value="{done}" max="{max(total, 1)}" aria-label="pages done of '
         f'{name}"></progress> <span class="doc-pages">{done}/{total} pages'
         + (f" · about {duration_text(left)} left" if left is not None else "") + "</span></td>",
     ]
     if searching:
-        cells.append(f'<td class="doc-hit">page {hit.page_index + 1}: {snippet_html(hit)}</td>'
-                     if hit else '<td class="doc-hit">the name matches</td>')
+        cells.append(_hit_cell(hit))
     return f'<tr data-document="{doc_id}">{"".join(cells)}</tr>'
 
 
-def results_html(found: DocumentPage, searching: bool, reviewers_exist: bool = True,
+def _hit_cell(hit: Hit | None) -> str:
+    return (f'<td class="doc-hit">page {hit.page_index + 1}: {snippet_html(hit)}</td>'
+            if hit else '<td class="doc-hit">the name matches</td>')
+
+
+def _deleted_row(doc_id: str, name: str, hit: Hit | None, searching: bool) -> str:
+    """A row deleted since the list was made: it stays, so the rows below do not move."""
+    cells = ['<td></td>', f'<td><span class="doc-gone">{text_html(name)}</span>'
+             '<div class="doc-meta">deleted</div></td>',
+             '<td><span class="doc-status">deleted</span><div class="doc-details"></div></td>',
+             "<td></td>"]
+    if searching:
+        cells.append(_hit_cell(hit))
+    return f'<tr data-document="{text_html(doc_id)}" class="doc-deleted">{"".join(cells)}</tr>'
+
+
+def results_html(listed: Listed, views: dict[str, DocumentView], reviewers_exist: bool = True,
                  remaining: Callable[[DocumentView], float | None] = lambda view: None
                  ) -> str:
-    """One page of results as a table; ``remaining`` estimates a document's time left."""
-    if not found.documents:
+    """The listed rows as a table, each as ``views`` has it now (a row missing there was
+    deleted); ``remaining`` estimates a document's time left."""
+    if not listed.ids:
         return '<p class="doc-none">No document matches.</p>'
     heads = ['<th><input type="checkbox" data-pick-all aria-label="select every document '
              'on this page"></th>', "<th>Document</th>", "<th>Status</th>", "<th>Pages</th>"]
-    if searching:
+    if listed.searching:
         heads.append("<th>Where the words are</th>")
-    rows = "".join(_row(view, found.hits.get(view.doc.id), searching, reviewers_exist, remaining)
-                   for view in found.documents)
+    rows = "".join(
+        _row(views[doc_id], listed.hits.get(doc_id), listed.searching, reviewers_exist,
+             remaining) if doc_id in views else
+        _deleted_row(doc_id, listed.names.get(doc_id, doc_id), listed.hits.get(doc_id),
+                     listed.searching)
+        for doc_id in listed.ids)
     return (f'<table class="doc-list" aria-label="Documents"><thead><tr>{"".join(heads)}'
             f"</tr></thead><tbody>{rows}</tbody></table>")

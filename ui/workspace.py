@@ -3,31 +3,33 @@ sorting, server-side paging, a list with progress and search snippets, actions o
 ticked documents) and the Document tab it opens (``ui/document_tab.py``).
 
 Every read goes through ``appliance.library``. The list refreshes on a timer: a tick
-reads the list's one page of results (and, when a document is open, that document's
-row, to see whether its view changed) and writes nothing; an unchanged list is not
-sent again, so a ticked checkbox or an open menu is not redrawn under the pointer.
+reads the listed documents again (and, when a document is open, that document's row, to
+see whether its view changed) and writes nothing. The rows stay where they are
+(``ui/listing.py`` says why); an unchanged list is not sent again, so a ticked checkbox or
+an open menu is not redrawn under the pointer.
 """
 
 from __future__ import annotations
 
 import hashlib
+from dataclasses import replace
 from pathlib import Path
 
 import gradio as gr
 
 from appliance.config import DOC_TYPES
 from appliance.daemon import Appliance
-from appliance.errors import NotFound
 from appliance.engines import registry
 from appliance.library import DocStatus
 from appliance.metrics import metrics_for
-from ui.actions import ACTIONS, download_zip, may_delete, perform
+from ui.actions import ACTIONS, download_zip, may_delete, perform, picked_text
 from ui.auth import LOGOUT_PATH
 from ui.components import escape_markdown_text, safe_markdown, safe_markdown_view
+from ui.confirm_delete import ConfirmDelete
 from ui.document_status import remaining_s
 from ui.document_tab import DocumentTab
 from ui.listing import (
-    ANY, FIELDS_CHOICES, LIST_CSS, LIST_JS, PAGER_MOVES, SORT_CHOICES, SOURCE_CHOICES,
+    ANY, FIELDS_CHOICES, LIST_CSS, LIST_JS, PAGER_MOVES, SORT_CHOICES, SOURCE_CHOICES, Listed,
     browse_query, pager_offset, pager_text, results_html,
 )
 from ui.upload import LANE_CHOICES, UPLOAD_HEADERS, UploadChoices, handle_upload, upload_rows
@@ -48,24 +50,6 @@ def user_line(appliance: Appliance, username: str | None) -> str:
     if not may_delete(appliance, username):
         line += " · deleting is for administrators"
     return f"{line} · [Sign out]({LOGOUT_PATH})"
-
-
-PICKED_NAMES = 5  # named in the ticked line; more are counted
-
-
-def picked_text(appliance: Appliance, chosen: list[str]) -> str:
-    """How many documents are ticked, and which: an action acts on these names."""
-    if not chosen:
-        return "No document ticked."
-    names = []
-    for document_id in chosen[:PICKED_NAMES]:
-        try:
-            names.append(escape_markdown_text(appliance.library.document(document_id).doc.name))
-        except NotFound:
-            names.append("(deleted)")
-    more = f" and {len(chosen) - PICKED_NAMES} more" if len(chosen) > PICKED_NAMES else ""
-    return (f"**{len(chosen)}** document{'s' if len(chosen) != 1 else ''} ticked: "
-            f"{', '.join(names)}{more}")
 
 
 def workspace_tabs(appliance: Appliance, download_dir: Path, tabs: gr.Tabs) -> None:
@@ -128,6 +112,8 @@ def workspace_tabs(appliance: Appliance, download_dir: Path, tabs: gr.Tabs) -> N
         with gr.Row(equal_height=True):
             pager = {move: gr.Button(PAGER_LABELS[move], size="sm", scale=0, min_width=110,
                                      elem_id=f"documents-{move}") for move in PAGER_MOVES}
+            refresh_button = gr.Button("Refresh list", size="sm", scale=0, min_width=110,
+                                       elem_id="documents-refresh")
             page_line = gr.Markdown(elem_id="documents-count")
         with gr.Row(equal_height=True):
             picked_line = gr.Markdown("No document ticked.", elem_id="documents-picked")
@@ -136,6 +122,7 @@ def workspace_tabs(appliance: Appliance, download_dir: Path, tabs: gr.Tabs) -> N
                                       variant="stop" if action == "delete" else "secondary")
                     for action, (label, _past) in ACTIONS.items()}
             zip_button = gr.Button("Download ticked (.zip)", size="sm", elem_id="bulk-zip")
+        confirm = ConfirmDelete(appliance, "bulk")
         zip_file = gr.File(label="Outputs of the ticked documents", visible=False,
                            elem_id="bulk-zip-file")
         message = safe_markdown_view(elem_id="documents-message")
@@ -146,9 +133,8 @@ def workspace_tabs(appliance: Appliance, download_dir: Path, tabs: gr.Tabs) -> N
 
     filters = [search, statuses, type_filter, tag, source, folder, since, until, engine_filter,
                fields, sort]
-    offset, total, list_key = gr.State(0), gr.State(0), gr.State("")
-    picked = gr.State([])
-    list_outputs = [results, page_line, offset, total, list_key]
+    list_key, listed, picked = gr.State(""), gr.State(Listed()), gr.State([])
+    list_outputs = [results, page_line, list_key, listed]
 
     def pace():
         """Each document's time left at the pace of the pages read last."""
@@ -156,37 +142,48 @@ def workspace_tabs(appliance: Appliance, download_dir: Path, tabs: gr.Tabs) -> N
         times = [c.service_s for c in recent]
         return lambda view: remaining_s(view, times, len(appliance.workers))
 
-    def list_updates(values: list, at: int, known: str) -> list:
-        query = browse_query(*values, offset=at)
-        found = appliance.library.find(query)
-        if found.total and at >= found.total:  # the last page emptied (deleted documents)
-            at = pager_offset("last", at, found.total)
-            found = appliance.library.find(browse_query(*values, offset=at))
-        shown = results_html(found, bool(query.q), not appliance.review_unstaffed(), pace())
+    def drawn(rows: Listed, views: dict, known: str, changed: bool) -> list:
+        """[the list, its count line, its key]: the list only when it differs from ``known``."""
+        shown = results_html(rows, views, not appliance.review_unstaffed(), pace())
         key = hashlib.sha256(shown.encode()).hexdigest()
-        return [gr.skip() if key == known else shown,
-                pager_text(at, len(found.documents), found.total), at, found.total, key]
+        line = pager_text(rows.query.offset if rows.query else 0, len(rows.ids), rows.total,
+                          changed)
+        return [gr.skip() if key == known else shown, line, key]
+
+    def run(query) -> list:
+        """A query runs: the rows it finds become the list."""
+        found = appliance.library.find(query)
+        if found.total and query.offset >= found.total:  # the last page emptied
+            query = replace(query, offset=pager_offset("last", query.offset, found.total))
+            found = appliance.library.find(query)
+        rows = Listed.of(query, found)
+        return [*drawn(rows, {view.doc.id: view for view in found.documents}, "", False), rows]
+
+    def redrawn(rows: Listed, known: str) -> list:
+        """The listed rows as they are now, where they were; and whether the query finds
+        others by now."""
+        if rows.query is None:
+            return [gr.skip()] * len(list_outputs)
+        changed = rows.differs(appliance.library.find(rows.query))
+        return [*drawn(rows, appliance.library.documents(list(rows.ids)), known, changed),
+                gr.skip()]
 
     def on_query(*values):
-        return list_updates(list(values), 0, "")
-
-    def on_requery(*values):  # the same page of results again, after an action
-        *query_values, at = values
-        return list_updates(query_values, at, "")
+        return run(browse_query(*values))
 
     def pager_handler(move: str):
-        def handler(*values):
-            *query_values, at, count = values
-            return list_updates(query_values, pager_offset(move, at, count), "")
+        def handler(rows: Listed):
+            if rows.query is None:
+                return [gr.skip()] * len(list_outputs)
+            return run(replace(rows.query,
+                               offset=pager_offset(move, rows.query.offset, rows.total)))
         return handler
 
-    def on_tick(*values):
-        *query_values, at, known, document_id, index, shown, chosen = values
-        # while documents are ticked the list stands still: a redraw under the pointer
-        # can put another document's box where the next click lands
-        listed = [gr.skip()] * len(list_outputs) if chosen else \
-            list_updates(query_values, at, known)
-        return [*listed, *document.refresh(document_id, index, shown)]
+    def on_refresh(rows: Listed):
+        return run(rows.query) if rows.query else [gr.skip()] * len(list_outputs)
+
+    def on_tick(rows, known, document_id, index, shown):
+        return [*redrawn(rows, known), *document.refresh(document_id, index, shown)]
 
     def on_open(evt: gr.EventData):
         return [gr.Tabs(selected="document"),
@@ -196,10 +193,12 @@ def workspace_tabs(appliance: Appliance, download_dir: Path, tabs: gr.Tabs) -> N
         chosen = [str(d) for d in getattr(evt, "documents", None) or []]
         return chosen, picked_text(appliance, chosen)
 
+    def acted(action: str, chosen: list[str], username: str | None) -> str:
+        return safe_markdown(perform(appliance, action, chosen, username))
+
     def bulk_handler(action: str):
         def handler(chosen, request: gr.Request):
-            return safe_markdown(perform(appliance, action, chosen,
-                                         getattr(request, "username", None)))
+            return acted(action, chosen, getattr(request, "username", None))
         return handler
 
     def on_zip(chosen):
@@ -223,22 +222,28 @@ def workspace_tabs(appliance: Appliance, download_dir: Path, tabs: gr.Tabs) -> N
            *(control.change for control in (statuses, type_filter, source, folder, since,
                                              until, engine_filter, fields, sort))], **refresh)
     for move, button in pager.items():
-        button.click(pager_handler(move), inputs=[*filters, offset, total],
-                     outputs=list_outputs, **private)
+        button.click(pager_handler(move), inputs=listed, outputs=list_outputs, **private)
+    refresh_button.click(on_refresh, inputs=listed, outputs=list_outputs, **private)
     gr.Timer(REFRESH_S).tick(
-        on_tick, inputs=[*filters, offset, list_key, document.document_id,
-                         document.page_index, document.shown_key, picked],
+        on_tick, inputs=[listed, list_key, document.document_id, document.page_index,
+                         document.shown_key],
         outputs=[*list_outputs, *document.outputs], show_progress="hidden",
         trigger_mode="once", concurrency_limit=8, concurrency_id="documents-refresh",
         **private)
     results.open(on_open, outputs=[tabs, *document.outputs], **private)
     results.pick(on_pick, outputs=[picked, picked_line], show_progress="hidden",
                  trigger_mode="always_last", **private)
+    # after an action the rows are drawn again where they are
+    after_action = dict(fn=lambda rows: redrawn(rows, ""), inputs=listed, outputs=list_outputs,
+                        show_progress="hidden", **private)
     for action, button in bulk.items():
-        button.click(bulk_handler(action), inputs=picked, outputs=message, trigger_mode="once",
-                     concurrency_limit=4, concurrency_id="document-actions", **private
-                     ).then(on_requery, inputs=[*filters, offset], outputs=list_outputs,
-                            show_progress="hidden", **private)
+        if action != "delete":  # Delete asks first
+            button.click(bulk_handler(action), inputs=picked, outputs=message,
+                         trigger_mode="once", concurrency_limit=4,
+                         concurrency_id="document-actions", **private).then(**after_action)
+    confirm.wire(bulk["delete"], [picked], list, message,
+                 lambda asked, username: [acted("delete", asked, username)], [message]
+                 ).then(**after_action)
     zip_button.click(on_zip, inputs=picked, outputs=[zip_file, message], trigger_mode="once",
                      concurrency_limit=2, concurrency_id="documents-zip", **private)
     upload.upload(on_upload, inputs=[upload, doc_type, lane, tags, engine, password],

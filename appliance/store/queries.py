@@ -78,6 +78,14 @@ def list_documents(db: Database, limit: int = 100, offset: int = 0) -> list[Docu
         return [DocumentView(d, derive_status(d, counts[d.id]), counts[d.id]) for d in docs]
 
 
+def documents_by_id(db: Database, ids: list[str]) -> dict[str, DocumentView]:
+    """The documents of ``ids`` that still exist, each by its id (without its pages)."""
+    with db.read() as session:
+        docs = session.exec(select(Document).where(Document.id.in_(ids))).all()
+        counts = page_counts(session, [d.id for d in docs])
+        return {d.id: DocumentView(d, derive_status(d, counts[d.id]), counts[d.id]) for d in docs}
+
+
 def final_unexported_documents(db: Database) -> list[str]:
     """Processed documents whose pages are all final but whose export is not recorded.
 
