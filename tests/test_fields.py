@@ -129,6 +129,44 @@ def test_an_amount_column_does_not_give_the_cash_paid_as_the_total():
                     (60, 375, "CASH"), (500, 375, "10.00")) == "6.60"
 
 
+def test_what_was_paid_less_the_change_settles_the_total():
+    # the printed total's label is not one a total has: the subtotal is what was paid for
+    assert total_of((60, 300, "SUBTOTAL"), (500, 300, "RM15.80"),
+                    (60, 340, "CASH"), (500, 340, "RM20.00"),
+                    (60, 380, "YOUR CHANGE"), (500, 380, "RM4.20"),
+                    (60, 420, "GST TAX AMT"), (500, 420, "RM14.91")) == "15.80"
+    # a total before the cash rounding, and the rounded one printed without a total's label
+    assert total_of((60, 300, "Total"), (500, 300, "46.89"), (60, 340, "Adj"), (500, 340, "0.01"),
+                    (60, 380, "Due"), (500, 380, "46.90"), (60, 420, "Cash"), (500, 420, "50.00"),
+                    (60, 460, "Change"), (500, 460, "3.10")) == "46.90"
+    # a registration number beside "Cash" is no payment: the total stands
+    assert total_of((60, 300, "TOTAL"), (500, 300, "9.90"),
+                    (60, 340, "CASH & CARRY (317041-W)"), (60, 380, "CHANGE 0.10")) == "9.90"
+
+
+def payment_checks(*rows: tuple[float, float, str]) -> tuple[list[str], dict]:
+    reading = read_fields([page((200, 20, "KEDAI MAJU JAYA SDN BHD"),
+                                (60, 60, "Date: 25/12/2018"), *rows)],
+                          DEFAULTS["receipt"], no_history, today=TODAY)
+    return reading.reasons, by_name(reading)
+
+
+def test_a_total_that_is_not_what_was_paid_less_the_change_goes_to_a_person():
+    reasons, fields = payment_checks((60, 300, "TOTAL"), (500, 300, "18.50"),
+                                     (60, 340, "CASH"), (500, 340, "20.00"),
+                                     (60, 380, "CHANGE"), (500, 380, "2.50"))
+    assert "field_invalid: total: total 18.50 != paid 20.00 - change 2.50" in reasons
+    assert fields["paid"]["value"] == "20.00" and fields["change"]["value"] == "2.50"
+    assert fields["total"]["valid"] is False
+    # cash is paid in the coins there are: 41.81 paid as 41.80 is no error
+    reasons, fields = payment_checks((60, 300, "TOTAL"), (500, 300, "41.81"),
+                                     (60, 340, "CASH"), (500, 340, "42.00"),
+                                     (60, 380, "CHANGE"), (500, 380, "0.20"))
+    assert reasons == [] and fields["total"]["valid"] is True
+    assert any("rounded for cash to 41.80" in check["message"]
+               for check in fields["total"]["checks"])
+
+
 def header_of(*rows: tuple[float, float, str]) -> tuple[str | None, str | None]:
     reading = read_fields([page(*rows, (60, 600, "TOTAL 9.90"))], DEFAULTS["receipt"],
                           no_history, today=TODAY)
@@ -259,7 +297,8 @@ def test_the_operator_adds_and_changes_fields_in_the_config(tmp_path):
         {"name": "till", "kind": "regex", "pattern": r"K\d+", "labels": ["kasse"]},
     ]}}, base_dir=tmp_path)
     receipt = schemas(settings.fields)["receipt"]
-    assert [s.name for s in receipt] == ["company", "date", "address", "total", "till"]
+    assert [s.name for s in receipt] == ["company", "date", "address", "total", "paid",
+                                         "change", "till"]
     assert receipt[3].labels == ("betrag",)
     reading = read_fields([page((200, 80, "Bäckerei Korn GmbH"), (60, 200, "Kasse K7"),
                                 (60, 240, "Betrag 4,20 €"))], receipt, no_history, today=TODAY)
@@ -342,9 +381,9 @@ def test_a_typed_document_is_routed_by_its_fields_and_its_json_carries_them(tmp_
     values = {f["name"]: f["value"] for f in document["document"]["fields"]}
     assert values == {"company": "KEDAI MAJU JAYA SDN BHD",
                       "address": "NO 12 JALAN BESAR 43000 KAJANG SELANGOR",
-                      "date": "2018-12-25", "total": "15.70"}
+                      "date": "2018-12-25", "total": "15.70", "paid": "50.00", "change": None}
     assert [f["name"] for f in document["pages"][0]["fields"]] == [
-        "company", "date", "address", "total"]
+        "company", "date", "address", "total", "paid"]
     assert "missing_field: total" in waiting.reasons
     corrected = {f["name"]: f for f in json.loads(written.read_text())["fields"]}
     assert corrected["total"]["value"] == "9.90" and corrected["total"]["valid"] is True

@@ -55,7 +55,7 @@ def test_the_question_gives_the_fields_and_the_lines_on_a_page_of_unit_size():
     assert '- "total": an amount, with its currency where printed (labels such as' in asked.text
     assert '- "company": the issuer\'s name at the head of the page' in asked.text
     assert "[0.161, 0.046, 0.419, 0.062] KEDAI MAJU JAYA SDN BHD" in asked.text
-    assert asked.schema["required"] == ["company", "date", "address", "total"]
+    assert asked.schema["required"] == ["company", "date", "address", "total", "paid", "change"]
 
 
 @pytest.mark.parametrize("doc_type", sorted(DEFAULTS))
@@ -70,12 +70,14 @@ def test_the_token_bound_holds_the_longest_answer_the_schema_allows(doc_type):
 
 def test_an_answer_that_is_not_of_the_schema_is_refused():
     specs = DEFAULTS["receipt"]
-    assert parse_answer('{"company": " Kedai ", "date": null, "address": "", "total": "9.90"}',
+    assert parse_answer('{"company": " Kedai ", "date": null, "address": "", "total": "9.90", '
+                        '"paid": "10.00", "change": null}',
                         specs) == {"company": "Kedai", "date": None, "address": None,
-                                   "total": "9.90"}
+                                   "total": "9.90", "paid": "10.00", "change": None}
     for bad in ('{"company": null}', '{"company": 1, "date": null, "address": null, '
-                '"total": null}', "[]", '{"company": null, "date": null, "address": null, '
-                '"total": null, "extra": null}'):
+                '"total": null, "paid": null, "change": null}', "[]",
+                '{"company": null, "date": null, "address": null, "total": null, "paid": null, '
+                '"change": null, "extra": null}'):
         with pytest.raises(ValueError):
             parse_answer(bad, specs)
     with pytest.raises(json.JSONDecodeError):
@@ -129,7 +131,8 @@ def test_a_worker_asks_a_vision_engine_for_a_typed_pages_fields(tmp_path, engine
         generic = run_job(pipeline, replace(last, job_id=2), background)
     assert isinstance(typed, PageDone) and isinstance(generic, PageDone)
     assert typed.recognition.flags == ["fallback"]
-    assert set(typed.recognition.field_answer) == {"company", "date", "address", "total"}
+    assert set(typed.recognition.field_answer) == {"company", "date", "address", "total", "paid",
+                                                   "change"}
     assert typed.recognition.provenance["fields_question"] == QUESTION_VERSION
     assert "fields_ms" in typed.timings_ms
     assert generic.recognition.field_answer is None and "fields_ms" not in generic.timings_ms

@@ -6,7 +6,8 @@ same line band, or on the line below it. A value must parse as the field's kind
 (``kinds``); a label in ``not_labels`` on the line disqualifies that line. Fields
 that carry their own proof (an IBAN, a VAT id) and dates are also taken without a
 label when none is labelled; names and addresses come from the page's header
-(``header``).
+(``header``). On a cash receipt, what was paid less the change settles the total
+(``payment``).
 
 What it returns per field: the value as found and normalised, a confidence (how the
 value was placed, times how sure the recogniser was of its words) and the evidence:
@@ -19,7 +20,7 @@ import re
 from dataclasses import dataclass, field
 from decimal import Decimal
 
-from appliance.fields import kinds
+from appliance.fields import kinds, payment
 from appliance.fields.header import address_below, company_name, header_line
 from appliance.fields.kinds import Parsed
 from appliance.fields.lines import Evidence, ReadLine, overlap, read_lines
@@ -28,6 +29,7 @@ from appliance.outputs.tree import PageTree
 
 # how much a value's place says it belongs to its label
 AFTER_LABEL, SAME_BAND, BELOW, UNLABELLED, HEADER = 1.0, 0.9, 0.75, 0.6, 0.7
+SETTLED = 0.9  # unlabelled, but what was paid less the change
 
 _TAX = r"(?:gst|vat|tax|sst|mwst|ust|iva|tva|btw)"
 # a tax the amount includes ("Total incl. GST 6%", "GST inclusive") is no tax line's label
@@ -66,7 +68,8 @@ def extract(pages: list[PageTree], specs: tuple[FieldSpec, ...]) -> dict[str, Fo
     """The fields found on the document's pages (trees of its accepted results), by
     name; a field not found is absent."""
     lines = read_lines(pages)
-    found: dict[str, Found] = {}
+    picked: dict[str, _Candidate] = {}
+    candidates_of: dict[str, list[_Candidate]] = {}
     header: ReadLine | None = None
     for spec in specs:
         if spec.locate == "header":
@@ -80,12 +83,50 @@ def extract(pages: list[PageTree], specs: tuple[FieldSpec, ...]) -> dict[str, Fo
                 kinds.parse("text", address.text), UNLABELLED, address, None)]
         else:
             candidates = _labelled(lines, spec) or _unlabelled(lines, spec)
-        chosen = _pick(spec, [c for c in candidates if c.parsed is not None], lines)
+        candidates_of[spec.name] = [c for c in candidates if c.parsed is not None]
+        chosen = _pick(spec, candidates_of[spec.name], lines)
         if chosen is not None:
-            found[spec.name] = Found(spec, chosen.parsed,
-                                     round(chosen.place * chosen.line.confidence, 4),
-                                     [chosen.line.evidence(chosen.span)])
-    return found
+            picked[spec.name] = chosen
+    settled = _settled_total(picked, candidates_of.get(payment.TOTAL, []), lines)
+    if settled is not None:
+        picked[payment.TOTAL] = settled
+    by_name = {spec.name: spec for spec in specs}
+    return {name: Found(by_name[name], chosen.parsed,
+                        round(chosen.place * chosen.line.confidence, 4),
+                        [chosen.line.evidence(chosen.span)])
+            for name, chosen in picked.items()}
+
+
+# --- the total that the payment settles ---------------------------------------------
+
+
+def _settled_total(picked: dict[str, _Candidate], candidates: list[_Candidate],
+                   lines: list[ReadLine]) -> _Candidate | None:
+    """Where the total the rules picked is not what was paid less the change, but the
+    page prints that amount: the first labelled total of that amount, else the last
+    amount of that value above the payment (a "SUBTOTAL" that is the total, a total
+    whose label was misread). None where the rules' total stands, or where nothing on
+    the page settles it (``validate`` then says that the amounts disagree)."""
+    paid, change = picked.get(payment.PAID), picked.get(payment.CHANGE)
+    owed = payment.due(paid and paid.parsed, change and change.parsed)
+    total = picked.get(payment.TOTAL)
+    if owed is None or (total is not None and total.parsed.problem is None
+                        and _amount(total.parsed) == owed):
+        return None
+    labelled = [c for c in candidates if c.parsed.problem is None and _amount(c.parsed) == owed]
+    if labelled:
+        return min(labelled, key=lambda c: c.line.order)
+    printed = [_Candidate(parsed, SETTLED, line, span) for line in lines
+               if line is not paid.line and line is not change.line
+               for span, parsed in kinds.find_amounts(line.text)
+               if parsed.problem is None and _amount(parsed) == owed]
+
+    def where(line: ReadLine) -> tuple[int, float]:
+        return line.page.number, line.box[1]
+
+    printed.sort(key=lambda c: where(c.line))
+    above = [c for c in printed if where(c.line) < where(paid.line)]
+    return (above or printed)[-1] if printed else None
 
 
 # --- labelled values ---------------------------------------------------------------

@@ -78,6 +78,16 @@ DEFAULTS: dict[str, tuple[FieldSpec, ...]] = {
                           "zu zahlen", "totale", "importo", "total ttc", "montant", "totaal",
                           "te betalen", "importe"),
                   not_labels=_TOTAL_NOT),
+        # what was handed over and given back: paid - change is the total (``payment``)
+        FieldSpec("paid", "money",
+                  labels=("cash", "cash tendered", "tendered", "amount tendered", "tender",
+                          "paid", "amount paid", "payment", "tunai", "bargeld", "gegeben",
+                          "espèces", "especes", "contanti", "efectivo", "contant"),
+                  not_labels=("change", "bill", "carry", "sale", "refund", "rounding")),
+        FieldSpec("change", "money",
+                  labels=("change", "your change", "cash change", "change due", "baki",
+                          "rückgeld", "wechselgeld", "rendu", "monnaie", "resto", "cambio",
+                          "wisselgeld")),
     ),
     "invoice": (
         FieldSpec("number", "regex", required=True, pattern=r"[A-Za-z0-9][A-Za-z0-9\-/.#]*\d[A-Za-z0-9\-/.]*",

@@ -4,8 +4,9 @@
    an IBAN's mod 97, a VAT id's or a Chinese credit code's check character, an enum's
    choices, a regex), and every required field is there;
 2. **logic**: the values agree with each other: net + tax = gross within a cent, the
-   capital-numeral total of a Chinese invoice equals its numeric total, the due date
-   is not before the issue date, no date lies in the future;
+   capital-numeral total of a Chinese invoice equals its numeric total, a cash
+   receipt's total is what was paid less the change, the due date is not before the
+   issue date, no date lies in the future;
 3. **business**: against what the appliance has seen and read: the same seller and
    invoice number seen before with another amount or date, the same document seen
    before, and a value that is not in the page's accepted text (no evidence).
@@ -22,11 +23,15 @@ import re
 from dataclasses import dataclass
 from decimal import Decimal
 
+from appliance.fields import payment
 from appliance.fields.extract import Found
 from appliance.fields.kinds import Money
 from appliance.fields.schema import FieldSpec
 
 CENT = Decimal("0.01")
+# cash is paid in the coins there are: a total of 41.81 is paid as 41.80 where the
+# smallest coin is 5 cents (10 in some countries)
+CASH_STEP, CASH_ROUNDING = Decimal("0.05"), Decimal("0.10")
 FUTURE_GRACE_DAYS = 1  # a date "tomorrow" is a time zone, not an error
 
 
@@ -68,6 +73,7 @@ def validate(specs: tuple[FieldSpec, ...], found: dict[str, Found], *, text: str
             if (day - today).days > FUTURE_GRACE_DAYS:
                 checks[spec.name].append(Check("logic", False, f"{day} lies in the future"))
     _sums(found, checks)
+    _payment(found, checks)
     _order_of_dates(found, checks)
     _business(found, checks, text, history, attested)
     return checks
@@ -127,6 +133,23 @@ def _sums(found: dict[str, Found], checks: dict[str, list[Check]]) -> None:
                   f"the total ({total})"
         checks["total_capital"].append(Check("logic", ok, message))
         checks["total"].append(Check("logic", ok, message))
+
+
+def _payment(found: dict[str, Found], checks: dict[str, list[Check]]) -> None:
+    """A cash receipt's total is what was paid less the change."""
+    paid, change = found.get(payment.PAID), found.get(payment.CHANGE)
+    settlement = payment.handed(paid and paid.parsed, change and change.parsed)
+    total = _money(found, payment.TOTAL)
+    if settlement is None or total is None:
+        return
+    given, back = settlement
+    owed = given - back
+    ok = total == owed
+    message = f"total {total} {'=' if ok else '!='} paid {given} - change {back}"
+    if not ok and abs(total - owed) < CASH_ROUNDING and owed % CASH_STEP == 0:
+        ok, message = True, f"total {total}, rounded for cash to {owed} = paid {given} - change {back}"
+    for name in (payment.TOTAL, payment.PAID, payment.CHANGE):
+        checks[name].append(Check("logic", ok, message))
 
 
 def _order_of_dates(found: dict[str, Found], checks: dict[str, list[Check]]) -> None:

@@ -1,0 +1,41 @@
+"""What a cash receipt's arithmetic says its total is: the amount paid less the change
+given back. A cashier checks it first, and so do the rules: it picks the total among
+the page's amounts where its label was misread or is another ("SUBTOTAL", "TL:RM"),
+and a total that disagrees with it goes to a person (``validate``)."""
+
+from __future__ import annotations
+
+import re
+from decimal import Decimal
+
+from appliance.fields.kinds import Money, Parsed
+
+# the fields, by name, whose arithmetic this is: total = paid - change
+TOTAL, PAID, CHANGE = "total", "paid", "change"
+# an amount of money handed over is written with its cents ("20.00"): a number without
+# them beside "CASH" is a company's registration number ("Cash & Carry (317041-W)")
+_CENTS = re.compile(r"\d[.,]\d\d(?!\d)")
+
+
+def handed(paid: Parsed | None, change: Parsed | None) -> tuple[Decimal, Decimal] | None:
+    """(paid, change), where both were read as amounts with cents and more was paid than
+    given back; else None. A dash before an amount paid is a leader, not a sign ("CASH
+    --20.00"): nobody pays a negative amount."""
+    amounts = [_amount(parsed) for parsed in (paid, change)]
+    if None in amounts:
+        return None
+    given, back = (abs(amount) for amount in amounts)
+    return (given, back) if given > back else None
+
+
+def due(paid: Parsed | None, change: Parsed | None) -> Decimal | None:
+    """Paid less change (see ``handed``), or None."""
+    settlement = handed(paid, change)
+    return None if settlement is None else settlement[0] - settlement[1]
+
+
+def _amount(parsed: Parsed | None) -> Decimal | None:
+    if parsed is None or parsed.problem is not None or not isinstance(parsed.value, Money) \
+            or not _CENTS.search(parsed.raw):
+        return None
+    return parsed.value.amount
