@@ -11,7 +11,7 @@ import pytest
 from PIL import Image, ImageDraw, ImageFilter, ImageFont
 
 from appliance.config import DOC_TYPES, PreprocessSettings
-from appliance.engines.orientation import UpsideDownClassifier
+from appliance.engines.orientation import TextBoxDirections, UpsideDownClassifier
 from appliance.raster.layout import analyze
 from appliance.raster.preprocess import (PROFILE_LADDER, RESOLUTION_PROFILES, preprocess,
                                          to_original)
@@ -30,6 +30,11 @@ def only(flag: str, **overrides) -> PreprocessSettings:
 @pytest.fixture(scope="module")
 def classifier() -> UpsideDownClassifier:
     return UpsideDownClassifier(threads=1)
+
+
+@pytest.fixture(scope="module")
+def text_boxes() -> TextBoxDirections:
+    return TextBoxDirections(threads=1)
 
 
 @pytest.fixture(scope="module")
@@ -60,15 +65,45 @@ def residual_by_search(image: Image.Image) -> float:
 # -- orientation ------------------------------------------------------------------------
 
 @pytest.mark.parametrize("turned", [0, 90, 180, 270])
-def test_turned_pages_come_out_upright(page, classifier, turned):
+def test_turned_pages_come_out_upright(page, classifier, text_boxes, turned):
     rotated = page.rotate(turned, expand=True)  # multiples of 90: exact pixel moves
-    out, [record] = preprocess(rotated, only("orientation"), classify_upside_down=classifier)
+    out, [record] = preprocess(rotated, only("orientation"), classify_upside_down=classifier,
+                               text_boxes=text_boxes)
     assert record.step == "orientation"
     assert record.detail["rotated_deg"] == (360 - turned) % 360
     assert record.detail["votes"]["upright" if turned in (0, 90) else "inverted"] >= 8
     assert np.array_equal(np.asarray(out), np.asarray(page))
     if turned == 0:
         assert out is rotated
+
+
+def monospaced_receipt(font_size: int = 22) -> Image.Image:
+    """An upright receipt in monospaced print, its rows close together: its characters
+    stack into columns (item names, quantities, an "X", decimal points)."""
+    font = ImageFont.load_default(size=font_size)
+    advance, pitch = round(0.62 * font_size), round(1.1 * font_size)
+    items = ("MILO TIN 400G", "ROTI BAKAR", "TEH TARIK", "NASI LEMAK", "AIR SIRAP", "KOPI O")
+    receipt = Image.new("RGB", (640, 1500), "white")
+    draw = ImageDraw.Draw(receipt)
+    for row in range(48):
+        line = f"{items[row % 6]:<16}{row % 9 + 1:>2} X {(row * 7919 % 9900 + 100) / 100:>7.2f}"
+        for column, char in enumerate(line):  # each character in its own cell
+            draw.text((30 + column * advance, 30 + row * pitch), char, fill="black", font=font)
+    return receipt
+
+
+def test_a_receipt_in_monospaced_print_is_not_turned_on_its_side(classifier, text_boxes):
+    receipt = monospaced_receipt()
+    # the projections take its columns of stacked characters for lines running down
+    assert analyze(receipt).vertical_lines
+    out, [record] = preprocess(receipt, only("orientation"), classify_upside_down=classifier)
+    assert record.detail["rotated_deg"] in (90, 270)  # what it did without the detector
+    out, [record] = preprocess(receipt, only("orientation"), classify_upside_down=classifier,
+                               text_boxes=text_boxes)
+    assert record.detail["rotated_deg"] == 0 and out is receipt
+    across, down = record.detail["text_boxes"]["across"], record.detail["text_boxes"]["down"]
+    assert across > 20 and down < across / 10, record.detail
+    json.dumps(record.detail)  # it goes into the page's provenance
 
 
 def test_without_a_classifier_only_the_geometry_runs(page):

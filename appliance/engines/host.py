@@ -83,6 +83,7 @@ class PagePipeline:
     preprocess: PreprocessSettings
     cache: ResultCache | None = None
     classify_upside_down: Callable | None = None
+    text_boxes: Callable | None = None  # the text detector that checks a page on its side
     second_opinion_below: float | None = None
     second_reader: TesseractReader | None = None  # reads classic pages in doubt again
     place_vision_text: bool = True
@@ -117,6 +118,7 @@ def run_job(pipeline: PagePipeline, job: Job, background: ThreadPoolExecutor,
         image, steps = preprocess(image, pipeline.preprocess, doc_type=job.doc_type,
                                   max_pixels=job.max_pixels,
                                   classify_upside_down=pipeline.classify_upside_down,
+                                  text_boxes=pipeline.text_boxes,
                                   resolution_boost=job.resolution_boost)
         timings["preprocess_ms"] = (time.perf_counter() - start) * 1000
         # the page as the engine sees it serves review: write it while the engine works
@@ -243,10 +245,13 @@ def worker_main(spec: WorkerSpec, conn: Connection, parent_pid: int) -> None:
             else:
                 pipeline.second_reader = TesseractReader(spec.second_opinion_languages)
         if spec.preprocess.enabled and spec.preprocess.orientation:
-            from appliance.engines.orientation import UpsideDownClassifier  # the worker's import
+            from appliance.engines.orientation import (  # the worker's import
+                TextBoxDirections, UpsideDownClassifier,
+            )
 
-            pipeline.classify_upside_down = UpsideDownClassifier(
-                threads=spec.options.get("threads", 1))
+            threads = spec.options.get("threads", 1)
+            pipeline.classify_upside_down = UpsideDownClassifier(threads=threads)
+            pipeline.text_boxes = TextBoxDirections(threads=threads)
         try:
             engine.recognize(warmup_image(), PageRequest())
         except DegenerateOutput:

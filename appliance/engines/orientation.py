@@ -1,5 +1,6 @@
-"""Upright or upside down: RapidOCR's text-direction classifier, as the
-``classify_upside_down`` callable that ``appliance.raster.preprocess`` takes.
+"""Which way up a page is, for ``appliance.raster.preprocess``: RapidOCR's
+text-direction classifier (``UpsideDownClassifier``: upright or upside down) and its
+text detector (``TextBoxDirections``: whether the text runs across the page or down it).
 
 The model is PP-OCR's 0/180-degree line classifier (``ch_ppocr_mobile_v2.0_cls``),
 shipped inside the rapidocr wheel, so it needs no download. Alone it is not reliable
@@ -23,6 +24,7 @@ from importlib.metadata import version
 import cv2
 import numpy as np
 from rapidocr.ch_ppocr_cls import TextClassifier
+from rapidocr.ch_ppocr_det import TextDetector
 
 from appliance.engines.classic import make_rapidocr
 
@@ -76,6 +78,48 @@ class UpsideDownClassifier:
             p_flipped = total / count if count else 0.5
             result.append((bool(p_flipped > 0.5), round(float(max(p_flipped, 1.0 - p_flipped)), 4)))
         return result
+
+
+DETECTION_LONG_SIDE = 1280  # enough to find the text boxes, at about half a second
+LONG_BOX = 2.0  # a box this many times longer one way than the other runs that way
+
+
+class TextBoxDirections:
+    """``__call__(page) -> (across, down)``: how many of the text boxes RapidOCR's
+    detector finds on the page (RGB or grayscale uint8) run across it, and how many
+    run down it.
+
+    The detector was trained on text lines, so it finds the rows of a receipt in
+    monospaced print where the projections of its glyphs also see the columns its
+    characters stack into: on 10 real receipts taken for pages on their side it found
+    35-85 boxes running across and none down; on pages that did lie on their side,
+    8-96 down and at most 6 across.
+    """
+
+    def __init__(self, threads: int = 1):
+        # built the way RapidOCR builds its own on first use (RapidOCR._load_det_model)
+        cfg = make_rapidocr(threads).cfg
+        cfg.Det.engine_cfg = cfg.EngineConfig[cfg.Det.engine_type.value]
+        cfg.Det.model_root_dir = cfg.Global.model_root_dir
+        self._det = TextDetector(cfg.Det)
+        self._lock = threading.Lock()  # as for the classifier
+
+    def __call__(self, page: np.ndarray) -> tuple[int, int]:
+        height, width = page.shape[:2]
+        scale = min(1.0, DETECTION_LONG_SIDE / max(height, width))
+        image = _bgr(page if scale == 1.0 else cv2.resize(
+            page, (max(1, round(width * scale)), max(1, round(height * scale))),
+            interpolation=cv2.INTER_AREA))
+        with self._lock:
+            boxes = self._det(image).boxes
+        across = down = 0
+        for box in [] if boxes is None else boxes:
+            corners = np.asarray(box, dtype=np.float64)
+            along, side = (np.linalg.norm(corners[1] - corners[0]),
+                           np.linalg.norm(corners[3] - corners[0]))
+            across += int(along > LONG_BOX * side)
+            down += int(side > LONG_BOX * along)
+        return across, down
 
 
 def _bgr(crop: np.ndarray) -> np.ndarray:
