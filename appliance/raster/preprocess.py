@@ -12,11 +12,11 @@ into the page result's provenance:
    side, which way round. A page the geometry finds on its side turns only when a
    text detector (``text_boxes``, the engine side's RapidOCR detector, run only then)
    also finds more text boxes running down the page than across it: monospaced print
-   stacks its characters in columns that the projections take for lines, and 10 of 346
+   stacks its characters in columns that the projections take for lines, and 17 of 544
    real receipts were turned on their side and read as nothing before this check.
-   Without a classifier only the geometry runs: an upright or
-   upside-down page is left as it is, and a page on its side too (a guess would be
-   wrong half of the time, and upside down reads worse than sideways).
+   Without a classifier only the geometry runs: an upright or upside-down page is left
+   as it is, and a page on its side too (a guess would be wrong half of the time, and
+   upside down reads worse than sideways).
 2. deskew: rotate the lines level when they lean by at least
    ``settings.deskew_min_angle_deg``, on a canvas grown so no corner is cut off, the
    new corners filled with the colour of the page's edge.
