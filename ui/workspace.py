@@ -150,8 +150,12 @@ def workspace_tabs(appliance: Appliance, download_dir: Path, tabs: gr.Tabs) -> N
                           changed)
         return [gr.skip() if key == known else shown, line, key]
 
+    unchanged = [gr.skip()] * len(list_outputs)  # before the first query has run
+
     def run(query) -> list:
         """A query runs: the rows it finds become the list."""
+        if query is None:
+            return unchanged
         found = appliance.library.find(query)
         if found.total and query.offset >= found.total:  # the last page emptied
             query = replace(query, offset=pager_offset("last", query.offset, found.total))
@@ -163,7 +167,7 @@ def workspace_tabs(appliance: Appliance, download_dir: Path, tabs: gr.Tabs) -> N
         """The listed rows as they are now, where they were; and whether the query finds
         others by now."""
         if rows.query is None:
-            return [gr.skip()] * len(list_outputs)
+            return unchanged
         changed = rows.differs(appliance.library.find(rows.query))
         return [*drawn(rows, appliance.library.documents(list(rows.ids)), known, changed),
                 gr.skip()]
@@ -173,14 +177,12 @@ def workspace_tabs(appliance: Appliance, download_dir: Path, tabs: gr.Tabs) -> N
 
     def pager_handler(move: str):
         def handler(rows: Listed):
-            if rows.query is None:
-                return [gr.skip()] * len(list_outputs)
-            return run(replace(rows.query,
-                               offset=pager_offset(move, rows.query.offset, rows.total)))
+            return run(rows.query and replace(
+                rows.query, offset=pager_offset(move, rows.query.offset, rows.total)))
         return handler
 
     def on_refresh(rows: Listed):
-        return run(rows.query) if rows.query else [gr.skip()] * len(list_outputs)
+        return run(rows.query)
 
     def on_tick(rows, known, document_id, index, shown):
         return [*redrawn(rows, known), *document.refresh(document_id, index, shown)]
