@@ -115,9 +115,11 @@ def test_a_failing_or_hanging_endpoint_is_taken_out_and_the_others_read(tmp_path
 
 def test_the_load_follows_the_endpoints_capacity(tmp_path):
     # scripted servers answering after a fixed delay, several at once: servers with
-    # more capacity than this machine has
-    with (ScriptedServer("ok", delay_s=0.4) as large,
-          ScriptedServer("ok", delay_s=0.4) as small):
+    # more capacity than this machine has. The delay is long beside a page's own work
+    # here (raster, preprocessing), so the servers' slots, not this machine's load,
+    # set the pace
+    with (ScriptedServer("ok", delay_s=1.0) as large,
+          ScriptedServer("ok", delay_s=1.0) as small):
         daemon = remote_daemon(tmp_path, endpoint(large.url, "scripted", "large", max_concurrency=3),
                                endpoint(small.url, "scripted", "small", max_concurrency=1))
         with daemon.running():
@@ -125,7 +127,9 @@ def test_the_load_follows_the_endpoints_capacity(tmp_path):
             assert {d["status"] for d in daemon.wait_final(docs)} == {"done"}
             read_by = Counter(endpoints_that_read(daemon, docs))
     assert (large.peak_in_flight, small.peak_in_flight) == (3, 1)
-    assert read_by["large"] >= 2 * read_by["small"] > 0, read_by
+    # 3 slots against 1 share the pages 12:4 when only the slots count; a loaded
+    # machine evens it out a little, never to an even split
+    assert read_by["large"] >= 1.5 * read_by["small"] > 0, read_by
 
 
 def test_a_reading_without_logprobs_is_compared_with_the_classic_one(tmp_path):
