@@ -20,13 +20,15 @@ TODAY = datetime.date(2026, 12, 1)
 CHAR_W, LINE_H = 14.0, 28.0
 
 
-def page(*rows: tuple[float, float, str], number: int = 1, confidence: float = 0.95) -> PageTree:
-    """A page whose lines stand at (x, y), each word as wide as its characters."""
+def page(*rows: tuple, number: int = 1, confidence: float = 0.95) -> PageTree:
+    """A page whose lines stand at (x, y), each word as wide as its characters; a row
+    (x, y, text, confidence) is read with a confidence of its own."""
     lines = []
-    for x, y, text in rows:
+    for x, y, text, *read in rows:
         words, left = [], x
         for token in text.split(" "):
-            words.append(Word(token, (left, y, left + CHAR_W * len(token), y + LINE_H), confidence))
+            words.append(Word(token, (left, y, left + CHAR_W * len(token), y + LINE_H),
+                              read[0] if read else confidence))
             left += CHAR_W * (len(token) + 1)
         lines.append(TextLine((x, y, left - CHAR_W, y + LINE_H), words))
     return PageTree(number, 1240, 1754, 150, "done", [TextBlock(lines[0].box, lines)])
@@ -167,7 +169,7 @@ def test_a_total_that_is_not_what_was_paid_less_the_change_goes_to_a_person():
                for check in fields["total"]["checks"])
 
 
-def header_of(*rows: tuple[float, float, str]) -> tuple[str | None, str | None]:
+def header_of(*rows: tuple) -> tuple[str | None, str | None]:
     reading = read_fields([page(*rows, (60, 600, "TOTAL 9.90"))], DEFAULTS["receipt"],
                           no_history, today=TODAY)
     fields = by_name(reading)
@@ -202,6 +204,35 @@ def test_a_shop_name_is_read_across_the_lines_ocr_split_it_into():
     assert header_of((200, 40, "**Kopi Corner**"), (150, 75, "Lot 5, Jalan Besar"))[0] \
         == "Kopi Corner"
 
+
+
+def test_a_greeting_a_title_a_registration_and_a_logo_read_as_text_are_no_shop_name():
+    shop = [(150, 110, "KOPI CORNER"), (150, 145, "Lot 5, Jalan Besar")]
+    for over in ["Thank You. Please come again.", "SIMPLIFIED TAX INVOICE", "TAXINVOICE",
+                 "BR No.: (124525-H)"]:
+        assert header_of((150, 75, over), *shop)[0] == "KOPI CORNER", over
+    # a logo read with doubt as a word or two; a doubtful name of three words stays
+    assert header_of((200, 20, "peaypacin", 0.23), *shop)[0] == "KOPI CORNER"
+    assert header_of((150, 75, "PERNIAGAAN RIANG RIA", 0.42), *shop)[0] == "PERNIAGAAN RIANG RIA"
+
+
+def test_a_shop_name_ends_where_its_registration_or_address_starts_and_goes_on_in_a_bracket():
+    address = (150, 145, "NO. 17-G, JALAN SETIA INDAH")
+    assert header_of((100, 40, "AIK HUAT ENTERPRISE (SETIA"), (150, 75, "ALAM) SDN BHD"),
+                     (200, 110, "822737-X"), address)[0] \
+        == "AIK HUAT ENTERPRISE (SETIA ALAM) SDN BHD"
+    # an address OCR read on the name's row, and a number whose first digit is misread
+    assert header_of((100, 40, "LIGHTROOM GALLERY SDN BHD No: 28, JALAN ASTANA 1C,"),
+                     address)[0] == "LIGHTROOM GALLERY SDN BHD"
+    assert header_of((100, 40, "99 SPEED MART S/B (S19537-X)"), address)[0] == "99 SPEED MART S/B"
+
+
+def test_a_note_written_far_over_the_print_gives_way_to_the_registered_name_under_it():
+    print_ = [(95, 200, "MR D.I.Y. (JOHOR) SDN BHD"), (134, 235, "(CO.REG :933109-X)"),
+              (54, 270, "LOT 1851-A, JALAN KPB 6,")]
+    assert header_of((120, 10, "tan woon yann"), *print_)[0] == "MR D.I.Y. (JOHOR) SDN BHD"
+    # close over the name, a brand is the name the receipt goes by
+    assert header_of((120, 130, "DIY MART"), *print_)[0] == "DIY MART"
 
 INVOICE_ROWS = [
     (60, 60, "Muster Bürobedarf GmbH"),
