@@ -55,10 +55,11 @@ def make_sroie(root: Path) -> Path:
     write_image(root / "img" / "x001.jpg")
     write_image(root / "img" / "x000.jpg")
     write_image(root / "img" / "unlabelled.jpg")
+    # listed out of reading order, as SROIE's files are
     csv = ("72,25,326,25,326,64,72,64,TAN WOON YANN\r\n"
            "\r\n"
-           "50,82,440,82,440,121,50,121,BOOK TA .K(TAMAN DAYA) SDN BND\r\n"
-           "110,459,170,459,170,478,110,478,TOTAL: 9,00\r\n")
+           "110,459,170,459,170,478,110,478,TOTAL: 9,00\r\n"
+           "50,82,440,82,440,121,50,121,BOOK TA .K(TAMAN DAYA) SDN BND\r\n")
     (root / "box").mkdir(parents=True)
     (root / "box" / "x000.csv").write_bytes(b"\xef\xbb\xbf" + csv.encode("utf-8"))
     latin1 = "1,2,3,4,5,6,7,8,CAF\xc9 R\xc9SUM\xc9\n".encode("latin-1")
@@ -155,12 +156,13 @@ def test_sroie_samples(tmp_path, caplog):
     assert [s.stem for s in samples] == ["x000", "x001"]
     first, second = samples
     # Split on the first 8 commas only: "TOTAL: 9,00" keeps its comma; the BOM and the
-    # blank line are gone.
+    # blank line are gone; the lines come in reading order, by their boxes.
     assert first.units == ["TAN WOON YANN", "BOOK TA .K(TAMAN DAYA) SDN BND", "TOTAL: 9,00"]
     assert first.fields == {"company": "BOOK TA .K(TAMAN DAYA) SDN BHD", "date": "25/12/2018",
                             "total": "9.00"}
     assert first.image == root / "img" / "x000.jpg"
     assert first.doc_type == "receipt"
+    assert first.caseless  # SROIE writes its truth in capitals
     assert second.units == ["CAF\xc9 R\xc9SUM\xc9"]     # a latin-1 file
     assert second.fields == {}
     assert "count=1" in caplog.text
@@ -228,6 +230,12 @@ def test_dataset_json_name_and_doc_type(tmp_path):
     assert {(s.dataset, s.doc_type) for s in samples} == {("invoices-2024", "invoice")}
     # The argument overrides dataset.json.
     assert {s.doc_type for s in load_dataset(root, doc_type="table")} == {"table"}
+    assert not any(s.caseless for s in samples)
+    write_json(root / "dataset.json", {"caseless": True})
+    assert all(s.caseless for s in load_dataset(root))
+    write_json(root / "dataset.json", {"caseless": "yes"})
+    with pytest.raises(InvalidRequest, match=r'"caseless" must be true or false'):
+        load_dataset(root)
 
 
 def test_bad_doc_type(tmp_path):

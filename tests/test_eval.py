@@ -42,6 +42,17 @@ def test_a_perfect_page_scores_100_and_a_failed_page_0():
     assert 0 < garbled["score"] < 100
 
 
+def test_a_truth_written_in_capitals_is_compared_without_case():
+    print_ = "Golden Key Maker\nNo 5, Jalan Kenari 2"
+    capitals = print_.upper()
+    assert score_page(sample(capitals), print_, print_)["cer"] > 0.5
+    caseless = score_page(sample(capitals, caseless=True), print_, print_)
+    assert caseless["cer"] == caseless["cer_nows"] == caseless["wer"] == 0
+    assert caseless["reading_order"] == 0 and caseless["score"] == 100
+    # a letter read wrong still counts
+    assert score_page(sample(capitals, caseless=True), print_, "Golden Kay Maker\nNo 5")["cer"] > 0
+
+
 def test_fields_tables_and_format_enter_the_score():
     truth = sample("Invoice 7\nitem qty\npens 2\nink 1", markdown=TABLE_MD,
                    fields={"number": "Invoice 7", "total": "99.00"})

@@ -7,10 +7,16 @@
   is derived from the boxes: rows top to bottom, entities left to right in a row.
 - SROIE-style: ``img/<stem>.jpg`` beside ``box/<stem>.csv`` (``x1,y1,...,x4,y4,text``
   per line; the text may hold commas) and an optional ``key/<stem>.json`` of key fields.
+  The lines are listed in no reading order either (a label's value may come two lines
+  after it), so it is derived from their boxes in the same way.
 - Plain: an image beside ``<stem>.txt`` or ``<stem>.md`` (and optional
   ``<stem>.fields.json``) in one folder.
 
-Any layout may carry a ``dataset.json`` at its root with ``name`` and ``doc_type``.
+Any layout may carry a ``dataset.json`` at its root with ``name``, ``doc_type`` and
+``caseless``: true when the truth was written without letter case, as SROIE's
+annotations are (all in capitals, over print in mixed case); the SROIE layout is
+caseless unless its dataset.json says otherwise. A caseless truth is compared
+case-folded, or every lower-case letter read right would count as an error.
 A broken dataset (a label without its image, malformed JSON or CSV) stops the load
 with an InvalidRequest that names the file: an eval must never quietly score half a
 dataset.
@@ -47,6 +53,7 @@ class Sample:
     units: list[str]        # ground-truth text blocks/lines in reading order
     markdown: str | None = None   # ground-truth Markdown when the dataset has it
     fields: dict[str, str] = field(default_factory=dict)   # key fields, when the dataset has them
+    caseless: bool = False  # the truth has no letter case: compare case-folded
 
 
 def load_dataset(path: Path, *, doc_type: str | None = None) -> list[Sample]:
@@ -65,11 +72,12 @@ def load_dataset(path: Path, *, doc_type: str | None = None) -> list[Sample]:
     if doc_type is not None:
         _check_doc_type(doc_type, "the doc_type option")
     kind = doc_type or meta.get("doc_type") or _DEFAULT_DOC_TYPE[layout]
+    caseless = meta.get("caseless", layout == "sroie")
     rows = _READERS[layout](path)
     if not rows:
         raise InvalidRequest(f"dataset {path} ({layout} layout) holds no samples with ground truth")
     samples = [Sample(dataset=name, stem=stem, image=image, doc_type=kind, text="\n".join(units),
-                      units=units, markdown=markdown, fields=fields)
+                      units=units, markdown=markdown, fields=fields, caseless=caseless)
                for stem, image, units, markdown, fields in rows]
     _check_unique_stems(path, samples)
     samples.sort(key=lambda s: s.stem)
@@ -113,12 +121,14 @@ def _read_meta(root: Path) -> dict:
     meta = _read_json(meta_path)
     if not isinstance(meta, dict):
         raise InvalidRequest(f"{meta_path}: expected a JSON object with optional "
-                             f'"name" and "doc_type" keys')
+                             f'"name", "doc_type" and "caseless" keys')
     name = meta.get("name")
     if name is not None and (not isinstance(name, str) or not name.strip()):
         raise InvalidRequest(f'{meta_path}: "name" must be a non-empty string')
     if meta.get("doc_type") is not None:
         _check_doc_type(meta["doc_type"], f'{meta_path} "doc_type"')
+    if not isinstance(meta.get("caseless", False), bool):
+        raise InvalidRequest(f'{meta_path}: "caseless" must be true or false')
     return meta
 
 
@@ -245,14 +255,16 @@ def _read_box_csv(path: Path) -> list[str]:
             raise InvalidRequest(f"{path} line {number}: expected 8 coordinates and a text, "
                                  f"got {line!r}")
         try:
-            [int(part) for part in parts[:8]]
+            coords = [int(part) for part in parts[:8]]
         except ValueError:
             raise InvalidRequest(f"{path} line {number}: the first 8 values must be integer "
                                  f"coordinates, got {','.join(parts[:8])!r}") from None
         text = parts[8].strip()
         if text:
-            units.append(text)
-    return units
+            xs, ys = coords[0::2], coords[1::2]
+            units.append(((min(xs), min(ys), max(xs), max(ys)), text))
+    # the boxes are listed in the order they were annotated, not read
+    return reading_order(units)
 
 
 # --- plain ---

@@ -8,7 +8,8 @@ appliance does to a page, and a change to any stage shows up in them.
 Per page, layered from the characters up (seed 000 §3):
 
 - text: CER and WER on whitespace-normalised text, CER without any whitespace (scans'
-  ground truth rarely agrees on spacing), and an order-free bag-of-words F1;
+  ground truth rarely agrees on spacing), and an order-free bag-of-words F1; all
+  case-folded where the dataset's truth has no letter case (SROIE's);
 - reading order: normalised edit distance of the order in which ground-truth units
   appear in the output (0 = same order);
 - tables: TEDS against ground-truth Markdown tables, when the dataset has them;
@@ -70,12 +71,15 @@ def _tables(markdown: str) -> list[list[list[str]]]:
 def score_page(sample: Sample, markdown: str, text: str, *, failed: bool = False) -> dict:
     """Every metric of one page's output against its ground truth, and its score."""
     problems = format_problems(markdown)
+    truth, units = sample.text, sample.units
+    if sample.caseless:
+        truth, units, text = truth.casefold(), [unit.casefold() for unit in units], text.casefold()
     metrics = {
-        "cer": cer(sample.text, text),
-        "cer_nows": cer(sample.text, text, ignore_whitespace=True),
-        "wer": wer(sample.text, text),
-        "bow_f1": bag_of_words_f1(sample.text, text),
-        "reading_order": reading_order_distance(sample.units, text),
+        "cer": cer(truth, text),
+        "cer_nows": cer(truth, text, ignore_whitespace=True),
+        "wer": wer(truth, text),
+        "bow_f1": bag_of_words_f1(truth, text),
+        "reading_order": reading_order_distance(units, text),
         "tables": table_similarity(_tables(sample.markdown or ""), _tables(markdown)),
         "format_valid": not problems,
         "format_problems": problems,
