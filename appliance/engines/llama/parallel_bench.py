@@ -163,8 +163,13 @@ class ProcessPeaks:
             pynvml.nvmlShutdown()
 
     def __exit__(self, *exc_info) -> None:
-        hwm = _status_kib(self.pid, "VmHWM")
-        self.rss_peak_mb = hwm / 1024 if hwm else None
+        # the kernel raises VmHWM lazily (when memory is unmapped), so it can lag the
+        # RSS read at either end of the block by a few pages
+        readings = [kib / 1024 for kib in (_status_kib(self.pid, "VmHWM"),
+                                            _status_kib(self.pid, "VmRSS")) if kib]
+        if readings and self.rss_start_mb:
+            readings.append(self.rss_start_mb)
+        self.rss_peak_mb = max(readings) if readings else None
         if self._sampler:
             self._stop.set()
             self._sampler.join()
