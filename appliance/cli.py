@@ -89,7 +89,7 @@ def cmd_bench(args) -> int:
 
 def _shaped_model(name: str, settings) -> tuple[Path, Path]:
     """A random-weight model of a real shape, built once into <data_dir>/bench-models."""
-    from appliance.engines.llama.shapes import SHAPES, build_shaped_model
+    from appliance.gguf.shapes import SHAPES, build_shaped_model
 
     if name not in SHAPES:
         raise InvalidRequest(f"unknown shape '{name}'; known: {', '.join(SHAPES)}")
@@ -367,7 +367,7 @@ def cmd_models(args) -> int:
     from appliance.doctor import exit_code, render
 
     if args.models_command == "make-test-model":
-        from appliance.engines.llama.testmodel import write_test_model
+        from appliance.gguf.testmodel import write_test_model
 
         for path in write_test_model(args.dir):
             sys.stdout.write(f"{path}\n")

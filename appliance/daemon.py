@@ -21,7 +21,8 @@ from appliance.config import Settings, load_settings
 from appliance.dispatch import Dispatcher
 from appliance.engines import registry
 from appliance.engines.host import WorkerHandle, WorkerSpec
-from appliance.engines.llama.validate import cached_sha256, inspect_model
+from appliance.gguf.files import cached_sha256
+from appliance.gguf.pair import inspect_model
 from appliance.errors import (
     AlreadyRunning, ConfigError, EngineUnavailable, ModelError, NoFields, NotFound, NotReady,
     ShuttingDown, UnknownField,

@@ -21,7 +21,8 @@ from typing import Literal
 
 from appliance.config import Settings
 from appliance.engines import registry
-from appliance.engines.llama.validate import ModelInfo, human_size, inspect_model
+from appliance.gguf.files import human_size
+from appliance.gguf.pair import inspect_model, ModelInfo
 from appliance.engines.tesseract import tesseract_problem
 from appliance.errors import ModelError
 from appliance.gpu import MemoryDevice, NvmlDevice, open_device

@@ -21,7 +21,7 @@ from appliance.gpu import MemorySample
 
 if TYPE_CHECKING:
     from appliance.config import Settings
-    from appliance.engines.llama.validate import ModelInfo
+    from appliance.gguf.pair import ModelInfo
 
 GIB = 2**30
 MIB = 2**20

@@ -21,12 +21,9 @@ from typing import Callable, TextIO
 from urllib.parse import urlsplit
 
 from appliance.doctor import Check
-from appliance.engines.llama.validate import (
-    file_sha256,
-    human_size,
-    inspect_model,
-    read_header,
-)
+from appliance.gguf.files import file_sha256, human_size
+from appliance.gguf.header import read_header
+from appliance.gguf.pair import inspect_model
 from appliance.errors import ConfigError, ModelError, NetworkUnavailable, NotFound
 
 MODELS_DIR = Path(__file__).resolve().parent.parent / "models"

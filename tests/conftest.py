@@ -34,7 +34,7 @@ def db(tmp_path) -> Database:
 @pytest.fixture(scope="session")
 def tiny_model(tmp_path_factory) -> tuple[Path, Path]:
     """The deterministic random-weight Gemma-3 vision pair (text GGUF, mmproj GGUF)."""
-    from appliance.engines.llama.testmodel import write_test_model
+    from appliance.gguf.testmodel import write_test_model
 
     return write_test_model(tmp_path_factory.mktemp("tiny-model"))
 

@@ -16,7 +16,7 @@ from pathlib import Path
 
 import pytest
 
-from appliance.engines.llama.validate import ModelInfo, inspect_model
+from appliance.gguf.pair import inspect_model, ModelInfo
 from appliance.errors import ConfigError, ModelDoesNotFit, error_class_for
 from appliance.gpu import (
     FakeDevice,

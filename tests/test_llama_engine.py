@@ -88,7 +88,7 @@ def test_every_document_type_has_a_versioned_prompt():
 @pytest.fixture(scope="module")
 def ending_engine(tmp_path_factory):
     """The tiny model's variant that ends its turn: answers, not loops."""
-    from appliance.engines.llama.testmodel import write_test_model
+    from appliance.gguf.testmodel import write_test_model
 
     model, mmproj = write_test_model(tmp_path_factory.mktemp("ending"), eos_bias=2.0)
     llama = LlamaEngine(str(model), str(mmproj), n_ctx=4096, threads=1)

@@ -13,12 +13,12 @@ import gguf
 import pytest
 
 from appliance.engines.base import PageRequest
-from appliance.engines.llama import shapes
+from appliance.gguf import shapes
 from appliance.engines.chat import page_messages
 from appliance.engines.llama.engine import LlamaEngine, load_llama
 from appliance.engines.prompts import prompt_for
-from appliance.engines.llama.shapes import SHAPES, ModelShape, build_shaped_model, estimate_bytes
-from appliance.engines.llama.validate import inspect_model
+from appliance.gguf.shapes import SHAPES, ModelShape, build_shaped_model, estimate_bytes
+from appliance.gguf.pair import inspect_model
 from appliance.errors import InvalidRequest
 from appliance.raster.synthetic import render_text_page
 

@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 from PIL import Image, ImageDraw
 
-from appliance.engines.llama.testmodel import TestModelShape, write_test_model
+from appliance.gguf.testmodel import TestModelShape, write_test_model
 
 llama_cpp = pytest.importorskip("llama_cpp")
 from llama_cpp.llama_chat_format import MTMDChatHandler  # noqa: E402

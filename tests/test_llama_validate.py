@@ -10,13 +10,10 @@ import gguf
 import numpy as np
 import pytest
 
-from appliance.engines.llama.testmodel import TestModelShape, write_test_model
-from appliance.engines.llama.validate import (
-    SkippedArray,
-    file_sha256,
-    inspect_model,
-    read_header,
-)
+from appliance.gguf.testmodel import TestModelShape, write_test_model
+from appliance.gguf.files import file_sha256
+from appliance.gguf.header import read_header, SkippedArray
+from appliance.gguf.pair import inspect_model
 from appliance.errors import (
     ModelError,
     ModelMmprojMismatch,

@@ -9,7 +9,7 @@ import pytest
 from sqlmodel import select
 
 from appliance.daemon import Appliance
-from appliance.engines.llama.validate import inspect_model
+from appliance.gguf.pair import inspect_model
 from appliance.errors import ModelDoesNotFit
 from appliance.gpu import FakeDevice
 from appliance.memory_plan import estimate_worker_bytes

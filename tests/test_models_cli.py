@@ -15,8 +15,8 @@ import pytest
 from appliance import models
 from appliance.cli import main
 from appliance.config import dump_toml
-from appliance.engines.llama.testmodel import MMPROJ_FILENAME, TEXT_FILENAME, write_test_model
-from appliance.engines.llama.validate import inspect_model
+from appliance.gguf.testmodel import MMPROJ_FILENAME, TEXT_FILENAME, write_test_model
+from appliance.gguf.pair import inspect_model
 from appliance.errors import ConfigError, ModelError, NetworkUnavailable
 
 

@@ -50,7 +50,7 @@ def run_remote_bench(settings: Settings, model: tuple[Path, Path] | None = None,
     """The three runs and their comparison (see the module's docstring). ``model``: a
     (text, mmproj) pair, by default the tiny test model written to a temp dir.
     ``log_dir``: where the servers' output goes (default: a temp dir, gone after)."""
-    from appliance.engines.llama.validate import inspect_model
+    from appliance.gguf.pair import inspect_model
 
     require_server()
     if tokens < 1:
@@ -61,7 +61,7 @@ def run_remote_bench(settings: Settings, model: tuple[Path, Path] | None = None,
                       "flash_attn": engine.flash_attn}
     with tempfile.TemporaryDirectory(prefix="appliance-remote-bench-") as tmp:
         if model is None:
-            from appliance.engines.llama.testmodel import write_test_model
+            from appliance.gguf.testmodel import write_test_model
 
             model = write_test_model(Path(tmp) / "model")
         image_side = inspect_model(*model).image_size

@@ -24,7 +24,7 @@ from appliance.engines.base import PageRequest, Recognition, timed_reading
 from appliance.engines.chat import page_messages
 from appliance.engines.llama.batched import BatchedDecoder, route_native_logs
 from appliance.engines.llama.sequence import SAMPLED_REPEAT_PENALTY, Decoding
-from appliance.engines.llama.validate import inspect_model
+from appliance.gguf.pair import inspect_model
 from appliance.engines.prompts import Prompt, prompt_for, user_turn
 from appliance.engines.vision import SAMPLED_TEMPERATURE, SEED, Generation, VisionEngine
 

@@ -42,7 +42,7 @@ from appliance.engines.llama.engine import LlamaEngine
 from appliance.engines.llama.llama_server import LlamaServer, chat_request, complete
 from appliance.engines.prompts import prompt_for
 from appliance.engines.llama.raw_decode import RawDecoder
-from appliance.engines.llama.validate import ModelInfo, inspect_model
+from appliance.gguf.pair import inspect_model, ModelInfo
 from appliance.measure.stats import percentiles
 from appliance.raster.synthetic import render_text_page, sample_lines
 
@@ -411,7 +411,7 @@ def main(argv: list[str] | None = None) -> int:
 
 def shaped_model(name: str, cache_dir: Path) -> tuple[Path, Path]:
     """The (text, mmproj) pair of a named shape, built once under ``cache_dir``."""
-    from appliance.engines.llama.shapes import SHAPES, build_shaped_model
+    from appliance.gguf.shapes import SHAPES, build_shaped_model
 
     if name not in SHAPES:
         raise SystemExit(f"unknown shape '{name}'; known: {', '.join(SHAPES)}")

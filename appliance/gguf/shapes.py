@@ -46,7 +46,7 @@ import gguf
 import numpy as np
 
 from appliance.engines.prompts import CONTEXT_TEMPLATE, PROMPTS
-from appliance.engines.llama.testmodel import (
+from appliance.gguf.testmodel import (
     MIN_N_VOCAB,
     NORM_KINDS,
     GemmaShape,
@@ -59,7 +59,7 @@ from appliance.engines.llama.testmodel import (
     text_tensor_specs,
     write_gguf,
 )
-from appliance.engines.llama.validate import human_size
+from appliance.gguf.files import human_size
 from appliance.errors import InvalidRequest, ModelError
 
 log = logging.getLogger(__name__)
