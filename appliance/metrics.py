@@ -70,23 +70,6 @@ SAMPLE_S = 5.0  # one queue and memory sample this often
 READ_BATCH = 5000  # attempt rows per read while catching up
 
 
-class Tally:
-    """A thread-safe count of events by key, for what leaves no trace in the store
-    (a submission refused with 429 is not stored)."""
-
-    def __init__(self):
-        self._counts: Counter = Counter()
-        self._lock = threading.Lock()
-
-    def add(self, key: tuple, n: int = 1) -> None:
-        with self._lock:
-            self._counts[key] += n
-
-    def snapshot(self) -> dict[tuple, int]:
-        with self._lock:
-            return dict(self._counts)
-
-
 class Buckets:
     """A histogram's running state: a count per bucket (``le`` bounds) and the sum."""
 

@@ -23,7 +23,7 @@ from appliance.errors import (
 )
 from appliance.intake.sniff import HEAD_BYTES, sniff_kind
 from appliance.intake.spool import CHUNK_BYTES, Spool
-from appliance.metrics import Tally
+from appliance.tally import Tally
 from appliance.raster import count_pages, decrypted_pdf
 from appliance.store import Database, queries, transitions
 from appliance.store.models import Document, Lane
