@@ -83,16 +83,19 @@ class Library:
         if not 0 <= index < len(view.pages):
             raise NotFound(f"document {document_id} has no page {index + 1}")
         page = view.pages[index]
-        result = queries.page_result(self.db, page.result_id) if page.result_id else None
-        return PageView(page, result, self._image(view, page))
+        result = self._result(page)
+        return PageView(page, result, self._image(view, page, result))
 
     def page_images(self, document_id: str) -> list[Path | None]:
         """Each page's image as the engine read it (None where there is none), by index."""
         view = self.document(document_id)
-        return [self._image(view, page) for page in view.pages]
+        return [self._image(view, page, self._result(page)) for page in view.pages]
 
-    def _image(self, view: DocumentView, page: Page) -> Path | None:
-        image = page_image(self.spool, self.settings, view.doc, page)
+    def _result(self, page: Page) -> PageResult | None:
+        return queries.page_result(self.db, page.result_id) if page.result_id else None
+
+    def _image(self, view: DocumentView, page: Page, result: PageResult | None) -> Path | None:
+        image = page_image(self.spool, self.settings, view.doc, page, result)
         return image if image.exists() else None
 
     def fields(self, document_id: str) -> FieldSet | None:

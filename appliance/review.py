@@ -148,7 +148,7 @@ class ReviewService:
             siblings = [(p, session.get(PageResult, p.result_id) if p.result_id else None)
                         for p in session.exec(select(Page).where(Page.document_id == doc.id)
                                               .order_by(Page.index)) if p.id != page.id]
-        image = page_image(self.spool, self.settings, doc, page)
+        image = page_image(self.spool, self.settings, doc, page, result)
         return ReviewPage(
             item=_item(page, doc, result),
             markdown=result.markdown or "" if result else "",
@@ -211,11 +211,15 @@ def rendered_to_image(result: PageResult) -> tuple[float, ...]:
     return tuple(round(float(v), 6) for v in forward[:2].ravel())
 
 
-def page_image(spool: Spool, settings: Settings, doc: Document, page: Page) -> Path:
-    """Where the worker kept the page as the engine read it."""
-    boost = (page.options or {}).get("resolution_boost", 0)
-    return spool.page_image_path(doc.sha256, page.index,
-                                 render_dpi(settings.raster.pdf_dpi, boost))
+def page_image(spool: Spool, settings: Settings, doc: Document, page: Page,
+               result: PageResult | None) -> Path:
+    """Where the worker kept the page as its accepted ``result`` read it: at the DPI the
+    result records. A result stored before readings recorded it (or none yet) falls
+    back to the DPI the settings give now."""
+    dpi = (result.provenance or {}).get("page_image_dpi") if result is not None else None
+    if dpi is None:
+        dpi = render_dpi(settings.raster.pdf_dpi, (page.options or {}).get("resolution_boost", 0))
+    return spool.page_image_path(doc.sha256, page.index, dpi)
 
 
 def export_jsonl(db: Database, spool: Spool, settings: Settings, out: TextIO) -> int:
@@ -224,7 +228,7 @@ def export_jsonl(db: Database, spool: Spool, settings: Settings, out: TextIO) ->
     count = 0
     for action, page, doc, machine in reviews.review_actions(db):
         corrected = action.after_markdown or ""
-        image = page_image(spool, settings, doc, page)
+        image = page_image(spool, settings, doc, page, machine)
         out.write(json.dumps({
             "page_image": str(image) if image.exists() else None,
             "document_id": doc.id, "document_name": doc.name, "page_number": page.index + 1,

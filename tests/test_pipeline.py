@@ -97,6 +97,8 @@ def test_an_upside_down_scan_is_read_upright(tmp_path, daemon):
     steps = {step["step"]: step["detail"] for step in result["provenance"]["preprocess"]}
     assert steps["orientation"]["rotated_deg"] == 180
     assert text_similarity(result["text"], "\n".join(lines)) > 0.9
+    # the page finds its image by the DPI it was kept at, whatever the settings say later
+    assert result["provenance"]["page_image_dpi"] == 200  # raster.pdf_dpi's default
 
 
 def test_the_cache_can_be_switched_off(tmp_path, daemon):

@@ -32,7 +32,8 @@ MACHINE_LINES = [{"text": "Total 1l8.50", "box": [10, 20, 200, 40], "score": 0.5
 
 
 def in_review(db, *, pages=1, doc_type="invoice", folder=None, lane=Lane.BATCH,
-              reasons=("low_confidence: 0.42 < 0.50",), confidence=0.42, name="inv.png"):
+              reasons=("low_confidence: 0.42 < 0.50",), confidence=0.42, name="inv.png",
+              provenance=None):
     """A document whose pages were read and routed to review."""
     doc = Document(name=name, sha256=os.urandom(32).hex(), kind="png", size_bytes=10,
                    source="api", lane=lane, doc_type=doc_type, watch_folder=folder)
@@ -40,7 +41,7 @@ def in_review(db, *, pages=1, doc_type="invoice", folder=None, lane=Lane.BATCH,
     for _ in range(pages):
         claim = transitions.claim_next_page(db, "w1", lease_s=60)
         reading = page_done("Invoice 7\nTotal 1l8.50", markdown="Invoice 7\n\nTotal 1l8.50",
-                            confidence=confidence, lines=MACHINE_LINES)
+                            confidence=confidence, lines=MACHINE_LINES, provenance=provenance)
         transitions.complete_page(db, claim, reading, list(reasons), review=True)
     return doc
 
@@ -322,3 +323,21 @@ def test_pages_in_review_have_status_review(setup):
     _service, db, *_ = setup
     doc = in_review(db)
     assert queries.get_document(db, doc.id).pages[0].status == PageStatus.REVIEW
+
+
+def test_a_page_keeps_its_image_when_the_dpi_setting_changes(setup, tmp_path):
+    service, db, settings, *_ = setup
+    # read at 200 dpi, kept where the worker put it then
+    doc = in_review(db, provenance={"page_image_dpi": 200})
+    kept = service.spool.page_image_path(doc.sha256, 0, 200)
+    kept.parent.mkdir(parents=True)
+    kept.write_bytes(b"png")
+    # the operator lowers raster.pdf_dpi and restarts
+    lowered = make_settings(tmp_path, raster={"pdf_dpi": 150})
+    after = ReviewService(lowered, db, service.spool, on_settled=lambda _id: None,
+                          wake=lambda: None)
+    assert after.open_page(after.next_page("anna").item.page_id).image_path == kept
+    with (tmp_path / "reviewed.jsonl").open("w") as fh:
+        after.approve("anna", after.next_page("anna").item.page_id)
+        assert export_jsonl(db, service.spool, lowered, fh) == 1
+    assert json.loads((tmp_path / "reviewed.jsonl").read_text())["page_image"] == str(kept)

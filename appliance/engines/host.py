@@ -168,6 +168,9 @@ def run_job(pipeline: PagePipeline, job: Job, background: ThreadPoolExecutor,
         recognition.provenance["preprocess"] = [step.to_dict() for step in steps]
         recognition.provenance["image_size"] = [image.width, image.height]
         recognition.provenance["rendered"] = rendered
+        # where the image was kept depends on the DPI it was rendered at, which the
+        # settings may change later: the page finds its image by this one
+        recognition.provenance["page_image_dpi"] = job.dpi
         saving.result()
     except ApplianceError as exc:
         return PageFailed(job.job_id, exc.code, exc.message, exc.retryable, timings)
