@@ -37,7 +37,6 @@ from appliance.intake.folders import WatchService
 from appliance.intake.spool import Spool
 from appliance.library import Library
 from appliance.memory_plan import plan_for
-from appliance.quality.routing import routing_rules
 from appliance.retention import purge
 from appliance.review import ReviewService
 from appliance.security import ApiKeys
@@ -308,9 +307,11 @@ class Appliance:
         self.watch.reload(new.watch)  # the only step that can refuse: first
         review = replace(new.review, **{key: getattr(old.review, key)
                                         for key in REVIEW_RESTART_KEYS})
-        old.watch, old.review = new.watch, review  # the settings every part reads
-        self.dispatcher.pdf_passwords = {f.name: f.password for f in new.watch if f.password}
-        self.dispatcher.routing_rules = routing_rules(review)
+        # new settings, with what waits for a restart as it was, handed to the parts
+        # that read what a reload changes; the old object is left as it was
+        self.settings = replace(old, watch=new.watch, review=review)
+        self.dispatcher.reload(self.settings)
+        self.review.settings = self.settings
         log.info("config reloaded file=%s watch=%s review_enabled=%s review_below=%g "
                  "accept_from=%g sample_rate=%g", old.source,
                  ",".join(f.name for f in new.watch) or "-", review.enabled,

@@ -77,8 +77,6 @@ class Dispatcher:
         queue = settings.queue
         self.priority = transitions.Priority(queue.batch_delay_s, queue.per_page_delay_s,
                                              queue.max_size_delay_s)
-        # the only secret a page needs: it stays in the config, never in the store
-        self.pdf_passwords = {f.name: f.password for f in settings.watch if f.password}
         # Vision workers read a page with the end of the previous one (multi-page context),
         # so a document's pages go to them in order.
         self.page_context = settings.engine.page_context and any(
@@ -87,7 +85,7 @@ class Dispatcher:
         kinds = {w.spec.engine for w in workers}
         self.readings = {kind: registry.readings(kind) if len(kinds) > 1 else None
                          for kind in kinds}
-        self.routing_rules = routing_rules(settings.review)
+        self.reload(settings)
         self.field_specs = schemas(settings.fields)
         self._stop = threading.Event()
         self._thread = threading.Thread(target=self._run, name="dispatcher", daemon=True)
@@ -110,6 +108,13 @@ class Dispatcher:
         self.endpoint_answers = EndpointAnswers()  # what each remote endpoint answered
 
     # --- lifecycle ---
+
+    def reload(self, settings: Settings) -> None:
+        """Take what a reload may change ([[watch]], [review]) from new settings."""
+        self.settings = settings
+        # the only secret a page needs: it stays in the config, never in the store
+        self.pdf_passwords = {f.name: f.password for f in settings.watch if f.password}
+        self.routing_rules = routing_rules(settings.review)
 
     def start(self) -> None:
         for worker in self.workers:

@@ -411,11 +411,15 @@ def test_reload_applies_review_thresholds_and_refuses_a_bad_file(tmp_path):
         config.write_text(dump_toml({**base, "review": {"review_below": 0.3, "accept_from": 0.9,
                                                         "lock_minutes": 5.0},
                                      "workers": {"count": 2}}))
+        started = appliance.settings
         appliance.reload()
         rules = appliance.dispatcher.routing_rules
         assert (rules.review_below, rules.accept_from) == (0.3, 0.9)
         assert appliance.settings.review.lock_minutes == 5.0  # the review console reads it
+        assert appliance.review.settings is appliance.settings is appliance.dispatcher.settings
         assert appliance.settings.workers.count == 1  # needs a restart
+        # new settings are handed over; the object the parts started with is as it was
+        assert started.review.accept_from == 0.75 and started.review.lock_minutes != 5.0
 
         inbox = tmp_path / "inbox"
         inbox.mkdir()
