@@ -36,8 +36,8 @@ from appliance.fields.schema import schemas
 from appliance.engines.messages import Availability, Job, PageDone, PageFailed, Ready, StartFailed
 from appliance.gpu import MemorySampler
 from appliance.errors import (
-    CrashSuspect, DegenerateOutput, EndpointUnavailable, EngineUnavailable, PagePreempted,
-    PageTimeout, WarmupTimeout, WorkerCrashed,
+    CrashSuspect, DegenerateOutput, EndpointUnavailable, EngineUnavailable, MemoryCritical,
+    PagePreempted, PageTimeout, StoppedAtShutdown, WarmupTimeout, WorkerCrashed,
 )
 from appliance.intake.spool import Spool
 from appliance.metrics import EndpointAnswers
@@ -240,9 +240,9 @@ class Dispatcher:
                       "read again alone", worker.slot, exitcode, len(jobs))
             for job in jobs:
                 transitions.release_claim(
-                    self.db, job.claim, CrashSuspect.code,
-                    f"the engine process died (exit code {exitcode}) while it read this page "
-                    f"with others; read again alone", suspect=True)
+                    self.db, job.claim, CrashSuspect(
+                        f"the engine process died (exit code {exitcode}) while it read this "
+                        f"page with others; read again alone"), suspect=True)
         elif was == WorkerState.STARTING:
             self._start_failed(worker, StartFailed(
                 EngineUnavailable.code,
@@ -266,9 +266,8 @@ class Dispatcher:
                                      f"workers.page_timeout_s or check the page",
                                      retryable=True)
             else:
-                transitions.release_claim(self.db, claim, PagePreempted.code,
-                                          "stopped with its worker, which another page held "
-                                          "past its deadline")
+                transitions.release_claim(self.db, claim, PagePreempted(
+                    "stopped with its worker, which another page held past its deadline"))
 
     def _start_failed(self, worker: WorkerHandle, error: StartFailed) -> None:
         failures = self._start_failures.get(worker.slot, 0) + 1
@@ -327,7 +326,7 @@ class Dispatcher:
             return
         worker.take_jobs()
         worker.kill()
-        transitions.release_claim(self.db, claim, "memory_critical")
+        transitions.release_claim(self.db, claim, MemoryCritical())
 
     @staticmethod
     def _local(worker: WorkerHandle) -> bool:
@@ -346,8 +345,7 @@ class Dispatcher:
             for job in jobs:
                 log.warning("drain timeout: page queued again doc=%s page=%d worker=%s",
                             job.claim.document_id, job.claim.page_index, worker.worker_id)
-                if transitions.release_claim(self.db, job.claim, "shutdown", "stopped by a "
-                                             "shutdown; read again after the restart"):
+                if transitions.release_claim(self.db, job.claim, StoppedAtShutdown()):
                     self._released += 1
         self._drained.set()
 
@@ -444,13 +442,13 @@ class Dispatcher:
                      sum(answer.timings_ms.values()))
             self._touched.add(claim.document_id)
         elif answer.code == PagePreempted.code:  # taken back by _preempt_newest
-            transitions.release_claim(self.db, claim, "memory_critical")
+            transitions.release_claim(self.db, claim, MemoryCritical())
         elif (answer.code == EndpointUnavailable.code and queries.releases(
                 self.db, claim.page_id, answer.code) < self.settings.workers.max_attempts):
             # not the page's fault: read again (elsewhere, or once the endpoint is back).
             # Past max_attempts such releases it is charged, in case it is the page that
             # breaks the server.
-            transitions.release_claim(self.db, claim, answer.code, answer.message)
+            transitions.release_claim(self.db, claim, EndpointUnavailable(answer.message))
         else:
             outcome = OUTCOME_BY_CODE.get(answer.code, Outcome.ERROR)
             self._record_failure(claim, outcome, answer.code, answer.message,

@@ -4,6 +4,11 @@ Each class carries a stable reason ``code`` (stored with the page or document,
 returned by the API, shown in the UI), the HTTP status the API answers with, and a
 message that tells the person what to do. ``retryable`` says whether trying the
 same page again can help: bad input never gets better by retrying.
+
+A class whose remedy is always the same says it once, in ``advice``: a raise site
+then gives only the specifics (``CrashesWorker("it crashed the engine 3 times in a
+row")``), and the message is the two joined. Classes whose remedy depends on the
+case (a config key, a limit) leave ``advice`` empty and their raise sites say it.
 """
 
 from __future__ import annotations
@@ -16,8 +21,10 @@ class ApplianceError(Exception):
     # a file still being written fails like this: a watched file is given time to
     # change before it counts (``[[watch]] failed_hold_s``)
     may_be_partial = False
+    advice = ""  # what to do, where it is the same for every case
 
-    def __init__(self, message: str):
+    def __init__(self, message: str = ""):
+        message = "; ".join(part for part in (message, self.advice) if part) or self.code
         super().__init__(message)
         self.message = message
 
@@ -150,6 +157,39 @@ class WorkerCrashed(ApplianceError):
     retryable = True
 
 
+class CrashesWorker(ApplianceError):
+    """A page that crashed its engine several times in a row, read alone each time: it
+    is set aside rather than crash the worker again."""
+
+    code = "crashes_worker"
+    advice = "it was set aside; check the file, or try the other engine"
+
+
+class LeaseExpired(ApplianceError):
+    code = "lease_expired"
+    retryable = True
+    advice = "the worker holding this page stopped answering"
+
+
+# --- an attempt the appliance stopped itself: the page is queued again, uncharged ---
+
+
+class MemoryCritical(ApplianceError):
+    """Device memory passed its critical watermark and the newest page was taken back."""
+
+    code = "memory_critical"
+    retryable = True
+    advice = "stopped to free memory; it is read again when memory allows"
+
+
+class StoppedAtShutdown(ApplianceError):
+    """The daemon stopped while the page was being read, after its drain timeout."""
+
+    code = "shutdown"
+    retryable = True
+    advice = "stopped by a shutdown; read again after the restart"
+
+
 class CrashSuspect(ApplianceError):
     """The engine process died while it read this page with others: which one killed it
     is unknown, so none is charged. Each is queued again, uncharged, and read alone
@@ -166,10 +206,6 @@ class OutputFailed(ApplianceError):
 
     code = "output_failed"
     http_status = 409
-
-
-class AttemptsExhausted(ApplianceError):
-    code = "attempts_exhausted"
 
 
 # --- API-level ---
@@ -235,11 +271,6 @@ class LockLost(ApplianceError):
     http_status = 409
 
 
-class LoginFailed(ApplianceError):
-    code = "login_failed"
-    http_status = 401
-
-
 class QueueFull(ApplianceError):
     """Backpressure: the lane's queue is over its cap. Nothing was stored; try later."""
 
@@ -286,7 +317,10 @@ class DocumentBusy(ApplianceError):
 
 
 class Cancelled(ApplianceError):
+    """A page still queued when its document was cancelled."""
+
     code = "cancelled"
+    advice = "cancelled before it was read; retry the document to read it"
 
 
 class RejectedUnreadable(ApplianceError):
@@ -304,6 +338,13 @@ class PagesFailed(ApplianceError):
 class InvalidRequest(ApplianceError):
     code = "invalid_request"
     http_status = 400
+
+
+class DatasetError(ApplianceError):
+    """A dataset ``appliance eval`` or ``bench`` was given cannot be read whole: a
+    label without its image, malformed JSON or CSV. Nothing is scored."""
+
+    code = "dataset_error"
 
 
 class WebhookNotAllowed(ApplianceError):

@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 from PIL import Image
 
-from appliance.errors import InvalidRequest
+from appliance.errors import DatasetError
 from appliance.measure.datasets import Sample, find_datasets, load_dataset, reading_order
 
 
@@ -120,28 +120,28 @@ def test_reading_order_two_columns_and_tall_entity():
 def test_funsd_missing_image(tmp_path):
     root = make_funsd(tmp_path / "forms")
     (root / "images" / "b.png").unlink()
-    with pytest.raises(InvalidRequest, match=r"b\.json.*image.*b\.png.*missing"):
+    with pytest.raises(DatasetError, match=r"b\.json.*image.*b\.png.*missing"):
         load_dataset(root)
 
 
 def test_funsd_bad_json(tmp_path):
     root = make_funsd(tmp_path / "forms")
     (root / "labels" / "a.json").write_text('{"form": [', encoding="utf-8")
-    with pytest.raises(InvalidRequest, match=r"a\.json.*malformed JSON"):
+    with pytest.raises(DatasetError, match=r"a\.json.*malformed JSON"):
         load_dataset(root)
 
 
 def test_funsd_entity_without_box(tmp_path):
     root = make_funsd(tmp_path / "forms")
     write_json(root / "labels" / "a.json", {"form": [{"text": "x", "label": "other"}]})
-    with pytest.raises(InvalidRequest, match=r'a\.json: entity 0 has neither "box" nor "points"'):
+    with pytest.raises(DatasetError, match=r'a\.json: entity 0 has neither "box" nor "points"'):
         load_dataset(root)
 
 
 def test_funsd_label_without_entities(tmp_path):
     root = make_funsd(tmp_path / "forms")
     write_json(root / "labels" / "a.json", {"image": "a.png"})
-    with pytest.raises(InvalidRequest, match=r'a\.json: no "entities" or "form" list'):
+    with pytest.raises(DatasetError, match=r'a\.json: no "entities" or "form" list'):
         load_dataset(root)
 
 
@@ -171,24 +171,24 @@ def test_sroie_samples(tmp_path, caplog):
 def test_sroie_bad_csv_line(tmp_path):
     root = make_sroie(tmp_path / "receipts")
     (root / "box" / "x001.csv").write_text("1,2,3,4,5,6,7,8,fine\n1,2,three,4,5,6,7,8,bad\n")
-    with pytest.raises(InvalidRequest, match=r"x001\.csv line 2: .*integer coordinates"):
+    with pytest.raises(DatasetError, match=r"x001\.csv line 2: .*integer coordinates"):
         load_dataset(root)
     (root / "box" / "x001.csv").write_text("1,2,3,4,only a text\n")
-    with pytest.raises(InvalidRequest, match=r"x001\.csv line 1: expected 8 coordinates"):
+    with pytest.raises(DatasetError, match=r"x001\.csv line 1: expected 8 coordinates"):
         load_dataset(root)
 
 
 def test_sroie_missing_image(tmp_path):
     root = make_sroie(tmp_path / "receipts")
     (root / "img" / "x001.jpg").unlink()
-    with pytest.raises(InvalidRequest, match=r"x001\.csv.*image.*missing"):
+    with pytest.raises(DatasetError, match=r"x001\.csv.*image.*missing"):
         load_dataset(root)
 
 
 def test_sroie_bad_key_json(tmp_path):
     root = make_sroie(tmp_path / "receipts")
     (root / "key" / "x000.json").write_text("{'company': 'x'}")
-    with pytest.raises(InvalidRequest, match=r"x000\.json.*malformed JSON"):
+    with pytest.raises(DatasetError, match=r"x000\.json.*malformed JSON"):
         load_dataset(root)
 
 
@@ -216,7 +216,7 @@ def test_plain_samples(tmp_path, caplog):
 
 def test_plain_images_without_truth_is_no_dataset(tmp_path):
     write_image(tmp_path / "scan.png")
-    with pytest.raises(InvalidRequest, match="not a dataset: expected FUNSD-style.*SROIE.*plain"):
+    with pytest.raises(DatasetError, match="not a dataset: expected FUNSD-style.*SROIE.*plain"):
         load_dataset(tmp_path)
 
 
@@ -234,26 +234,26 @@ def test_dataset_json_name_and_doc_type(tmp_path):
     write_json(root / "dataset.json", {"caseless": True})
     assert all(s.caseless for s in load_dataset(root))
     write_json(root / "dataset.json", {"caseless": "yes"})
-    with pytest.raises(InvalidRequest, match=r'"caseless" must be true or false'):
+    with pytest.raises(DatasetError, match=r'"caseless" must be true or false'):
         load_dataset(root)
 
 
 def test_bad_doc_type(tmp_path):
     root = make_plain(tmp_path / "pages")
-    with pytest.raises(InvalidRequest, match=r"'letters'.*one of: generic, receipt"):
+    with pytest.raises(DatasetError, match=r"'letters'.*one of: generic, receipt"):
         load_dataset(root, doc_type="letters")
     write_json(root / "dataset.json", {"doc_type": "letters"})
-    with pytest.raises(InvalidRequest, match=r'dataset\.json "doc_type" is \'letters\''):
+    with pytest.raises(DatasetError, match=r'dataset\.json "doc_type" is \'letters\''):
         load_dataset(root)
 
 
 def test_bad_dataset_json(tmp_path):
     root = make_plain(tmp_path / "pages")
     (root / "dataset.json").write_text("{name: x}")
-    with pytest.raises(InvalidRequest, match=r"dataset\.json: malformed JSON"):
+    with pytest.raises(DatasetError, match=r"dataset\.json: malformed JSON"):
         load_dataset(root)
     write_json(root / "dataset.json", ["a list"])
-    with pytest.raises(InvalidRequest, match=r"dataset\.json: expected a JSON object"):
+    with pytest.raises(DatasetError, match=r"dataset\.json: expected a JSON object"):
         load_dataset(root)
 
 
@@ -267,16 +267,16 @@ def test_find_datasets(tmp_path):
 
 def test_find_datasets_none(tmp_path):
     (tmp_path / "notes").mkdir()
-    with pytest.raises(InvalidRequest, match="FUNSD-style.*SROIE-style.*plain"):
+    with pytest.raises(DatasetError, match="FUNSD-style.*SROIE-style.*plain"):
         find_datasets(tmp_path)
-    with pytest.raises(InvalidRequest, match="not found"):
+    with pytest.raises(DatasetError, match="not found"):
         find_datasets(tmp_path / "missing")
 
 
 def test_empty_dataset(tmp_path):
     (tmp_path / "labels").mkdir()
     (tmp_path / "images").mkdir()
-    with pytest.raises(InvalidRequest, match="holds no samples"):
+    with pytest.raises(DatasetError, match="holds no samples"):
         load_dataset(tmp_path)
 
 

@@ -8,7 +8,7 @@ import time
 import pytest
 from sqlalchemy import text
 
-from appliance.errors import SchemaMismatch
+from appliance.errors import CrashSuspect, SchemaMismatch
 from appliance.store import Database, queries, transitions
 from appliance.store.models import (
     SCHEMA_VERSION, Document, DocStatus, Lane, Outcome, PageStatus, SchemaMeta,
@@ -257,7 +257,7 @@ def test_crash_suspects_are_read_alone_and_first_and_cleared_once_read(db):
     assert [c.document_id for c in held] == [older.id, newer.id]
     # the worker died with both in flight: neither is charged, both are suspects
     for claim in held:
-        assert transitions.release_claim(db, claim, "crash_suspect", "died", suspect=True)
+        assert transitions.release_claim(db, claim, CrashSuspect("died"), suspect=True)
     pages = [queries.get_document(db, d.id).pages[0] for d in (older, newer)]
     assert [(p.status, p.attempts, p.crash_suspect) for p in pages] == [("queued", 0, True)] * 2
     third = new_doc(db, pages=1)  # plain work queued meanwhile
@@ -292,7 +292,7 @@ def test_crash_suspects_are_read_alone_and_first_and_cleared_once_read(db):
 def test_a_crash_suspect_stays_one_across_a_daemon_restart(db):
     doc = new_doc(db, pages=1)
     transitions.release_claim(db, transitions.claim_next_page(db, "w1", lease_s=60),
-                              "crash_suspect", "died", suspect=True)
+                              CrashSuspect("died"), suspect=True)
     assert transitions.claim_next_page(db, "w1", lease_s=60).suspect  # being read alone ...
     assert transitions.requeue_after_restart(db) == 1  # ... when the daemon died
     page = queries.get_document(db, doc.id).pages[0]

@@ -21,7 +21,7 @@ from pathlib import Path
 from appliance.config import Settings, WatchFolder
 from appliance.daemon import remote_specs, resolve_engine
 from appliance.engines import bare_loop, registry
-from appliance.errors import InvalidRequest
+from appliance.errors import DatasetError, InvalidRequest
 from appliance.intake.watch import FolderWatcher
 from appliance.measure.driver import (
     ApplianceClient, LocalDaemon, PeakMemory, Rejected, daemon_config, tree_rss_bytes,
@@ -55,7 +55,7 @@ def dataset_pages(dataset: Path, count: int) -> list[Path]:
 
     images = [s.image for d in find_datasets(dataset) for s in load_dataset(d)][:count]
     if len(images) < count:
-        raise InvalidRequest(f"{dataset} holds {len(images)} pages; ask for at most that many")
+        raise DatasetError(f"{dataset} holds {len(images)} pages; ask for at most that many")
     return images
 
 

@@ -18,7 +18,7 @@ annotations are (all in capitals, over print in mixed case); the SROIE layout is
 caseless unless its dataset.json says otherwise. A caseless truth is compared
 case-folded, or every lower-case letter read right would count as an error.
 A broken dataset (a label without its image, malformed JSON or CSV) stops the load
-with an InvalidRequest that names the file: an eval must never quietly score half a
+with a DatasetError that names the file: an eval must never quietly score half a
 dataset.
 """
 
@@ -30,7 +30,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from appliance.config import DOC_TYPES
-from appliance.errors import InvalidRequest
+from appliance.errors import DatasetError
 from appliance.quality.markdown import markdown_to_text
 
 log = logging.getLogger(__name__)
@@ -63,10 +63,10 @@ def load_dataset(path: Path, *, doc_type: str | None = None) -> list[Sample]:
     """
     path = Path(path)
     if not path.is_dir():
-        raise InvalidRequest(f"dataset folder not found: {path}")
+        raise DatasetError(f"dataset folder not found: {path}")
     layout = detect_layout(path)
     if layout is None:
-        raise InvalidRequest(f"{path} is not a dataset: expected {LAYOUTS_HELP}")
+        raise DatasetError(f"{path} is not a dataset: expected {LAYOUTS_HELP}")
     meta = _read_meta(path)
     name = meta.get("name") or path.resolve().name
     if doc_type is not None:
@@ -75,7 +75,7 @@ def load_dataset(path: Path, *, doc_type: str | None = None) -> list[Sample]:
     caseless = meta.get("caseless", layout == "sroie")
     rows = _READERS[layout](path)
     if not rows:
-        raise InvalidRequest(f"dataset {path} ({layout} layout) holds no samples with ground truth")
+        raise DatasetError(f"dataset {path} ({layout} layout) holds no samples with ground truth")
     samples = [Sample(dataset=name, stem=stem, image=image, doc_type=kind, text="\n".join(units),
                       units=units, markdown=markdown, fields=fields, caseless=caseless)
                for stem, image, units, markdown, fields in rows]
@@ -90,13 +90,13 @@ def find_datasets(path: Path) -> list[Path]:
     """[path] when it is a dataset itself, else its immediate subfolders that are (sorted)."""
     path = Path(path)
     if not path.is_dir():
-        raise InvalidRequest(f"dataset folder not found: {path}")
+        raise DatasetError(f"dataset folder not found: {path}")
     if detect_layout(path) is not None:
         return [path]
     found = sorted(child for child in path.iterdir()
                    if child.is_dir() and detect_layout(child) is not None)
     if not found:
-        raise InvalidRequest(f"no dataset in {path} or its subfolders: expected {LAYOUTS_HELP}")
+        raise DatasetError(f"no dataset in {path} or its subfolders: expected {LAYOUTS_HELP}")
     return found
 
 
@@ -120,21 +120,21 @@ def _read_meta(root: Path) -> dict:
         return {}
     meta = _read_json(meta_path)
     if not isinstance(meta, dict):
-        raise InvalidRequest(f"{meta_path}: expected a JSON object with optional "
+        raise DatasetError(f"{meta_path}: expected a JSON object with optional "
                              f'"name", "doc_type" and "caseless" keys')
     name = meta.get("name")
     if name is not None and (not isinstance(name, str) or not name.strip()):
-        raise InvalidRequest(f'{meta_path}: "name" must be a non-empty string')
+        raise DatasetError(f'{meta_path}: "name" must be a non-empty string')
     if meta.get("doc_type") is not None:
         _check_doc_type(meta["doc_type"], f'{meta_path} "doc_type"')
     if not isinstance(meta.get("caseless", False), bool):
-        raise InvalidRequest(f'{meta_path}: "caseless" must be true or false')
+        raise DatasetError(f'{meta_path}: "caseless" must be true or false')
     return meta
 
 
 def _check_doc_type(value, where: str) -> None:
     if value not in DOC_TYPES:
-        raise InvalidRequest(f"{where} is {value!r}; expected one of: {', '.join(DOC_TYPES)}")
+        raise DatasetError(f"{where} is {value!r}; expected one of: {', '.join(DOC_TYPES)}")
 
 
 # --- FUNSD-style ---
@@ -146,11 +146,11 @@ def _read_funsd(root: Path) -> list[tuple]:
     for label_path in sorted((root / "labels").glob("*.json")):
         label = _read_json(label_path)
         if not isinstance(label, dict):
-            raise InvalidRequest(f"{label_path}: expected a JSON object with an "
+            raise DatasetError(f"{label_path}: expected a JSON object with an "
                                  f'"entities" or "form" list')
         entities = label.get("entities", label.get("form"))
         if not isinstance(entities, list):
-            raise InvalidRequest(f'{label_path}: no "entities" or "form" list')
+            raise DatasetError(f'{label_path}: no "entities" or "form" list')
         image = _funsd_image(images_dir, label_path, label.get("image"))
         boxed = []
         for index, entity in enumerate(entities):
@@ -169,18 +169,18 @@ def _funsd_image(images_dir: Path, label_path: Path, named) -> Path:
         if candidate.is_file():
             return candidate
     wanted = images_dir / (named if isinstance(named, str) and named else f"{label_path.stem}.png")
-    raise InvalidRequest(f"{label_path}: its image {wanted} is missing")
+    raise DatasetError(f"{label_path}: its image {wanted} is missing")
 
 
 def _funsd_entity(label_path: Path, index: int, entity) -> tuple[str, Box]:
     where = f"{label_path}: entity {index}"
     if not isinstance(entity, dict):
-        raise InvalidRequest(f"{where} is not a JSON object")
+        raise DatasetError(f"{where} is not a JSON object")
     text = entity.get("text", entity.get("transcription"))
     if text is None:
         text = ""
     if not isinstance(text, str):
-        raise InvalidRequest(f'{where}: "text"/"transcription" must be a string')
+        raise DatasetError(f'{where}: "text"/"transcription" must be a string')
     if "box" in entity:
         coords = entity["box"]
     elif "points" in entity:
@@ -188,10 +188,10 @@ def _funsd_entity(label_path: Path, index: int, entity) -> tuple[str, Box]:
         if isinstance(coords, list) and coords and all(isinstance(p, list) for p in coords):
             coords = [c for point in coords for c in point]
     else:
-        raise InvalidRequest(f'{where} has neither "box" nor "points"')
+        raise DatasetError(f'{where} has neither "box" nor "points"')
     if (not isinstance(coords, list) or len(coords) < 4 or len(coords) % 2
             or not all(isinstance(c, (int, float)) and not isinstance(c, bool) for c in coords)):
-        raise InvalidRequest(f"{where}: box/points must be numbers, "
+        raise DatasetError(f"{where}: box/points must be numbers, "
                              f"[x0, y0, x1, y1] or [[x, y], ...]; got {coords!r}")
     xs, ys = coords[0::2], coords[1::2]
     return text, (min(xs), min(ys), max(xs), max(ys))
@@ -232,7 +232,7 @@ def _read_sroie(root: Path) -> list[tuple]:
         stem = box_path.stem
         if stem not in images:
             wanted = root / "img" / f"{stem}.jpg"
-            raise InvalidRequest(f"{box_path}: its image {wanted} is missing")
+            raise DatasetError(f"{box_path}: its image {wanted} is missing")
         units = _read_box_csv(box_path)
         fields = {}
         key_path = root / "key" / f"{stem}.json"
@@ -252,12 +252,12 @@ def _read_box_csv(path: Path) -> list[str]:
             continue
         parts = line.split(",", 8)
         if len(parts) < 9:
-            raise InvalidRequest(f"{path} line {number}: expected 8 coordinates and a text, "
+            raise DatasetError(f"{path} line {number}: expected 8 coordinates and a text, "
                                  f"got {line!r}")
         try:
             coords = [int(part) for part in parts[:8]]
         except ValueError:
-            raise InvalidRequest(f"{path} line {number}: the first 8 values must be integer "
+            raise DatasetError(f"{path} line {number}: the first 8 values must be integer "
                                  f"coordinates, got {','.join(parts[:8])!r}") from None
         text = parts[8].strip()
         if text:
@@ -313,7 +313,7 @@ def _by_stem(folder: Path) -> dict[str, Path]:
     found: dict[str, Path] = {}
     for image in _images_in(folder):
         if image.stem in found:
-            raise InvalidRequest(f"two images share the stem {image.stem!r}: "
+            raise DatasetError(f"two images share the stem {image.stem!r}: "
                                  f"{found[image.stem].name} and {image.name} in {folder}")
         found[image.stem] = image
     return found
@@ -323,7 +323,7 @@ def _check_unique_stems(root: Path, samples: list[Sample]) -> None:
     seen: dict[str, Path] = {}
     for sample in samples:
         if sample.stem in seen:
-            raise InvalidRequest(f"two samples share the stem {sample.stem!r} in {root}: "
+            raise DatasetError(f"two samples share the stem {sample.stem!r} in {root}: "
                                  f"{seen[sample.stem].name} and {sample.image.name}")
         seen[sample.stem] = sample.image
 
@@ -341,17 +341,17 @@ def _read_json(path: Path):
     try:
         return json.loads(_read_text(path))
     except json.JSONDecodeError as exc:
-        raise InvalidRequest(f"{path}: malformed JSON ({exc})") from None
+        raise DatasetError(f"{path}: malformed JSON ({exc})") from None
 
 
 def _read_fields(path: Path) -> dict[str, str]:
     data = _read_json(path)
     if not isinstance(data, dict):
-        raise InvalidRequest(f"{path}: expected a JSON object of field name to value")
+        raise DatasetError(f"{path}: expected a JSON object of field name to value")
     fields = {}
     for key, value in data.items():
         if isinstance(value, (dict, list)):
-            raise InvalidRequest(f"{path}: field {key!r} must be a plain value, "
+            raise DatasetError(f"{path}: field {key!r} must be a plain value, "
                                  f"not {type(value).__name__}")
         fields[str(key)] = "" if value is None else str(value)
     return fields

@@ -23,7 +23,9 @@ from sqlalchemy import case, exists, func, or_
 from sqlalchemy.orm import aliased
 from sqlmodel import Session, select
 
-from appliance.errors import DocumentBusy, NotFound
+from appliance.errors import (
+    ApplianceError, Cancelled, CrashesWorker, DocumentBusy, LeaseExpired, NotFound,
+)
 from appliance.store.db import Database
 from appliance.store.models import (
     Document, Event, FieldSet, IdempotencyKey, Lane, Outcome, Page, PageResult, PageStatus,
@@ -35,9 +37,6 @@ if TYPE_CHECKING:
     from appliance.engines.messages import PageDone
 
 log = logging.getLogger(__name__)
-
-POISON_CODE = "crashes_worker"
-
 
 @dataclass(frozen=True)
 class Claim:
@@ -271,9 +270,9 @@ def fail_attempt(db: Database, claim: Claim, outcome: Outcome, code: str, messag
                                   .order_by(PageResult.id.desc())
                                   .limit(poison_crashes)).all()
             if len(recent) == poison_crashes and all(o == Outcome.CRASHED for o in recent):
-                code, retryable = POISON_CODE, False
-                message = (f"the page crashed the engine {poison_crashes} times in a row and "
-                           f"was set aside; check the file, or try the other engine")
+                poison = CrashesWorker(f"the page crashed the engine {poison_crashes} times "
+                                       f"in a row")
+                code, message, retryable = poison.code, poison.message, poison.retryable
         _settle_failed_attempt(session, page, code, message, retryable, max_attempts,
                                now + backoff_s)
         return page.status
@@ -296,12 +295,12 @@ def _settle_failed_attempt(session: Session, page: Page, code: str, message: str
     session.add(page)
 
 
-def release_claim(db: Database, claim: Claim, reason: str,
-                  message: str = "stopped to free memory", *, suspect: bool = False) -> bool:
+def release_claim(db: Database, claim: Claim, reason: ApplianceError, *,
+                  suspect: bool = False) -> bool:
     """The appliance stopped this attempt itself (memory pressure, a shutdown), or
     cannot tell whether it crashed its worker (``suspect``: it was read with others;
     it is then read alone): the page goes back to the queue and the attempt is not
-    charged to it."""
+    charged to it. ``reason`` is recorded with the attempt."""
     with db.write() as session:
         page = _held_page(session, claim)
         if page is None:
@@ -309,14 +308,14 @@ def release_claim(db: Database, claim: Claim, reason: str,
         session.add(PageResult(page_id=page.id, attempt=claim.attempt,
                                outcome=Outcome.PREEMPTED, worker_id=claim.lease_owner,
                                started_at=claim.claimed_at,
-                               error_code=reason, error_message=message))
+                               error_code=reason.code, error_message=reason.message))
         page.status = PageStatus.QUEUED
         page.attempts -= 1
         page.crash_suspect = page.crash_suspect or suspect
         page.lease_owner = page.lease_expires_at = None
         page.updated_at = time.time()
         session.add(page)
-        _event(session, "preempted", page.document_id, page.id, reason=reason)
+        _event(session, "preempted", page.document_id, page.id, reason=reason.code)
         return True
 
 
@@ -327,9 +326,9 @@ def requeue_expired_leases(db: Database, max_attempts: int) -> int:
         pages = session.exec(select(Page).where(
             Page.status == PageStatus.RUNNING, Page.lease_expires_at < now)).all()
         for page in pages:
-            _settle_failed_attempt(session, page, "lease_expired",
-                                   "the worker holding this page stopped answering",
-                                   retryable=True, max_attempts=max_attempts, not_before=now)
+            expired = LeaseExpired()
+            _settle_failed_attempt(session, page, expired.code, expired.message,
+                                   expired.retryable, max_attempts=max_attempts, not_before=now)
         return len(pages)
 
 
@@ -384,8 +383,7 @@ def cancel_document(db: Database, document_id: str, actor: str = "api") -> int:
                                                 Page.status == PageStatus.QUEUED)).all()
         for page in pages:
             page.status = PageStatus.FAILED
-            page.error_code = "cancelled"
-            page.error_message = "cancelled before it was read"
+            page.error_code, page.error_message = Cancelled.code, Cancelled().message
             page.updated_at = time.time()
             session.add(page)
         _event(session, "cancelled", document_id, actor=actor, pages=len(pages))
