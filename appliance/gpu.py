@@ -2,7 +2,8 @@
 
 - ``MemoryDevice``: ``sample()`` used/total and per-process memory. ``NvmlDevice``
   asks the NVIDIA driver; ``HostMemoryDevice`` reads host RAM (psutil), so the same
-  logic guards CPU-only hosts; ``FakeDevice`` stands in for the card in tests.
+  logic guards CPU-only hosts. The tests stand a scripted device in for the card
+  (``tests/fixtures/gpu.py``).
 - ``Watermarks``: a pure hysteresis state machine; ``MemorySampler`` drives it.
 
 What a model needs before it is loaded, and how much of it fits, is
@@ -28,7 +29,7 @@ except ImportError:  # nvidia-ml-py missing: only host memory can be watched
 
 log = logging.getLogger(__name__)
 
-_LABELS = {"nvml": "GPU memory", "host": "host memory", "fake": "GPU memory"}
+_LABELS = {"nvml": "GPU memory", "host": "host memory"}
 
 
 # --- sampling ------------------------------------------------------------------------
@@ -38,8 +39,8 @@ _LABELS = {"nvml": "GPU memory", "host": "host memory", "fake": "GPU memory"}
 class MemorySample:
     used_bytes: int
     total_bytes: int
+    source: str  # "nvml" or "host"; a test's device names itself
     per_pid: dict[int, int] = field(default_factory=dict)
-    source: str = "fake"  # "nvml", "host" or "fake"
 
     @property
     def fraction(self) -> float:
@@ -101,7 +102,7 @@ class NvmlDevice:
         per_pid: dict[int, int] = {}
         for proc in processes:  # usedGpuMemory is None where the driver cannot tell
             per_pid[proc.pid] = per_pid.get(proc.pid, 0) + int(proc.usedGpuMemory or 0)
-        return MemorySample(int(memory.used), int(memory.total), per_pid, "nvml")
+        return MemorySample(int(memory.used), int(memory.total), "nvml", per_pid)
 
     def watch_pids(self, pids: Iterable[int]) -> None:
         pass  # NVML lists every process on the card
@@ -131,38 +132,8 @@ class HostMemoryDevice:
                 per_pid[pid] = psutil.Process(pid).memory_info().rss
             except (psutil.NoSuchProcess, psutil.AccessDenied):
                 pass  # a worker that is gone: the supervisor registers its successor
-        return MemorySample(int(memory.total - memory.available), int(memory.total),
-                            per_pid, "host")
-
-
-class FakeDevice:
-    """A card for tests: set the usage by hand, or script one used value per sample
-    (the last value repeats once the script is used up)."""
-
-    source = "fake"
-    name = "fake"
-
-    def __init__(self, total_bytes: int, script: Iterable[int] | None = None):
-        self.total_bytes = total_bytes
-        self.samples = 0  # how many were taken
-        self._script = list(script or [])
-        self._used = 0
-        self._pids: dict[int, int] = {}
-
-    def set_used(self, used_bytes: int) -> None:
-        self._used = used_bytes
-
-    def set_pid(self, pid: int, used_bytes: int) -> None:
-        self._pids[pid] = used_bytes
-
-    def watch_pids(self, pids: Iterable[int]) -> None:
-        pass
-
-    def sample(self) -> MemorySample:
-        if self._script:
-            self._used = self._script.pop(0)
-        self.samples += 1
-        return MemorySample(self._used, self.total_bytes, dict(self._pids), "fake")
+        return MemorySample(int(memory.total - memory.available), int(memory.total), "host",
+                            per_pid)
 
 
 def open_device(index: int = 0) -> MemoryDevice:

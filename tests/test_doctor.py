@@ -13,7 +13,7 @@ from appliance.config import dump_toml, load_settings
 from appliance.doctor import doctor, exit_code
 from appliance.gguf.testmodel import write_test_model
 from appliance.gguf.pair import inspect_model
-from appliance.gpu import FakeDevice
+from tests.fixtures.gpu import FakeDevice
 from appliance.memory_plan import MAX_AUTO_SLOTS, estimate_worker_bytes
 
 ROOT = Path(__file__).resolve().parent.parent

@@ -19,7 +19,6 @@ import pytest
 from appliance.gguf.pair import inspect_model, ModelInfo
 from appliance.errors import ConfigError, ModelDoesNotFit, error_class_for
 from appliance.gpu import (
-    FakeDevice,
     HostMemoryDevice,
     MemorySample,
     MemorySampler,
@@ -31,6 +30,7 @@ from appliance.gpu import (
 from appliance.memory_plan import (MAX_AUTO_SLOTS, MAX_AUTO_SLOTS_CPU, estimate_worker_bytes,
                                    plan_for, plan_memory)
 from tests.conftest import make_settings
+from tests.fixtures.gpu import FakeDevice
 
 GIB = 2**30
 MIB = 2**20
@@ -110,7 +110,7 @@ def test_fake_device_reports_what_it_is_told():
     device.set_pid(4242, 512 * MIB)
     first, second, third = device.sample(), device.sample(), device.sample()
     assert [s.used_bytes for s in (first, second, third)] == [GIB, 2 * GIB, 2 * GIB]
-    assert first.per_pid == {4242: 512 * MIB} and first.source == "fake"
+    assert first.per_pid == {4242: 512 * MIB} and first.source == "nvml"
     device.set_used(12 * GIB)
     assert device.sample().fraction == 0.5 and device.samples == 4
 
@@ -171,7 +171,7 @@ def test_sampler_survives_a_failing_callback_and_reports_status():
     assert [t.kind for t in sampler.sample_once()] == ["pause"]
     status = sampler.status()
     assert status["message"] == "paused: GPU memory 87 %"
-    assert status["source"] == "fake" and status["state"] == "paused"
+    assert status["source"] == "nvml" and status["state"] == "paused"
     assert status["used_bytes"] == 87 * GIB and status["total_bytes"] == 100 * GIB
     assert status["fraction"] == 0.87 and status["dispatch_allowed"] is False
     host = MemorySampler(HostMemoryDevice())

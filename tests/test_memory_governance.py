@@ -11,7 +11,7 @@ from sqlmodel import select
 from appliance.daemon import Appliance
 from appliance.gguf.pair import inspect_model
 from appliance.errors import ModelDoesNotFit
-from appliance.gpu import FakeDevice
+from tests.fixtures.gpu import FakeDevice
 from appliance.memory_plan import estimate_worker_bytes
 from appliance.intake import SubmitOptions
 from appliance.store import queries

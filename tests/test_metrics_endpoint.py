@@ -17,7 +17,7 @@ from appliance.api import create_app
 from appliance.daemon import Appliance
 from appliance.engines.messages import PageDone
 from appliance.errors import QueueFull
-from appliance.gpu import FakeDevice
+from tests.fixtures.gpu import FakeDevice
 from appliance.intake import SubmitOptions
 from appliance.metrics import (
     CONFIDENCE_BUCKETS, Buckets, PageTotals, metrics_for,
@@ -332,8 +332,8 @@ def test_each_family_matches_the_store(tmp_path):
     appliance.memory.sample_once()
     appliance.workers[0].restarts = 2
     _text, fams = scrape(appliance)
-    assert value(fams, "ocr_vram_used_bytes", source="fake") == 15 * GIB
-    assert value(fams, "ocr_vram_total_bytes", source="fake") == 16 * GIB
+    assert value(fams, "ocr_vram_used_bytes", source="nvml") == 15 * GIB
+    assert value(fams, "ocr_vram_total_bytes", source="nvml") == 16 * GIB
     assert value(fams, "ocr_vram_watermark_state", state="paused") == 1
     assert value(fams, "ocr_vram_watermark_state", state="ok") == 0
     assert value(fams, "ocr_vram_watermark_transitions", "ocr_vram_watermark_transitions_total",
