@@ -354,63 +354,16 @@ def save_fields(appliance: Appliance, reviewer: str, page_id: int | None,
 
 # --- Gradio wiring ---------------------------------------------------------------
 
-CSS = """
-#review-why { font-size: 1.1em; border-left: 6px solid #e0a000; padding-left: 0.8em; }
-#review-message { min-height: 1.6em; }
-#review-editor textarea { font-family: ui-monospace, monospace; font-size: 0.95em; }
-"""
+HERE = Path(__file__).parent
+CSS = (HERE / "review.css").read_text()
+KEYS_JS = (HERE / "review_keys.js").read_text()
 
 
 def shortcuts_js() -> str:
-    """Keyboard shortcuts (Gradio has none of its own): keys click the buttons by id.
-    Plain keys only while no text field has the focus; Esc leaves the editor."""
-    return """
-() => {
-  if (window.__reviewKeys) return;
-  window.__reviewKeys = true;
-  const PLAIN = %s, ALT = %s, CTRL = %s, STEP = %s, FIELDS = %s, FIELDS_SAVE = %s;
-  let zoom = 1;
-  window.reviewZoom = (factor) => {
-    zoom = factor === 0 ? 1 : Math.min(8, Math.max(0.25, zoom * factor));
-    const el = document.getElementById("review-image");
-    if (el) el.style.setProperty("--page-zoom", String(zoom));
-  };
-  const typing = (t) => t && (t.tagName === "INPUT" || t.tagName === "TEXTAREA" ||
-                              t.tagName === "SELECT" || t.isContentEditable);
-  document.addEventListener("keydown", (e) => {
-    if (e.isComposing) return;
-    let id = null;
-    if ((e.ctrlKey || e.metaKey) && !e.altKey && !e.shiftKey) id = CTRL[e.key.toLowerCase()];
-    else if (e.altKey && !e.ctrlKey && !e.metaKey) id = ALT[e.code];
-    else if (!e.ctrlKey && !e.metaKey && !e.altKey) {
-      if (typing(e.target)) {
-        if (e.key === "Escape") e.target.blur();
-        return;
-      }
-      id = PLAIN[e.key.length === 1 ? e.key.toLowerCase() : e.key];
-    }
-    // in a key field, "save" saves the fields, never the page's text
-    if (id === "review-save" && e.target.closest && e.target.closest("#" + FIELDS)) {
-      id = FIELDS_SAVE;
-    }
-    if (!id) return;
-    e.preventDefault();
-    e.stopPropagation();
-    if (e.repeat) return;  // a held key acts once, never on the next page unseen
-    if (id === "review-zoom-in") return window.reviewZoom(STEP);
-    if (id === "review-zoom-out") return window.reviewZoom(1 / STEP);
-    if (id === "review-zoom-fit") return window.reviewZoom(0);
-    if (id === "review-editor") {
-      const area = document.querySelector("#review-editor textarea");
-      if (area) area.focus();
-      return;
-    }
-    const button = document.getElementById(id);
-    if (button && !button.disabled) button.click();
-  }, true);
-}
-""" % (json.dumps(PLAIN_KEYS), json.dumps(ALT_KEYS), json.dumps(CTRL_KEYS), ZOOM_STEP,
-       json.dumps(fields_form.FORM_ID), json.dumps(fields_form.SAVE_ID))
+    """The keyboard shortcuts' script with this console's key maps."""
+    return KEYS_JS.replace("__REVIEW_KEYS__", json.dumps({
+        "plain": PLAIN_KEYS, "alt": ALT_KEYS, "ctrl": CTRL_KEYS, "step": ZOOM_STEP,
+        "fields": fields_form.FORM_ID, "fieldsSave": fields_form.SAVE_ID}))
 
 
 def _label(action: str) -> str:
