@@ -52,6 +52,9 @@ the step that ran the layout analysis):
   (after scaling), ``min_char_height_px``, ``size``, and ``below_min_char_height`` /
   ``capped_by_max_pixels`` when the print stays small.
 
+Orientation and deskew, the steps that turn the page, are in ``turning``; the page the
+steps share and their records in ``workpage``; the other steps here.
+
 One layout analysis (``appliance.raster.layout.analyze``) of the page as it came in
 serves orientation, deskew, crop and resolution: the skew and the print size do not
 change when the page is turned or cropped, and the line boxes are carried through
@@ -63,7 +66,7 @@ from __future__ import annotations
 import logging
 import math
 import time
-from dataclasses import asdict, dataclass
+from dataclasses import dataclass
 from typing import Callable
 
 import cv2
@@ -71,26 +74,10 @@ import numpy as np
 from PIL import Image
 
 from appliance.config import DOC_TYPES, PreprocessSettings
-from appliance.raster.layout import Layout, analyze
+from appliance.raster.turning import ClassifyUpsideDown, TextBoxDirections, deskew, orientation
+from appliance.raster.workpage import StepRecord, WorkPage
 
 log = logging.getLogger(__name__)
-
-ClassifyUpsideDown = Callable[[list[np.ndarray]], list[tuple[bool, float]]]
-# (across, down): the text boxes a text detector finds on a page, by the way they run
-TextBoxDirections = Callable[[np.ndarray], tuple[int, int]]
-
-# orientation
-ORIENTATION_CROPS = 12
-# Before a page is turned by a quarter: this many text lines at least this many times
-# longer than thick (single letters and short words are no evidence).
-MIN_SIDEWAYS_LINES = 3
-MIN_SIDEWAYS_LINE_ASPECT = 3.0
-# Turn an apparently upright page by 180 degrees only on a clear verdict: the inverted
-# votes' weight (each vote weighs 2 * confidence - 1) must reach this ...
-MIN_INVERTED_WEIGHT = 0.6
-# ... and outweigh the upright votes this many times. Most pages arrive upright, and
-# the classifier misreads about one line in a page.
-INVERTED_MAJORITY = 2.0
 
 # crop
 CROP_ANALYSIS_LONG_SIDE = 1000
@@ -135,67 +122,6 @@ PROFILE_LADDER: tuple[int, ...] = tuple(sorted({p.long_side for p in RESOLUTION_
 assert set(RESOLUTION_PROFILES) == set(DOC_TYPES), "every document type needs a profile"
 
 
-@dataclass
-class StepRecord:
-    step: str  # "orientation" | "deskew" | "crop" | "contrast" | "denoise" | "resolution"
-    ms: float
-    detail: dict  # what it did, or {"skipped": why}
-
-    def to_dict(self) -> dict:
-        return asdict(self)
-
-
-class _Page:
-    """The working image and the one layout analysis, carried through each step."""
-
-    def __init__(self, pixels: np.ndarray):
-        self.pixels = pixels  # RGB (H x W x 3) or grayscale (H x W), uint8
-        self.changed = False
-        self._layout: Layout | None = None
-        # maps the analysed image's coordinates to the current image's
-        self._to_current = np.eye(3)
-        self.scale = 1.0  # current pixels per analysed pixel
-        self.moved = np.eye(3)  # what the running step did to the coordinates
-
-    def layout(self, detail: dict) -> Layout:
-        """The analysis, made on first use (the step that makes it reports its time)."""
-        if self._layout is None:
-            start = time.perf_counter()
-            self._layout = analyze(self.pixels)
-            self._to_current = np.eye(3)
-            self.scale = 1.0
-            detail["layout_ms"] = round((time.perf_counter() - start) * 1000, 1)
-        return self._layout
-
-    def update(self, pixels: np.ndarray, transform: np.ndarray, scale: float = 1.0) -> None:
-        """Replace the pixels by ``pixels``, made from the old ones by the 2x3 or 3x3
-        affine ``transform`` (old coordinates to new)."""
-        matrix = np.vstack([transform, [0, 0, 1]]) if transform.shape == (2, 3) else transform
-        self._to_current = matrix @ self._to_current
-        self.moved = matrix @ self.moved
-        self.scale *= scale
-        self.pixels = pixels
-        self.changed = True
-
-    def char_height(self) -> float | None:
-        if self._layout is None or self._layout.char_height_px is None:
-            return None
-        return self._layout.char_height_px * self.scale
-
-    def line_boxes(self) -> list[tuple[int, int, int, int]]:
-        """The layout's line boxes in current pixels (the bounding box of each
-        transformed box; a little generous after a deskew)."""
-        if self._layout is None or not self._layout.line_boxes:
-            return []
-        boxes = np.asarray(self._layout.line_boxes, dtype=np.float64)
-        corners = np.stack([boxes[:, [0, 1]], boxes[:, [2, 1]], boxes[:, [0, 3]],
-                            boxes[:, [2, 3]]], axis=1)  # n x 4 x 2
-        moved = corners @ self._to_current[:2, :2].T + self._to_current[:2, 2]
-        low, high = moved.min(axis=1), moved.max(axis=1)
-        return [(math.floor(x0), math.floor(y0), math.ceil(x1), math.ceil(y1))
-                for (x0, y0), (x1, y1) in zip(low, high)]
-
-
 def preprocess(image: Image.Image, settings: PreprocessSettings, *, doc_type: str = "generic",
                max_pixels: int | None = None,
                classify_upside_down: ClassifyUpsideDown | None = None,
@@ -215,12 +141,12 @@ def preprocess(image: Image.Image, settings: PreprocessSettings, *, doc_type: st
         return image, []
     mode = "L" if image.mode in ("L", "1") else "RGB"
     working = image if image.mode == mode else image.convert(mode)
-    page = _Page(np.asarray(working))
+    page = WorkPage(np.asarray(working))
 
     steps: list[tuple[str, bool, Callable[[], dict]]] = [
-        ("orientation", settings.orientation, lambda: _orientation(page, classify_upside_down,
+        ("orientation", settings.orientation, lambda: orientation(page, classify_upside_down,
                                                                   text_boxes)),
-        ("deskew", settings.deskew, lambda: _deskew(page, settings.deskew_min_angle_deg)),
+        ("deskew", settings.deskew, lambda: deskew(page, settings.deskew_min_angle_deg)),
         ("crop", settings.crop_borders, lambda: _crop(page)),
         ("contrast", settings.contrast, lambda: _contrast(page)),
         ("denoise", settings.denoise, lambda: _denoise(page)),
@@ -256,158 +182,7 @@ def to_original(steps: list[dict]) -> np.ndarray:
     return np.linalg.inv(forward)
 
 
-# -- orientation ------------------------------------------------------------------------
-
-_ROTATE = {  # counter-clockwise degrees -> (cv2 code, coordinate map for a W x H image)
-    90: (cv2.ROTATE_90_COUNTERCLOCKWISE, lambda w, h: np.array([[0, 1, 0], [-1, 0, w]])),
-    180: (cv2.ROTATE_180, lambda w, h: np.array([[-1, 0, w], [0, -1, h]])),
-    270: (cv2.ROTATE_90_CLOCKWISE, lambda w, h: np.array([[0, -1, h], [1, 0, 0]])),
-}
-
-
-def _orientation(page: _Page, classify: ClassifyUpsideDown | None,
-                 text_boxes: TextBoxDirections | None) -> dict:
-    """``rotated_deg``: the counter-clockwise turn applied (0, 90, 180 or 270)."""
-    detail: dict = {}
-    layout = page.layout(detail)
-    if not layout.has_text:
-        return {**detail, "rotated_deg": 0, "skipped": "no text lines found"}
-    vertical = layout.vertical_lines
-    detail["lines"] = "vertical" if vertical else "horizontal"
-    if vertical and text_boxes is not None:
-        across, down = text_boxes(page.pixels)
-        detail["text_boxes"] = {"across": across, "down": down}
-        if across >= down:
-            return {**detail, "rotated_deg": 0,
-                    "skipped": "the text detector finds lines across the page: the columns "
-                               "of stacked characters run down it"}
-    if vertical and not _sideways_evidence(layout):
-        # a line or two of print projects as sharply across as along, and its "lines"
-        # are then single letters: no evidence to turn a page by a quarter, which
-        # ruins it when wrong
-        return {**detail, "rotated_deg": 0,
-                "skipped": "too little text to tell whether the page lies on its side"}
-    if classify is None:
-        detail["classifier"] = None
-        if vertical:
-            return {**detail, "rotated_deg": 0,
-                    "skipped": "the page lies on its side, but without a classifier "
-                               "90 and 270 degrees cannot be told apart"}
-        return {**detail, "rotated_deg": 0, "note": "upside down not checked: no classifier"}
-
-    crops = _line_crops(page.pixels, layout)
-    if not crops:
-        return {**detail, "rotated_deg": 0, "skipped": "no line long enough to classify"}
-    answers = classify(crops)
-    inverted = [2 * float(conf) - 1 for flipped, conf in answers if flipped]
-    upright = [2 * float(conf) - 1 for flipped, conf in answers if not flipped]
-    weight_inverted, weight_upright = sum(inverted), sum(upright)
-    detail["votes"] = {"upright": len(upright), "inverted": len(inverted),
-                       "upright_weight": round(weight_upright, 2),
-                       "inverted_weight": round(weight_inverted, 2)}
-    if vertical:
-        # crops were turned clockwise: "upright" means the page's top is on its left.
-        # A page on its side must turn one way or the other; a tie turns it clockwise.
-        rotate = 90 if weight_inverted > weight_upright else 270
-    else:
-        clear = (weight_inverted >= MIN_INVERTED_WEIGHT
-                 and weight_inverted >= INVERTED_MAJORITY * weight_upright)
-        rotate = 180 if clear else 0
-    detail["rotated_deg"] = rotate
-    if rotate:
-        code, coordinates = _ROTATE[rotate]
-        height, width = page.pixels.shape[:2]
-        page.update(cv2.rotate(page.pixels, code), coordinates(width, height).astype(float))
-    return detail
-
-
-def _sideways_evidence(layout: Layout) -> bool:
-    """Enough long text lines running top to bottom to trust a sideways verdict."""
-    long_lines = sum(1 for length, thick in layout.line_sizes
-                     if thick > 0 and length >= MIN_SIDEWAYS_LINE_ASPECT * thick)
-    return long_lines >= MIN_SIDEWAYS_LINES
-
-
-def _line_crops(pixels: np.ndarray, layout: Layout) -> list[np.ndarray]:
-    """Straightened RGB crops of the longest lines of normal thickness, turned so a
-    vertical line reads left to right when the page's top is on its left."""
-    typical = layout.char_height_px or 0.0
-    candidates = [
-        (length, box, thick)
-        for box, (length, thick) in zip(layout.line_boxes, layout.line_sizes)
-        if length >= 2 * thick and 0.6 * typical <= thick <= 1.6 * typical
-    ]
-    candidates.sort(key=lambda item: -item[0])
-    crops = []
-    for length, box, thick in candidates[:ORIENTATION_CROPS]:
-        crop = _line_crop(pixels, box, length, thick, layout.skew_deg or 0.0,
-                          layout.vertical_lines)
-        if crop.size:
-            crops.append(crop if crop.ndim == 3 else cv2.cvtColor(crop, cv2.COLOR_GRAY2RGB))
-    return crops
-
-
-def _line_crop(pixels: np.ndarray, box, length: float, thick: float, skew: float,
-               vertical: bool) -> np.ndarray:
-    left, top, right, bottom = box
-    pad = max(2, round(0.25 * thick))
-    region = pixels[max(0, top - pad):bottom + pad, max(0, left - pad):right + pad]
-    if vertical:
-        region = cv2.rotate(region, cv2.ROTATE_90_CLOCKWISE)
-    height, width = region.shape[:2]
-    if abs(skew) >= 0.5:  # level the line about its centre (the box's centre)
-        matrix = cv2.getRotationMatrix2D((width / 2, height / 2), -skew, 1.0)
-        region = cv2.warpAffine(region, matrix, (width, height), flags=cv2.INTER_LINEAR,
-                                borderMode=cv2.BORDER_REPLICATE)
-    half_thick, half_length = thick / 2 + pad, length / 2 + pad
-    y0, y1 = max(0, round(height / 2 - half_thick)), min(height, round(height / 2 + half_thick))
-    x0, x1 = max(0, round(width / 2 - half_length)), min(width, round(width / 2 + half_length))
-    return np.ascontiguousarray(region[y0:y1, x0:x1])
-
-
-# -- deskew -----------------------------------------------------------------------------
-
-def _deskew(page: _Page, min_angle_deg: float) -> dict:
-    """``angle_deg``: the lines' lean as measured (positive: counter-clockwise); the page
-    is turned by minus that."""
-    detail: dict = {}
-    layout = page.layout(detail)
-    if layout.skew_deg is None:
-        return {**detail, "skipped": "no text lines found"}
-    angle = layout.skew_deg
-    detail["angle_deg"] = angle
-    if abs(angle) < min_angle_deg:
-        return {**detail, "skipped": f"angle {abs(angle):.2f} under {min_angle_deg:g}"}
-    height, width = page.pixels.shape[:2]
-    matrix = cv2.getRotationMatrix2D((width / 2, height / 2), -angle, 1.0)
-    cos, sin = abs(matrix[0, 0]), abs(matrix[0, 1])
-    new_width = math.ceil(height * sin + width * cos)
-    new_height = math.ceil(height * cos + width * sin)
-    matrix[0, 2] += (new_width - width) / 2
-    matrix[1, 2] += (new_height - height) / 2
-    fill = _edge_colour(page.pixels)
-    rotated = cv2.warpAffine(page.pixels, matrix, (new_width, new_height), flags=cv2.INTER_CUBIC,
-                             borderMode=cv2.BORDER_CONSTANT, borderValue=tuple(fill))
-    page.update(rotated, matrix)
-    detail["fill"] = fill
-    return detail
-
-
-def _edge_colour(pixels: np.ndarray) -> list[int]:
-    """The median colour of the image's outermost pixels: the paper, or the border."""
-    frame = max(2, min(pixels.shape[:2]) // 100)
-    edges = np.concatenate([
-        pixels[:frame].reshape(-1, *pixels.shape[2:]),
-        pixels[-frame:].reshape(-1, *pixels.shape[2:]),
-        pixels[:, :frame].reshape(-1, *pixels.shape[2:]),
-        pixels[:, -frame:].reshape(-1, *pixels.shape[2:]),
-    ])
-    return [int(v) for v in np.atleast_1d(np.median(edges, axis=0))]
-
-
-# -- crop -------------------------------------------------------------------------------
-
-def _crop(page: _Page) -> dict:
+def _crop(page: WorkPage) -> dict:
     """``box``: [left, top, right, bottom] kept, in the pixels this step received."""
     detail: dict = {}
     page.layout(detail)  # its line boxes are what must never be cut
@@ -484,7 +259,7 @@ def _busy(block: np.ndarray, axis: int) -> np.ndarray:
 
 # -- contrast ---------------------------------------------------------------------------
 
-def _contrast(page: _Page) -> dict:
+def _contrast(page: WorkPage) -> dict:
     """A linear stretch of the lightness: the ink (the darkest INK_PERCENTILE %) to
     black, the paper (PAPER_PERCENTILE) to white, at most MAX_GAIN times.
 
@@ -516,7 +291,7 @@ def _contrast(page: _Page) -> dict:
 
 # -- denoise ----------------------------------------------------------------------------
 
-def _denoise(page: _Page) -> dict:
+def _denoise(page: WorkPage) -> dict:
     """Remove specks: isolated ink components of at most a few pixels, replaced by the
     local background.
 
@@ -554,7 +329,7 @@ def _denoise(page: _Page) -> dict:
 
 # -- resolution -------------------------------------------------------------------------
 
-def _resolution(page: _Page, profile: Profile, doc_type: str, max_pixels: int | None,
+def _resolution(page: WorkPage, profile: Profile, doc_type: str, max_pixels: int | None,
                 boost: int = 0) -> dict:
     detail: dict = {"profile": doc_type}
     if boost:  # a reviewer asked for a sharper reading: bigger print, a longer side
