@@ -25,11 +25,11 @@ run: $(STAMP) tesseract
 tesseract:
 	command -v tesseract >/dev/null || (apt-get update && apt-get install -y --no-install-recommends tesseract-ocr)
 
-# Debian's Chromium for tests/test_browser.py; Playwright's own browser download is not used.
+# Debian's Chromium for tests/ui/test_browser.py; Playwright's own browser download is not used.
 chromium:
 	command -v chromium >/dev/null || (apt-get update && apt-get install -y --no-install-recommends chromium)
 
-# Debian's systemd for tests/test_systemd.py: systemd-analyze verify, sysusers, tmpfiles.
+# Debian's systemd for tests/service/test_systemd.py: systemd-analyze verify, sysusers, tmpfiles.
 # Only the tools are used; nothing runs as PID 1.
 systemd:
 	command -v systemd-analyze >/dev/null || (apt-get update && apt-get install -y --no-install-recommends systemd)

@@ -26,7 +26,7 @@ from tests.browser import screenshot_on_failure
 from tests.conftest import make_settings
 from tests.daemon import Daemon
 from tests.fixtures.documents import write_pdf, write_png
-from tests.test_review import in_review
+from tests.service.test_review import in_review
 from ui.page_image import annotate_page
 from ui.review import (
     counts_text, held_page, highlights_text, make_filter, open_next, other_engine, perform,

@@ -18,7 +18,7 @@ from appliance.store.models import Document
 from appliance.store.queries import DocumentView, document_events
 from appliance.users import Users
 from tests.fixtures.documents import write_png
-from tests.test_ui_handlers import make_appliance
+from tests.ui.test_ui_handlers import make_appliance
 from ui.actions import (
     DELETE_REFUSED_TEXT, NO_LOGIN_ACTOR, delete_question, download_zip, may_delete, perform,
     picked_text,

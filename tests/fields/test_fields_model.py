@@ -23,9 +23,9 @@ from appliance.fields.model import (
 )
 from appliance.fields.schema import DEFAULTS, FieldSpec, schemas
 from appliance.raster.synthetic import render_text_page
-from tests.test_fields import RECEIPT, TODAY, by_name, no_history
-from tests.test_parallel_reading import job
-from tests.test_remote_engine import make_engine
+from tests.fields.test_fields import RECEIPT, TODAY, by_name, no_history
+from tests.engines.test_parallel_reading import job
+from tests.engines.test_remote_engine import make_engine
 from tests.fixtures.documents import write_png
 
 LINES = [Line("KEDAI MAJU JAYA SDN BHD", [200, 80, 520, 108], 0.9),

@@ -16,7 +16,7 @@ from appliance.raster.synthetic import render_text_page, text_page_words
 from tests.daemon import Daemon
 from tests.fixtures.documents import write_png
 from tests.openai_servers import ScriptedServer, endpoint, tiny_server
-from tests.test_page_tree import iou
+from tests.outputs.test_page_tree import iou
 
 # no auto-tiling and no second opinion: one request per page, so counts are exact
 PLAIN = {"threads": 1, "auto_tiling": False, "max_tokens": 48}

@@ -17,9 +17,9 @@ from appliance.review import page_image
 from appliance.store.models import Document, FieldSet, Page
 from tests.conftest import make_settings
 from tests.fixtures.documents import write_png
-from tests.test_fields import INVOICE_ROWS, TODAY, no_history, page
+from tests.fields.test_fields import INVOICE_ROWS, TODAY, no_history, page
 from tests.fixtures.results import page_done
-from tests.test_review import in_review
+from tests.service.test_review import in_review
 from ui import fields_form
 from ui.page_image import annotate_page
 from ui.review import document_fields, open_next, page_view, save_fields, shortcuts_js

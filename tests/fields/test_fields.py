@@ -382,7 +382,7 @@ def test_a_typed_document_is_routed_by_its_fields_and_its_json_carries_them(tmp_
     from appliance.raster.synthetic import render_text_page
     from appliance.store import queries
     from appliance.store import reviews
-    from tests.test_ui_handlers import make_appliance
+    from tests.ui.test_ui_handlers import make_appliance
 
     appliance = make_appliance(tmp_path, review={"review_below": 0.0, "accept_from": 0.0,
                                                  "second_opinion": False})

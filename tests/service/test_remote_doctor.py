@@ -12,7 +12,7 @@ from appliance.doctor import doctor, exit_code
 from appliance.engines.remote.checks import endpoint_checks
 from tests.daemon import free_port
 from tests.openai_servers import ScriptedServer, endpoint, self_signed_certificate, tiny_server
-from tests.test_doctor import run_doctor, write_config
+from tests.service.test_doctor import run_doctor, write_config
 
 SECRET = "sk-doctor-never-shows-this"
 REMOTE = ("remote.reachable", "remote.model", "remote.image", "remote.logprobs",

@@ -16,7 +16,7 @@ from appliance.gguf.pair import inspect_model
 from tests.fixtures.gpu import FakeDevice
 from appliance.memory_plan import MAX_AUTO_SLOTS, estimate_worker_bytes
 
-ROOT = Path(__file__).resolve().parent.parent
+ROOT = Path(__file__).resolve().parents[2]
 LINE = re.compile(r"(ok  |warn|FAIL) [\w.]+: .+")
 
 

@@ -28,7 +28,7 @@ from appliance.intake import SubmitOptions
 from appliance.store.models import Page, PageResult, PageStatus
 from tests.conftest import make_settings
 from tests.fixtures.documents import text_similarity, write_png
-from tests.test_memory_governance import wait_for
+from tests.service.test_memory_governance import wait_for
 
 # Long answers, so that pages stay in flight for a few seconds: the tiny model
 # writes about a thousand tokens a second on one thread.

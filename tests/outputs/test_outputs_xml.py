@@ -18,7 +18,7 @@ from appliance.outputs.alto import to_alto
 from appliance.outputs.hocr import to_hocr
 from appliance.outputs.tree import PageTree, TextBlock, TextLine, Word, pixel_box
 
-DATA = Path(__file__).parent / "data"
+DATA = Path(__file__).parents[1] / "data"
 ALTO = "{http://www.loc.gov/standards/alto/ns-v4#}"
 XHTML = "{http://www.w3.org/1999/xhtml}"
 XLINK_URL = "http://www.loc.gov/standards/xlink/xlink.xsd"  # as alto-4-4.xsd imports it

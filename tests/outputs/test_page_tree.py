@@ -13,9 +13,9 @@ from appliance.intake import SubmitOptions
 from appliance.outputs.tree import page_trees
 from appliance.raster.synthetic import render_text_page, text_page_words
 from appliance.store import queries, reviews
-from tests.test_outputs_pdf import extracted_boxes, page_texts, text_lines
-from tests import test_ui_handlers
-from tests.test_ui_handlers import make_appliance, wait_final
+from tests.outputs.test_outputs_pdf import extracted_boxes, page_texts, text_lines
+from tests.ui import test_ui_handlers
+from tests.ui.test_ui_handlers import make_appliance, wait_final
 
 running_appliance = test_ui_handlers.running_appliance  # the fixture, shared
 

@@ -17,7 +17,7 @@ from appliance.quality.repair import (
     repair_rates,
 )
 
-CORPUS = Path(__file__).parent / "fixtures" / "broken_markdown"
+CORPUS = Path(__file__).parents[1] / "fixtures" / "broken_markdown"
 CASES = {name: case for name, case in json.loads((CORPUS / "cases.json").read_text()).items()
          if not name.startswith("_")}
 
