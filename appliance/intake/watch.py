@@ -20,21 +20,18 @@ The pieces: ``StabilityTracker`` is pure (no filesystem, time passed in) and is
 tested by stepping time by hand. ``FolderWatcher`` is the thin loop around it: a
 watchdog observer feeds it events, a supervisor thread (re)starts the observer and
 rescans, a ticker thread stats the files in their stability window and offers the
-ones that settled.
+ones that settled. Which files of the folder are candidates, and how they are found,
+is ``WatchedTree``'s (``watched_tree.py``).
 """
 
 from __future__ import annotations
 
-import errno
-import json
 import logging
 import os
-import re
-import stat
 import threading
 import time
 import warnings
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from pathlib import Path
 
 from watchdog.events import (
@@ -58,11 +55,9 @@ from watchdog.observers.api import BaseObserver
 from watchdog.observers.polling import PollingObserverVFS
 
 from appliance.config import WatchFolder
-from appliance.intake.folder_rules import (
-    NETWORK_FS, choose_mode, filesystem_type, is_ignored, read_mounts,
-)
+from appliance.intake.folder_rules import NETWORK_FS, choose_mode, filesystem_type, read_mounts
 from appliance.intake.stability import Signature, StabilityTracker
-from appliance.errors import ConfigError
+from appliance.intake.watched_tree import WatchedTree, inside, kv
 
 log = logging.getLogger(__name__)
 
@@ -89,19 +84,6 @@ STOP_JOIN_S = 10.0
 EVENT_FILTER = [FileCreatedEvent, FileModifiedEvent, FileAttribEvent, FileClosedEvent,
                 FileMovedEvent, FileDeletedEvent, DirCreatedEvent, DirMovedEvent,
                 DirDeletedEvent]
-
-
-def _kv(value: object) -> str:
-    """A log field value: quoted only when it would break key=value parsing."""
-    text = str(value)
-    if not text or any(ch.isspace() or ch in '"=' for ch in text):
-        return json.dumps(text, ensure_ascii=False)
-    return text
-
-
-def _inside(path: str | Path, root: Path) -> bool:
-    path = Path(path)
-    return path == root or root in path.parents
 
 
 class _Handler(FileSystemEventHandler):
@@ -132,14 +114,7 @@ class FolderWatcher:
         self.folder = folder
         self.name = folder.name or Path(folder.path).name
         self._offer = offer
-        self._extra = tuple(folder.ignore)
-        for pattern in self._extra:
-            try:
-                re.compile(pattern)
-            except re.error as exc:
-                raise ConfigError(f"watch folder '{self.name}': ignore pattern {pattern!r} is "
-                                  f"not a valid regular expression ({exc}); fix or remove it"
-                                  ) from None
+        self.tree = WatchedTree(folder, self.name)
         self._tick_s = max(TICK_MIN_S, min(TICK_MAX_S, folder.stability_s / 4))
         self._tracker = StabilityTracker(folder.stability_s)
         self._lock = threading.Lock()  # guards the tracker and the counters
@@ -153,8 +128,6 @@ class FolderWatcher:
         self._observer: BaseObserver | None = None
         self._threads: list[threading.Thread] = []
         self._refusals: dict[Path, int] = {}
-        self._symlinks_warned: set[Path] = set()
-        self._root: Path | None = None
         self._missing_logged = False
         self.mode: str | None = None  # "events" or "poll" once the observer runs
         self.fs_type: str | None = None
@@ -165,9 +138,7 @@ class FolderWatcher:
     @property
     def root(self) -> Path:
         """The watched folder, symlinks resolved (paths handed to ``offer`` lie under it)."""
-        if self._root is None:
-            self._root = Path(os.path.realpath(self.folder.path))
-        return self._root
+        return self.tree.root
 
     @property
     def observer(self) -> BaseObserver | None:
@@ -207,8 +178,8 @@ class FolderWatcher:
                 thread.join(STOP_JOIN_S)
                 if thread.is_alive():
                     log.warning("watch thread still busy at stop folder=%s thread=%s",
-                                _kv(self.name), thread.name)
-        log.info("watch stopped folder=%s accepted=%d pending=%d", _kv(self.name),
+                                kv(self.name), thread.name)
+        log.info("watch stopped folder=%s accepted=%d pending=%d", kv(self.name),
                  self.accepted_count, self.pending_count)
 
     def rescan(self) -> None:
@@ -234,7 +205,7 @@ class FolderWatcher:
                         next_scan = time.monotonic() + self.folder.rescan_interval_s
                         self._ready.set()
             except Exception:
-                log.exception("watch supervisor failed folder=%s", _kv(self.name))
+                log.exception("watch supervisor failed folder=%s", kv(self.name))
             wait_s = min(HEALTH_CHECK_S, max(0.0, next_scan - time.monotonic()))
             self._poke.wait(wait_s)
             self._poke.clear()
@@ -250,15 +221,15 @@ class FolderWatcher:
                         emitter.is_alive() for emitter in observer.emitters):
                     return False
                 log.warning("watch observer stopped folder=%s path=%s reason=%s; restarting",
-                            _kv(self.name), _kv(self.root),
+                            kv(self.name), kv(self.root),
                             "root_gone" if not self.root.is_dir() else "emitter_died")
                 _shutdown(observer)
                 self._observer = None
             if not self.root.is_dir():
                 if not self._missing_logged:
                     log.error("watch folder missing folder=%s path=%s reason=not_a_directory "
-                              "retry_s=%g fix=%s", _kv(self.name), _kv(self.root),
-                              HEALTH_CHECK_S, _kv("create the folder or mount the share"))
+                              "retry_s=%g fix=%s", kv(self.name), kv(self.root),
+                              HEALTH_CHECK_S, kv("create the folder or mount the share"))
                     self._missing_logged = True
                 return False
             self._missing_logged = False
@@ -270,24 +241,24 @@ class FolderWatcher:
             except OSError as exc:
                 if mode != "events":
                     log.error("watch observer failed folder=%s path=%s mode=poll reason=%s",
-                              _kv(self.name), _kv(self.root), _kv(exc))
+                              kv(self.name), kv(self.root), kv(exc))
                     return False
                 log.warning("watch events unavailable folder=%s path=%s reason=%s mode=poll "
-                            "fix=%s", _kv(self.name), _kv(self.root), _kv(exc),
-                            _kv("raise sysctl fs.inotify.max_user_watches and "
+                            "fix=%s", kv(self.name), kv(self.root), kv(exc),
+                            kv("raise sysctl fs.inotify.max_user_watches and "
                                 "fs.inotify.max_user_instances"))
                 mode = "poll"
                 observer = self._start_observer(mode)
             self._observer, self.mode, self.fs_type = observer, mode, fs_type
         log.info("watch started folder=%s path=%s mode=%s fs=%s recursive=%s stability_s=%g "
-                 "poll_interval_s=%g rescan_interval_s=%g", _kv(self.name), _kv(self.root), mode,
-                 _kv(fs_type), self.folder.recursive, self.folder.stability_s,
+                 "poll_interval_s=%g rescan_interval_s=%g", kv(self.name), kv(self.root), mode,
+                 kv(fs_type), self.folder.recursive, self.folder.stability_s,
                  self.folder.poll_interval_s, self.folder.rescan_interval_s)
         if mode == "events" and fs_type in NETWORK_FS:
             log.warning("watch events on a network filesystem folder=%s fs=%s "
                         "reason=remote_writes_raise_no_events rescan_interval_s=%g fix=%s",
-                        _kv(self.name), _kv(fs_type), self.folder.rescan_interval_s,
-                        _kv("set mode = 'auto' or 'poll' for this folder"))
+                        kv(self.name), kv(fs_type), self.folder.rescan_interval_s,
+                        kv("set mode = 'auto' or 'poll' for this folder"))
         return True
 
     def _start_observer(self, mode: str) -> BaseObserver:
@@ -322,8 +293,8 @@ class FolderWatcher:
                         self._poke.set()  # the supervisor restarts the observer
                 new_dir = dest if kind == EVENT_TYPE_MOVED else src
                 if new_dir is not None and kind in (EVENT_TYPE_CREATED, EVENT_TYPE_MOVED) \
-                        and self.folder.recursive and self._relative(new_dir) is not None:
-                    for path in self._walk(new_dir):  # files copied in before the watch
+                        and self.folder.recursive and self.tree.relative(new_dir) is not None:
+                    for path in self.tree.walk(new_dir):  # files copied in before the watch
                         self._consider(path)
                 return
             if kind == EVENT_TYPE_DELETED:
@@ -335,61 +306,15 @@ class FolderWatcher:
             elif src is not None:
                 self._consider(src)
         except Exception:
-            log.exception("watch event failed folder=%s event=%s", _kv(self.name), event)
-
-    def _relative(self, path: Path) -> Path | None:
-        """``path`` relative to the root when it is a candidate: inside, not ignored, and
-        at the top unless recursive."""
-        try:
-            rel = path.relative_to(self.root)
-        except ValueError:
-            return None
-        if not rel.parts or (not self.folder.recursive and len(rel.parts) > 1):
-            return None
-        return None if is_ignored(rel, self._extra) else rel
-
-    def _signature(self, path: Path) -> Signature | None:
-        """(size, mtime_ns) of a regular file, following a symlink only when it stays
-        in the tree; None when it is gone or not a candidate. Raises OSError when it
-        cannot be read just now (a share briefly away): that is no reason to forget it."""
-        try:
-            st = os.lstat(path)
-            if stat.S_ISLNK(st.st_mode):
-                target = Path(os.path.realpath(path))
-                if not _inside(target, self.root) or self._relative(target) is None:
-                    if path not in self._symlinks_warned:
-                        self._symlinks_warned.add(path)
-                        reason = ("symlink_outside" if not _inside(target, self.root)
-                                  else "symlink_target_not_watched")
-                        log.warning("watch ignored folder=%s file=%s reason=%s target=%s",
-                                    _kv(self.name), _kv(self._display(path)), reason,
-                                    _kv(target))
-                    return None
-                st = os.stat(path)
-        except (FileNotFoundError, NotADirectoryError):
-            return None
-        except OSError as exc:
-            if exc.errno == errno.ELOOP:
-                return None
-            raise
-        if not stat.S_ISREG(st.st_mode):
-            return None
-        return st.st_size, st.st_mtime_ns
-
-    def _display(self, path: Path) -> str:
-        """A path as logs show it: relative to the root when it lies inside."""
-        try:
-            return str(path.relative_to(self.root))
-        except ValueError:
-            return str(path)
+            log.exception("watch event failed folder=%s event=%s", kv(self.name), event)
 
     def _consider(self, path: Path) -> None:
         """Track a path an event or a scan reported, when it is a candidate."""
-        rel = self._relative(path)
+        rel = self.tree.relative(path)
         if rel is None:
             return
         try:
-            signature = self._signature(path)
+            signature = self.tree.signature(path)
         except OSError:  # unreadable just now: the next event, tick or rescan will tell
             return
         with self._lock:
@@ -398,7 +323,7 @@ class FolderWatcher:
                 return
             started = self._tracker.track(path, *signature, time.monotonic())
         if started:
-            log.debug("watch tracking folder=%s file=%s bytes=%d", _kv(self.name), _kv(rel),
+            log.debug("watch tracking folder=%s file=%s bytes=%d", kv(self.name), kv(rel),
                       signature[0])
             if self.folder.stability_s == 0:
                 self._wake.set()
@@ -408,7 +333,7 @@ class FolderWatcher:
         window by default): its owner wants proof that the writer has finished. Nothing
         when it is gone, or already in a window."""
         try:
-            signature = self._signature(path)
+            signature = self.tree.signature(path)
         except OSError:  # unreadable just now: a rescan will bring it back
             return
         if signature is not None:
@@ -426,44 +351,16 @@ class FolderWatcher:
             return
         with self._lock:
             self._drop(path)
-        log.debug("watch forgot folder=%s file=%s reason=%s", _kv(self.name),
-                  _kv(self._display(path)), reason)
+        log.debug("watch forgot folder=%s file=%s reason=%s", kv(self.name),
+                  kv(self.tree.display(path)), reason)
 
     def _forget_under(self, folder: Path, reason: str) -> None:
         with self._lock:
-            gone = [p for p in self._tracker.paths() if _inside(p, folder)]
+            gone = [p for p in self._tracker.paths() if inside(p, folder)]
         for path in gone:
             self._forget(path, reason)
 
     # ---- scans
-
-    def _walk(self, top: Path) -> Iterator[Path]:
-        """Candidate files under ``top`` (regular files and symlinks; symlinked folders
-        are never entered; ignored folders are skipped whole)."""
-        stack = [top]
-        while stack:
-            folder = stack.pop()
-            try:
-                with os.scandir(folder) as entries:
-                    found = list(entries)
-            except (FileNotFoundError, NotADirectoryError):
-                if folder == self.root:
-                    raise
-                continue
-            except PermissionError as exc:
-                log.warning("watch cannot read folder=%s dir=%s reason=%s", _kv(self.name),
-                            _kv(folder), _kv(exc))
-                continue
-            for entry in found:
-                path = Path(entry.path)
-                try:
-                    if entry.is_dir(follow_symlinks=False):
-                        if self.folder.recursive and self._relative(path) is not None:
-                            stack.append(path)
-                    elif entry.is_file(follow_symlinks=False) or entry.is_symlink():
-                        yield path
-                except OSError:
-                    continue
 
     def _scan(self, reason: str) -> bool:
         """Track every candidate file; forget remembered files that are gone. False
@@ -472,13 +369,13 @@ class FolderWatcher:
             started = time.monotonic()
             seen: set[Path] = set()
             try:
-                for path in self._walk(self.root):
+                for path in self.tree.walk(self.root):
                     if self._stopping.is_set():
                         return False
                     seen.add(path)
                     self._consider(path)
             except OSError as exc:
-                log.warning("watch rescan failed folder=%s reason=%s", _kv(self.name), _kv(exc))
+                log.warning("watch rescan failed folder=%s reason=%s", kv(self.name), kv(exc))
                 return False
             with self._lock:
                 unseen = [p for p in self._tracker.paths() if p not in seen]
@@ -486,7 +383,7 @@ class FolderWatcher:
                 if not os.path.lexists(path):
                     self._forget(path, "gone_at_rescan")
             log.info("watch rescan folder=%s reason=%s files=%d pending=%d ms=%d",
-                     _kv(self.name), reason, len(seen), self.pending_count,
+                     kv(self.name), reason, len(seen), self.pending_count,
                      (time.monotonic() - started) * 1000)
             return True
 
@@ -501,7 +398,7 @@ class FolderWatcher:
             try:
                 self._tick()
             except Exception:
-                log.exception("watch tick failed folder=%s", _kv(self.name))
+                log.exception("watch tick failed folder=%s", kv(self.name))
 
     def _tick(self) -> None:
         with self._lock:
@@ -509,10 +406,10 @@ class FolderWatcher:
         fresh: dict[Path, Signature | None] = {}
         for path in watching:  # no lock held: a stat on a share may be slow
             try:
-                fresh[path] = self._signature(path)
+                fresh[path] = self.tree.signature(path)
             except OSError as exc:  # keep it; the next tick looks again
-                log.debug("watch cannot stat folder=%s file=%s reason=%s", _kv(self.name),
-                          _kv(self._display(path)), _kv(exc))
+                log.debug("watch cannot stat folder=%s file=%s reason=%s", kv(self.name),
+                          kv(self.tree.display(path)), kv(exc))
         vanished = []
         with self._lock:
             now = time.monotonic()
@@ -525,7 +422,7 @@ class FolderWatcher:
             ready = self._tracker.stable(now)
         for path in vanished:
             log.info("watch forgot folder=%s file=%s reason=vanished_before_stable",
-                     _kv(self.name), _kv(self._display(path)))
+                     kv(self.name), kv(self.tree.display(path)))
         for i, path in enumerate(ready):
             if self._stopping.is_set():
                 with self._lock:
@@ -536,12 +433,12 @@ class FolderWatcher:
 
     def _hand_over(self, path: Path) -> None:
         try:
-            signature = self._signature(path)
+            signature = self.tree.signature(path)
         except OSError as exc:
             with self._lock:
                 self._tracker.retry(path, time.monotonic(), RETRY_MIN_S)
             log.warning("watch cannot stat folder=%s file=%s reason=%s retry_s=%g",
-                        _kv(self.name), _kv(self._display(path)), _kv(exc), RETRY_MIN_S)
+                        kv(self.name), kv(self.tree.display(path)), kv(exc), RETRY_MIN_S)
             return
         with self._lock:
             if signature is None:
@@ -568,15 +465,15 @@ class FolderWatcher:
                 self._tracker.retry(path, time.monotonic(), delay_s)
         if accepted:
             log.info("watch offered folder=%s file=%s bytes=%d tags=%s result=accepted",
-                     _kv(self.name), _kv(rel), signature[0], _kv(",".join(tags)))
+                     kv(self.name), kv(rel), signature[0], kv(",".join(tags)))
         elif error is not None:
             log.error("watch offer failed folder=%s file=%s attempt=%d retry_s=%g reason=%s",
-                      _kv(self.name), _kv(rel), attempt, delay_s, _kv(repr(error)),
+                      kv(self.name), kv(rel), attempt, delay_s, kv(repr(error)),
                       exc_info=error if attempt == 1 else None)
         else:
             log.log(logging.INFO if attempt == 1 else logging.DEBUG,
                     "watch offered folder=%s file=%s result=deferred reason=owner_busy "
-                    "attempt=%d retry_s=%g", _kv(self.name), _kv(rel), attempt, delay_s)
+                    "attempt=%d retry_s=%g", kv(self.name), kv(rel), attempt, delay_s)
 
 
 def _shutdown(observer: BaseObserver) -> None:
