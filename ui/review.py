@@ -390,7 +390,6 @@ def _engine_label(engine: str | None, available: tuple[str, ...]) -> tuple[str, 
 def build_review_ui(appliance: Appliance) -> gr.Blocks:
     service: ReviewService = appliance.review
     settings = appliance.settings
-    lock_minutes = settings.review.lock_minutes
     available = appliance.readings()
     watch_names = [w.name or Path(w.path).name for w in settings.watch]
     fields_size = fields_form.form_size(appliance.dispatcher.field_specs)
@@ -528,7 +527,8 @@ def build_review_ui(appliance: Appliance) -> gr.Blocks:
                 return [*page_updates(PageView()), exc.message]
             if page is None:
                 return [*page_updates(PageView()), ""]
-            return [*page_updates(page_view(page, lock_minutes,
+            # the lock's length as the review settings say now (a reload may change it)
+            return [*page_updates(page_view(page, service.settings.review.lock_minutes,
                                             fields=document_fields(service, page))),
                     "You still hold this page: it was opened again."]
 
