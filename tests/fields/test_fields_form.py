@@ -14,7 +14,7 @@ from appliance.fields.document import read_fields
 from appliance.fields.schema import DEFAULTS
 from appliance.store import queries, transitions
 from appliance.review import page_image
-from appliance.store.models import Document, FieldSet, Page
+from appliance.store.models import Document, FieldSet, Page, PageResult
 from tests.conftest import make_settings
 from tests.fixtures.documents import write_png
 from tests.fields.test_fields import INVOICE_ROWS, TODAY, no_history, page
@@ -243,7 +243,8 @@ def test_evidence_is_boxed_where_the_cropped_page_shows_it(appliance):
     assert opened.to_image == (1, 0, -80, 0, 1, -70)
     with db.read() as session:
         row, stored = session.get(Page, opened.item.page_id), session.get(Document, doc.id)
-    path = page_image(appliance.spool, appliance.settings, stored, row)
+        result = session.get(PageResult, row.result_id)
+    path = page_image(appliance.spool, appliance.settings, stored, row, result)
     path.parent.mkdir(parents=True, exist_ok=True)
     Image.new("RGB", (400, 300), "white").save(path)
 
