@@ -228,8 +228,6 @@ def create_app(appliance: Appliance) -> FastAPI:
             doc = appliance.submit(file.file, file.filename, options)
         except DuplicateDocument as exc:
             return _existing(exc.existing_id, {"Duplicate-Of": exc.existing_id})
-        if doc.error_code:
-            appliance.finish(doc.id)
         return document_json(appliance.library.document(doc.id))
 
     def _actor(request: Request) -> str:

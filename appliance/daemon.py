@@ -345,7 +345,10 @@ class Appliance:
             raise ShuttingDown("the appliance is shutting down and takes no new documents; "
                                "submit again once it is back (queued work is kept)")
         doc = self.intake.submit(stream, name, options)
-        self.dispatcher.wake()
+        if doc.error_code:  # refused at intake: final at once, so its remaining steps run now
+            self.finish(doc.id)
+        else:
+            self.dispatcher.wake()
         return doc
 
     def finish(self, document_id: str, source_confirmed: bool = False) -> None:

@@ -17,6 +17,7 @@ import shutil
 from pathlib import Path
 
 from appliance.config import WatchFolder
+from appliance.errors import ApplianceError, DuplicateDocument
 from appliance.export import write_atomic
 from appliance.store import Database, transitions
 from appliance.store.models import Document, DocStatus
@@ -70,15 +71,18 @@ def dispose(db: Database, view: DocumentView, folder: WatchFolder) -> None:
              folder.name, folder.disposition, view.status)
 
 
-def dispose_refused(folder: WatchFolder, source: Path, code: str, message: str) -> None:
+def dispose_refused(folder: WatchFolder, source: Path, error: ApplianceError) -> None:
     """A watched file refused before it became a document (too large, a duplicate)."""
+    duplicate = isinstance(error, DuplicateDocument)  # read before: it goes with the read
     if folder.disposition == "move":
-        directory = folder.processed_dir if code == "duplicate" else folder.failed_dir
+        directory = folder.processed_dir if duplicate else folder.failed_dir
         directory.mkdir(parents=True, exist_ok=True)
         target = _free_name(directory, source.name, os.urandom(4).hex())
-        if code != "duplicate":
-            write_atomic(directory / f"{target.name}.error.txt", f"{code}: {message}\n")
+        if not duplicate:
+            write_atomic(directory / f"{target.name}.error.txt",
+                         f"{error.code}: {error.message}\n")
         shutil.move(source, target)
     elif folder.disposition == "delete":
         source.unlink(missing_ok=True)
-    log.info("watched file refused folder=%s file=%s code=%s", folder.name, source.name, code)
+    log.info("watched file refused folder=%s file=%s code=%s", folder.name, source.name,
+             error.code)

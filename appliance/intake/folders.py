@@ -41,7 +41,7 @@ class WatchService:
         self.db = db
         self.spool = Spool(settings.paths.spool)
         self.submit = submit  # Appliance.submit
-        self.finish = finish  # Appliance.finish: a document refused at intake is final at once
+        self.finish = finish  # Appliance.finish: disposes of an original once its file is whole
         self.folders = {folder.name: folder for folder in settings.watch}
         self.watchers = [FolderWatcher(folder, self._offerer(folder)) for folder in settings.watch]
         self._started = False
@@ -116,15 +116,14 @@ class WatchService:
                 return False  # a writer is still at it: judge the file once it is whole
             if folder.disposition == "keep":
                 self._remember(folder, path, stat, None)
-            dispose_refused(folder, path, exc.code, exc.message)
+            dispose_refused(folder, path, exc)
             return True
         if _changed(path, _read_signature(doc)):  # it changed while it was read
-            self._forget(doc, "changed_while_read")
+            if not doc.error_code:  # a refused one: submit() finished it, which forgot it
+                self._forget(doc, "changed_while_read")
             return False
         if folder.disposition == "keep":
             self._remember(folder, path, stat, doc.sha256)
-        if doc.error_code:
-            self.finish(doc.id)
         return True
 
     def _offered_again(self, earlier: DocumentView) -> bool:

@@ -78,6 +78,29 @@ def test_per_request_options_and_webhook_with_a_retry(daemon, tmp_path):
         receiver.close()
 
 
+def test_a_file_refused_at_intake_is_final_at_once_and_its_webhook_called(daemon, tmp_path):
+    """The shared submit() finishes a refused document itself: no caller has to."""
+    receiver = Receiver()
+    try:
+        daemon.wait_ready()
+        empty = tmp_path / "empty.pdf"
+        empty.write_bytes(b"")
+        with empty.open("rb") as fh:
+            response = daemon.client.post("/api/v1/documents", files={"file": ("empty.pdf", fh)},
+                                          data={"webhook_url": receiver.url})
+        doc = response.json()
+        assert response.status_code == 201 and doc["status"] == "failed"
+        assert doc["error"]["code"] == "empty_file"
+        deadline = time.monotonic() + 30
+        while not receiver.calls:
+            assert time.monotonic() < deadline, "no webhook for a refused document"
+            time.sleep(0.1)
+        body = receiver.calls[0]
+        assert body["document"]["id"] == doc["id"] and body["document"]["status"] == "failed"
+    finally:
+        receiver.close()
+
+
 def test_bad_options_are_refused_clearly(daemon, tmp_path):
     daemon.wait_ready()
     png = write_png(tmp_path / "x.png", LINES)
