@@ -11,11 +11,16 @@ STAMP := $(VENV)/.installed
 
 .PHONY: run test tesseract chromium systemd clean
 
+# llama.cpp for any x86-64 CPU with AVX2 rather than for this CPU exactly: a native
+# build on a Xeon with AMX and AVX-512 segfaults on quantized models (seen with
+# 0.3.36 on Sapphire Rapids). A CMAKE_ARGS of your own (CUDA) replaces this.
+LLAMA_CMAKE_ARGS := -DGGML_NATIVE=OFF -DGGML_AVX=ON -DGGML_AVX2=ON -DGGML_FMA=ON -DGGML_F16C=ON
+
 $(STAMP): pyproject.toml
 	test -d $(VENV) || $(PYTHON) -m venv $(VENV)
 	$(BIN)/pip install --upgrade pip
 	# llama-cpp-python compiles from source (about 5 minutes on first use).
-	$(BIN)/pip install -e '.[test]'
+	CMAKE_ARGS="$${CMAKE_ARGS:-$(LLAMA_CMAKE_ARGS)}" $(BIN)/pip install -e '.[test]'
 	touch $(STAMP)
 
 run: $(STAMP) tesseract
