@@ -3,13 +3,19 @@
 A template's ``version`` goes into every result's provenance and into the result
 cache key: change the wording, bump the version, re-run `appliance eval`.
 ``max_tokens`` bounds one page's answer for that type of document.
+
+A general model (Gemma) gets these instructions. A specialist OCR model gets the
+task prompt it was trained on (``gguf/families.py``: "OCR:", "Table Recognition:"),
+which a chatty instruction or the previous page's end would only confuse; the
+version then names its family.
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from appliance.errors import InvalidRequest
+from appliance.gguf.families import Family
 
 _RULES = """Rules:
 - Transcribe every piece of text you can see, in reading order, exactly as written. Do not translate, summarise, correct or complete anything.
@@ -26,6 +32,9 @@ class Prompt:
     text: str
     max_tokens: int
     schema: dict | None = None  # the answer is a JSON object of this schema (a Question)
+    # an instruction, which the previous page's end may precede; False: a trained
+    # task prompt ("OCR:"), which follows the image alone
+    takes_context: bool = True
 
 
 def _prompt(doc_type: str, focus: str, max_tokens: int, version: str = "v1") -> Prompt:
@@ -60,16 +69,29 @@ def context_text(tail: str) -> str:
     return CONTEXT_TEMPLATE.format(tail=tail)
 
 
-def prompt_for(doc_type: str) -> Prompt:
+def prompt_for(doc_type: str, family: Family | None = None) -> Prompt:
+    """The prompt for a page of ``doc_type``, as ``family`` wants it asked (None: a
+    model of unknown family, behind an OpenAI-compatible server: the instructions)."""
     try:
-        return PROMPTS[doc_type]
+        prompt = PROMPTS[doc_type]
     except KeyError:
         raise InvalidRequest(f"unknown doc_type '{doc_type}'; use one of "
                              f"{', '.join(PROMPTS)}") from None
+    if family is None:
+        return prompt
+    task = "table" if doc_type == "table" else "text"
+    trained = family.prompt(task)
+    if trained is None:
+        return replace(prompt, version=f"{family.name}/{prompt.version}")
+    return replace(prompt, version=f"{family.name}/{task}/v1", text=trained,
+                   takes_context=False)
 
 
 def user_turn(prompt: Prompt, image_marker: str, context: str = "") -> str:
     """One page's user turn: the previous page's end (if any), the page image (where
-    the marker stands) and the document type's instructions."""
+    the marker stands) and the instructions; or, for a trained task prompt, the image
+    followed directly by the prompt, as the model saw them in training."""
+    if not prompt.takes_context:
+        return image_marker + prompt.text
     return "\n\n".join([*([context_text(context)] if context else []), image_marker,
                          prompt.text])

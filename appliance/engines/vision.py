@@ -27,10 +27,12 @@ from dataclasses import dataclass, replace
 from PIL import Image
 
 from appliance.engines.base import PageRequest, Question, Recognition
+from appliance.engines.converters import to_markdown
 from appliance.engines.prompts import CONTEXT_VERSION, Prompt, prompt_for
 from appliance.engines.registry import FALLBACK  # a request for the classic reader kept inside
 from appliance.engines.tiling import crop_tiles, decide_tiling, plan_tiles, stitch
 from appliance.errors import DegenerateOutput, PagePreempted, PageTimeout
+from appliance.gguf.families import Family
 from appliance.quality.markdown import markdown_to_text
 from appliance.raster.layout import analyze
 
@@ -59,8 +61,12 @@ class VisionEngine:
     slots: int
 
     def __init__(self, *, image_side: int, retry_ladder: list[str] | None, max_tokens: int,
-                 fixed_tokens: int, auto_tiling: bool, threads: int):
+                 fixed_tokens: int, auto_tiling: bool, threads: int,
+                 family: Family | None = None):
         self.image_side = image_side  # the model's square input
+        # how the model wants to be asked and read; None: a model of unknown family
+        # (behind a server), asked with the instructions, answering Markdown
+        self.family = family
         self.ladder = retry_ladder or ["greedy", "sampled", "tiled"]
         self.max_tokens = max_tokens  # 0: each document type's own cap
         self.fixed_tokens = fixed_tokens  # benchmarks: every answer exactly this long
@@ -103,8 +109,15 @@ class VisionEngine:
             return self._classic_reader().recipe(request)
         context = (f" {CONTEXT_VERSION}:{hashlib.sha256(request.context.encode()).hexdigest()}"
                    if request.context else "")
-        return (f"{prompt_for(request.doc_type).version} max_tokens={self.max_tokens} "
+        return (f"{self.prompt(request.doc_type).version} max_tokens={self.max_tokens} "
                 f"fixed_tokens={self.fixed_tokens}{context}")
+
+    def prompt(self, doc_type: str) -> Prompt:
+        return prompt_for(doc_type, self.family)
+
+    def markdown(self, answer: str) -> str:
+        """An answer in the appliance's Markdown, whatever format the model writes."""
+        return to_markdown(self.family.output if self.family else "markdown", answer)
 
     def recognize(self, image: Image.Image, request: PageRequest) -> Recognition:
         if request.engine == FALLBACK:
@@ -137,7 +150,7 @@ class VisionEngine:
         return generation.text
 
     def _read(self, image: Image.Image, request: PageRequest) -> Recognition:
-        prompt = prompt_for(request.doc_type)
+        prompt = self.prompt(request.doc_type)
         rung = self.ladder[min(request.attempt, len(self.ladder)) - 1]
         last_rung = request.attempt >= len(self.ladder)
         provenance = {"prompt_version": prompt.version, "rung": rung,
@@ -163,7 +176,8 @@ class VisionEngine:
                 return self._read_tiles(image, prompt, request, provenance,
                                         flags=["tiled", "truncated_retry"])
             self._raise_if_failed(generation)
-            return self._recognition(generation.text, generation.tokens, provenance, [])
+            return self._recognition(self.markdown(generation.text), generation.tokens,
+                                     provenance, [])
         except DegenerateOutput as exc:
             if not last_rung:
                 raise
@@ -172,7 +186,7 @@ class VisionEngine:
 
     def sampling(self) -> dict:
         """How the sampled rung decodes, for the provenance."""
-        return {"temperature": SAMPLED_TEMPERATURE}
+        return {"temperature": self.family.temperature if self.family else SAMPLED_TEMPERATURE}
 
     def _read_tiles(self, image, prompt: Prompt, request, provenance, flags) -> Recognition:
         """The page in square strips, so the model sees each at its full input
@@ -193,7 +207,7 @@ class VisionEngine:
                 generation = self.wait(future)
                 self._raise_if_failed(generation)
                 truncated |= generation.stop == "length"
-                texts.append(generation.text)
+                texts.append(self.markdown(generation.text))
                 tokens.extend(generation.tokens)
         finally:
             give_up.set()  # after a failure: the strips still being written stop at once

@@ -7,21 +7,12 @@ abort the process. ``inspect_model`` reads the two headers (metadata and tensor
 table, never the weights) and refuses each of those cases up front with its own
 reason code and a message that says what to do.
 
-What llama.cpp (the copy vendored in llama-cpp-python 0.3.36) knows, and so what
-is accepted:
-
-- text architectures (``src/llama-arch.cpp``): ``gemma3``, ``gemma3n``, ``gemma4``.
-  ``gemma``/``gemma2`` have no vision, ``gemma4-assistant`` is a draft head and
-  ``gemma-embedding`` an embedding model;
-- projectors (``tools/mtmd/clip-impl.h``): ``gemma3`` (Gemma 3, SigLIP, fixed 896 px
-  and 256 tokens), ``gemma3nv`` (Gemma 3n, MobileNetV5), ``gemma4v`` and
-  ``gemma4uv`` (Gemma 4, dynamic resolution, 70..1120 tokens by default). The
-  projector type is ``clip.projector_type`` or, in files that also hold an audio
-  encoder, ``clip.vision.projector_type``;
-- the projector's output size (``clip_n_mmproj_embd``) is ``ne[0]`` of
-  ``mm.input_projection.weight`` for gemma3/gemma3nv and ``ne[1]`` for
-  gemma4v/gemma4uv; mtmd refuses a pair whose size differs from the text model's
-  embedding length.
+What llama.cpp (the copy vendored in llama-cpp-python 0.3.36) runs, and so what is
+accepted, is the families in ``families.py``: the pair's projector type names the
+family, and the text model's architecture must be the one that projector was made
+for. The projector type is ``clip.projector_type`` or, in files that also hold an
+audio encoder, ``clip.vision.projector_type``. mtmd refuses a pair whose projector
+output size differs from the text model's embedding length.
 """
 
 from __future__ import annotations
@@ -38,27 +29,13 @@ from appliance.errors import (
     ModelNotGguf,
     ModelUnsupportedArch,
 )
+from appliance.gguf.families import (
+    FAMILIES, KNOWN_ARCHS, PROJECTORS, Family, families_of_arch, family_of_projector,
+)
 from appliance.gguf.files import human_size
 from appliance.gguf.header import GGUFHeader, read_header
 
-SUPPORTED_ARCHS = ("gemma3", "gemma3n", "gemma4")
-# text architecture -> the projector types made for it
-PROJECTORS_FOR_ARCH = {
-    "gemma3": ("gemma3",),
-    "gemma3n": ("gemma3nv",),
-    "gemma4": ("gemma4v", "gemma4uv"),
-}
-SUPPORTED_PROJECTORS = tuple(p for types in PROJECTORS_FOR_ARCH.values() for p in types)
 CLIP_ARCH = "clip"
-
-# Projectors whose projection matrix is stored (in ggml order) as (n_embd_text, ...)
-# rather than (..., n_embd_text); see clip_n_mmproj_embd in tools/mtmd/clip.cpp.
-_PROJECTION_OUT_DIM0 = ("gemma3", "gemma3nv")
-_PROJECTION_TENSOR = "mm.input_projection.weight"
-# Gemma 4's projectors take any resolution within a token budget (clip.cpp defaults).
-_DYNAMIC_TOKENS = {"gemma4v": (70, 1120), "gemma4uv": (70, 1120)}
-_DEFAULT_N_MERGE = {"gemma3": 4, "gemma3nv": 1, "gemma4v": 3, "gemma4uv": 3}
-
 
 
 # --- the pair ------------------------------------------------------------------------
@@ -69,12 +46,14 @@ class ModelInfo:
     """What the appliance needs to know about a checked model pair.
 
     ``image_size`` is the side of the square image the projector takes: fixed for
-    Gemma 3 (896 px), and for Gemma 4 (dynamic resolution) the largest square within
-    its default token budget. ``image_tokens`` is the number of soft tokens one
-    image costs (for Gemma 4 the upper bound; ``image_tokens_min`` the lower).
+    Gemma 3 (896 px); for a dynamic-resolution projector the largest square within
+    its budget, ``max_pixels``. ``image_tokens`` is the number of soft tokens one
+    image costs (for dynamic resolution the upper bound; ``image_tokens_min`` the
+    lower).
     """
 
     name: str
+    family: str
     arch: str
     quant: str
     n_embd: int
@@ -96,15 +75,25 @@ class ModelInfo:
     n_merge: int
     image_tokens: int
     image_tokens_min: int
+    max_pixels: int
 
     @property
     def dynamic_resolution(self) -> bool:
         return self.image_tokens != self.image_tokens_min
 
+    @property
+    def token_pixels(self) -> int:
+        """The pixels of the input image one image token stands for."""
+        return (self.patch_size * self.n_merge) ** 2
+
+    @property
+    def profile(self) -> Family:
+        return FAMILIES[self.family]
+
     def summary(self) -> str:
         tokens = (f"{self.image_tokens_min}-{self.image_tokens}" if self.dynamic_resolution
                   else str(self.image_tokens))
-        return (f"{self.name} ({self.arch}, {self.quant}, n_embd {self.n_embd}, "
+        return (f"{self.name} ({self.profile.title}: {self.arch}, {self.quant}, n_embd {self.n_embd}, "
                 f"{self.n_layer} layers, context {self.context_length}) + "
                 f"{self.projector_type} projector ({self.image_size} px, "
                 f"{tokens} tokens per image); {human_size(self.model_size + self.mmproj_size)}")
@@ -114,7 +103,7 @@ def inspect_model(model_path: str | Path, mmproj_path: str | Path | None) -> Mod
     """Check a text model and its mmproj; the facts about the pair, or a ``ModelError``.
 
     Refuses, in this order: a file that is not a (complete) GGUF; a model that is an
-    mmproj; an architecture llama.cpp cannot run as a Gemma vision model; a missing
+    mmproj; an architecture no family of ``families.py`` has; a missing
     mmproj, or one that is a text model or has no vision encoder; an unknown
     projector, or one made for another architecture; a projector whose output size
     differs from the model's embedding length.
@@ -126,11 +115,11 @@ def inspect_model(model_path: str | Path, mmproj_path: str | Path | None) -> Mod
             f"{model.path} is an mmproj (vision projector), not the language model: set "
             f"engine.model to the model GGUF (e.g. gemma-3-4b-it-Q4_K_M.gguf) and "
             f"engine.mmproj to this file")
-    if arch not in SUPPORTED_ARCHS:
+    if not families_of_arch(arch):
         raise ModelUnsupportedArch(
-            f"{model.path} is a '{arch or 'unknown'}' model; this appliance runs Gemma "
-            f"vision models ({', '.join(SUPPORTED_ARCHS)}). Choose one from "
-            f"models/catalog.toml (`appliance models list`)")
+            f"{model.path} is a '{arch or 'unknown'}' model; this appliance runs the "
+            f"vision model families of models/catalog.toml, whose text models are "
+            f"{', '.join(KNOWN_ARCHS)}. Choose one with `appliance models list`")
     if not model.tensors:
         raise ModelNotGguf(f"{model.path} holds no tensors (a vocabulary-only file?): "
                            f"download the full model")
@@ -153,17 +142,18 @@ def inspect_model(model_path: str | Path, mmproj_path: str | Path | None) -> Mod
             f"engine.mmproj to it")
     projector = str(mmproj.metadata.get("clip.projector_type")
                     or mmproj.metadata.get("clip.vision.projector_type") or "")
-    if projector not in SUPPORTED_PROJECTORS:
+    family = family_of_projector(projector)
+    if family is None:
         raise ModelUnsupportedArch(
-            f"{mmproj.path} has projector type '{projector or 'unknown'}'; this appliance "
-            f"runs Gemma vision projectors ({', '.join(SUPPORTED_PROJECTORS)}). Use the "
-            f"mmproj from the same repository as the model")
-    if projector not in PROJECTORS_FOR_ARCH[arch]:
+            f"{mmproj.path} has projector type '{projector or 'unknown'}', which no family "
+            f"this appliance runs uses ({', '.join(PROJECTORS)}). Use the mmproj from the "
+            f"same repository as the model")
+    if arch not in family.archs:
+        made_for = ", ".join(f.title for f in families_of_arch(arch))
         raise ModelMmprojMismatch(
-            f"{mmproj.path} is a '{projector}' projector, made for another model family "
-            f"than {model.path} ({arch} takes {', '.join(PROJECTORS_FOR_ARCH[arch])}): "
-            f"download the mmproj from the same repository as the model and set "
-            f"engine.mmproj to it")
+            f"{mmproj.path} is a '{projector}' projector ({family.title}), but "
+            f"{model.path} is a '{arch}' text model ({made_for}): download the mmproj "
+            f"from the same repository as the model and set engine.mmproj to it")
 
     n_embd = _int(model, f"{arch}.embedding_length")
     projection_dim = _projection_dim(mmproj, projector)
@@ -176,9 +166,11 @@ def inspect_model(model_path: str | Path, mmproj_path: str | Path | None) -> Mod
 
     n_head = _int(model, f"{arch}.attention.head_count")
     head_dim = _int(model, f"{arch}.attention.key_length", default=0) or n_embd // n_head
-    image_size, patch_size, n_merge, tokens_min, tokens_max = _image_geometry(mmproj, projector)
+    image_size, patch_size, n_merge, tokens_min, tokens_max, max_pixels = \
+        _image_geometry(mmproj, projector)
     return ModelInfo(
         name=model.name,
+        family=family.name,
         arch=arch,
         quant=_file_type(model),
         n_embd=n_embd,
@@ -200,6 +192,7 @@ def inspect_model(model_path: str | Path, mmproj_path: str | Path | None) -> Mod
         n_merge=n_merge,
         image_tokens=tokens_max,
         image_tokens_min=tokens_min,
+        max_pixels=max_pixels,
     )
 
 
@@ -218,32 +211,45 @@ def _int(header: GGUFHeader, key: str, default: int | None = None) -> int:
 
 
 def _projection_dim(mmproj: GGUFHeader, projector: str) -> int:
-    tensor = mmproj.tensors.get(_PROJECTION_TENSOR)
-    if tensor is not None and len(tensor.shape) >= 2:
-        return tensor.shape[0] if projector in _PROJECTION_OUT_DIM0 else tensor.shape[1]
+    facts = PROJECTORS[projector]
+    tensor = mmproj.tensors.get(facts.output_tensor)
+    if tensor is not None and len(tensor.shape) > facts.output_dim:
+        return tensor.shape[facts.output_dim]
     return _int(mmproj, "clip.vision.projection_dim")  # last resort: not what mtmd checks
 
 
-def _image_geometry(mmproj: GGUFHeader, projector: str) -> tuple[int, int, int, int, int]:
-    """(image_size, patch_size, n_merge, min tokens, max tokens), as clip.cpp derives them."""
+def _image_geometry(mmproj: GGUFHeader, projector: str
+                    ) -> tuple[int, int, int, int, int, int]:
+    """(image_size, patch_size, n_merge, min tokens, max tokens, max pixels), as
+    clip.cpp derives them."""
+    facts = PROJECTORS[projector]
     image_size = _int(mmproj, "clip.vision.image_size")
     patch_size = _int(mmproj, "clip.vision.patch_size")
     n_merge = _int(mmproj, "clip.vision.projector.scale_factor",
-                   default=_DEFAULT_N_MERGE[projector])
+                   default=_int(mmproj, "clip.vision.spatial_merge_size", default=facts.n_merge))
     if patch_size <= 0 or n_merge <= 0:
         raise ModelNotGguf(f"{mmproj.path} has patch size {patch_size} and merge factor "
                            f"{n_merge}: the file is damaged; download it again")
     if projector == "gemma4uv":  # the merge happens in the patch convolution
         patch_size, n_merge = patch_size * n_merge, 1
-    if projector in _DYNAMIC_TOKENS:
-        tokens_min, tokens_max = _DYNAMIC_TOKENS[projector]
-        image_size = math.isqrt(tokens_max) * patch_size * n_merge
-        return image_size, patch_size, n_merge, tokens_min, tokens_max
-    if projector == "gemma3nv":  # MobileNetV5 emits a fixed grid (clip_n_output_tokens)
-        tokens = image_size // patch_size
+    token_area = (patch_size * n_merge) ** 2
+    if facts.dynamic_tokens is None:
+        if projector == "gemma3nv":  # MobileNetV5 emits a fixed grid (clip_n_output_tokens)
+            tokens = image_size // patch_size
+        else:
+            tokens = (image_size // patch_size // n_merge) ** 2
+        return image_size, patch_size, n_merge, tokens, tokens, image_size ** 2
+    if facts.dynamic_tokens == (0, 0):  # up to image_size on the longest edge
+        min_pixels, max_pixels = token_area, image_size ** 2
     else:
-        tokens = (image_size // patch_size // n_merge) ** 2
-    return image_size, patch_size, n_merge, tokens, tokens
+        min_pixels = _int(mmproj, "clip.vision.image_min_pixels",
+                          default=facts.dynamic_tokens[0] * token_area)
+        max_pixels = _int(mmproj, "clip.vision.image_max_pixels",
+                          default=facts.dynamic_tokens[1] * token_area)
+    side = patch_size * n_merge
+    image_size = math.isqrt(max_pixels) // side * side  # the largest square in the budget
+    return (image_size, patch_size, n_merge, max(1, min_pixels // token_area),
+            max_pixels // token_area, max_pixels)
 
 
 def _file_type(header: GGUFHeader) -> str:

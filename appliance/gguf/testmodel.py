@@ -36,10 +36,13 @@ change), mapped to floats with exact arithmetic. The files are byte-identical
 across runs, machines and numpy versions, for a given version of the ``gguf``
 package, which lays out the file.
 
-This module is also the one home of the layout both random-weight models share:
+This module is also the one home of the layout the random-weight models share:
 the vocabulary, the tensor inventory (``text_tensor_specs``, ``mmproj_tensor_specs``),
-the metadata keys, the bias channel and the streaming GGUF writer. ``shapes.py``
-builds the full-size benchmark models from them.
+the metadata keys, the bias channel, the noise and the streaming GGUF writer.
+``shapes.py`` builds the full-size benchmark models from them, ``family_models.py``
+the tiny pairs of the other model families (their own special tokens, through
+``Specials``; pre-norm architectures keep the bias channel with ``residual_linear``
+output projections, which never write it).
 """
 
 from __future__ import annotations
@@ -117,8 +120,27 @@ SPECIAL_TOKENS = (
 )
 PAD_ID, EOS_ID, BOS_ID, UNK_ID = 0, 1, 2, 3
 END_OF_TURN_ID = SPECIAL_TOKENS.index("<end_of_turn>")
-_FIRST_BYTE_ID = len(SPECIAL_TOKENS)
-_FIRST_PIECE_ID = _FIRST_BYTE_ID + 256
+
+
+@dataclass(frozen=True)
+class Specials:
+    """A vocabulary's special tokens, ids 0.. in this order; the 256 byte tokens and
+    the normal pieces follow them. ``<unk>`` is UNKNOWN, the others CONTROL.
+    ``end_of_turn`` is the token ``eos_bias`` moves."""
+
+    tokens: tuple[str, ...]
+    end_of_turn: str
+
+    @property
+    def end_of_turn_id(self) -> int:
+        return self.tokens.index(self.end_of_turn)
+
+    @property
+    def first_piece_id(self) -> int:
+        return len(self.tokens) + 256
+
+
+GEMMA_SPECIALS = Specials(SPECIAL_TOKENS, "<end_of_turn>")
 
 _NORMAL_PIECES = (
     "▁",
@@ -260,8 +282,8 @@ def write_test_model(
     shape = shape or TestModelShape()
     dest_dir = Path(dest_dir)
     dest_dir.mkdir(parents=True, exist_ok=True)
-    text_noise = _Noise(np.random.PCG64(seed))
-    vision_noise = _Noise(np.random.PCG64(seed).jumped())  # an independent stream from the same seed
+    text_noise = Noise(np.random.PCG64(seed))
+    vision_noise = Noise(np.random.PCG64(seed).jumped())  # an independent stream from the same seed
 
     model_path = dest_dir / TEXT_FILENAME
     write_gguf(model_path, "gemma3", text_metadata(shape, "tiny-gemma3 (random weights, tests only)"),
@@ -276,15 +298,21 @@ def write_test_model(
 
 
 def gemma_vocabulary(n_vocab: int | None = None, pieces: Iterable[str] = ()) -> list[tuple[str, float, int]]:
+    """Gemma's vocabulary (see ``vocabulary``)."""
+    return vocabulary(GEMMA_SPECIALS, n_vocab, pieces)
+
+
+def vocabulary(specials: Specials, n_vocab: int | None = None,
+               pieces: Iterable[str] = ()) -> list[tuple[str, float, int]]:
     """(piece, score, token type) for every id, in id order.
 
-    Gemma's special tokens, the 256 byte tokens, then the printable pieces above.
+    The special tokens, the 256 byte tokens, then the printable pieces above.
     With ``n_vocab`` (a real vocabulary's size) more normal pieces follow, up to that
     many tokens: first ``pieces`` (those not already there), then unique fillers
     ``▁tok<id>``.
     """
     tt = gguf.TokenType
-    vocab = [(tok, 0.0, tt.UNKNOWN if tok == "<unk>" else tt.CONTROL) for tok in SPECIAL_TOKENS]
+    vocab = [(tok, 0.0, tt.UNKNOWN if tok == "<unk>" else tt.CONTROL) for tok in specials.tokens]
     vocab += [(f"<0x{b:02X}>", 0.0, tt.BYTE) for b in range(256)]
     # SentencePiece scores are log-probabilities: the earlier a piece, the likelier.
     vocab += [(piece, -1.0 - i, tt.NORMAL) for i, piece in enumerate(_NORMAL_PIECES)]
@@ -299,20 +327,21 @@ def gemma_vocabulary(n_vocab: int | None = None, pieces: Iterable[str] = ()) -> 
             break
         if piece not in seen:
             seen.add(piece)
-            vocab.append((piece, -1.0 - (len(vocab) - _FIRST_PIECE_ID), tt.NORMAL))
+            vocab.append((piece, -1.0 - (len(vocab) - specials.first_piece_id), tt.NORMAL))
     return vocab
 
 
 MIN_N_VOCAB = len(gemma_vocabulary())
 
 
-def bias_channel(n_vocab: int, eos_bias: float = 0.0, quiet: Sequence[int] = ()) -> np.ndarray:
+def bias_channel(n_vocab: int, eos_bias: float = 0.0, quiet: Sequence[int] = (),
+                 specials: Specials = GEMMA_SPECIALS) -> np.ndarray:
     """Embedding channel 0 for every token: high for normal pieces, low for the rest
     and for the ``quiet`` pieces."""
     values = np.full(n_vocab, _BIAS_LOW)
-    values[_FIRST_PIECE_ID:] = _BIAS_NORMAL
+    values[specials.first_piece_id:] = _BIAS_NORMAL
     values[list(quiet)] = _BIAS_LOW
-    values[END_OF_TURN_ID] = _BIAS_LOW + eos_bias * (_BIAS_NORMAL - _BIAS_LOW)
+    values[specials.end_of_turn_id] = _BIAS_LOW + eos_bias * (_BIAS_NORMAL - _BIAS_LOW)
     return values
 
 
@@ -325,9 +354,11 @@ class TensorSpec:
     and what it holds, which decides its random values.
 
     ``kind`` is ``embedding`` (the tied token embedding), ``linear`` (a weight matrix;
-    ``fan_in`` inputs per output set its scale), ``norm`` (weights near 1),
-    ``blind_norm`` and ``output_norm`` (norms that hide or amplify the bias
-    channel), ``bias`` or ``position`` (position embeddings).
+    ``fan_in`` inputs per output set its scale), ``residual_linear`` (one whose output
+    is added to the residual stream unnormalised, so it must not write the bias
+    channel), ``norm`` (weights near 1), ``blind_norm`` and ``output_norm`` (norms
+    that hide or amplify the bias channel), ``bias`` or ``position`` (position
+    embeddings).
     """
 
     name: str
@@ -415,11 +446,14 @@ def mmproj_tensor_specs(s: GemmaShape) -> list[TensorSpec]:
     return specs
 
 
-def steer(spec: TensorSpec, values: np.ndarray, eos_bias: float = 0.0, quiet: Sequence[int] = ()) -> None:
+def steer(spec: TensorSpec, values: np.ndarray, eos_bias: float = 0.0, quiet: Sequence[int] = (),
+          specials: Specials = GEMMA_SPECIALS) -> None:
     """Write the bias channel (see the module docstring) into freshly drawn values, in
     place; the ``quiet`` pieces are kept as unlikely as control tokens."""
     if spec.kind == "embedding":
-        values[:, 0] = bias_channel(spec.shape[0], eos_bias, quiet)
+        values[:, 0] = bias_channel(spec.shape[0], eos_bias, quiet, specials)
+    elif spec.kind == "residual_linear":
+        values[0] = 0.0  # output row 0 is the residual stream's bias channel
     elif spec.kind == "blind_norm":
         values[0] = 0.0  # the layers neither read nor write the bias channel
     elif spec.kind == "output_norm":
@@ -429,7 +463,7 @@ def steer(spec: TensorSpec, values: np.ndarray, eos_bias: float = 0.0, quiet: Se
 # --- random values --------------------------------------------------------------
 
 
-class _Noise:
+class Noise:
     """Uniform noise from the raw output of a PCG64 bit generator.
 
     The top 24 bits of each 64-bit word become an integer k in [-2**23, 2**23);
@@ -445,20 +479,20 @@ class _Noise:
         k = (raw >> np.uint64(40)).astype(np.int64) - (1 << 23)
         return (k.astype(np.float64) * (bound / (1 << 23))).reshape(shape)
 
-    def draw(self, spec: TensorSpec, eos_bias: float = 0.0) -> np.ndarray:
+    def draw(self, spec: TensorSpec, eos_bias: float = 0.0, specials: Specials = GEMMA_SPECIALS) -> np.ndarray:
         """The values of one tensor. Linear weights give unit-variance outputs for
         unit-variance inputs."""
         if spec.kind == "embedding":
             values = self.uniform(spec.shape, _EMBED_NOISE)
         elif spec.kind in NORM_KINDS:
             values = (1.0 + self.uniform(spec.shape, _NORM_NOISE)).astype(_F32)
-        elif spec.kind == "linear":
+        elif spec.kind in ("linear", "residual_linear"):
             values = self.uniform(spec.shape, math.sqrt(3.0 / spec.fan_in))
         elif spec.kind == "bias":
             values = self.uniform(spec.shape, 0.02)
         else:  # position
             values = self.uniform(spec.shape, 0.1)
-        steer(spec, values, eos_bias)
+        steer(spec, values, eos_bias, specials=specials)
         return values.astype(spec.dtype)
 
 
@@ -468,7 +502,6 @@ class _Noise:
 def text_metadata(s: GemmaShape, name: str, pieces: Iterable[str] = ()) -> list[tuple[str, Any]]:
     """The keys of an f16 ``gemma3`` text model, its vocabulary (see ``gemma_vocabulary``)
     and chat template."""
-    vocab = gemma_vocabulary(s.n_vocab, pieces)
     return [
         ("general.name", name),
         ("general.file_type", int(gguf.LlamaFileType.MOSTLY_F16)),
@@ -485,18 +518,28 @@ def text_metadata(s: GemmaShape, name: str, pieces: Iterable[str] = ()) -> list[
         ("gemma3.rope.freq_base_swa", s.rope_freq_base_swa),
         ("gemma3.attention.sliding_window", s.sliding_window),
         ("gemma3.attention.sliding_window_pattern", s.sliding_window_pattern),
+        *tokenizer_metadata(gemma_vocabulary(s.n_vocab, pieces), bos=BOS_ID, eos=EOS_ID, unk=UNK_ID,
+                            pad=PAD_ID, add_bos=True, chat_template=GEMMA3_CHAT_TEMPLATE),
+    ]
+
+
+def tokenizer_metadata(vocab: list[tuple[str, float, int]], *, bos: int, eos: int, unk: int, pad: int,
+                       add_bos: bool, chat_template: str) -> list[tuple[str, Any]]:
+    """The keys of a SentencePiece-style (``llama``) tokenizer holding ``vocab``. The
+    special ids are written explicitly: the SPM defaults assume another order."""
+    return [
         ("tokenizer.ggml.model", "llama"),
         ("tokenizer.ggml.tokens", [piece for piece, _, _ in vocab]),
         ("tokenizer.ggml.scores", [score for _, score, _ in vocab]),
         ("tokenizer.ggml.token_type", [int(kind) for _, _, kind in vocab]),
-        ("tokenizer.ggml.bos_token_id", BOS_ID),
-        ("tokenizer.ggml.eos_token_id", EOS_ID),
-        ("tokenizer.ggml.unknown_token_id", UNK_ID),
-        ("tokenizer.ggml.padding_token_id", PAD_ID),
-        ("tokenizer.ggml.add_bos_token", True),
+        ("tokenizer.ggml.bos_token_id", bos),
+        ("tokenizer.ggml.eos_token_id", eos),
+        ("tokenizer.ggml.unknown_token_id", unk),
+        ("tokenizer.ggml.padding_token_id", pad),
+        ("tokenizer.ggml.add_bos_token", add_bos),
         ("tokenizer.ggml.add_eos_token", False),
         ("tokenizer.ggml.add_space_prefix", False),
-        ("tokenizer.chat_template", GEMMA3_CHAT_TEMPLATE),
+        ("tokenizer.chat_template", chat_template),
     ]
 
 

@@ -79,7 +79,7 @@ def test_daemon_climbs_the_retry_ladder_to_the_classic_fallback(tmp_path, tiny_m
         assert final["status"] == "done" and final["pages"][0]["attempts"] == 3
         page = daemon.client.get(f"/api/v1/documents/{doc['id']}/result?format=json").json()
         assert page["pages"][0]["flags"] == ["fallback"]
-        assert page["pages"][0]["provenance"]["prompt_version"] == "invoice/v1"
+        assert page["pages"][0]["provenance"]["prompt_version"] == "gemma3/invoice/v1"
         assert page["pages"][0]["provenance"]["fields_question"] == "fields/v1"
         assert "4711" in page["pages"][0]["text"]
         fields = {f["name"]: f for f in page["document"]["fields"]}

@@ -37,12 +37,13 @@ MIB = 2**20
 
 # google/gemma-3-4b-it as llama.cpp sees it (Q4_K_M text model, f16 mmproj).
 GEMMA3_4B = ModelInfo(
-    name="gemma-3-4b-it", arch="gemma3", quant="Q4_K_M", n_embd=2560, n_layer=34,
+    name="gemma-3-4b-it", family="gemma3", arch="gemma3", quant="Q4_K_M", n_embd=2560, n_layer=34,
     n_head=8, n_head_kv=4, head_dim=256, context_length=131072, n_vocab=262144,
     model_path=Path("models/gemma-3-4b-it-Q4_K_M.gguf"), model_size=2_489_757_856,
     mmproj_path=Path("models/mmproj-gemma-3-4b-it-f16.gguf"), mmproj_name="mmproj",
     mmproj_size=851_251_104, projector_type="gemma3", projection_dim=2560,
-    image_size=896, patch_size=14, n_merge=4, image_tokens=256, image_tokens_min=256)
+    image_size=896, patch_size=14, n_merge=4, image_tokens=256, image_tokens_min=256,
+    max_pixels=896 * 896)
 GEMMA3_4B_KV_F16 = 4096 * 34 * 4 * 256 * 2 * 2
 
 

@@ -36,6 +36,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from appliance.engines.llama.sequence import Decoding, Sequence, score_tokens
+from appliance.engines.llama.template import chat_prompt
 from appliance.engines.vision import Generation
 from appliance.errors import ApplianceError, EngineError, ModelError
 
@@ -151,7 +152,6 @@ class BatchedDecoder:
         self._memory = L.llama_get_memory(self._ctx)
         self._vocab = L.llama_model_get_vocab(self._model)
         self.n_vocab = L.llama_vocab_n_tokens(self._vocab)
-        self._template = L.llama_model_chat_template(self._model, None)
         self._end_tokens = sorted({t for t in (L.llama_vocab_eos(self._vocab),
                                                L.llama_vocab_eot(self._vocab)) if t >= 0})
         self._batch = L.llama_batch_init(slots, 0, 1)  # one token a sequence a step
@@ -173,19 +173,7 @@ class BatchedDecoder:
 
     def chat_prompt(self, user_text: str) -> str:
         """The model's own chat template around one user turn, ready for the answer."""
-        L = self._L
-        message = (L.llama_chat_message * 1)(L.llama_chat_message(b"user", user_text.encode()))
-        size = len(user_text) * 2 + 256
-        for _ in range(2):
-            buffer = ctypes.create_string_buffer(size)
-            n = L.llama_chat_apply_template(self._template, message, 1, True, buffer, size)
-            if n < 0:
-                raise ModelError("llama.cpp does not know this model's chat template; "
-                                 "use a model whose GGUF carries a supported template")
-            if n <= size:
-                return buffer.raw[:n].decode()
-            size = n
-        raise ModelError("the chat template kept growing")  # pragma: no cover
+        return chat_prompt(self._L, self._model, self._vocab, user_text)
 
     def submit(self, decoding: Decoding) -> Future:
         """Queue one page for a slot; the Future holds its Generation. Thread-safe."""
@@ -296,9 +284,11 @@ class BatchedDecoder:
             bitmaps = (mtmd.mtmd_bitmap_p_ctypes * 1)(bitmap)
             if mtmd.mtmd_tokenize(self._vision, chunks, ctypes.byref(text), bitmaps, 1) != 0:
                 raise EngineError("the page prompt could not be tokenized")
-            n_prompt = mtmd.mtmd_helper_get_n_pos(chunks)
+            # the KV cache holds a cell per token; under M-RoPE an image takes fewer
+            # positions than tokens
+            n_prompt = mtmd.mtmd_helper_get_n_tokens(chunks)
             if n_prompt + 1 >= self.n_ctx:
-                raise EngineError(f"the prompt ({n_prompt} positions) does not fit the "
+                raise EngineError(f"the prompt ({n_prompt} tokens) does not fit the "
                                   f"slot's context of {self.n_ctx}; raise engine.n_ctx")
             L.llama_memory_seq_rm(self._memory, sequence.slot, -1, -1)
             n_past = L.llama_pos(0)

@@ -1,12 +1,13 @@
-"""The ``llama`` engine: a Gemma-class vision GGUF + mmproj through llama.cpp.
+"""The ``llama`` engine: a vision GGUF + mmproj of a known family through llama.cpp.
 
 The page semantics (prompts, retry ladder, tiling, fallback) are those of every
 vision engine (``appliance.engines.vision``). Here one answer is one sequence of the
 engine's :class:`BatchedDecoder`, which reads up to ``parallel`` pages at once on one
-copy of the weights: the image resized to the model's square input, watched token by
-token (each chosen token's log-probability and the step's entropy are recorded; the
+copy of the weights: the image resized to the model's input (a square, or within
+the pixel budget of a dynamic-resolution model), watched token by token (each chosen token's log-probability and the step's entropy are recorded; the
 token cap, the deadline, the cancel event or the repetition guard end that sequence
-alone). The sampled rung adds a mild repeat penalty.
+alone). The sampled rung uses the family's temperature and repeat penalty
+(``gguf/families.py``), whose prompts, and whose output converter, the page gets.
 """
 
 from __future__ import annotations
@@ -23,12 +24,16 @@ from PIL import Image
 from appliance.engines.base import PageRequest, Recognition, timed_reading
 from appliance.engines.chat import page_messages
 from appliance.engines.llama.batched import BatchedDecoder, route_native_logs
-from appliance.engines.llama.sequence import SAMPLED_REPEAT_PENALTY, Decoding
-from appliance.gguf.pair import inspect_model
+from appliance.engines.llama.sequence import Decoding
 from appliance.engines.prompts import Prompt, prompt_for, user_turn
-from appliance.engines.vision import SAMPLED_TEMPERATURE, SEED, Generation, VisionEngine
+from appliance.engines.vision import SEED, Generation, VisionEngine
+from appliance.gguf.pair import ModelInfo, inspect_model
 
 log = logging.getLogger(__name__)
+
+# a page turn's tokens besides the image: the template, the prompt, the end of the
+# previous page (at most about 150), and the image's row and frame tokens
+PROMPT_TOKENS = 400
 
 
 def load_llama(model: str, mmproj: str, *, n_ctx: int, n_batch: int, n_gpu_layers: int,
@@ -52,8 +57,9 @@ def bare_loop(pages: list[Path], *, model: str, mmproj: str, n_ctx: int = 4096,
     ``create_chat_completion`` on it, nothing else. Returns the seconds it took."""
     llm = load_llama(model, mmproj, n_ctx=n_ctx, n_batch=n_batch, n_gpu_layers=n_gpu_layers,
                      flash_attn=flash_attn, threads=threads)
-    side = inspect_model(model, mmproj).image_size
-    prompt = prompt_for("generic")
+    info = inspect_model(model, mmproj)
+    side = info.image_size
+    prompt = prompt_for("generic", info.profile)
     try:
         return timed_reading(pages, lambda image: llm.create_chat_completion(
             messages=page_messages(image, prompt.text, side),
@@ -61,6 +67,21 @@ def bare_loop(pages: list[Path], *, model: str, mmproj: str, n_ctx: int = 4096,
             repeat_penalty=1.0, seed=SEED))
     finally:
         llm.close()
+
+
+def model_input(image: Image.Image, info: ModelInfo, image_tokens: int) -> Image.Image:
+    """The image as the projector takes it: a square of its side, or, at dynamic
+    resolution, the page's own shape scaled into its pixel budget and into
+    ``image_tokens`` (the room the slot's context leaves it). mtmd would shrink a
+    larger one to the budget itself, but not to the context."""
+    if not info.dynamic_resolution:
+        side = info.image_size
+        return image.resize((side, side), Image.Resampling.LANCZOS).convert("RGB")
+    budget = min(info.max_pixels, max(image_tokens, info.image_tokens_min) * info.token_pixels)
+    scale = min(1.0, (budget / (image.width * image.height)) ** 0.5)
+    size = (max(1, int(image.width * scale)), max(1, int(image.height * scale)))
+    return (image if scale == 1.0 else image.resize(size, Image.Resampling.LANCZOS)
+            ).convert("RGB")
 
 
 @functools.lru_cache(maxsize=32)
@@ -82,7 +103,7 @@ class LlamaEngine(VisionEngine):
         self.info = inspect_model(model, mmproj)  # refuse a bad pair before llama.cpp sees it
         super().__init__(image_side=self.info.image_size, retry_ladder=retry_ladder,
                          max_tokens=max_tokens, fixed_tokens=fixed_tokens,
-                         auto_tiling=auto_tiling, threads=threads)
+                         auto_tiling=auto_tiling, threads=threads, family=self.info.profile)
         self.slots = parallel  # pages decoded at once, one sequence each; n_ctx is per page
         self.decoder = BatchedDecoder(model, mmproj, slots=parallel, n_ctx=n_ctx,
                                        n_batch=n_batch, n_gpu_layers=n_gpu_layers,
@@ -95,10 +116,11 @@ class LlamaEngine(VisionEngine):
         return self._model_id
 
     def provenance(self) -> dict:
-        return dict(self._files)
+        return {**self._files, "family": self.family.name}
 
     def sampling(self) -> dict:
-        return {"temperature": SAMPLED_TEMPERATURE, "repeat_penalty": SAMPLED_REPEAT_PENALTY}
+        return {"temperature": self.family.temperature,
+                "repeat_penalty": self.family.repeat_penalty}
 
     def _read(self, image: Image.Image, request: PageRequest) -> Recognition:
         result = super()._read(image, request)
@@ -117,13 +139,16 @@ class LlamaEngine(VisionEngine):
 
     def decoding_for(self, image: Image.Image, prompt: Prompt, request: PageRequest,
                      sampled: bool, give_up: threading.Event | None = None) -> Decoding:
-        side = self.image_side
-        # resized here, in the page's own thread: the decode loop only copies the pixels
-        square = image.resize((side, side), Image.Resampling.LANCZOS).convert("RGB")
         question = prompt.schema is not None
-        return Decoding(square, user_turn(prompt, self.decoder.image_marker, request.context),
-                        max_tokens=self.answer_tokens(prompt), deadline=request.deadline,
+        # resized here, in the page's own thread: the decode loop only copies the pixels
+        answer = self.answer_tokens(prompt)
+        room = self.decoder.n_ctx - answer - PROMPT_TOKENS  # what the image may take
+        return Decoding(model_input(image, self.info, room),
+                        user_turn(prompt, self.decoder.image_marker, request.context),
+                        max_tokens=answer, deadline=request.deadline,
                         fixed=bool(self.fixed_tokens) and not question, sampled=sampled,
+                        temperature=self.family.temperature,
+                        repeat_penalty=self.family.repeat_penalty,
                         cancel=tuple(e for e in (request.cancel, give_up) if e is not None),
                         grammar=json_grammar(json.dumps(prompt.schema)) if question else "")
 

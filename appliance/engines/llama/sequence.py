@@ -22,18 +22,21 @@ from appliance.engines.vision import SAMPLED_TEMPERATURE, SEED, Generation
 
 SAMPLED_REPEAT_PENALTY = 1.05  # mild: a strong penalty corrupts faithful repeated rows
 REPEAT_WINDOW = 64  # llama.cpp's default penalty_last_n
+MIN_TEMPERATURE = 0.05  # a family that decodes greedily still varies its sampled rung a little
 
 
 @dataclass
 class Decoding:
     """What one page asks of the decoder."""
 
-    image: Image.Image  # RGB, at the model's square input size
+    image: Image.Image  # RGB, at the model's input size
     user_text: str  # the user turn, holding the image marker where the image goes
     max_tokens: int
     deadline: float | None = None  # time.monotonic()
     fixed: bool = False  # benchmarks: exactly max_tokens tokens, no guard, no early end
     sampled: bool = False
+    temperature: float = SAMPLED_TEMPERATURE  # of a sampled decoding
+    repeat_penalty: float = SAMPLED_REPEAT_PENALTY
     cancel: tuple[threading.Event, ...] = ()  # any of them set: stop, "cancelled"
     # GBNF the answer must match (a Question's schema); its bounded length stands in
     # for the repetition guard
@@ -77,12 +80,12 @@ class Sequence:
     def sample(self, values: np.ndarray) -> int:
         """Temperature sampling with a mild repeat penalty, from the page's own stream."""
         row = values.astype(np.float64)
+        penalty = self.decoding.repeat_penalty
         recent = list(set(self.ids[-REPEAT_WINDOW:]))
         if recent:
             hit = row[recent]
-            row[recent] = np.where(hit > 0, hit / SAMPLED_REPEAT_PENALTY,
-                                   hit * SAMPLED_REPEAT_PENALTY)
-        row = (row - row.max()) / SAMPLED_TEMPERATURE
+            row[recent] = np.where(hit > 0, hit / penalty, hit * penalty)
+        row = (row - row.max()) / max(self.decoding.temperature, MIN_TEMPERATURE)
         weights = np.exp(row)
         cumulative = np.cumsum(weights)
         return int(np.searchsorted(cumulative, self.rng.random() * cumulative[-1],

@@ -1,0 +1,135 @@
+"""Every model family is recognised from its GGUF headers, and a pair that does not
+belong together is refused, with the reason codes operators already know.
+
+The pairs here are real GGUF files whose headers are written as each family's
+converter writes them (architecture, projector type, the projector's output tensor)
+with placeholder weights: the pair check reads headers only. The families whose
+tiny pairs llama.cpp also runs are read end to end in test_family_models.py.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import gguf
+import numpy as np
+import pytest
+
+from appliance.errors import ModelMmprojMismatch, ModelUnsupportedArch
+from appliance.gguf.families import FAMILIES, PROJECTORS
+from appliance.gguf.pair import inspect_model
+
+N_EMBD = 64
+
+
+def write_text_model(path: Path, arch: str, n_embd: int = N_EMBD) -> Path:
+    writer = gguf.GGUFWriter(path, arch)
+    writer.add_name(f"header-only {arch}")
+    for key, value in (("embedding_length", n_embd), ("block_count", 2),
+                       ("attention.head_count", 4), ("context_length", 4096)):
+        writer.add_uint32(f"{arch}.{key}", value)
+    writer.add_array("tokenizer.ggml.tokens", ["a", "b", "c"])
+    writer.add_tensor("token_embd.weight", np.zeros((3, n_embd), np.float16))
+    return _close(writer)
+
+
+def write_mmproj(path: Path, projector: str, n_embd: int = N_EMBD, *,
+                 max_pixels: int | None = None) -> Path:
+    facts = PROJECTORS[projector]
+    writer = gguf.GGUFWriter(path, "clip")
+    writer.add_bool("clip.has_vision_encoder", True)
+    writer.add_string("clip.projector_type", projector)
+    writer.add_uint32("clip.vision.image_size", 896)
+    writer.add_uint32("clip.vision.patch_size", 14)
+    if max_pixels:
+        writer.add_uint32("clip.vision.image_min_pixels", 28 * 28 * 4)
+        writer.add_uint32("clip.vision.image_max_pixels", max_pixels)
+    # numpy shapes are ggml's reversed: ne[output_dim] is the text model's width
+    shape = (8, n_embd) if facts.output_dim == 0 else (n_embd, 8)
+    writer.add_tensor(facts.output_tensor, np.zeros(shape, np.float16))
+    return _close(writer)
+
+
+def _close(writer: gguf.GGUFWriter) -> Path:
+    writer.write_header_to_file()
+    writer.write_kv_data_to_file()
+    writer.write_tensors_to_file()
+    writer.close()
+    return Path(writer.path)
+
+
+@pytest.mark.parametrize("family", FAMILIES.values(), ids=lambda f: f.name)
+def test_each_family_is_detected_from_its_headers(tmp_path, family):
+    for arch in family.archs:
+        for projector in family.projectors:
+            info = inspect_model(write_text_model(tmp_path / f"text-{arch}.gguf", arch),
+                                 write_mmproj(tmp_path / f"mmproj-{projector}.gguf", projector))
+            assert (info.family, info.arch, info.projector_type) == (family.name, arch,
+                                                                     projector)
+            assert info.profile is family and family.title in info.summary()
+            assert info.projection_dim == N_EMBD
+
+
+def test_a_projector_names_the_family_even_when_text_models_share_an_architecture(tmp_path):
+    """A Qwen-2 text model is dots.ocr only with the dots.ocr projector."""
+    qwen3 = write_text_model(tmp_path / "qwen3.gguf", "qwen3")
+    assert inspect_model(qwen3, write_mmproj(tmp_path / "l.gguf", "lightonocr")).family \
+        == "lightonocr"
+    with pytest.raises(ModelMmprojMismatch) as caught:
+        inspect_model(qwen3, write_mmproj(tmp_path / "d.gguf", "dots_ocr"))
+    assert caught.value.code == "model_mmproj_mismatch"
+    assert "dots.ocr" in caught.value.message and "'qwen3'" in caught.value.message
+
+
+def test_a_paddleocr_projector_with_a_gemma_model_is_a_mismatch(tmp_path):
+    with pytest.raises(ModelMmprojMismatch, match="PaddleOCR-VL"):
+        inspect_model(write_text_model(tmp_path / "g.gguf", "gemma3"),
+                      write_mmproj(tmp_path / "p.gguf", "paddleocr"))
+
+
+def test_a_projector_of_another_width_is_a_mismatch_in_every_family(tmp_path):
+    for family in FAMILIES.values():
+        text = write_text_model(tmp_path / "t.gguf", family.archs[0])
+        mmproj = write_mmproj(tmp_path / "m.gguf", family.projectors[0], n_embd=96)
+        with pytest.raises(ModelMmprojMismatch, match="96"):
+            inspect_model(text, mmproj)
+
+
+def test_a_family_llama_cpp_cannot_run_is_refused(tmp_path):
+    """Qwen2-VL is a vision model llama.cpp runs, but no family here is made of it."""
+    with pytest.raises(ModelUnsupportedArch) as caught:
+        inspect_model(write_text_model(tmp_path / "q.gguf", "qwen2vl"),
+                      write_mmproj(tmp_path / "m.gguf", "gemma3"))
+    assert "'qwen2vl'" in caught.value.message and "paddleocr" in caught.value.message
+    writer = gguf.GGUFWriter(tmp_path / "mlp.gguf", "clip")
+    writer.add_bool("clip.has_vision_encoder", True)
+    writer.add_string("clip.projector_type", "qwen2vl_merger")
+    writer.add_tensor("mm.0.weight", np.zeros((4, 4), np.float16))
+    with pytest.raises(ModelUnsupportedArch, match="'qwen2vl_merger'"):
+        inspect_model(write_text_model(tmp_path / "d.gguf", "qwen2"), _close(writer))
+
+
+def test_dynamic_resolution_takes_its_pixel_budget_from_the_file(tmp_path):
+    text = write_text_model(tmp_path / "p.gguf", "paddleocr")
+    budget = 28 * 28 * 1000  # 1000 tokens of 28 x 28 pixels (patch 14, merge 2)
+    info = inspect_model(text, write_mmproj(tmp_path / "m.gguf", "paddleocr",
+                                            max_pixels=budget))
+    assert info.dynamic_resolution and info.max_pixels == budget
+    assert (info.image_tokens_min, info.image_tokens) == (4, 1000)
+    assert info.image_size % 28 == 0 and info.image_size ** 2 <= budget
+    fixed = inspect_model(write_text_model(tmp_path / "g.gguf", "gemma3"),
+                          write_mmproj(tmp_path / "g-m.gguf", "gemma3"))
+    assert not fixed.dynamic_resolution and fixed.image_tokens == 256
+
+
+def test_every_family_is_read_through_a_converter_and_asked_with_a_prompt():
+    from appliance.engines.converters import to_markdown
+    from appliance.engines.prompts import prompt_for
+
+    for family in FAMILIES.values():
+        assert to_markdown(family.output, "Invoice 4711") == "Invoice 4711"
+        assert prompt_for("receipt", family).version.startswith(f"{family.name}/")
+        assert 0 < family.temperature <= 1 and family.repeat_penalty >= 1
+        assert family.good_at and family.title
+        if family.prompts is not None:
+            assert family.source, f"{family.name}: where do its prompts come from?"
