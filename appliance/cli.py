@@ -10,6 +10,7 @@ from pathlib import Path
 
 from appliance.config import DOC_TYPES, OUTPUT_FORMATS, load_settings
 from appliance.engines import registry
+from appliance.gguf.families import FAMILIES
 from appliance.errors import ApplianceError, InvalidRequest
 
 SHAPED_MODEL_TOKENS = 600  # per page: about a dense page of Markdown
@@ -167,7 +168,8 @@ def _write_json(path: Path | None, result: dict) -> None:
 
 
 def cmd_eval(args) -> int:
-    from appliance.measure.evaluate import format_table, run_eval
+    from appliance import models
+    from appliance.measure.evaluate import compare_models, format_table, run_eval
     from appliance.measure.release import contract_drift, release_gate, snapshot
 
     contract = baseline = None  # read first: a bad file must fail before a long run
@@ -175,8 +177,20 @@ def cmd_eval(args) -> int:
         contract = _read_json(args.check_contract, "contract")
     if args.baseline:
         baseline = _read_json(args.baseline, "baseline report")
-    report = run_eval(load_settings(args.config), args.datasets, engine=args.engine,
-                      limit=args.limit, doc_type=args.doc_type, concurrency=args.concurrency)
+    settings = load_settings(args.config)
+    pairs = [models.pair_for(name, args.models_dir) for name in args.model or [None]]
+    reports = [run_eval(settings, args.datasets, engine=args.engine, limit=args.limit,
+                        doc_type=args.doc_type, concurrency=args.concurrency, model=pair)
+               for pair in pairs]
+    if len(reports) > 1:  # models side by side, each later one gated against the first
+        text, blocked = compare_models(reports, args.model)
+        sys.stdout.write(text + "\n")
+        for path in args.report or []:
+            path.write_text(text + "\n" if path.suffix == ".md"
+                            else json.dumps({"compared": reports}, indent=2,
+                                            ensure_ascii=False) + "\n")
+        return int(blocked)
+    report = reports[0]
     table = format_table(report)
     sys.stdout.write(table + "\n")
     for path in args.report or []:
@@ -367,9 +381,17 @@ def cmd_models(args) -> int:
     from appliance.doctor import exit_code, render
 
     if args.models_command == "make-test-model":
+        from appliance.gguf.family_models import FAMILY_PAIRS, write_family_test_model
         from appliance.gguf.testmodel import write_test_model
 
-        for path in write_test_model(args.dir):
+        if args.family == "gemma3":
+            paths = write_test_model(args.dir)
+        elif args.family in FAMILY_PAIRS:
+            paths = write_family_test_model(args.dir, args.family)
+        else:
+            raise InvalidRequest(f"no tiny test pair is built for {args.family}; these "
+                                 f"families have one: gemma3, {', '.join(FAMILY_PAIRS)}")
+        for path in paths:
             sys.stdout.write(f"{path}\n")
         return 0
     catalog = models.load_catalog(args.catalog)
@@ -469,6 +491,13 @@ def build_parser() -> argparse.ArgumentParser:
     evaluate.add_argument("--doc-type", choices=DOC_TYPES,
                           help="treat every page as this document type")
     evaluate.add_argument("--concurrency", type=int, default=4, help="parallel uploads")
+    evaluate.add_argument("--model", action="append", metavar="NAME|MODEL.gguf,MMPROJ.gguf",
+                          help="read with this pair instead of engine.model/mmproj: a "
+                               "catalog name whose files are in --models-dir, or the two "
+                               "paths; give it twice or more to compare the models side "
+                               "by side, each gated against the first")
+    evaluate.add_argument("--models-dir", type=Path, default=None,
+                          help="where --model finds catalog pairs (default models/)")
     evaluate.add_argument("--report", type=Path, action="append",
                           help="write the report here: .json (everything) or .md (the table); "
                                "may be repeated")
@@ -573,8 +602,11 @@ def build_parser() -> argparse.ArgumentParser:
     models_sub.add_parser("verify", parents=[store, common],
                           help="sha256 and header checks of the files present and configured")
     make = models_sub.add_parser("make-test-model",
-                                 help="write the tiny random-weight Gemma 3 pair (tests, demos)")
+                                 help="write a tiny random-weight model pair (tests, demos)")
     make.add_argument("dir", type=Path)
+    make.add_argument("--family", default="gemma3", choices=FAMILIES,
+                      help="the model family whose architecture, projector and chat "
+                           "template the pair has (default gemma3)")
     models.set_defaults(func=cmd_models)
     return parser
 

@@ -21,6 +21,7 @@ from typing import Callable, TextIO
 from urllib.parse import urlsplit
 
 from appliance.doctor import Check
+from appliance.gguf.families import FAMILIES
 from appliance.gguf.files import file_sha256, human_size
 from appliance.gguf.header import read_header
 from appliance.gguf.pair import inspect_model
@@ -116,9 +117,12 @@ def _entry(item: dict, where: str) -> CatalogEntry:
     name = field(item, "name", str)
     if not _NAME.fullmatch(name):
         raise ConfigError(f"{where}: 'name' must be lower-case letters, digits, '.', '-', '_'")
+    if (family := field(item, "family", str)) not in FAMILIES:
+        raise ConfigError(f"{where}: 'family' must be one of {', '.join(FAMILIES)}, "
+                          f"not '{family}'")
     return CatalogEntry(
         name=name, description=field(item, "description", str),
-        family=field(item, "family", str), verified=field(item, "verified", bool),
+        family=family, verified=field(item, "verified", bool),
         repository=field(item, "repository", str), licence=field(item, "licence", str),
         vram_gb=field(item, "vram_gb", float), vram_n_ctx=field(item, "vram_n_ctx", int),
         text=model_file("text"), mmproj=model_file("mmproj"))
@@ -132,13 +136,32 @@ def find_entry(catalog: list[CatalogEntry], name: str) -> CatalogEntry:
                    f"{', '.join(e.name for e in catalog)} (`appliance models list`)")
 
 
+def pair_for(name: str | None, models_dir: Path | None = None) -> tuple[Path, Path] | None:
+    """The model pair that ``name`` means: a catalog name (its files in
+    ``models_dir``) or "MODEL.gguf,MMPROJ.gguf"; None for None (the configured pair)."""
+    if name is None:
+        return None
+    if "," in name:
+        model, mmproj = (Path(part.strip()) for part in name.split(",", 1))
+        return model, mmproj
+    entry = find_entry(load_catalog(), name)
+    directory = models_dir or MODELS_DIR
+    paths = tuple(directory / f.file for f in entry.files)
+    if missing := [p.name for p in paths if not p.is_file()]:
+        raise NotFound(f"{', '.join(missing)} of '{name}' not in {directory}: "
+                       f"`appliance models pull {name}` downloads them")
+    return paths
+
+
 def format_list(catalog: list[CatalogEntry], models_dir: Path) -> str:
-    lines = [f"{'NAME':<20} {'VRAM':>8} {'DOWNLOAD':>9}  PRESENT  DESCRIPTION"]
+    lines = [f"{'NAME':<24} {'FAMILY':<13} {'VRAM':>8} {'DOWNLOAD':>9}  PRESENT  DESCRIPTION"]
     for entry in catalog:
         present = sum((models_dir / f.file).is_file() for f in entry.files)
         size = entry.text.size_gb + entry.mmproj.size_gb
-        lines.append(f"{entry.name:<20} {entry.vram_gb:>5.1f} GB {size:>6.1f} GB  "
-                     f"{present}/2      {entry.description}")
+        family = FAMILIES[entry.family]
+        lines.append(f"{entry.name:<24} {family.title:<13} {entry.vram_gb:>5.1f} GB "
+                     f"{size:>6.1f} GB  {present}/2      {entry.description}")
+        lines.append(f"{'':<24} good at: {family.good_at}")
     lines.append(f"(VRAM: approximate, every layer on the GPU, n_ctx as in models/README.md; "
                  f"files go to {models_dir})")
     return "\n".join(lines) + "\n"

@@ -44,7 +44,7 @@ from appliance.measure.driver import ApplianceClient, LocalDaemon, Rejected, dae
 from appliance.measure.metrics import (
     bag_of_words_f1, cer, field_accuracy, reading_order_distance, table_similarity, wer,
 )
-from appliance.measure.release import output_structure
+from appliance.measure.release import output_structure, release_gate
 from appliance.quality.calibration import auroc
 from appliance.quality.repair import repair_rates
 from appliance.quality.blocks import format_problems, parse_blocks
@@ -185,9 +185,12 @@ def _page_record(sample: Sample, client: ApplianceClient, outcome: str | Rejecte
 
 def run_eval(settings: Settings, dataset_dirs: list[Path], *, engine: str | None = None,
              limit: int | None = None, doc_type: str | None = None,
-             concurrency: int = 4) -> dict:
+             concurrency: int = 4, model: tuple[Path, Path] | None = None) -> dict:
+    """Read the datasets' pages with a daemon of ``settings`` (its engine ``engine``,
+    its model pair ``model`` where given) and score them."""
     samples = load_samples(dataset_dirs, limit=limit, doc_type=doc_type)
-    raw, settings = daemon_config(settings, name=engine)
+    pair = {"model": str(model[0]), "mmproj": str(model[1])} if model else {}
+    raw, settings = daemon_config(settings, name=engine, **pair)
     accept_from = settings.review.accept_from
     with (tempfile.TemporaryDirectory(prefix="appliance-eval-") as tmp,
           LocalDaemon(raw, Path(tmp)) as daemon,
@@ -234,3 +237,43 @@ def format_table(report: dict) -> str:
             f"{summary['overall']['pages']} pages in {report['elapsed_s']:.0f} s\n\n"
             + "\n".join(lines)
             + (f"\n\nKey fields extracted:\n\n{format_fields(fields)}" if fields else ""))
+
+
+COMPARED = (("score", "score", "{:.2f}"), ("cer_nows", "CER no-ws", "{:.2%}"),
+            ("tables", "TEDS", "{:.3f}"), ("format_validity", "format ok", "{:.0%}"),
+            ("auto_accepted", "auto-accepted", "{:.0%}"),
+            ("seconds_per_page", "s/page", "{:.2f}"))
+
+
+def format_comparison(reports: list[dict], labels: list[str]) -> str:
+    """Several runs on the same pages side by side, lettered A, B, ... in the table."""
+    letters = [chr(ord("A") + index) for index in range(len(reports))]
+    header = ["group", *(f"{letter} {title}" for letter in letters
+                         for _key, title, _fmt in COMPARED)]
+    rows = [header, ["---"] * len(header)]
+    first = reports[0]["summary"]
+    groups = [("overall", "overall", None), *((f"type {name}", "by_type", name)
+                                              for name in first["by_type"]),
+              *((f"dataset {name}", "by_dataset", name) for name in first["by_dataset"])]
+    for title, section, name in groups:
+        cells = []
+        for report in reports:
+            summary = report["summary"]
+            group = summary[section] if name is None else summary[section].get(name)
+            cells += [_cell(group and group[key], fmt) for key, _title, fmt in COMPARED]
+        rows.append([title, *cells])
+    legend = [f"{letter}: {label} ({report['model_id'] or '-'})"
+              for letter, label, report in zip(letters, labels, reports)]
+    return "\n".join([*legend, "", *("| " + " | ".join(row) + " |" for row in rows)])
+
+
+def compare_models(reports: list[dict], labels: list[str]) -> tuple[str, bool]:
+    """The runs side by side and each later one through the release gate against the
+    first: the text, and whether any is blocked."""
+    parts, blocked = [format_comparison(reports, labels)], False
+    for label, report in zip(labels[1:], reports[1:]):
+        verdict = release_gate(reports[0], report)
+        parts.append(f"\nrelease gate, {label} against {labels[0]}:\n"
+                     + "\n".join(verdict.lines))
+        blocked |= verdict.blocked
+    return "\n".join(parts), blocked

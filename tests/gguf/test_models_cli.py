@@ -331,3 +331,27 @@ def test_make_test_model_writes_the_pair(capsys, tmp_path):
     printed = [Path(line) for line in capsys.readouterr().out.splitlines()]
     assert printed == [tmp_path / "tiny" / TEXT_FILENAME, tmp_path / "tiny" / MMPROJ_FILENAME]
     assert inspect_model(*printed).n_embd == 64
+
+
+def test_make_test_model_writes_a_pair_of_another_family(capsys, tmp_path):
+    assert main(["models", "make-test-model", str(tmp_path / "p"), "--family",
+                 "paddleocr_vl"]) == 0
+    printed = [Path(line) for line in capsys.readouterr().out.splitlines()]
+    assert inspect_model(*printed).family == "paddleocr_vl"
+    assert main(["models", "make-test-model", str(tmp_path / "d"), "--family",
+                 "deepseek_ocr"]) == 2
+    assert "no tiny test pair is built for deepseek_ocr" in capsys.readouterr().err
+
+
+def test_list_names_each_family_and_what_it_is_good_at(capsys, tmp_path):
+    assert main(["models", "list", "--dir", str(tmp_path)]) == 0
+    out = capsys.readouterr().out
+    assert "PaddleOCR-VL" in out and "good at: dense text, tables (OTSL)" in out
+    assert out.count("good at:") == len(models.load_catalog())
+
+
+def test_a_catalog_family_the_appliance_does_not_run_is_refused(tmp_path, served):
+    _, entry = served
+    path = _write_catalog(tmp_path / "catalog.toml", [replace(entry, family="llava")])
+    with pytest.raises(ConfigError, match=r"'family' must be one of gemma3, .*not 'llava'"):
+        models.load_catalog(path)

@@ -15,6 +15,8 @@ from pathlib import Path
 import pytest
 
 from appliance.config import dump_toml
+from appliance.gguf.family_models import write_family_test_model
+from appliance.gguf.testmodel import write_test_model
 from appliance.measure.datasets import Sample
 from appliance.measure.evaluate import score_page, summarize
 from appliance.measure.field_scores import format_fields, score_fields, summarize_fields
@@ -234,3 +236,34 @@ def test_key_fields_are_scored_per_type_and_field_with_validation_precision():
     table = format_fields(summary)
     assert "| receipt | total | 2 | 100% | 50% | - | 1 | 100% |" in table
     assert "| invoice | gross | 1 | 100% | 100% | - | 1 | 0% |" in table
+
+
+def test_eval_compares_two_models_on_the_same_pages_with_the_release_gate(tmp_path, dataset):
+    """`--model A --model B`: two daemons, one per model pair, side by side; the second
+    gated against the first."""
+    gemma = write_test_model(tmp_path / "gemma3")
+    paddle = write_family_test_model(tmp_path / "paddle", "paddleocr_vl")
+    pairs = [",".join(str(path) for path in pair) for pair in (gemma, paddle)]
+    run = run_eval(tmp_path, dataset, "--engine", "llama", "--limit", "1",
+                   "--model", pairs[0], "--model", pairs[1],
+                   "--report", str(tmp_path / "compared.json"))
+    assert run.returncode in (0, 1), run.stderr[-3000:]
+    compared = json.loads((tmp_path / "compared.json").read_text())["compared"]
+    assert [report["engine"] for report in compared] == ["llama", "llama"]
+    assert "tiny-gemma3" in compared[0]["model_id"]
+    assert "tiny-paddleocr_vl" in compared[1]["model_id"]
+    for report in compared:
+        assert report["summary"]["overall"]["pages"] == 1
+    assert f"A: {pairs[0]} (tiny-gemma3" in run.stdout and f"B: {pairs[1]} (tiny-p" in run.stdout
+    header = next(line for line in run.stdout.splitlines() if line.startswith("| group"))
+    assert "| A score |" in header and "| B score |" in header
+    overall = next(line for line in run.stdout.splitlines() if line.startswith("| overall"))
+    assert overall.count("|") == len(header.split("|")) - 1
+    assert f"release gate, {pairs[1]} against {pairs[0]}:" in run.stdout
+    assert "overall:" in run.stdout
+
+
+def test_eval_refuses_a_model_it_cannot_find_before_running(tmp_path, dataset):
+    run = run_eval(tmp_path, dataset, "--model", "glm-ocr", "--models-dir", str(tmp_path))
+    assert run.returncode == 2
+    assert "not in" in run.stderr and "appliance models pull glm-ocr" in run.stderr
