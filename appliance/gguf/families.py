@@ -59,7 +59,7 @@ PROJECTORS: dict[str, Projector] = {p.name: p for p in (
     Projector("dots_ocr", "mm.2.weight", 1, 2, (8, 4096)),
     Projector("glm4v", "mm.down.weight", 1, 2, (8, 4096)),
     Projector("hunyuanvl", "mm.model.fc.weight", 1, 2, (256, 16384)),
-    # a 1024 px global view; mtmd adds 2-9 tiles of 640 px for large pages
+    # a 1024 px global view (pair.py: clip.cpp fixes it)
     Projector("deepseekocr", "mm.model.fc.weight", 1, 4),
 )}
 
@@ -148,7 +148,8 @@ FAMILIES: dict[str, Family] = {f.name: f for f in (
     Family("deepseek_ocr", "DeepSeek-OCR", ("deepseek2-ocr",), ("deepseekocr",),
            "deepseek_grounding", "documents to Markdown with layout boxes, tables and "
            "formulas; 3B (MoE)",
-           prompts={"text": "\n<|grounding|>Convert the document to markdown."},
+           # after "<image>\n": mtmd writes the newline after the image itself
+           prompts={"text": "<|grounding|>Convert the document to markdown."},
            temperature=0.1, repeat_penalty=1.0,
            source="deepseek-ai/DeepSeek-OCR README (prompt, temperature 0)"),
     Family("hunyuan_ocr", "HunyuanOCR", ("hunyuan_vl",), ("hunyuanvl",), "html_markdown",

@@ -1,10 +1,13 @@
 """Tiny random-weight GGUF pairs of the OCR model families, built from nothing, for tests.
 
 ``write_family_test_model(dest_dir, family)`` writes ``tiny-<family>.gguf`` and
-``tiny-<family>-mmproj.gguf``, a few hundred kB each, that llama.cpp loads and runs
-through the family's own code paths: its text architecture, its projector's graph and
-image preprocessing, its image begin/end tokens and its chat template. Only the
-weights are noise. The pairs (text architecture / projector, image geometry):
+``tiny-<family>-mmproj.gguf``, a few hundred kB each (Gemma 3n's text model, with its
+per-layer embeddings, 0.9 MB), that llama.cpp loads and runs through the family's own
+code paths: its text architecture, its projector's graph and image preprocessing, its
+image begin/end tokens and its chat template. Only the weights are noise. This module
+holds the families' table, their metadata and the writer; ``family_tensors.py`` their
+shapes and tensor inventories. The pairs (text architecture / projector, image
+geometry):
 
 - ``paddleocr_vl``: ``paddleocr`` (ERNIE-4.5 layers, M-RoPE) / ``paddleocr``
   (SigLIP-style NaViT tower, 2x2 merge, ``mlp_AR``). Any size within the file's
@@ -25,9 +28,18 @@ weights are noise. The pairs (text architecture / projector, image geometry):
   embedding after each row and begin/end embeddings of its own). The file's
   min/max pixels (4 to 16 tokens of 32 px), in
   ``<｜hy_place▁holder▁no▁100｜>``/``<｜hy_place▁holder▁no▁101｜>``.
-
-DeepSeek-OCR is not here: its SAM tower takes a fixed 1024 px global view (and 640 px
-tiles for large pages), which is more than a tiny pair was worth building yet.
+- ``deepseek_ocr``: ``deepseek2-ocr`` (DeepSeek-V2 layers without MLA: a dense layer,
+  then a mixture of experts) / ``deepseekocr`` (a SAM stage of windowed and global
+  attention and stride-2 convolutions feeding a CLIP body; the two towers' features side
+  by side, one Linear). Every image is padded into a 1024 px global view: 16 x 16
+  tokens, a newline embedding after each row and a view separator (273), and pages over
+  640 px add 640 px tiles (the engine gives it the 1024 px view alone: ``pair.py``). No begin token; mtmd ends the image with a newline text. One
+  view takes about half a second on one core (the global attention block over 64 x 64
+  patches, which llama.cpp requires).
+- ``gemma3n``: ``gemma3n`` (AltUp streams, LAuReL, per-layer inputs, activation
+  sparsity) / ``gemma3nv`` (MobileNetV5: convolutional stages, multi-query attention,
+  the multi-scale fusion adapter). Every image is squashed to the file's 768 px and
+  pooled to 16 x 16 = 256 tokens, in ``<start_of_image>``/``<end_of_image>``.
 
 Names come from the llama.cpp vendored in llama-cpp-python 0.3.36: architectures,
 tensor names and hyperparameter keys from ``src/llama-arch.cpp`` and the per-model
@@ -38,14 +50,19 @@ from ``conversion/*.py``. Shapes are tiny and chosen so that nothing aborts: eve
 head sizes, n_ff unlike n_embd, merge factors that divide the patch grid.
 
 Every family keeps ``testmodel.py``'s bias channel, so decoding emits printable
-pieces, never byte or control tokens. Gemma 4 and GLM-4 hide the channel from their
-layers behind their post-norms, as Gemma 3 does. The pre-norm-only architectures
-(ERNIE, Qwen 2 and 3, HunYuan) do it with output projections whose bias-channel row
-is zero (``residual_linear``); they do not scale their input embeddings as Gemma
-does, so their output-norm gain on the channel is sqrt(n_embd) times Gemma's.
+pieces, never byte or control tokens. Gemma 4, Gemma 3n and GLM-4 hide the channel
+from their layers behind their post-norms, as Gemma 3 does. The pre-norm-only architectures
+(ERNIE, Qwen 2 and 3, HunYuan, DeepSeek-V2) do it with output projections whose
+bias-channel row is zero (``residual_linear``; for DeepSeek's experts, each expert's
+row); they do not scale their input embeddings as Gemma does, so their output-norm
+gain on the channel is sqrt(n_embd) times Gemma's. Gemma 3n keeps the channel in its
+active AltUp stream alone (the projections into and out of the other streams leave its
+row zero), and as its output is the mean of the four streams, its gain is four times
+Gemma's.
 Measured while sampling the test page: the best normal piece leads the best byte or
 control token by at least 9 logits, typically by 25 to 65 (Gemma 4: at least 5,
-typically 16; its final logit soft-capping compresses the lead).
+typically 16, Gemma 3n: at least 13, typically 16; their final logit soft-capping
+compresses the lead).
 
 The vocabulary is SentencePiece-style (``llama``) for every family, whatever
 tokenizer the real model ships; the family's chat and image tokens are CONTROL tokens
@@ -53,14 +70,17 @@ in it. Same seed, same bytes, as for the Gemma 3 pair.
 
 The chat templates are the real ones, with their sources, except GLM-OCR's and
 HunyuanOCR's: their real ones were not found, these are faithful minimal ones.
-dots.ocr's real template concatenates each message's content as a string, so
-llama-cpp-python's ``MTMDChatHandler``, which passes the content parts as a list,
-cannot render it (TypeError): a caller must first join the parts (text and media
-markers) into one string.
+DeepSeek-OCR's tokenizer ships none; its template is the one llama.cpp's converter
+writes into DeepSeek-OCR GGUFs. dots.ocr's real template concatenates each message's
+content as a string, so llama-cpp-python's ``MTMDChatHandler``, which passes the
+content parts as a list, cannot render it (TypeError); DeepSeek-OCR's prints the list
+as Python writes it. A caller must first join the parts (text and media markers) into
+one string.
 """
 
 from __future__ import annotations
 
+import dataclasses
 import math
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -69,7 +89,26 @@ from typing import Any, Callable
 import gguf
 import numpy as np
 
+from appliance.gguf.family_tensors import (
+    ALTUP_STREAMS,
+    PER_LAYER_WIDTH,
+    SAM,
+    TextShape,
+    VisionShape,
+    deepseekocr_projector,
+    dots_ocr_projector,
+    gemma3nv_projector,
+    gemma4v_projector,
+    glm4v_projector,
+    hunyuanvl_projector,
+    lightonocr_projector,
+    mobilenetv5_tower,
+    paddleocr_projector,
+    text_tensor_specs,
+    vision_tensor_specs,
+)
 from appliance.gguf.testmodel import (
+    GEMMA_SPECIALS,
     Noise,
     Specials,
     TensorSpec,
@@ -79,65 +118,8 @@ from appliance.gguf.testmodel import (
 )
 
 _F32 = np.float32
-_F16 = np.float16
 _CLIP_MEAN = [0.48145466, 0.4578275, 0.40821073]
 _CLIP_STD = [0.26862954, 0.26130258, 0.27577711]
-
-
-# --- shapes ------------------------------------------------------------------------
-
-
-@dataclass(frozen=True)
-class TextShape:
-    """The text model. ``swa_layers`` (Gemma 4) use ``swa_head_dim``, the others
-    ``head_dim``."""
-
-    n_embd: int = 64
-    n_layer: int = 2
-    n_head: int = 4
-    n_head_kv: int = 2
-    head_dim: int = 32
-    n_ff: int = 128
-    qkv_bias: bool = False
-    qk_norm: bool = False  # per-head RMSNorm on Q and K
-    post_norms: bool = False  # post_attention_norm and post_ffw_norm after each sublayer
-    fused_gate_up: bool = False  # one ffn_up of 2 * n_ff rows (GLM-4), no ffn_gate
-    swa_layers: tuple[int, ...] = ()
-    swa_head_dim: int = 0
-    # Gemma 4: a rope_freqs tensor for the full-attention layers, which rotate only this
-    # many pairs of each head ("proportional" RoPE); the others get the factor 1e30
-    rope_freqs_pairs: int = 0
-    scaled_embedding: bool = False  # the graph multiplies token embeddings by sqrt(n_embd) (Gemma)
-
-    def layer_head_dim(self, layer: int) -> int:
-        return self.swa_head_dim if layer in self.swa_layers else self.head_dim
-
-
-@dataclass(frozen=True)
-class VisionShape:
-    """The vision tower: sizes, then how its blocks are built."""
-
-    patch_size: int = 14
-    image_size: int = 112  # the ``clip.vision.image_size`` key; what it means depends on the projector
-    n_embd: int = 32
-    n_ff: int = 48  # unlike n_embd: clip.cpp swaps ffn_up/ffn_down of some projectors when equal
-    n_layer: int = 2
-    n_head: int = 2
-    eps: float = 1e-6
-    rms_norm: bool = True  # else LayerNorm with weight and bias
-    fused_qkv: bool = False
-    attn_bias: bool = False
-    qk_norm: bool = False
-    post_norms: bool = False  # attn_post_norm and ffn_post_norm (Gemma 4)
-    gated_ffn: bool = True  # SwiGLU gate/up/down, else up/down
-    ffn_bias: bool = False
-    patch_bias: bool = False
-    second_patch_conv: bool = False  # v.patch_embd.weight.1 (GLM-4V's second temporal frame)
-    embd_norm: bool = False  # v.norm_embd after the patch conv
-    pos_grid: int = 0  # learned n x n position embeddings, interpolated to the image
-    pos_table: int = 0  # Gemma 4: per-axis position tables of this many entries
-    pre_ln: bool = False
-    post_ln: bool = False
 
 
 @dataclass(frozen=True)
@@ -159,6 +141,8 @@ class FamilyPair:
     vision: VisionShape
     vision_keys: list[tuple[str, Any]]
     projector_specs: Callable[[VisionShape, int], list[TensorSpec]]  # (tower, text n_embd)
+    # the tower's tensors when it is not the ViT of ``vision_tensor_specs``
+    tower_specs: Callable[[VisionShape], list[TensorSpec]] | None = None
     image_mean: list[float] = field(default_factory=lambda: list(_CLIP_MEAN))
     image_std: list[float] = field(default_factory=lambda: list(_CLIP_STD))
     # Gemma 4's converter writes the vision projector under the key of files that
@@ -182,18 +166,26 @@ def write_family_test_model(dest_dir: Path, family: str, *, seed: int = 0) -> tu
     def fill_text(spec: TensorSpec) -> np.ndarray:
         if spec.kind == "rope_freqs":  # fixed, as the converter writes them
             return np.where(np.arange(spec.shape[0]) < f.text.rope_freqs_pairs, 1.0, 1e30).astype(_F32)
+        if spec.kind == "residual_stack":  # (matrix, n_embd, n_in): no matrix of the stack writes the bias channel
+            values = text_noise.draw(dataclasses.replace(spec, kind="linear"), specials=f.specials)
+            values[:, 0] = 0
+            return values
         values = text_noise.draw(spec, specials=f.specials)
         if spec.kind == "output_norm" and not f.text.scaled_embedding:
             # Gemma multiplies its input embeddings by sqrt(n_embd), which keeps the bias
             # channel large next to what the layers add; the others need the gain instead
             values[0] *= math.sqrt(f.text.n_embd)
+        if spec.kind == "output_norm" and f.text.altup:
+            # only the active stream holds the channel, and the output is the streams' mean
+            values[0] *= ALTUP_STREAMS
         return values
 
     model_path = dest_dir / f"tiny-{family}.gguf"
     write_gguf(model_path, f.arch, _text_metadata(f, vocab), text_tensor_specs(f.text, len(vocab)), fill_text)
     mmproj_path = dest_dir / f"tiny-{family}-mmproj.gguf"
+    tower = (f.tower_specs or vision_tensor_specs)(f.vision)
     write_gguf(mmproj_path, "clip", _mmproj_metadata(f),
-               [*vision_tensor_specs(f.vision), *f.projector_specs(f.vision, f.text.n_embd)], vision_noise.draw)
+               [*tower, *f.projector_specs(f.vision, f.text.n_embd)], vision_noise.draw)
     return model_path, mmproj_path
 
 
@@ -209,7 +201,7 @@ def _text_metadata(f: FamilyPair, vocab: list[tuple[str, float, int]]) -> list[t
         ("attention.key_length", t.head_dim),
         ("attention.value_length", t.head_dim),
         ("attention.layer_norm_rms_epsilon", 1e-6),
-        ("rope.freq_base", 1_000_000.0),
+        ("rope.freq_base", t.rope_freq_base),
         *f.text_keys,
     ]
     return [
@@ -240,156 +232,6 @@ def _mmproj_metadata(f: FamilyPair) -> list[tuple[str, Any]]:
         ("clip.vision.image_std", f.image_std),
         *f.vision_keys,
     ]
-
-
-# --- tensors -----------------------------------------------------------------------
-
-
-def _linear(name: str, n_out: int, n_in: int, *, bias: bool = False, kind: str = "linear") -> list[TensorSpec]:
-    specs = [TensorSpec(f"{name}.weight", (n_out, n_in), _F16, kind, n_in)]
-    if bias:
-        specs.append(TensorSpec(f"{name}.bias", (n_out,), _F32, "bias"))
-    return specs
-
-
-def _norm(name: str, n: int, *, bias: bool = False, kind: str = "norm") -> list[TensorSpec]:
-    specs = [TensorSpec(f"{name}.weight", (n,), _F32, kind)]
-    if bias:
-        specs.append(TensorSpec(f"{name}.bias", (n,), _F32, "bias"))
-    return specs
-
-
-def _conv(name: str, n_out: int, n_in: int, k: int) -> TensorSpec:
-    return TensorSpec(name, (n_out, n_in, k, k), _F16, "linear", n_in * k * k)
-
-
-def text_tensor_specs(t: TextShape, n_vocab: int) -> list[TensorSpec]:
-    """The text model's tensors. The embedding is tied (no ``output.weight``), as every
-    loader here allows. The layers never read the bias channel (blind pre-norms) and
-    never write it: post-norms hide it where the architecture has them, otherwise the
-    output projections leave its row zero."""
-    e = t.n_embd
-    writer = "linear" if t.post_norms else "residual_linear"
-    specs = [TensorSpec("token_embd.weight", (n_vocab, e), _F16, "embedding")]
-    if t.rope_freqs_pairs:
-        specs.append(TensorSpec("rope_freqs.weight", (t.head_dim // 2,), _F32, "rope_freqs"))
-    for i in range(t.n_layer):
-        blk, hd = f"blk.{i}", t.layer_head_dim(i)
-        specs += [
-            *_norm(f"{blk}.attn_norm", e, kind="blind_norm"),
-            *_linear(f"{blk}.attn_q", t.n_head * hd, e, bias=t.qkv_bias),
-            *_linear(f"{blk}.attn_k", t.n_head_kv * hd, e, bias=t.qkv_bias),
-            *_linear(f"{blk}.attn_v", t.n_head_kv * hd, e, bias=t.qkv_bias),
-        ]
-        if t.qk_norm:
-            specs += [*_norm(f"{blk}.attn_q_norm", hd), *_norm(f"{blk}.attn_k_norm", hd)]
-        specs += _linear(f"{blk}.attn_output", e, t.n_head * hd, kind=writer)
-        if t.post_norms:
-            specs += _norm(f"{blk}.post_attention_norm", e, kind="blind_norm")
-        specs += _norm(f"{blk}.ffn_norm", e, kind="blind_norm")
-        if t.fused_gate_up:
-            specs += _linear(f"{blk}.ffn_up", 2 * t.n_ff, e)
-        else:
-            specs += [*_linear(f"{blk}.ffn_gate", t.n_ff, e), *_linear(f"{blk}.ffn_up", t.n_ff, e)]
-        specs += _linear(f"{blk}.ffn_down", e, t.n_ff, kind=writer)
-        if t.post_norms:
-            specs += _norm(f"{blk}.post_ffw_norm", e, kind="blind_norm")
-    specs += _norm("output_norm", e, kind="output_norm")
-    return specs
-
-
-def vision_tensor_specs(v: VisionShape) -> list[TensorSpec]:
-    """The vision tower's tensors, before the projector's."""
-    e, p = v.n_embd, v.patch_size
-    specs = [_conv("v.patch_embd.weight", e, 3, p)]
-    if v.second_patch_conv:
-        specs.append(_conv("v.patch_embd.weight.1", e, 3, p))
-    if v.patch_bias:
-        specs.append(TensorSpec("v.patch_embd.bias", (e,), _F32, "bias"))
-    if v.embd_norm:
-        specs += _norm("v.norm_embd", e)
-    if v.pos_grid:
-        specs.append(TensorSpec("v.position_embd.weight", (v.pos_grid ** 2, e), _F32, "position"))
-    if v.pos_table:  # ggml [n_embd, n_pos, 2]: the x table, then the y table
-        specs.append(TensorSpec("v.position_embd.weight", (2, v.pos_table, e), _F32, "position"))
-    if v.pre_ln:
-        specs += _norm("v.pre_ln", e, bias=not v.rms_norm)
-    for i in range(v.n_layer):
-        blk = f"v.blk.{i}"
-        specs += _norm(f"{blk}.ln1", e, bias=not v.rms_norm)
-        if v.fused_qkv:
-            specs += _linear(f"{blk}.attn_qkv", 3 * e, e, bias=v.attn_bias)
-        else:
-            for proj in ("attn_q", "attn_k", "attn_v"):
-                specs += _linear(f"{blk}.{proj}", e, e, bias=v.attn_bias)
-        if v.qk_norm:
-            d_head = e // v.n_head
-            specs += [*_norm(f"{blk}.attn_q_norm", d_head), *_norm(f"{blk}.attn_k_norm", d_head)]
-        specs += _linear(f"{blk}.attn_out", e, e, bias=v.attn_bias)
-        if v.post_norms:
-            specs += _norm(f"{blk}.attn_post_norm", e)
-        specs += _norm(f"{blk}.ln2", e, bias=not v.rms_norm)
-        if v.gated_ffn:
-            specs += _linear(f"{blk}.ffn_gate", v.n_ff, e, bias=v.ffn_bias)
-        specs += [*_linear(f"{blk}.ffn_up", v.n_ff, e, bias=v.ffn_bias),
-                  *_linear(f"{blk}.ffn_down", e, v.n_ff, bias=v.ffn_bias)]
-        if v.post_norms:
-            specs += _norm(f"{blk}.ffn_post_norm", e)
-    if v.post_ln:
-        specs += _norm("v.post_ln", e, bias=not v.rms_norm)
-    return specs
-
-
-# One function per projector: the tensors between the tower's output and the text
-# model's embedding width (what clip_n_mmproj_embd reads must be ``t``).
-
-
-def _paddleocr_projector(v: VisionShape, t: int) -> list[TensorSpec]:
-    # mlp_AR: LayerNorm, 2x2 patch merge, Linear-GELU-Linear
-    m = 4 * v.n_embd
-    return [*_norm("mm.input_norm", v.n_embd, bias=True),
-            *_linear("mm.1", m, m, bias=True), *_linear("mm.2", t, m, bias=True)]
-
-
-def _lightonocr_projector(v: VisionShape, t: int) -> list[TensorSpec]:
-    # RMSNorm, 2x2 patch merger (unfold + Linear), Linear-GELU-Linear without biases
-    return [*_norm("mm.input_norm", v.n_embd), *_linear("mm.patch_merger", v.n_embd, 4 * v.n_embd),
-            *_linear("mm.1", t, v.n_embd), *_linear("mm.2", t, t)]
-
-
-def _dots_ocr_projector(v: VisionShape, t: int) -> list[TensorSpec]:
-    # post_trunk_norm (RMS) after the blocks, then the merger: LayerNorm, 2x2 merge,
-    # Linear-GELU-Linear
-    m = 4 * v.n_embd
-    return [*_norm("mm.post_norm", v.n_embd), *_norm("mm.input_norm", v.n_embd, bias=True),
-            *_linear("mm.0", m, m, bias=True), *_linear("mm.2", t, m, bias=True)]
-
-
-def _glm4v_projector(v: VisionShape, t: int) -> list[TensorSpec]:
-    # 2x2 conv downsample to the text width, Linear, LayerNorm, GELU, then a SwiGLU
-    # as wide as GLM-OCR's context_dim is next to its text width (4608 / 1536)
-    ctx = 3 * t
-    return [_conv("mm.patch_merger.weight", t, v.n_embd, 2), TensorSpec("mm.patch_merger.bias", (t,), _F32, "bias"),
-            *_linear("mm.model.fc", t, t), *_norm("mm.post_norm", t, bias=True),
-            *_linear("mm.gate", ctx, t), *_linear("mm.up", ctx, t), *_linear("mm.down", t, ctx)]
-
-
-def _hunyuanvl_projector(v: VisionShape, t: int) -> list[TensorSpec]:
-    # RMSNorm, 2x2 conv to 2 n_embd, GELU, 1x1 conv to 4 n_embd, a newline embedding
-    # after each row, Linear, the begin/end embeddings around the image, RMSNorm
-    e2, e4 = 2 * v.n_embd, 4 * v.n_embd
-    return [*_norm("mm.pre_norm", v.n_embd),
-            _conv("mm.0.weight", e2, v.n_embd, 2), TensorSpec("mm.0.bias", (e2,), _F32, "bias"),
-            _conv("mm.2.weight", e4, e2, 1), TensorSpec("mm.2.bias", (e4,), _F32, "bias"),
-            TensorSpec("v.image_newline", (e4,), _F32, "bias"),
-            *_linear("mm.model.fc", t, e4, bias=True),
-            TensorSpec("mm.image_begin", (t,), _F32, "bias"), TensorSpec("mm.image_end", (t,), _F32, "bias"),
-            *_norm("mm.post_norm", t)]
-
-
-def _gemma4v_projector(v: VisionShape, t: int) -> list[TensorSpec]:
-    # after the 3x3 pooling: RMSNorm without weight, then this projection
-    return _linear("mm.input_projection", t, v.n_embd)
 
 
 # --- chat templates ----------------------------------------------------------------
@@ -425,6 +267,14 @@ _GEMMA4_TEXT = TextShape(qk_norm=True, post_norms=True, swa_layers=(0,), swa_hea
 # image_min/max_pixels for the projectors that read them: 4 to 16 tokens of 28 px
 _MIN_PIXELS, _MAX_PIXELS = 56 * 56, 112 * 112
 _HUNYUAN_TEXT = TextShape(qk_norm=True)
+# DeepSeek-V2 layers without MLA: plain multi-head attention (head size n_embd / n_head,
+# RoPE base 10000, both asserted by the graph), a dense first layer, then MoE
+_DEEPSEEK_TEXT = TextShape(n_head_kv=4, head_dim=16, rope_freq_base=10_000.0, n_expert=4, n_expert_used=2,
+                           n_ff_exp=32, n_expert_shared=2, n_dense_lead=1)
+_DEEPSEEK_SPECIALS = Specials(("<unk>", "<｜begin▁of▁sentence｜>", "<｜end▁of▁sentence｜>", "<｜▁pad▁｜>", "<image>",
+                               "<|grounding|>", "<|ref|>", "<|/ref|>", "<|det|>", "<|/det|>", "<|User|>",
+                               "<|Assistant|>"), "<｜end▁of▁sentence｜>")
+_GEMMA3N_TEXT = TextShape(qk_norm=True, post_norms=True, scaled_embedding=True, altup=True)
 
 FAMILY_PAIRS: dict[str, FamilyPair] = {f.name: f for f in (
     FamilyPair(
@@ -439,7 +289,7 @@ FAMILY_PAIRS: dict[str, FamilyPair] = {f.name: f for f in (
                            gated_ffn=False, ffn_bias=True, patch_bias=True, pos_grid=8, post_ln=True),
         vision_keys=[("clip.use_gelu", True), ("clip.vision.image_min_pixels", _MIN_PIXELS),
                      ("clip.vision.image_max_pixels", _MAX_PIXELS)],
-        projector_specs=_paddleocr_projector,
+        projector_specs=paddleocr_projector,
         image_mean=[0.5, 0.5, 0.5], image_std=[0.5, 0.5, 0.5],
     ),
     FamilyPair(
@@ -450,7 +300,7 @@ FAMILY_PAIRS: dict[str, FamilyPair] = {f.name: f for f in (
         text=TextShape(qk_norm=True), text_keys=[],
         vision=VisionShape(eps=1e-5, pre_ln=True),
         vision_keys=[("clip.use_silu", True), ("clip.vision.spatial_merge_size", 2)],
-        projector_specs=_lightonocr_projector,
+        projector_specs=lightonocr_projector,
     ),
     FamilyPair(
         name="dots_ocr", arch="qwen2", projector="dots_ocr",
@@ -465,7 +315,7 @@ FAMILY_PAIRS: dict[str, FamilyPair] = {f.name: f for f in (
         vision=VisionShape(image_size=0, eps=1e-5, fused_qkv=True, patch_bias=True, embd_norm=True),
         vision_keys=[("clip.use_silu", True), ("clip.vision.projector.scale_factor", 2),
                      ("clip.vision.image_min_pixels", _MIN_PIXELS), ("clip.vision.image_max_pixels", _MAX_PIXELS)],
-        projector_specs=_dots_ocr_projector,
+        projector_specs=dots_ocr_projector,
     ),
     FamilyPair(
         name="glm_ocr", arch="glm4", projector="glm4v",
@@ -480,7 +330,7 @@ FAMILY_PAIRS: dict[str, FamilyPair] = {f.name: f for f in (
         vision=VisionShape(eps=1e-5, fused_qkv=True, patch_bias=True, second_patch_conv=True, embd_norm=True,
                            post_ln=True),
         vision_keys=[("clip.use_silu", True)],
-        projector_specs=_glm4v_projector,
+        projector_specs=glm4v_projector,
     ),
     FamilyPair(
         name="gemma4", arch="gemma4", projector="gemma4v",
@@ -503,7 +353,7 @@ FAMILY_PAIRS: dict[str, FamilyPair] = {f.name: f for f in (
         # patch 16 and 3x3 pooling: 48 px per token; the image_size key is unused
         vision=VisionShape(patch_size=16, image_size=224, qk_norm=True, post_norms=True, pos_table=256),
         vision_keys=[],
-        projector_specs=_gemma4v_projector,
+        projector_specs=gemma4v_projector,
         image_mean=[0.0, 0.0, 0.0], image_std=[1.0, 1.0, 1.0],
         projector_key="clip.vision.projector_type",
     ),
@@ -524,6 +374,62 @@ FAMILY_PAIRS: dict[str, FamilyPair] = {f.name: f for f in (
                            gated_ffn=False, ffn_bias=True, patch_bias=True, pos_grid=8),
         vision_keys=[("clip.use_gelu", True), ("clip.vision.spatial_merge_size", 2),
                      ("clip.vision.image_min_pixels", 64 * 64), ("clip.vision.image_max_pixels", 128 * 128)],
-        projector_specs=_hunyuanvl_projector,
+        projector_specs=hunyuanvl_projector,
+    ),
+    FamilyPair(
+        name="deepseek_ocr", arch="deepseek2-ocr", projector="deepseekocr",
+        specials=_DEEPSEEK_SPECIALS,
+        bos="<｜begin▁of▁sentence｜>", eos="<｜end▁of▁sentence｜>", pad="<｜▁pad▁｜>",
+        add_bos=True,  # the template writes none; the reference prompt starts with it
+        chat_template=chat_template("deepseek_ocr"),
+        text=_DEEPSEEK_TEXT,
+        text_keys=[("vocab_size", len(vocabulary(_DEEPSEEK_SPECIALS))),
+                   ("leading_dense_block_count", _DEEPSEEK_TEXT.n_dense_lead),
+                   ("expert_feed_forward_length", _DEEPSEEK_TEXT.n_ff_exp),
+                   ("expert_count", _DEEPSEEK_TEXT.n_expert),
+                   ("expert_used_count", _DEEPSEEK_TEXT.n_expert_used),
+                   ("expert_shared_count", _DEEPSEEK_TEXT.n_expert_shared),
+                   ("expert_weights_scale", 1.0),
+                   ("rope.dimension_count", 0)],  # qk_rope_head_dim 0 (no MLA); the graph ropes whole heads
+        # the CLIP body, fed by SAM (no patch grid of its own, though real files carry its
+        # patch convolution): 16 x 16 positions and [CLS]. The image and patch size keys
+        # are CLIP-L's 224 and 14, as the converter writes them; clip.cpp uses 1024 and 16
+        vision=VisionShape(patch_size=14, image_size=224, rms_norm=False, fused_qkv=True, attn_bias=True,
+                           gated_ffn=False, ffn_bias=True, pos_grid=16, class_token=True, pre_ln=True, n_layer=1),
+        vision_keys=[("clip.use_gelu", True),
+                     # (224 / 14) / sqrt(256 image tokens): the converter writes it when not 4
+                     ("clip.vision.projector.scale_factor", 1),
+                     ("clip.vision.window_size", SAM.window),
+                     ("clip.vision.preproc_min_tiles", 2), ("clip.vision.preproc_max_tiles", 9),
+                     ("clip.vision.sam.block_count", SAM.n_layer),
+                     ("clip.vision.sam.embedding_length", SAM.n_embd),
+                     ("clip.vision.sam.head_count", SAM.n_head)],
+        projector_specs=deepseekocr_projector,
+        image_mean=[0.5, 0.5, 0.5], image_std=[0.5, 0.5, 0.5],
+    ),
+    FamilyPair(
+        name="gemma3n", arch="gemma3n", projector="gemma3nv",
+        specials=GEMMA_SPECIALS, bos="<bos>", eos="<eos>", pad="<pad>", add_bos=True,
+        chat_template=chat_template("gemma3n"),
+        text=_GEMMA3N_TEXT,
+        text_keys=[("rope.freq_base_swa", 10_000.0),
+                   ("attention.sliding_window", 512),
+                   ("attention.sliding_window_pattern", [True, False]),  # local, then global
+                   ("final_logit_softcapping", 30.0),
+                   ("altup.active_idx", 0), ("altup.num_inputs", ALTUP_STREAMS),
+                   ("embedding_length_per_layer_input", PER_LAYER_WIDTH),
+                   ("attention.shared_kv_layers", 0),
+                   # the converter's; llama.cpp fixes the first 10 layers' cut-off itself
+                   ("activation_sparsity_scale", [1.6448533535003662] * _GEMMA3N_TEXT.n_layer)],
+        # 768 px, as the converter takes it from the preprocessor; the patch size key is
+        # image_size / 256 (3), from which clip.cpp counts the 256 tokens of the 16 x 16
+        # grid. block_count is the converter's placeholder: there are no ViT blocks. The
+        # tower's output width must be the text model's (see gemma3nv_projector)
+        vision=VisionShape(patch_size=3, image_size=768, n_embd=_GEMMA3N_TEXT.n_embd, n_layer=128, n_head=8),
+        vision_keys=[],
+        tower_specs=mobilenetv5_tower,
+        projector_specs=gemma3nv_projector,
+        image_mean=[0.0, 0.0, 0.0], image_std=[1.0, 1.0, 1.0],  # MobileNetV5 takes raw [0, 1] pixels
+        projector_key="clip.vision.projector_type",  # real files also hold an audio encoder
     ),
 )}

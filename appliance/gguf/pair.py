@@ -36,6 +36,9 @@ from appliance.gguf.files import human_size
 from appliance.gguf.header import GGUFHeader, read_header
 
 CLIP_ARCH = "clip"
+# DeepSeek-OCR's global view, which clip.cpp fixes whatever the file says; the 640 px
+# tiles it adds for large images are not used (the page is given as one view)
+DEEPSEEK_VIEW, DEEPSEEK_PATCH = 1024, 16
 
 
 # --- the pair ------------------------------------------------------------------------
@@ -225,6 +228,8 @@ def _image_geometry(mmproj: GGUFHeader, projector: str
     facts = PROJECTORS[projector]
     image_size = _int(mmproj, "clip.vision.image_size")
     patch_size = _int(mmproj, "clip.vision.patch_size")
+    if projector == "deepseekocr":  # clip.cpp ignores the file's 224 px and 14 px patches
+        image_size, patch_size = DEEPSEEK_VIEW, DEEPSEEK_PATCH
     n_merge = _int(mmproj, "clip.vision.projector.scale_factor",
                    default=_int(mmproj, "clip.vision.spatial_merge_size", default=facts.n_merge))
     if patch_size <= 0 or n_merge <= 0:

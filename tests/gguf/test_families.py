@@ -133,3 +133,12 @@ def test_every_family_is_read_through_a_converter_and_asked_with_a_prompt():
         assert family.good_at and family.title
         if family.prompts is not None:
             assert family.source, f"{family.name}: where do its prompts come from?"
+
+
+def test_every_family_has_a_tiny_pair_to_test_it_with():
+    from appliance.gguf.family_models import FAMILY_PAIRS
+
+    assert {"gemma3", *FAMILY_PAIRS} == set(FAMILIES)  # gemma3's: testmodel.py
+    for name, pair in FAMILY_PAIRS.items():
+        assert pair.arch in FAMILIES[name].archs
+        assert pair.projector in FAMILIES[name].projectors

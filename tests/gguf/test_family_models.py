@@ -33,11 +33,17 @@ IMAGE_PROMPT_GROWTH = {
     # 96 x 128 px, 32 px per token: 3 x 4, each row followed by a newline embedding, and
     # the projector's own begin and end embeddings: (3 + 1) * 4 + 2
     "hunyuan_ocr": 2 + 18,
+    # the 1024 px global view only (no tiles up to 640 px): 16 x 16 tokens, a newline
+    # embedding after each row and the view separator, (16 + 1) * 16 + 1; no begin token,
+    # and mtmd's end text is a newline
+    "deepseek_ocr": 273 + 1,
+    "gemma3n": 2 + 256,  # every image squashed to 768 px; MobileNetV5's fixed 16 x 16 grid
 }
 
-# dots.ocr's real template concatenates message content as a string; these families are
-# asked with their content parts joined into one string first.
-STRING_CONTENT = {"dots_ocr"}
+# dots.ocr's real template concatenates message content as a string, and the one the
+# converter writes for DeepSeek-OCR prints it; these families are asked with their
+# content parts joined into one string first.
+STRING_CONTENT = {"dots_ocr", "deepseek_ocr"}
 
 # Runs in a subprocess: a llama.cpp assert aborts the process, which must not take
 # pytest with it.

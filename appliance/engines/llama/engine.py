@@ -140,9 +140,9 @@ class LlamaEngine(VisionEngine):
     def decoding_for(self, image: Image.Image, prompt: Prompt, request: PageRequest,
                      sampled: bool, give_up: threading.Event | None = None) -> Decoding:
         question = prompt.schema is not None
-        # resized here, in the page's own thread: the decode loop only copies the pixels
         answer = self.answer_tokens(prompt)
         room = self.decoder.n_ctx - answer - PROMPT_TOKENS  # what the image may take
+        # resized here, in the page's own thread: the decode loop only copies the pixels
         return Decoding(model_input(image, self.info, room),
                         user_turn(prompt, self.decoder.image_marker, request.context),
                         max_tokens=answer, deadline=request.deadline,

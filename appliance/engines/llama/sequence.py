@@ -22,7 +22,6 @@ from appliance.engines.vision import SAMPLED_TEMPERATURE, SEED, Generation
 
 SAMPLED_REPEAT_PENALTY = 1.05  # mild: a strong penalty corrupts faithful repeated rows
 REPEAT_WINDOW = 64  # llama.cpp's default penalty_last_n
-MIN_TEMPERATURE = 0.05  # a family that decodes greedily still varies its sampled rung a little
 
 
 @dataclass
@@ -85,7 +84,7 @@ class Sequence:
         if recent:
             hit = row[recent]
             row[recent] = np.where(hit > 0, hit / penalty, hit * penalty)
-        row = (row - row.max()) / max(self.decoding.temperature, MIN_TEMPERATURE)
+        row = (row - row.max()) / self.decoding.temperature
         weights = np.exp(row)
         cumulative = np.cumsum(weights)
         return int(np.searchsorted(cumulative, self.rng.random() * cumulative[-1],
