@@ -47,6 +47,8 @@ class Projector:
     # any size within (min, max) image tokens, unless the file bounds the pixels
     # (clip.vision.image_min/max_pixels); (0, 0): up to image_size on the longest edge
     dynamic_tokens: tuple[int, int] | None = None
+    # (image size, patch size) that clip.cpp uses whatever the file says
+    fixed_view: tuple[int, int] | None = None
 
 
 PROJECTORS: dict[str, Projector] = {p.name: p for p in (
@@ -59,8 +61,9 @@ PROJECTORS: dict[str, Projector] = {p.name: p for p in (
     Projector("dots_ocr", "mm.2.weight", 1, 2, (8, 4096)),
     Projector("glm4v", "mm.down.weight", 1, 2, (8, 4096)),
     Projector("hunyuanvl", "mm.model.fc.weight", 1, 2, (256, 16384)),
-    # a 1024 px global view (pair.py: clip.cpp fixes it)
-    Projector("deepseekocr", "mm.model.fc.weight", 1, 4),
+    # one 1024 px global view; the 640 px tiles mtmd adds for larger images are not
+    # used, as the page is given at the view's size
+    Projector("deepseekocr", "mm.model.fc.weight", 1, 4, fixed_view=(1024, 16)),
 )}
 
 

@@ -36,9 +36,6 @@ from appliance.gguf.files import human_size
 from appliance.gguf.header import GGUFHeader, read_header
 
 CLIP_ARCH = "clip"
-# DeepSeek-OCR's global view, which clip.cpp fixes whatever the file says; the 640 px
-# tiles it adds for large images are not used (the page is given as one view)
-DEEPSEEK_VIEW, DEEPSEEK_PATCH = 1024, 16
 
 
 # --- the pair ------------------------------------------------------------------------
@@ -96,8 +93,8 @@ class ModelInfo:
     def summary(self) -> str:
         tokens = (f"{self.image_tokens_min}-{self.image_tokens}" if self.dynamic_resolution
                   else str(self.image_tokens))
-        return (f"{self.name} ({self.profile.title}: {self.arch}, {self.quant}, n_embd {self.n_embd}, "
-                f"{self.n_layer} layers, context {self.context_length}) + "
+        return (f"{self.name} ({self.profile.title}: {self.arch}, {self.quant}, "
+                f"n_embd {self.n_embd}, {self.n_layer} layers, context {self.context_length}) + "
                 f"{self.projector_type} projector ({self.image_size} px, "
                 f"{tokens} tokens per image); {human_size(self.model_size + self.mmproj_size)}")
 
@@ -228,8 +225,8 @@ def _image_geometry(mmproj: GGUFHeader, projector: str
     facts = PROJECTORS[projector]
     image_size = _int(mmproj, "clip.vision.image_size")
     patch_size = _int(mmproj, "clip.vision.patch_size")
-    if projector == "deepseekocr":  # clip.cpp ignores the file's 224 px and 14 px patches
-        image_size, patch_size = DEEPSEEK_VIEW, DEEPSEEK_PATCH
+    if facts.fixed_view:  # clip.cpp ignores the file's (DeepSeek-OCR: 224 px, 14 px)
+        image_size, patch_size = facts.fixed_view
     n_merge = _int(mmproj, "clip.vision.projector.scale_factor",
                    default=_int(mmproj, "clip.vision.spatial_merge_size", default=facts.n_merge))
     if patch_size <= 0 or n_merge <= 0:

@@ -142,3 +142,10 @@ def test_every_family_has_a_tiny_pair_to_test_it_with():
     for name, pair in FAMILY_PAIRS.items():
         assert pair.arch in FAMILIES[name].archs
         assert pair.projector in FAMILIES[name].projectors
+
+
+def test_deepseek_ocr_is_read_as_the_view_llama_cpp_fixes_not_the_files_224_px(tmp_path):
+    info = inspect_model(write_text_model(tmp_path / "t.gguf", "deepseek2-ocr"),
+                         write_mmproj(tmp_path / "m.gguf", "deepseekocr"))  # says 896/14
+    assert (info.image_size, info.patch_size, info.image_tokens) == (1024, 16, 256)
+    assert not info.dynamic_resolution
