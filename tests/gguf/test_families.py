@@ -11,51 +11,37 @@ from __future__ import annotations
 
 from pathlib import Path
 
-import gguf
 import numpy as np
 import pytest
 
 from appliance.errors import ModelMmprojMismatch, ModelUnsupportedArch
 from appliance.gguf.families import FAMILIES, PROJECTORS
 from appliance.gguf.pair import inspect_model
+from tests.fixtures.gguf_files import write_values_gguf
 
 N_EMBD = 64
 
 
 def write_text_model(path: Path, arch: str, n_embd: int = N_EMBD) -> Path:
-    writer = gguf.GGUFWriter(path, arch)
-    writer.add_name(f"header-only {arch}")
-    for key, value in (("embedding_length", n_embd), ("block_count", 2),
-                       ("attention.head_count", 4), ("context_length", 4096)):
-        writer.add_uint32(f"{arch}.{key}", value)
-    writer.add_array("tokenizer.ggml.tokens", ["a", "b", "c"])
-    writer.add_tensor("token_embd.weight", np.zeros((3, n_embd), np.float16))
-    return _close(writer)
+    return write_values_gguf(path, arch, {
+        "general.name": f"header-only {arch}", f"{arch}.embedding_length": n_embd,
+        f"{arch}.block_count": 2, f"{arch}.attention.head_count": 4,
+        f"{arch}.context_length": 4096, "tokenizer.ggml.tokens": ["a", "b", "c"]},
+        {"token_embd.weight": np.zeros((3, n_embd), np.float16)})
 
 
 def write_mmproj(path: Path, projector: str, n_embd: int = N_EMBD, *,
                  max_pixels: int | None = None) -> Path:
     facts = PROJECTORS[projector]
-    writer = gguf.GGUFWriter(path, "clip")
-    writer.add_bool("clip.has_vision_encoder", True)
-    writer.add_string("clip.projector_type", projector)
-    writer.add_uint32("clip.vision.image_size", 896)
-    writer.add_uint32("clip.vision.patch_size", 14)
+    metadata = {"clip.has_vision_encoder": True, "clip.projector_type": projector,
+                "clip.vision.image_size": 896, "clip.vision.patch_size": 14}
     if max_pixels:
-        writer.add_uint32("clip.vision.image_min_pixels", 28 * 28 * 4)
-        writer.add_uint32("clip.vision.image_max_pixels", max_pixels)
+        metadata |= {"clip.vision.image_min_pixels": 28 * 28 * 4,
+                     "clip.vision.image_max_pixels": max_pixels}
     # numpy shapes are ggml's reversed: ne[output_dim] is the text model's width
     shape = (8, n_embd) if facts.output_dim == 0 else (n_embd, 8)
-    writer.add_tensor(facts.output_tensor, np.zeros(shape, np.float16))
-    return _close(writer)
-
-
-def _close(writer: gguf.GGUFWriter) -> Path:
-    writer.write_header_to_file()
-    writer.write_kv_data_to_file()
-    writer.write_tensors_to_file()
-    writer.close()
-    return Path(writer.path)
+    return write_values_gguf(path, "clip", metadata,
+                             {facts.output_tensor: np.zeros(shape, np.float16)})
 
 
 @pytest.mark.parametrize("family", FAMILIES.values(), ids=lambda f: f.name)
@@ -101,12 +87,11 @@ def test_a_family_llama_cpp_cannot_run_is_refused(tmp_path):
         inspect_model(write_text_model(tmp_path / "q.gguf", "qwen2vl"),
                       write_mmproj(tmp_path / "m.gguf", "gemma3"))
     assert "'qwen2vl'" in caught.value.message and "paddleocr" in caught.value.message
-    writer = gguf.GGUFWriter(tmp_path / "mlp.gguf", "clip")
-    writer.add_bool("clip.has_vision_encoder", True)
-    writer.add_string("clip.projector_type", "qwen2vl_merger")
-    writer.add_tensor("mm.0.weight", np.zeros((4, 4), np.float16))
+    merger = write_values_gguf(tmp_path / "mlp.gguf", "clip", {
+        "clip.has_vision_encoder": True, "clip.projector_type": "qwen2vl_merger"},
+        {"mm.0.weight": np.zeros((4, 4), np.float16)})
     with pytest.raises(ModelUnsupportedArch, match="'qwen2vl_merger'"):
-        inspect_model(write_text_model(tmp_path / "d.gguf", "qwen2"), _close(writer))
+        inspect_model(write_text_model(tmp_path / "d.gguf", "qwen2"), merger)
 
 
 def test_dynamic_resolution_takes_its_pixel_budget_from_the_file(tmp_path):

@@ -11,6 +11,7 @@ import numpy as np
 import pytest
 
 from appliance.gguf.testmodel import TestModelShape, write_test_model
+from tests.fixtures.gguf_files import write_values_gguf as write_gguf
 from appliance.gguf.files import file_sha256
 from appliance.gguf.header import read_header, SkippedArray
 from appliance.gguf.pair import inspect_model
@@ -33,26 +34,6 @@ def pair(tmp_path_factory) -> tuple[Path, Path]:
 def wide_pair(tmp_path_factory) -> tuple[Path, Path]:
     """A second tiny pair whose text model (and so projector output) is 96 wide."""
     return write_test_model(tmp_path_factory.mktemp("wide"), shape=TestModelShape(n_embd=96))
-
-
-def write_gguf(path: Path, arch: str, metadata: dict, tensors: dict[str, np.ndarray]) -> Path:
-    writer = gguf.GGUFWriter(path, arch)
-    for key, value in metadata.items():
-        if isinstance(value, bool):
-            writer.add_bool(key, value)
-        elif isinstance(value, int):
-            writer.add_uint32(key, value)
-        elif isinstance(value, str):
-            writer.add_string(key, value)
-        else:
-            writer.add_array(key, value)
-    for name, array in tensors.items():
-        writer.add_tensor(name, array)
-    writer.write_header_to_file()
-    writer.write_kv_data_to_file()
-    writer.write_tensors_to_file()
-    writer.close()
-    return path
 
 
 def test_the_tiny_pair_passes_and_reports_its_shape(pair):
