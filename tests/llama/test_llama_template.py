@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from appliance.engines.llama.template import render_jinja
+from appliance.engines.llama.template import JinjaTemplate
 from appliance.errors import ModelError
 
 PARTS_ONLY = ("{% for m in messages %}User: {% for c in m['content'] %}"
@@ -14,22 +14,22 @@ STRING_ONLY = "{% for m in messages %}<|user|>\n{{ '' + m.content }}{% endfor %}
 
 
 def test_a_template_gets_the_content_in_the_form_it_takes():
-    assert render_jinja(PARTS_ONLY, "<__media__>OCR:", bos="", eos="") == \
+    assert JinjaTemplate(PARTS_ONLY, bos="", eos="").render("<__media__>OCR:") == \
         "User: <__media__>OCR:\nAssistant: "
-    assert render_jinja(STRING_ONLY, "<__media__>OCR:", bos="", eos="") == \
+    assert JinjaTemplate(STRING_ONLY, bos="", eos="").render("<__media__>OCR:") == \
         "<|user|>\n<__media__>OCR:<|assistant|>"
 
 
 def test_a_template_that_drops_or_refuses_the_turn_is_a_model_error():
     with pytest.raises(ModelError, match="leaves out the page's turn"):
-        render_jinja("{{ bos_token }}Assistant:", "<__media__>OCR:", bos="<s>", eos="")
+        JinjaTemplate("{{ bos_token }}Assistant:", bos="<s>", eos="").render("<__media__>OCR:")
     with pytest.raises(ModelError, match="refused the page's turn: system only"):
-        render_jinja("{{ raise_exception('system only') }}", "x", bos="", eos="")
+        JinjaTemplate("{{ raise_exception('system only') }}", bos="", eos="").render("x")
     with pytest.raises(ModelError, match="cannot be read"):
-        render_jinja("{% for %}", "x", bos="", eos="")
+        JinjaTemplate("{% for %}", bos="", eos="")
 
 
 def test_the_sandbox_keeps_a_template_from_reaching_python():
     hostile = "{{ ''.__class__.__mro__[1].__subclasses__() }}{{ messages[0].content }}"
     with pytest.raises(ModelError):
-        render_jinja(hostile, "x", bos="", eos="")
+        JinjaTemplate(hostile, bos="", eos="").render("x")

@@ -36,7 +36,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from appliance.engines.llama.sequence import Decoding, Sequence, score_tokens
-from appliance.engines.llama.template import chat_prompt
+from appliance.engines.llama.template import ChatTemplate
 from appliance.engines.vision import Generation
 from appliance.errors import ApplianceError, EngineError, ModelError
 
@@ -151,6 +151,11 @@ class BatchedDecoder:
         self.image_marker = mtmd_cpp.mtmd_default_marker().decode()
         self._memory = L.llama_get_memory(self._ctx)
         self._vocab = L.llama_model_get_vocab(self._model)
+        try:
+            self._chat = ChatTemplate(L, self._model, self._vocab)
+        except ModelError:
+            self._free()
+            raise
         self.n_vocab = L.llama_vocab_n_tokens(self._vocab)
         self._end_tokens = sorted({t for t in (L.llama_vocab_eos(self._vocab),
                                                L.llama_vocab_eot(self._vocab)) if t >= 0})
@@ -173,7 +178,7 @@ class BatchedDecoder:
 
     def chat_prompt(self, user_text: str) -> str:
         """The model's own chat template around one user turn, ready for the answer."""
-        return chat_prompt(self._L, self._model, self._vocab, user_text)
+        return self._chat.prompt(user_text)
 
     def submit(self, decoding: Decoding) -> Future:
         """Queue one page for a slot; the Future holds its Generation. Thread-safe."""
