@@ -22,7 +22,9 @@ from collections.abc import Callable
 from dataclasses import dataclass
 
 from appliance.fields.extract import Found, extract
+from appliance.fields.items import ItemSum, item_sum
 from appliance.fields.kinds import Money, Parsed
+from appliance.fields.lines import read_lines
 from appliance.fields.model import model_found
 from appliance.fields.schema import FieldSpec
 from appliance.fields.validate import (
@@ -47,7 +49,8 @@ def read_fields(trees: list[PageTree], specs: tuple[FieldSpec, ...],
     ``seen(identity)`` gives the earlier documents with the same identity. A value a
     vision model read stands before the rules extractor's."""
     found = {**extract(trees, specs), **model_found(trees, specs)}
-    return _checked(specs, found, _text(trees), seen, today, frozenset())
+    return _checked(specs, found, _text(trees), seen, today, frozenset(),
+                    item_sum(read_lines(trees)))
 
 
 def corrected_fields(specs: tuple[FieldSpec, ...], previous: list[dict],
@@ -95,11 +98,11 @@ def _text(trees: list[PageTree]) -> str:
 
 def _checked(specs: tuple[FieldSpec, ...], found: dict[str, Found], text: str,
              seen: Callable[[str], list[Seen]], today: datetime.date | None,
-             attested: frozenset[str]) -> FieldsReading:
+             attested: frozenset[str], items: ItemSum | None = None) -> FieldsReading:
     key = identity(values(found))
     key = None if key is None else "|".join(key)
     checks = validate(specs, found, text=text, history=seen(key) if key else [], today=today,
-                      attested=attested)
+                      attested=attested, items=items)
     fields = []
     for spec in specs:
         item = found.get(spec.name)

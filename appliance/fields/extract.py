@@ -87,6 +87,10 @@ def extract(pages: list[PageTree], specs: tuple[FieldSpec, ...]) -> dict[str, Fo
         chosen = _pick(spec, candidates_of[spec.name], lines)
         if chosen is not None:
             picked[spec.name] = chosen
+    if payment.TOTAL in candidates_of and payment.TOTAL not in picked:
+        summed = _summed_total(lines)
+        if summed is not None:
+            picked[payment.TOTAL] = summed
     settled = _settled_total(picked, candidates_of.get(payment.TOTAL, []), lines)
     if settled is not None:
         picked[payment.TOTAL] = settled
@@ -119,7 +123,8 @@ def _settled_total(picked: dict[str, _Candidate], candidates: list[_Candidate],
     printed = [_Candidate(parsed, SETTLED, line, span) for line in lines
                if line is not paid.line and line is not change.line
                for span, parsed in kinds.find_amounts(line.text)
-               if parsed.problem is None and _amount(parsed) == owed]
+               if parsed.problem is None and _amount(parsed) == owed
+               and payment.with_cents(parsed)]  # "1" in a ticket number is no 1.00
 
     def where(line: ReadLine) -> tuple[int, float]:
         return line.page.number, line.box[1]
@@ -129,11 +134,48 @@ def _settled_total(picked: dict[str, _Candidate], candidates: list[_Candidate],
     return (above or printed)[-1] if printed else None
 
 
+# --- the total that the subtotal and the tax add up to -------------------------------
+
+_SUBTOTAL = re.compile(r"\bsub\s*-?\s*total\b|\btotal\b.*\bexcl", re.IGNORECASE)
+_TAX_LINE = re.compile(rf"(?<![^\W\d_]){_TAX}(?![^\W\d_])", re.IGNORECASE)
+
+
+def _summed_total(lines: list[ReadLine]) -> _Candidate | None:
+    """Where no total was found (its label misread: "TOTL", "Total Sales (hclusive of
+    GST)"): the first amount under a subtotal and the tax after it that is their sum."""
+    for index, line in enumerate(lines):
+        parts = _SUBTOTAL.search(line.text) and _band_amounts(lines, line)
+        taxes = [other for other in lines[index + 1:] if _TAX_LINE.search(other.text)
+                 and not _TAX_INCLUDED.search(other.text) and not _TAX_SUMMARY.search(other.text)]
+        tax = taxes and _band_amounts(lines, taxes[0])
+        if not parts or not tax:
+            continue
+        whole = _amount(parts[-1].parsed) + _amount(tax[-1].parsed)
+        summed = next((c for other in lines[lines.index(taxes[0]) + 1:]
+                       for c in _band_amounts(lines, other) if _amount(c.parsed) == whole), None)
+        if summed is not None:
+            return summed
+    return None
+
+
+def _band_amounts(lines: list[ReadLine], line: ReadLine) -> list[_Candidate]:
+    """The amounts written with cents on the line and to its right on its band."""
+    return [_Candidate(parsed, SETTLED, other, span) for other in _same_band(lines, line)
+            for span, parsed in kinds.find_amounts(other.text)
+            if parsed.problem is None and payment.with_cents(parsed)]
+
+
 # --- labelled values ---------------------------------------------------------------
 
 
 def _label_end(text: str, labels: tuple[str, ...]) -> int | None:
-    """Where the first of the labels found in the line ends (the longest label wins
+    """Where the first of the labels found in the line ends, or None."""
+    span = _label_span(text, labels)
+    return None if span is None else span[1]
+
+
+def _label_span(text: str, labels: tuple[str, ...]) -> tuple[int, int] | None:
+    """Where the first of the labels found in the line stands (the longest label wins
     at a place), or None. A label is a whole word, its spaces optional (OCR drops
     some), and it may run straight into a capital (OCR joins "Total" and "EUR")."""
     best = None
@@ -146,15 +188,16 @@ def _label_end(text: str, labels: tuple[str, ...]) -> int | None:
             if best is None or match.start() < best[0]:
                 best = (match.start(), match.end())
             break
-    return None if best is None else best[1]
+    return best
 
 
 def _labelled(lines: list[ReadLine], spec: FieldSpec) -> list[_Candidate]:
     candidates = []
     for line in lines:
-        end = _label_end(line.text, spec.labels)
-        if end is None or _disqualified(lines, line, spec):
+        span = _label_span(line.text, spec.labels)
+        if span is None or _disqualified(lines, line, span, spec):
             continue
+        end = span[1]
         rest = line.text[end:]
         same_line = _values(spec, rest, offset=end)
         if same_line:
@@ -162,23 +205,44 @@ def _labelled(lines: list[ReadLine], spec: FieldSpec) -> list[_Candidate]:
             continue
         for other, place in _neighbours(lines, line, spec.kind, line.page.slope):
             values = _values(spec, other.text, offset=0)
-            if values and place == BELOW and spec.kind == "money" and spec.not_labels and any(
-                    _label_end(o.text, spec.not_labels) is not None for o in _on_band(lines, other)):
-                break  # under a column's header, on a row that is not the field's ("CASH 50.00")
+            if values and place == BELOW and spec.kind == "money" and (
+                    spec.not_labels and any(_label_end(o.text, spec.not_labels) is not None
+                                            for o in _on_band(lines, other))
+                    or _column_goes_on(lines, line, other)):
+                # under a column's header, on a row that is not the field's ("CASH 50.00"),
+                # or the first of a column of amounts ("Amount" over the items)
+                break
             if values:
                 candidates += [_Candidate(p, place, other, span, line) for span, p in values[:1]]
                 break
     return candidates
 
 
-def _disqualified(lines: list[ReadLine], line: ReadLine, spec: FieldSpec) -> bool:
-    """A label line that is not the field's: one with a label in ``not_labels`` (a tax
-    the amount includes does not count), or a column header of a tax summary table
+def _disqualified(lines: list[ReadLine], line: ReadLine, label: tuple[int, int],
+                  spec: FieldSpec) -> bool:
+    """A label line that is not the field's: one with a label in ``not_labels`` beside
+    the field's own label at ``label`` (a tax the amount includes does not count; "Total
+    After Rounding" is a label of its own), or a column header of a tax summary table
     (its "Amount" column holds the amounts before tax)."""
-    if spec.not_labels and _label_end(_TAX_INCLUDED.sub(" ", line.text),
-                                      spec.not_labels) is not None:
+    masked = _TAX_INCLUDED.sub(lambda m: " " * len(m[0]), line.text)  # keeps the places
+    masked = f"{masked[:label[0]]} {masked[label[1]:]}"
+    if spec.not_labels and _label_end(masked, spec.not_labels) is not None:
         return True
     return any(_TAX_SUMMARY.search(other.text) for other in _on_band(lines, line))
+
+
+def _column_goes_on(lines: list[ReadLine], label: ReadLine, below: ReadLine) -> bool:
+    """Whether another amount stands under ``below`` in the label's column: the label
+    heads a column of amounts (items, a tax summary), and the first is none of its."""
+    return any(kinds.find_amounts(o.text) for o in _under(lines, below, label))
+
+
+def _under(lines: list[ReadLine], line: ReadLine, across: ReadLine) -> list[ReadLine]:
+    """The lines just below ``line`` that overlap ``across`` sideways, top first."""
+    return sorted((o for o in lines if o.page is line.page and o is not line
+                   and line.box[3] - 0.3 * line.height <= o.box[1] <= line.box[3] + 1.6 * line.height
+                   and overlap(o.box[0], o.box[2], across.box[0], across.box[2]) > 0),
+                  key=lambda o: o.box[1])
 
 
 def _on_band(lines: list[ReadLine], line: ReadLine) -> list[ReadLine]:
@@ -204,10 +268,7 @@ def _neighbours(lines: list[ReadLine], line: ReadLine, kind: str, slope: float):
     band = sorted((o for o in same_page if o.box[0] >= line.box[2] - line.height
                    and drift(o) < 0.5 * max(o.height, line.height)),
                   key=lambda o: (drift(o) > 0.25 * line.height, o.box[0]))
-    below = sorted((o for o in same_page
-                    if line.box[3] - 0.3 * line.height <= o.box[1] <= line.box[3] + 1.6 * line.height
-                    and overlap(o.box[0], o.box[2], line.box[0], line.box[2]) > 0),
-                   key=lambda o: o.box[1])[:1]
+    below = _under(lines, line, line)[:1]
     if kind == "text":
         band = [o for o in band if o.box[0] - line.box[2] < 3 * line.height]
         yield from ((other, BELOW) for other in below)
@@ -228,6 +289,8 @@ def _values(spec: FieldSpec, text: str, offset: int) -> list[tuple[tuple[int, in
                  else _FINDERS[spec.kind](text))
         if spec.kind == "number":  # an amount's number, without its currency
             found = [(span, kinds.parse("number", p.raw)) for span, p in found]
+        elif spec.kind == "money" and (misread := kinds.misread_amount(text)):
+            found = [misread]  # the whole cell, not the pieces around its misread point
         return [((offset + s, offset + e), p) for (s, e), p in found if p is not None]
     if spec.kind == "text":
         # the label's own punctuation goes; a name's final "." (S.A., Inc.) stays

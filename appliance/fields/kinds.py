@@ -244,6 +244,7 @@ def _amount_pattern(any_space_groups: bool) -> re.Pattern:
 
 
 _AMOUNT, _WHOLE_AMOUNT = _amount_pattern(False), _amount_pattern(True)
+CENTS = re.compile(r"\d[.,]\d\d(?!\d)")  # a figure written with its cents: "20.00", "9,90"
 _TIME = re.compile(r"(?<!\d)\d{1,2}:\d{2}(?::\d{2})?(?!\d)")
 _PHONE_GROUP = r"\(?\d+\)?(?!\d|[.,]\d)"
 _PHONE_LABEL = r"(?<![^\W\d_])(?:telefon|tel|phone|ph|fax|hp|mobile|mob|tél|tlf)\.?(?:\s*no\.?)?"
@@ -277,6 +278,25 @@ def find_amounts(text: str) -> list[tuple[tuple[int, int], Parsed]]:
         if amount is not None:
             found.append((m.span(), Parsed(m[0], Money(amount, "CNY"))))
     return sorted(found, key=lambda item: item[0])
+
+
+# an amount alone in its cell whose decimal point OCR read as another mark: "28-90",
+# "52:00", "96..90"; only where a label says an amount stands (see ``misread_amount``)
+_MISREAD_POINT = re.compile(
+    rf"(?:(?P<pre>{_CURRENCY})\s?)?(?P<units>\d{{1,7}})(?:[-:=]|\.\.)(?P<cents>\d\d)"
+    rf"(?:\s?(?P<post>{_CURRENCY}))?")
+
+
+def misread_amount(text: str) -> tuple[tuple[int, int], Parsed] | None:
+    """The amount that ``text``, stripped, is the whole of when its decimal point was
+    misread, with its span; None for anything else. Kept as read, so that it shows."""
+    stripped = text.strip()
+    m = _MISREAD_POINT.fullmatch(stripped)
+    if m is None:
+        return None
+    start = text.index(stripped)
+    amount = Money(Decimal(f"{m['units']}.{m['cents']}"), _CURRENCIES.get(m["pre"] or m["post"]))
+    return (start, start + len(stripped)), Parsed(stripped, amount)
 
 
 def _read_amount(m: re.Match) -> tuple[tuple[int, int], Decimal, str | None] | None:

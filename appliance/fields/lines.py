@@ -63,14 +63,18 @@ def read_lines(pages: list[PageTree]) -> list[ReadLine]:
     return lines
 
 
-def rows(lines: list[ReadLine]) -> list[ReadLine]:
+def rows(lines: list[ReadLine], columns: bool = True) -> list[ReadLine]:
     """The lines of a page top down, those that OCR split along one printed row
     ("POTTERS" "GARDEN SDN" "BHD") joined left to right: pieces of one band and size,
-    close beside each other. A logo or a line standing on end is no part of a row."""
+    close beside each other, or with ``columns`` False, across the whole band (an item,
+    its quantity and its amount). A logo or a line standing on end is no part of a row
+    of columns."""
+    def lying(line: ReadLine) -> bool:
+        return not columns or line.box[2] - line.box[0] > line.height
+
     bands: list[list[ReadLine]] = []
     for line in sorted(lines, key=lambda ln: (ln.box[1], ln.box[0])):
-        band = next((band for band in bands if line.box[2] - line.box[0] > line.height
-                     and band[0].box[2] - band[0].box[0] > band[0].height
+        band = next((band for band in bands if lying(line) and lying(band[0])
                      and overlap(band[0].box[1], band[0].box[3], line.box[1], line.box[3])
                      > 0.6 * line.height
                      and max(band[0].height, line.height) < 1.5 * min(band[0].height, line.height)),
@@ -84,7 +88,7 @@ def rows(lines: list[ReadLine]) -> list[ReadLine]:
         pieces = sorted(band, key=lambda ln: ln.box[0])
         row = [pieces[0]]
         for piece in pieces[1:]:
-            if piece.box[0] - max(ln.box[2] for ln in row) < 2 * piece.height:
+            if not columns or piece.box[0] - max(ln.box[2] for ln in row) < 2 * piece.height:
                 row.append(piece)
             else:  # another column
                 printed.append(joined(row))

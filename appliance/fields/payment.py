@@ -5,16 +5,12 @@ and a total that disagrees with it goes to a person (``validate``)."""
 
 from __future__ import annotations
 
-import re
 from decimal import Decimal
 
-from appliance.fields.kinds import Money, Parsed
+from appliance.fields.kinds import CENTS, Money, Parsed
 
 # the fields, by name, whose arithmetic this is: total = paid - change
 TOTAL, PAID, CHANGE = "total", "paid", "change"
-# an amount of money handed over is written with its cents ("20.00"): a number without
-# them beside "CASH" is a company's registration number ("Cash & Carry (317041-W)")
-_CENTS = re.compile(r"\d[.,]\d\d(?!\d)")
 
 
 def handed(paid: Parsed | None, change: Parsed | None) -> tuple[Decimal, Decimal] | None:
@@ -34,8 +30,15 @@ def due(paid: Parsed | None, change: Parsed | None) -> Decimal | None:
     return None if settlement is None else settlement[0] - settlement[1]
 
 
+def with_cents(parsed: Parsed) -> bool:
+    """Whether an amount was written with its cents, as money changing hands is: a
+    number without them beside "CASH" is a company's registration number ("Cash & Carry
+    (317041-W)")."""
+    return bool(CENTS.search(parsed.raw))
+
+
 def _amount(parsed: Parsed | None) -> Decimal | None:
     if parsed is None or parsed.problem is not None or not isinstance(parsed.value, Money) \
-            or not _CENTS.search(parsed.raw):
+            or not with_cents(parsed):
         return None
     return parsed.value.amount

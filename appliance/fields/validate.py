@@ -5,7 +5,8 @@
    choices, a regex), and every required field is there;
 2. **logic**: the values agree with each other: net + tax = gross within a cent, the
    capital-numeral total of a Chinese invoice equals its numeric total, a cash
-   receipt's total is what was paid less the change, the due date is not before the
+   receipt's total is what was paid less the change, item rows that prove themselves
+   add up to a sum printed under them (``items``), the due date is not before the
    issue date, no date lies in the future;
 3. **business**: against what the appliance has seen and read: the same seller and
    invoice number seen before with another amount or date, the same document seen
@@ -25,6 +26,7 @@ from decimal import Decimal
 
 from appliance.fields import payment
 from appliance.fields.extract import Found
+from appliance.fields.items import ItemSum
 from appliance.fields.kinds import Money
 from appliance.fields.schema import FieldSpec
 
@@ -54,10 +56,12 @@ class Seen:
 
 def validate(specs: tuple[FieldSpec, ...], found: dict[str, Found], *, text: str,
              history: list[Seen], today: datetime.date | None = None,
-             attested: frozenset[str] = frozenset()) -> dict[str, list[Check]]:
+             attested: frozenset[str] = frozenset(),
+             items: ItemSum | None = None) -> dict[str, list[Check]]:
     """The checks of each field (by name; a missing field has its own entry).
     ``attested``: fields a person set, who is their evidence (the page's text may hold
-    the engine's misreading of them)."""
+    the engine's misreading of them). ``items``: the document's item rows, where they
+    prove themselves."""
     today = today or datetime.date.today()
     checks: dict[str, list[Check]] = {spec.name: [] for spec in specs}
     for spec in specs:
@@ -74,6 +78,7 @@ def validate(specs: tuple[FieldSpec, ...], found: dict[str, Found], *, text: str
                 checks[spec.name].append(Check("logic", False, f"{day} lies in the future"))
     _sums(found, checks)
     _payment(found, checks)
+    _items(found, items, checks)
     _order_of_dates(found, checks)
     _business(found, checks, text, history, attested)
     return checks
@@ -150,6 +155,24 @@ def _payment(found: dict[str, Found], checks: dict[str, list[Check]]) -> None:
         ok, message = True, f"total {total}, rounded for cash to {owed} = paid {given} - change {back}"
     for name in (payment.TOTAL, payment.PAID, payment.CHANGE):
         checks[name].append(Check("logic", ok, message))
+
+
+# the field the items add up to, by document type: a receipt's total, an invoice's gross
+_ITEMS_ADD_UP_TO = ("total", "gross")
+
+
+def _items(found: dict[str, Found], items: ItemSum | None,
+           checks: dict[str, list[Check]]) -> None:
+    """The item rows add up to a subtotal or total printed under them, or to the total."""
+    name = next((name for name in _ITEMS_ADD_UP_TO if name in checks), None)
+    if items is None or name is None:
+        return
+    ok = items.agrees(_money(found, name))
+    shown = ", ".join(map(str, items.sums)) or "none"
+    message = (f"the {len(items.rows)} item rows add up to {items.amount}"
+               + (", as printed under them" if ok else
+                  f", which no sum under them shows ({shown}) and the {name} is not"))
+    checks[name].append(Check("logic", ok, message))
 
 
 def _order_of_dates(found: dict[str, Found], checks: dict[str, list[Check]]) -> None:

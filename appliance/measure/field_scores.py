@@ -12,9 +12,12 @@ from appliance.fields.kinds import Money, parse
 from appliance.measure.metrics import cer
 
 
+_AS_TEXT = ("text", "regex", "enum")  # compared as their text, whitespace and case aside
+
+
 def normal(kind: str, raw: str) -> str:
     """A value's normal form for comparison."""
-    if kind in ("text", "regex", "enum"):
+    if kind in _AS_TEXT:
         return " ".join(raw.split()).casefold()
     parsed = parse(kind, raw)
     if parsed is None:
@@ -32,7 +35,10 @@ def score_fields(truth: dict[str, str], extracted: list[dict]) -> dict[str, dict
         if not truth.get(name):
             continue
         want = normal(kind, truth[name])
-        got = None if item["raw"] is None else normal(kind, item["raw"])
+        # the value the appliance gives, normalised ("28-90" read beside TOTAL is 28.90)
+        got = (None if item["raw"] is None
+               else item["value"] if kind not in _AS_TEXT and item["value"] is not None
+               else normal(kind, item["raw"]))
         scores[name] = {
             "found": got is not None,
             "exact": got == want,

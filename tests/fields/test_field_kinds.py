@@ -10,7 +10,7 @@ import pytest
 from appliance.fields.capitals import chinese_capital_amount
 from appliance.fields.checksums import iban_valid, uscc_valid
 from appliance.fields.kinds import (KINDS, Money, Parsed, find_amounts, find_dates, find_ibans,
-                                    find_vat_ids, parse)
+                                    find_vat_ids, misread_amount, parse)
 
 
 def raws(found: list[tuple[tuple[int, int], Parsed]]) -> list[str]:
@@ -250,6 +250,22 @@ def test_find_amounts_gives_spans_and_values():
     assert span == (7, 14) and parsed.value.amount == Decimal("-12.00")
     [(span, parsed)] = find_amounts("Item (2)")
     assert span == (6, 7) and parsed.value.amount == Decimal("2.00")
+
+
+@pytest.mark.parametrize("text, amount, currency", [
+    ("28-90", "28.90", None), (" 52:00 ", "52.00", None), ("96..90", "96.90", None),
+    ("RM 7=40", "7.40", "MYR"), ("12-50 €", "12.50", "EUR"),
+])
+def test_a_cell_whose_decimal_point_was_misread_is_an_amount_kept_as_read(text, amount, currency):
+    span, parsed = misread_amount(text)
+    assert parsed.raw == text.strip() and text[span[0]:span[1]] == parsed.raw
+    assert parsed.value == Money(Decimal(amount), currency)
+
+
+@pytest.mark.parametrize("text", ["28.90", "28-9", "2024-12-01", "12:30:15", "TOTAL 28-90",
+                                  "28-90 x", "1-2-30"])
+def test_what_is_no_misread_amount(text):
+    assert misread_amount(text) is None
 
 
 @pytest.mark.parametrize("text, amount", [

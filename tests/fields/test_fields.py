@@ -131,6 +131,60 @@ def test_an_amount_column_does_not_give_the_cash_paid_as_the_total():
                     (60, 375, "CASH"), (500, 375, "10.00")) == "6.60"
 
 
+def test_an_amount_column_header_does_not_give_its_first_row_as_the_total():
+    # "Amount" heads the items: the first item's amount (a misread 31.80) is not the total
+    assert total_of((60, 300, "Description"), (400, 300, "Qty"), (500, 300, "Amount"),
+                    (60, 340, "DESIGN"), (400, 340, "1"), (500, 340, "3180"),
+                    (60, 380, "FLYERS"), (400, 380, "100"), (500, 380, "73.14"),
+                    (60, 440, "TOTAL"), (500, 440, "100.00")) == "100.00"
+    assert total_of((60, 300, "GST Summary"), (300, 300, "Amount(RM)"), (500, 300, "Tax(RM)"),
+                    (300, 340, "46.16"), (500, 340, "2.77"),
+                    (60, 380, "TAX TOTAL:"), (300, 380, "2.77")) is None
+    # a label over its value alone still gives it
+    assert total_of((60, 300, "TOTAL AMOUNT"), (60, 340, "RM 12.00"),
+                    (60, 420, "Thank you")) == "12.00"
+
+
+def test_a_total_whose_decimal_point_was_misread_is_read_beside_its_label():
+    reading = read_fields([page((200, 20, "KEDAI MAJU JAYA SDN BHD"),
+                                (60, 300, "SUB-TOTAL"), (500, 300, "27.27"),
+                                (60, 340, "TOTAL"), (500, 340, "28-90"),
+                                (60, 380, "CASH"), (500, 380, "28.90"),
+                                (60, 420, "CHANGE"), (500, 420, "0.00"))],
+                          DEFAULTS["receipt"], no_history, today=TODAY)
+    total = by_name(reading)["total"]
+    assert (total["raw"], total["value"]) == ("28-90", "28.90")  # shown as it was read
+    assert total["valid"] is True  # what was paid less the change agrees
+
+
+def test_labels_of_their_own_for_the_total():
+    # a rounding in the total's own label ("Total After Rounding") does not rule it out
+    assert total_of((60, 300, "lotal Sales Incl. GST"), (500, 300, "48.93"),
+                    (60, 340, "Rounding Adjustment"), (500, 340, "0.02"),
+                    (60, 380, "Total After Rounding"), (500, 380, "48.95"),
+                    (60, 420, "VISA"), (500, 420, "48.95")) == "48.95"
+    # "Due" and "Net Amt" are totals; "Change Due" is not
+    assert total_of((60, 300, "Qty"), (300, 300, "1"), (500, 300, "7.50"),
+                    (60, 340, "Due"), (500, 340, "7.50"), (60, 380, "Fay"), (500, 380, "20.00"),
+                    (60, 420, "Change Due"), (500, 420, "12.50")) == "7.50"
+    assert total_of((60, 300, "Gross Amt :"), (500, 300, "36.00"),
+                    (60, 340, "Net Amt :"), (500, 340, "36.00"),
+                    (60, 380, "Received"), (500, 380, "50.00")) == "36.00"
+
+
+def test_a_total_whose_label_was_misread_is_the_sum_of_subtotal_and_tax_printed_below():
+    rows = ((60, 300, "Sub Total"), (400, 300, "RM"), (500, 300, "68.87"),
+            (60, 340, "Service Charge"), (400, 340, "RM"), (500, 340, "0.00"),
+            (60, 380, "GST/TAX 6%"), (400, 380, "RM"), (500, 380, "4.13"))
+    assert total_of(*rows, (60, 420, "TOTL, :"), (400, 420, "RM"), (500, 420, "73.00"),
+                    (60, 460, "CA."), (400, 460, "RM"), (500, 460, "73.00")) == "73.00"
+    assert total_of((60, 260, "Total Sales (Excluding GST)"), (500, 260, "94.34"),
+                    (60, 300, "Total GST"), (500, 300, "5.66"),
+                    (60, 340, "Total Sales (hclusive of GST)"), (500, 340, "100.00")) == "100.00"
+    # no amount below is the sum: no total
+    assert total_of(*rows, (60, 420, "TOTL, :"), (400, 420, "RM"), (500, 420, "70.00")) is None
+
+
 def test_what_was_paid_less_the_change_settles_the_total():
     # the printed total's label is not one a total has: the subtotal is what was paid for
     assert total_of((60, 300, "SUBTOTAL"), (500, 300, "RM15.80"),
@@ -144,6 +198,9 @@ def test_what_was_paid_less_the_change_settles_the_total():
     # a registration number beside "Cash" is no payment: the total stands
     assert total_of((60, 300, "TOTAL"), (500, 300, "9.90"),
                     (60, 340, "CASH & CARRY (317041-W)"), (60, 380, "CHANGE 0.10")) == "9.90"
+    # a number written without cents is no amount that settles it ("Ticket 1" is no 1.00)
+    assert total_of((60, 300, "Ticket 1"), (60, 340, "CASH 2.00"),
+                    (60, 380, "CHANGE 1.00")) is None
 
 
 def payment_checks(*rows: tuple[float, float, str]) -> tuple[list[str], dict]:
@@ -167,6 +224,30 @@ def test_a_total_that_is_not_what_was_paid_less_the_change_goes_to_a_person():
     assert reasons == [] and fields["total"]["valid"] is True
     assert any("rounded for cash to 41.80" in check["message"]
                for check in fields["total"]["checks"])
+
+
+ITEMS = ((60, 300, "MILO TIN"), (300, 300, "2"), (380, 300, "6.25"), (500, 300, "12.50"),
+         (60, 335, "ROTI BAKAR"), (300, 335, "1"), (380, 335, "3.20"), (500, 335, "3.20"))
+
+
+def test_item_rows_that_prove_themselves_must_add_up_to_a_sum_under_them():
+    reasons, fields = payment_checks(*ITEMS, (60, 380, "SUBTOTAL"), (500, 380, "15.70"),
+                                     (60, 415, "TOTAL"), (500, 415, "15.70"))
+    assert reasons == [] and fields["total"]["valid"] is True
+    assert {"layer": "logic", "ok": True, "message": "the 2 item rows add up to 15.70, "
+            "as printed under them"} in fields["total"]["checks"]
+    # an amount misread in the sums: 15.79 is neither the items' sum nor under them
+    reasons, fields = payment_checks(*ITEMS, (60, 380, "SUBTOTAL"), (500, 380, "15.79"),
+                                     (60, 415, "TOTAL"), (500, 415, "15.79"))
+    assert reasons == ["field_invalid: total: the 2 item rows add up to 15.70, which no sum "
+                       "under them shows (15.79, 15.79) and the total is not"]
+    # the same sums under rows that do not prove themselves (no quantity): nothing is said
+    reasons, fields = payment_checks((60, 300, "MILO TIN"), (500, 300, "12.50"),
+                                     (60, 335, "ROTI BAKAR"), (500, 335, "3.20"),
+                                     (60, 380, "SUBTOTAL"), (500, 380, "15.79"),
+                                     (60, 415, "TOTAL"), (500, 415, "15.79"))
+    assert reasons == [] and not any("item rows" in check["message"]
+                                     for check in fields["total"]["checks"])
 
 
 def header_of(*rows: tuple) -> tuple[str | None, str | None]:
