@@ -54,6 +54,10 @@ class Sample:
     markdown: str | None = None   # ground-truth Markdown when the dataset has it
     fields: dict[str, str] = field(default_factory=dict)   # key fields, when the dataset has them
     caseless: bool = False  # the truth has no letter case: compare case-folded
+    # the units are in the page's reading order; False where the layout's truth has no
+    # order and its units were only sorted by their boxes (FUNSD, SROIE): a page is then
+    # judged by its order-free CER
+    order_known: bool = True
 
 
 def load_dataset(path: Path, *, doc_type: str | None = None) -> list[Sample]:
@@ -77,7 +81,8 @@ def load_dataset(path: Path, *, doc_type: str | None = None) -> list[Sample]:
     if not rows:
         raise DatasetError(f"dataset {path} ({layout} layout) holds no samples with ground truth")
     samples = [Sample(dataset=name, stem=stem, image=image, doc_type=kind, text="\n".join(units),
-                      units=units, markdown=markdown, fields=fields, caseless=caseless)
+                      units=units, markdown=markdown, fields=fields, caseless=caseless,
+                      order_known=layout not in _BOXED_LAYOUTS)
                for stem, image, units, markdown, fields in rows]
     _check_unique_stems(path, samples)
     samples.sort(key=lambda s: s.stem)
@@ -359,3 +364,4 @@ def _read_fields(path: Path) -> dict[str, str]:
 
 _READERS = {"funsd": _read_funsd, "sroie": _read_sroie, "plain": _read_plain}
 _DEFAULT_DOC_TYPE = {"funsd": "generic", "sroie": "receipt", "plain": "generic"}
+_BOXED_LAYOUTS = ("funsd", "sroie")  # truth as boxes without a reading order

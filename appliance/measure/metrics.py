@@ -17,6 +17,7 @@ from rapidfuzz.distance import Levenshtein
 
 MIN_UNIT_CHARS = 4  # shorter units ("1", "of") match anywhere and say nothing about order
 MIN_UNIT_SCORE = 80.0  # rapidfuzz partial_ratio, 0-100
+ORDER_FREE_MIN_SCORE = 50.0  # under it, two pieces of text are not one text read twice
 
 
 def normalize_text(text: str) -> str:
@@ -38,6 +39,48 @@ def cer(reference: str, hypothesis: str, *, ignore_whitespace: bool = False) -> 
     if not ref:
         return 0.0 if not hyp else 1.0
     return Levenshtein.distance(ref, hyp) / len(ref)
+
+
+def order_free_cer(units: list[str], hypothesis: str) -> float:
+    """Character error rate whatever the order the units were read in, whitespace
+    ignored: for truth whose order is not known (FUNSD's entities, SROIE's line boxes),
+    where `cer` counts a line read in another row order as wrong characters.
+
+    The units and the hypothesis's lines (normalize_text'd, whitespace removed) are
+    paired greedily, the longest unit first, each with the piece of the hypothesis it
+    matches best (rapidfuzz partial_ratio_alignment; a unit longer than a line takes
+    the line and goes on with what is left of it; a line longer than a unit gives up
+    the window matched). A pair scoring under ORDER_FREE_MIN_SCORE is no pair. The
+    result is the Levenshtein distances of the pairs plus every character left over
+    on either side, divided by the units' characters. Same empty rule as `cer`; not
+    capped at 1.
+    """
+    refs = [piece for piece in (_squeezed(unit) for unit in units) if piece]
+    hyps = [piece for piece in (_squeezed(line) for line in hypothesis.splitlines()) if piece]
+    total = sum(map(len, refs))
+    if not total:
+        return 0.0 if not hyps else 1.0
+    errors = 0
+    while refs and hyps:
+        ref = max(refs, key=len)
+        refs.remove(ref)
+        scored = [(fuzz.partial_ratio_alignment(ref, hyp), index) for index, hyp in enumerate(hyps)]
+        match, index = max(scored, key=lambda item: item[0].score)
+        if match.score < ORDER_FREE_MIN_SCORE:
+            errors += len(ref)  # read nowhere
+            continue
+        hyp = hyps.pop(index)
+        ref_part = ref[match.src_start:match.src_end]
+        hyp_part = hyp[match.dest_start:match.dest_end]
+        errors += Levenshtein.distance(ref_part, hyp_part)
+        refs += [rest for rest in (ref[:match.src_start], ref[match.src_end:]) if rest]
+        hyps += [rest for rest in (hyp[:match.dest_start], hyp[match.dest_end:]) if rest]
+    errors += sum(map(len, refs)) + sum(map(len, hyps))
+    return errors / total
+
+
+def _squeezed(text: str) -> str:
+    return normalize_text(text).replace(" ", "")
 
 
 def wer(reference: str, hypothesis: str) -> float:

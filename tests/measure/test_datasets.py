@@ -99,6 +99,7 @@ def test_funsd_samples_in_reading_order(tmp_path):
     assert b.dataset == "forms"
     assert b.doc_type == "generic"
     assert b.markdown is None and b.fields == {}
+    assert not a.order_known  # sorted by their boxes: pages are judged order-free
 
 
 def test_reading_order_two_columns_and_tall_entity():
@@ -163,6 +164,7 @@ def test_sroie_samples(tmp_path, caplog):
     assert first.image == root / "img" / "x000.jpg"
     assert first.doc_type == "receipt"
     assert first.caseless  # SROIE writes its truth in capitals
+    assert not first.order_known
     assert second.units == ["CAF\xc9 R\xc9SUM\xc9"]     # a latin-1 file
     assert second.fields == {}
     assert "count=1" in caplog.text
@@ -211,6 +213,7 @@ def test_plain_samples(tmp_path, caplog):
     assert sheet.markdown == (root / "sheet.md").read_text(encoding="utf-8")
     assert sheet.fields == {"total": "2.5", "currency": "EUR"}
     assert sheet.doc_type == "generic"
+    assert letter.order_known and sheet.order_known  # a text file is read in its order
     assert "count=1" in caplog.text      # no-truth.png
 
 

@@ -55,6 +55,24 @@ def test_a_truth_written_in_capitals_is_compared_without_case():
     assert score_page(sample(capitals, caseless=True), print_, "Golden Kay Maker\nNo 5")["cer"] > 0
 
 
+def test_a_truth_without_reading_order_judges_confidence_by_the_order_free_cer():
+    rows = "CASH 20.00\nTOTAL 9.90\nCHANGE 10.10\nTHANK YOU FOR COMING"
+    swapped = "TOTAL 9.90\nCASH 20.00\nCHANGE 10.10\nTHANK YOU FOR COMING"
+    boxed = score_page(sample(rows, order_known=False), swapped, swapped)
+    assert boxed["cer_nows"] > 0.2 and boxed["cer_order_free"] == 0.0
+    assert boxed["page_cer"] == 0.0  # the order was the truth's guess, not an error
+    ordered = score_page(sample(rows), swapped, swapped)
+    assert ordered["page_cer"] == ordered["cer_nows"] > 0.2
+    misread = score_page(sample(rows, order_known=False), swapped,
+                         swapped.replace("9.90", "8.80").replace("20.00", "28.08"))
+    group = summarize([boxed | {"status": "done", "seconds": 1.0, "repair_level": 0,
+                                "confidence": 0.9},
+                       misread | {"status": "done", "seconds": 1.0, "repair_level": 0,
+                                  "confidence": 0.5}])
+    assert misread["page_cer"] > 0.05 and group["confidence_auroc"] == 1.0
+    assert group["cer_order_free"] == pytest.approx(misread["cer_order_free"] / 2)
+
+
 def test_fields_tables_and_format_enter_the_score():
     truth = sample("Invoice 7\nitem qty\npens 2\nink 1", markdown=TABLE_MD,
                    fields={"number": "Invoice 7", "total": "99.00"})
@@ -209,8 +227,12 @@ def test_eval_refuses_a_bad_baseline_before_running(tmp_path, dataset):
 
 
 def test_key_fields_are_scored_per_type_and_field_with_validation_precision():
-    def field(name, kind, raw, valid):
-        return {"name": name, "kind": kind, "raw": raw, "valid": valid}
+    def field(name, kind, raw, valid, value=None):
+        return {"name": name, "kind": kind, "raw": raw, "value": value or raw, "valid": valid}
+
+    # an amount is scored by the value given, not as read: "28-90" beside TOTAL is 28.90
+    misread = score_fields({"total": "28.90"}, [field("total", "money", "28-90", True, "28.90")])
+    assert misread["total"]["exact"] is True
 
     receipts = [
         {"doc_type": "receipt", "field_scores": score_fields(

@@ -8,6 +8,7 @@ from appliance.measure.metrics import (
     field_accuracy,
     normalize_field,
     normalize_text,
+    order_free_cer,
     reading_order_distance,
     table_similarity,
     teds,
@@ -28,6 +29,24 @@ def test_cer():
     assert cer("614 -466", "614-466", ignore_whitespace=True) == 0.0
     assert cer("", "") == 0.0
     assert cer("", "x") == 1.0
+
+
+def test_order_free_cer_does_not_count_the_order_of_units():
+    units = ["RECEIPT #:", "CS00093091", "DATE: 04/12/2017", "TOTAL 99.00"]
+    # one row read where the truth has three units, and the rows in another order
+    assert order_free_cer(units, "TOTAL 99.00\nRECEIPT #: CS00093091 DATE: 04/12/2017") == 0.0
+    assert cer("\n".join(units), "TOTAL 99.00\nRECEIPT #: CS00093091 DATE: 04/12/2017",
+               ignore_whitespace=True) > 0.4  # what the ordered CER makes of it
+    # a unit over two lines (a form's multi-line entity)
+    assert order_free_cer(["one entity over two lines"], "over two lines\none entity") == 0.0
+    # a misread character counts once, whitespace never
+    assert order_free_cer(units, "TOTAL 99.00\nRECEIPT #: CS00O93091 DATE: 04/12/2017") == \
+        pytest.approx(1 / 44)
+    # what is read nowhere, and what the truth does not have, count in full
+    assert order_free_cer(["abc", "defghij"], "defghij") == pytest.approx(3 / 10)
+    assert order_free_cer(["abc"], "abc\nxyz") == pytest.approx(3 / 3)
+    assert order_free_cer([], "") == 0.0 and order_free_cer([], "x") == 1.0
+    assert order_free_cer(["abc"], "") == 1.0
 
 
 def test_wer():
