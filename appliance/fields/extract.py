@@ -38,12 +38,14 @@ _INCLUDED = r"(?:in[ck]l(?!udes|uded)\w*\.?|inc\.)"
 _TAX_INCLUDED = re.compile(
     rf"\b{_INCLUDED}\s*(?:of\s*)?(?:[\d.,]+\s*%\s*)?{_TAX}(?![^\W\d_])"
     rf"|\b{_TAX}\s*{_INCLUDED}", re.IGNORECASE)
+SUMMARY_ROWS = 6  # a tax summary's heading, column header, a row per rate and its total
 _TAX_SUMMARY = re.compile(rf"\b{_TAX}\s*(?:sum\w{{1,3}}ry|analysis)|\bsummary of {_TAX}",
                           re.IGNORECASE)  # OCR reads "Summary" as "Sumnary", "Sumeary"
 # what is to be paid, over totals of parts ("Total 0% supplies") and before credits
 _PAYABLE = re.compile(r"\bpayable\b|\bto pay\b|zu zahlen|te betalen|à payer|a pagar", re.IGNORECASE)
 # a cash rounding: the amount due stands below it ("Rounding Adj -0.01", then "Nett Total")
-_ROUNDING = re.compile(r"\bround(?:ing)?\b", re.IGNORECASE)  # "Total Rounded" is the total
+# "Rounding Adj", "RoundingRM" (glued to the currency); "Total Rounded" is the total
+_ROUNDING = re.compile(r"(?<![^\W\d_])(?i:round(?:ing)?)(?!ed|ED|[a-z])")
 
 
 @dataclass
@@ -114,8 +116,12 @@ def _settled_total(picked: dict[str, _Candidate], candidates: list[_Candidate],
     paid, change = picked.get(payment.PAID), picked.get(payment.CHANGE)
     owed = payment.due(paid and paid.parsed, change and change.parsed)
     total = picked.get(payment.TOTAL)
-    if owed is None or (total is not None and total.parsed.problem is None
-                        and _amount(total.parsed) == owed):
+    if owed is None or (total is not None and total.parsed.problem is None and (
+            _amount(total.parsed) == owed
+            # a cent or a rounding apart: the label is the better evidence (and the
+            # payment check says whether the difference is a cash rounding)
+            or total.label is not None
+            and abs(_amount(total.parsed) - owed) < payment.CASH_ROUNDING)):
         return None
     labelled = [c for c in candidates if c.parsed.problem is None and _amount(c.parsed) == owed]
     if labelled:
@@ -180,7 +186,7 @@ def _label_span(text: str, labels: tuple[str, ...]) -> tuple[int, int] | None:
     some), and it may run straight into a capital (OCR joins "Total" and "EUR")."""
     best = None
     for label in sorted(labels, key=len, reverse=True):
-        pattern = r"\s*".join(re.escape(part) for part in label.split())
+        pattern = r"\s*".join(_misreadable(part) for part in label.split())
         for match in re.finditer(rf"(?<![^\W\d_]){pattern}", text, re.IGNORECASE):
             after = text[match.end():match.end() + 1]
             if after.isalpha() and not (after.isupper() and text[match.end() - 1].islower()):
@@ -189,6 +195,15 @@ def _label_span(text: str, labels: tuple[str, ...]) -> tuple[int, int] | None:
                 best = (match.start(), match.end())
             break
     return best
+
+
+# letters OCR reads as look-alikes ("Tota1", "TOTAI", "T0TAL", "5UBTOTAL")
+_LOOK_ALIKES = {"l": "[l1|i]", "i": "[i1l|]", "o": "[o0]", "s": "[s5]"}
+
+
+def _misreadable(word: str) -> str:
+    """A pattern of the word that its letters' look-alikes match too."""
+    return "".join(_LOOK_ALIKES.get(ch, re.escape(ch)) for ch in word.lower())
 
 
 def _labelled(lines: list[ReadLine], spec: FieldSpec) -> list[_Candidate]:
@@ -222,13 +237,15 @@ def _disqualified(lines: list[ReadLine], line: ReadLine, label: tuple[int, int],
                   spec: FieldSpec) -> bool:
     """A label line that is not the field's: one with a label in ``not_labels`` beside
     the field's own label at ``label`` (a tax the amount includes does not count; "Total
-    After Rounding" is a label of its own), or a column header of a tax summary table
-    (its "Amount" column holds the amounts before tax)."""
+    After Rounding" is a label of its own), or a line of a tax summary table: its column
+    header's "Amount" holds the amounts before tax, its "Total:" row their sum."""
     masked = _TAX_INCLUDED.sub(lambda m: " " * len(m[0]), line.text)  # keeps the places
     masked = f"{masked[:label[0]]} {masked[label[1]:]}"
     if spec.not_labels and _label_end(masked, spec.not_labels) is not None:
         return True
-    return any(_TAX_SUMMARY.search(other.text) for other in _on_band(lines, line))
+    return any(_TAX_SUMMARY.search(other.text) and other.page is line.page
+               and -0.5 * line.height < line.box[1] - other.box[1] < SUMMARY_ROWS * line.height
+               for other in lines)
 
 
 def _column_goes_on(lines: list[ReadLine], label: ReadLine, below: ReadLine) -> bool:
@@ -329,6 +346,9 @@ def _pick(spec: FieldSpec, candidates: list[_Candidate],
         return None
     valid = [c for c in candidates if c.parsed.problem is None] or candidates
     if spec.pick == "largest" and spec.kind == "money":
+        # a figure without its cents beside totals written with them lost its point
+        # ("8817") or is a number of another kind ("1009" of an invoice number)
+        valid = [c for c in valid if payment.with_cents(c.parsed)] or valid
         totals = _after_rounding(spec, valid, lines)
         payable = [c for c in totals if c.label is not None and _PAYABLE.search(c.label.text)]
         return max(payable or totals, key=lambda c: (_amount(c.parsed), -c.line.order))
@@ -365,7 +385,20 @@ def _after_rounding(spec: FieldSpec, candidates: list[_Candidate],
                for other in _same_band(lines, line)
                for span, p in _values(spec, other.text, offset=0)[:1]
                if p.problem is None and near(p)]
-    return [c for c in candidates if below(c.line) and near(c.parsed)] + rounded or candidates
+    # the row right under the adjustment, its label misread or none ("RM 60.30"), holds
+    # the rounded total when it is a cash rounding away from the total before it
+    under = [c for c in _band_amounts(lines, _row_under(lines, first))
+             if abs(_amount(c.parsed) - largest) < payment.CASH_ROUNDING] \
+        if _row_under(lines, first) else []
+    return [c for c in candidates if below(c.line) and near(c.parsed)] + rounded + under \
+        or candidates
+
+
+def _row_under(lines: list[ReadLine], line: ReadLine) -> ReadLine | None:
+    """The first line of the row under the line's, at its left."""
+    under = [o for o in lines if o.page is line.page and o.box[1] > line.box[1] + 0.5 * line.height
+             and o.box[1] < line.box[3] + 1.6 * line.height]
+    return min(under, key=lambda o: (o.box[1], o.box[0]), default=None)
 
 
 def _same_band(lines: list[ReadLine], line: ReadLine) -> list[ReadLine]:

@@ -24,9 +24,13 @@ _REGISTRATION = re.compile(r"(?:[(\[]\s*|\b(?:co|comp|company|reg|br|roc)\.?\s*(
                            r"[A-Z]?\d[\d -]{3,}[A-Z]?\b|(?<![\w-])\d{4,}-[A-Z]\b", re.IGNORECASE)
 # where an address starts: "No: 28, Jalan ...", "Lot 1851-A"
 _STREET = re.compile(r"\s(?:no\b\.?\s*:?|lot)\s*\d", re.IGNORECASE)
-# a greeting or a shop's terms, printed over its name on some receipts
-_GREETING = re.compile(r"\b(thank|welcome|please|come again|terima kasih|selamat|goods sold|"
-                       r"returnable|danke|merci)", re.IGNORECASE)
+# a greeting, a shop's terms or a promotion, printed over its name on some receipts
+_GREETING = re.compile(r"\b(thank|tq(?:\b|for)|welcome|please|come again|terima kasih|selamat|"
+                       r"goods sold|returnable|danke|merci|your order|redeem|voucher)",
+                       re.IGNORECASE)
+# who a brand belongs to, before the company's name: "Owned by:", "Dimiliki oleh"
+_OWNED_BY = re.compile(r"^\W*(?:own(?:ed)?\s*by|operated\s*by|dimiliki(?:\s*oleh)?)\s*:?\s*",
+                       re.IGNORECASE)
 _CONTACT = re.compile(r"\b(tel|phone|fax|mobile|hp|e-?mail|www\.|http|gst|reg|vat|sst|"
                       r"tax id|co\.? ?no|company no)\b|@|\+\d{2}", re.IGNORECASE)
 # what ends an address: a contact, a registration, a document number, a time
@@ -121,8 +125,9 @@ def company_name(text: str) -> str:
     """A header line's name without what is printed around it: the company's
     registration number and what follows it ("(974306-T)", "Co. No. 12345-X"), the
     address that OCR read on its row after its company form ("... SDN BHD No: 28,
-    JALAN"), a bracket left open at the end, decoration ("**Name**")."""
-    name = _REGISTRATION.split(text, maxsplit=1)[0]
+    JALAN"), a bracket left open at the end, decoration ("**Name**"), and who it is
+    owned by ("OWN BY: CHEF LEE SDN BHD")."""
+    name = _REGISTRATION.split(_OWNED_BY.sub("", text), maxsplit=1)[0]
     form = _COMPANY.search(name)
     street = form and _STREET.search(name, form.end())
     if street:

@@ -245,6 +245,12 @@ def _amount_pattern(any_space_groups: bool) -> re.Pattern:
 
 _AMOUNT, _WHOLE_AMOUNT = _amount_pattern(False), _amount_pattern(True)
 CENTS = re.compile(r"\d[.,]\d\d(?!\d)")  # a figure written with its cents: "20.00", "9,90"
+
+
+def with_cents(raw: str) -> bool:
+    """Whether an amount as read was written with its cents ("20.00", or "28-90" with
+    its point misread), as money changing hands is."""
+    return bool(CENTS.search(raw) or _MISREAD_POINT.fullmatch(raw.strip()))
 _TIME = re.compile(r"(?<!\d)\d{1,2}:\d{2}(?::\d{2})?(?!\d)")
 _PHONE_GROUP = r"\(?\d+\)?(?!\d|[.,]\d)"
 _PHONE_LABEL = r"(?<![^\W\d_])(?:telefon|tel|phone|ph|fax|hp|mobile|mob|tél|tlf)\.?(?:\s*no\.?)?"

@@ -7,10 +7,14 @@ from __future__ import annotations
 
 from decimal import Decimal
 
-from appliance.fields.kinds import CENTS, Money, Parsed
+from appliance.fields import kinds
+from appliance.fields.kinds import Money, Parsed
 
 # the fields, by name, whose arithmetic this is: total = paid - change
 TOTAL, PAID, CHANGE = "total", "paid", "change"
+# cash is paid in the coins there are: a total of 41.81 is paid as 41.80 where the
+# smallest coin is 5 cents (10 in some countries)
+CASH_STEP, CASH_ROUNDING = Decimal("0.05"), Decimal("0.10")
 
 
 def handed(paid: Parsed | None, change: Parsed | None) -> tuple[Decimal, Decimal] | None:
@@ -34,7 +38,7 @@ def with_cents(parsed: Parsed) -> bool:
     """Whether an amount was written with its cents, as money changing hands is: a
     number without them beside "CASH" is a company's registration number ("Cash & Carry
     (317041-W)")."""
-    return bool(CENTS.search(parsed.raw))
+    return kinds.with_cents(parsed.raw)
 
 
 def _amount(parsed: Parsed | None) -> Decimal | None:

@@ -31,9 +31,6 @@ from appliance.fields.kinds import Money
 from appliance.fields.schema import FieldSpec
 
 CENT = Decimal("0.01")
-# cash is paid in the coins there are: a total of 41.81 is paid as 41.80 where the
-# smallest coin is 5 cents (10 in some countries)
-CASH_STEP, CASH_ROUNDING = Decimal("0.05"), Decimal("0.10")
 FUTURE_GRACE_DAYS = 1  # a date "tomorrow" is a time zone, not an error
 
 
@@ -151,7 +148,7 @@ def _payment(found: dict[str, Found], checks: dict[str, list[Check]]) -> None:
     owed = given - back
     ok = total == owed
     message = f"total {total} {'=' if ok else '!='} paid {given} - change {back}"
-    if not ok and abs(total - owed) < CASH_ROUNDING and owed % CASH_STEP == 0:
+    if not ok and abs(total - owed) < payment.CASH_ROUNDING and owed % payment.CASH_STEP == 0:
         ok, message = True, f"total {total}, rounded for cash to {owed} = paid {given} - change {back}"
     for name in (payment.TOTAL, payment.PAID, payment.CHANGE):
         checks[name].append(Check("logic", ok, message))

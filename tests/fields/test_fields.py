@@ -172,6 +172,51 @@ def test_labels_of_their_own_for_the_total():
                     (60, 380, "Received"), (500, 380, "50.00")) == "36.00"
 
 
+def test_a_total_label_is_read_as_ocr_writes_it():
+    for label in ["Grand Tota1", "T0TAL", "TOTAI"]:
+        assert total_of((60, 300, "SUBTOTAL"), (500, 300, "14.50"),
+                        (60, 340, label), (500, 340, "15.40")) == "15.40", label
+    # look-alikes keep a not-label a not-label: "5UBTOTAL" is a subtotal
+    assert total_of((60, 300, "5UBTOTAL"), (500, 300, "99.00"),
+                    (60, 340, "TOTAL"), (500, 340, "15.40")) == "15.40"
+
+
+def test_the_row_under_a_cash_rounding_holds_the_rounded_total():
+    assert total_of((15, 655, "TOTAL AMT..."), (222, 655, "..RM"), (314, 655, "60.31"),
+                    (17, 681, "ROUNDING ADJ......"), (318, 681, "-0.01"),
+                    (252, 728, "RH"), (313, 728, "60.30"),
+                    (13, 760, "CASHM"), (317, 760, "70.30")) == "60.30"
+    # glued to its currency, the rounding line is one all the same
+    assert total_of((60, 300, "Total Sales (Inclusive GST) RM"), (500, 300, "13.58"),
+                    (60, 340, "Rounding Adjustment RM"), (500, 340, ",02"),
+                    (60, 380, "Saved today"), (500, 380, "0.00"),
+                    (60, 420, "RoundingRM"), (500, 420, "13.60"),
+                    (60, 460, "CASH RM"), (500, 460, "14.00")) == "13.60"
+    # a row under the adjustment more than a cash rounding away is no rounded total
+    assert total_of((60, 300, "TOTAL"), (500, 300, "41.81"),
+                    (60, 340, "ROUNDING"), (500, 340, "-0.01"),
+                    (60, 380, "SERVICE"), (500, 380, "3.59")) == "41.81"
+
+
+def test_a_total_written_without_cents_and_a_tax_summary_row_are_no_total():
+    assert total_of((60, 300, "TOTAL"), (500, 300, "46.55"),
+                    (60, 340, "GST Summary"), (300, 340, "Amount"), (500, 340, "Tax"),
+                    (60, 380, "SR @ 6%"), (300, 380, "43.92"), (500, 380, "2.63"),
+                    (60, 420, "Total"), (300, 420, "43.92"), (500, 420, "2.63"),
+                    (60, 460, "Total"), (500, 460, "1009 001 0010411")) == "46.55"
+    # a summary far above is no reason to doubt a total
+    assert total_of((60, 100, "GST Summary"), (60, 700, "TOTAL"), (500, 700, "12.00")) == "12.00"
+
+
+def test_a_labelled_total_a_cent_away_from_the_payment_stands():
+    # the change, read with doubt as 0.01, is the likelier misreading
+    assert total_of((60, 300, "Amount"), (500, 300, "248.04"),
+                    (60, 340, "Rounding"), (500, 340, "0.01"),
+                    (60, 380, "Total"), (500, 380, "248.05"),
+                    (60, 420, "CASH :"), (500, 420, "248.05"),
+                    (60, 460, "Change :"), (500, 460, "0.01")) == "248.05"
+
+
 def test_a_total_whose_label_was_misread_is_the_sum_of_subtotal_and_tax_printed_below():
     rows = ((60, 300, "Sub Total"), (400, 300, "RM"), (500, 300, "68.87"),
             (60, 340, "Service Charge"), (400, 340, "RM"), (500, 340, "0.00"),
@@ -269,6 +314,13 @@ def test_a_shop_name_without_its_registration_number_and_an_address_that_starts_
         "KEDAI MAJU JAYA (M) SDN BHD", "No 5, Jalan Besar")
 
 
+def test_who_owns_a_shop_is_no_part_of_its_name():
+    for owned in ["OWN BY: CHEF LEE SDN BHD", "Dimiliki oleh : Chef Lee Sdn Bhd",
+                  "Owned by Chef Lee Sdn Bhd"]:
+        name = header_of((150, 40, owned), (180, 75, "No 5, Jalan Besar"))[0]
+        assert name.casefold() == "chef lee sdn bhd", owned
+
+
 def test_a_shop_name_is_read_across_the_lines_ocr_split_it_into():
     # one printed row read as three lines
     assert header_of((100, 40, "KEDAI"), (200, 40, "MAJU SDN"), (340, 40, "BHD"),
@@ -290,7 +342,8 @@ def test_a_shop_name_is_read_across_the_lines_ocr_split_it_into():
 def test_a_greeting_a_title_a_registration_and_a_logo_read_as_text_are_no_shop_name():
     shop = [(150, 110, "KOPI CORNER"), (150, 145, "Lot 5, Jalan Besar")]
     for over in ["Thank You. Please come again.", "SIMPLIFIED TAX INVOICE", "TAXINVOICE",
-                 "BR No.: (124525-H)"]:
+                 "BR No.: (124525-H)", "TQ FOR SHOPPING WITH myNEWS.com",
+                 "REDEEM VOUCHER BEFORE POINTS EXPIRY!", "Your order number is"]:
         assert header_of((150, 75, over), *shop)[0] == "KOPI CORNER", over
     # a logo read with doubt as a word or two; a doubtful name of three words stays
     assert header_of((200, 20, "peaypacin", 0.23), *shop)[0] == "KOPI CORNER"
