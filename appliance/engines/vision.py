@@ -30,11 +30,13 @@ from appliance.engines.base import PageRequest, Question, Recognition
 from appliance.engines.converters import to_markdown
 from appliance.engines.prompts import CONTEXT_VERSION, Prompt, prompt_for
 from appliance.engines.registry import FALLBACK  # a request for the classic reader kept inside
-from appliance.engines.tiling import crop_tiles, decide_tiling, plan_tiles, stitch
+from appliance.engines.tiling import (
+    column_regions, crop_tiles, decide_tiling, plan_region_tiles, plan_tiles, stitch,
+)
 from appliance.errors import DegenerateOutput, PagePreempted, PageTimeout
 from appliance.gguf.families import Family
 from appliance.quality.markdown import markdown_to_text
-from appliance.raster.layout import analyze
+from appliance.raster.layout import Layout, analyze
 
 log = logging.getLogger(__name__)
 
@@ -155,9 +157,10 @@ class VisionEngine:
         last_rung = request.attempt >= len(self.ladder)
         provenance = {"prompt_version": prompt.version, "rung": rung,
                       "context_chars": len(request.context), **self.provenance()}
+        layout = None
         try:
             if rung == "tiled":
-                return self._read_tiles(image, prompt, request, provenance, flags=["tiled"])
+                return self._read_tiles(image, prompt, request, provenance, ["tiled"], layout)
             if self.auto_tiling:
                 layout = analyze(image)
                 decision = decide_tiling(image.width, image.height,
@@ -166,7 +169,8 @@ class VisionEngine:
                                          model_side=self.image_side)
                 provenance["tiling"] = decision.reason
                 if decision.tile:  # small or dense print: strips from the start
-                    return self._read_tiles(image, prompt, request, provenance, flags=["tiled"])
+                    return self._read_tiles(image, prompt, request, provenance, ["tiled"],
+                                            layout)
             sampled = rung == "sampled"
             generation = self.generate(image, prompt, request, sampled=sampled)
             if sampled:
@@ -174,7 +178,7 @@ class VisionEngine:
             if generation.stop == "length":  # too much text for one answer: read in strips
                 log.info("page answer hit its token cap; reading it in tiles")
                 return self._read_tiles(image, prompt, request, provenance,
-                                        flags=["tiled", "truncated_retry"])
+                                        ["tiled", "truncated_retry"], layout)
             self._raise_if_failed(generation)
             return self._recognition(self.markdown(generation.text), generation.tokens,
                                      provenance, [])
@@ -188,12 +192,19 @@ class VisionEngine:
         """How the sampled rung decodes, for the provenance."""
         return {"temperature": self.family.temperature if self.family else SAMPLED_TEMPERATURE}
 
-    def _read_tiles(self, image, prompt: Prompt, request, provenance, flags) -> Recognition:
-        """The page in square strips, so the model sees each at its full input
-        resolution, undistorted. The strips are generated side by side; when one fails
-        the others are given up."""
-        boxes = plan_tiles(image.width, image.height, tile_height=image.width,
-                           overlap=TILE_OVERLAP)
+    def _read_tiles(self, image, prompt: Prompt, request, provenance, flags,
+                    layout: Layout | None) -> Recognition:
+        """The page in strips as tall as the page is wide, so the model sees each at
+        its full input resolution: full-width strips, or on a page set in columns each
+        column's own strips, column after column (``tiling.column_regions``). The
+        strips are generated side by side; when one fails the others are given up."""
+        layout = layout or analyze(image)
+        regions = column_regions(layout, image.width, image.height)
+        groups = (plan_region_tiles(regions, tile_height=image.width, overlap=TILE_OVERLAP)
+                  if regions else
+                  [plan_tiles(image.width, image.height, tile_height=image.width,
+                              overlap=TILE_OVERLAP)])
+        boxes = [box for group in groups for box in group]
         give_up = threading.Event()
         futures = [self.submit(
             tile, prompt,
@@ -211,7 +222,14 @@ class VisionEngine:
                 tokens.extend(generation.tokens)
         finally:
             give_up.set()  # after a failure: the strips still being written stop at once
-        return self._recognition(stitch(texts), tokens, {**provenance, "tiles": len(boxes)},
+        read, start = [], 0
+        for group in groups:  # strips overlap only within their column
+            read.append(stitch(texts[start:start + len(group)]))
+            start += len(group)
+        text = "\n\n".join(part for part in read if part.strip())
+        if regions:
+            provenance = {**provenance, "column_regions": len(regions)}
+        return self._recognition(text, tokens, {**provenance, "tiles": len(boxes)},
                                  [*flags, "truncated"] if truncated else flags,
                                  finish_reason="length" if truncated else "stop")
 

@@ -52,7 +52,7 @@ def make_sets(root: Path, pages: int = 12, seed: int = 7) -> dict[str, int]:
     # imported here, not at the top: synthetic_fields imports this module
     from appliance.measure.synthetic_fields import make_field_sets
 
-    makers = {"columns": ("report", _columns_page), "receipts": ("receipt", _receipt_page),
+    makers = {"columns": ("report", columns_page), "receipts": ("receipt", _receipt_page),
               "tables": ("table", _table_page), "degraded": ("generic", _degraded_page)}
     counts = {name: write_set(root, name, doc_type, make, pages, seed)
               for name, (doc_type, make) in makers.items()}
@@ -98,7 +98,9 @@ def _wrap(rng: random.Random, font, width: int, words: int) -> list[str]:
     return lines + ([current + "."] if current else [])
 
 
-def _columns_page(rng: random.Random) -> tuple[Image.Image, str, str]:
+def columns_page(rng: random.Random) -> tuple[Image.Image, dict[str, str]]:
+    """A title over two or three columns of prose, often a footer, scanned mildly; its
+    truth in reading order (by file suffix)."""
     page = Image.new("RGB", PAGE, "white")
     draw = ImageDraw.Draw(page)
     size = rng.choice((20, 22, 24))

@@ -1,13 +1,20 @@
-"""Tiling: strip plans cover the page with the overlap asked for; stitch undoes the overlap."""
+"""Tiling: strip plans cover the page with the overlap asked for, a page in columns column
+by column; stitch undoes the overlap."""
 
 from __future__ import annotations
 
 import difflib
+import random
 
 import pytest
 from PIL import Image
 
-from appliance.engines.tiling import crop_tiles, plan_tiles, stitch
+from appliance.engines.tiling import (
+    column_regions, crop_tiles, plan_region_tiles, plan_tiles, stitch,
+)
+from appliance.measure import synthetic_sets
+from appliance.raster.layout import analyze
+from appliance.raster.synthetic import render_text_page, sample_lines
 
 # --- plan_tiles -----------------------------------------------------------------
 
@@ -270,3 +277,52 @@ def test_tiling_is_decided_by_print_size_and_line_count():
     landscape = decide_tiling(1754, 1240, char_height_px=10, line_count=90, model_side=896)
     assert not landscape.tile and "not tall enough" in landscape.reason
     assert not decide_tiling(1240, 1754, char_height_px=None, line_count=0, model_side=896).tile
+
+
+# --- pages set in columns --------------------------------------------------------------
+
+
+def page_in_columns(columns: int, seed: int = 5) -> Image.Image:
+    """A title over ``columns`` columns of prose, as the synthetic eval set draws them."""
+    rng = random.Random(seed)
+    while True:
+        page, _truth = synthetic_sets.columns_page(rng)
+        if _column_count(page) == columns:
+            return page
+
+
+def _column_count(page: Image.Image) -> int:
+    regions = column_regions(analyze(page), page.width, page.height) or []
+    return sum(1 for box in regions if box[3] - box[1] > page.height / 2)
+
+
+def test_a_page_in_columns_is_cut_into_its_columns_in_reading_order():
+    for columns in (2, 3):
+        page = page_in_columns(columns)
+        regions = column_regions(analyze(page), page.width, page.height)
+        tall = [box for box in regions if box[3] - box[1] > page.height / 2]
+        assert len(tall) == columns
+        assert [box[0] for box in tall] == sorted(box[0] for box in tall)  # left first
+        for left, right in zip(tall, tall[1:]):
+            assert left[2] <= right[0]  # the gutter between them is in neither
+        title = regions[0]
+        assert title[3] < tall[0][1]  # the title over the columns is read first, alone
+
+
+def test_a_page_of_one_column_a_form_and_a_receipt_are_no_columns():
+    prose = render_text_page(sample_lines(3, count=30, words_per_line=9), font_size=28)
+    receipt = render_text_page(["KEDAI MAJU JAYA", "MILO TIN        12.50",
+                                "ROTI BAKAR       3.20", "TOTAL           15.70",
+                                "CASH            20.00", "CHANGE           4.30"])
+    for page in (prose, receipt):
+        assert column_regions(analyze(page), page.width, page.height) is None
+
+
+def test_each_column_gets_strips_of_its_own_within_it():
+    regions = [(90, 100, 1150, 150), (90, 170, 600, 1600), (640, 170, 1150, 1600)]
+    groups = plan_region_tiles(regions, tile_height=1240, overlap=0.15)
+    assert groups[0] == [(90, 100, 1150, 150)]  # the title: one strip
+    for (x0, y0, x1, y1), group in zip(regions[1:], groups[1:]):
+        assert len(group) == 2
+        assert all(box[0] == x0 and box[2] == x1 for box in group)
+        assert group[0][1] == y0 and group[-1][3] == y1
