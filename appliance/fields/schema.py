@@ -81,7 +81,7 @@ DEFAULTS: dict[str, tuple[FieldSpec, ...]] = {
                           "te betalen", "importe"),
                   not_labels=_TOTAL_NOT),
         # what was handed over and given back: paid - change is the total (``payment``)
-        FieldSpec("paid", "money",
+        FieldSpec("paid", "money", pick="largest",
                   labels=("cash", "cash tendered", "tendered", "amount tendered", "tender",
                           "paid", "amount paid", "payment", "tunai", "bargeld", "gegeben",
                           "espèces", "especes", "contanti", "efectivo", "contant"),

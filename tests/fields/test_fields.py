@@ -295,6 +295,16 @@ def test_item_rows_that_prove_themselves_must_add_up_to_a_sum_under_them():
                                      for check in fields["total"]["checks"])
 
 
+def test_what_was_handed_over_is_the_largest_payment_line():
+    # "Total paid" repeats the total; the cash handed over is the larger amount
+    reasons, fields = payment_checks((60, 300, "GRAND TOTAL"), (500, 300, "191,38"),
+                                     (60, 340, "Total paid"), (500, 340, "191,38"),
+                                     (60, 380, "ESPECES"), (500, 380, "210,00"),
+                                     (60, 420, "RENDU"), (500, 420, "18,62"))
+    assert fields["paid"]["value"] == "210.00" and fields["total"]["valid"] is True
+    assert reasons == []
+
+
 def header_of(*rows: tuple) -> tuple[str | None, str | None]:
     reading = read_fields([page(*rows, (60, 600, "TOTAL 9.90"))], DEFAULTS["receipt"],
                           no_history, today=TODAY)
