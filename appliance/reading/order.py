@@ -19,14 +19,18 @@ gives line boxes can use it). A region of the page is cut
 Why the column test matters: a receipt or a form has a white strip between its labels
 and its values too ("CASH ... 30.90"), and reading all labels before all values
 turns it into nonsense. Typeset columns hold prose, lines of four words and more;
-labels and values have one to three. (A test that also took sides whose lines do not
-share rows for columns read FUNSD's forms worse: multi-line values and signature
-blocks beside a label stack look exactly like that.)
+labels and values have one to three. A long run of prose beside other matter (a
+report's sidebar of analysts' names, a column with tables in it) is a column as well,
+unless that other side is a column of figures: a receipt's prices beside long item
+names. (A test that also took sides whose lines do not share rows for columns read
+FUNSD's forms worse: multi-line values and signature blocks beside a label stack look
+exactly like that; and typeset columns of one leading share rows as often.)
 """
 
 from __future__ import annotations
 
 import math
+import re
 import statistics
 from contextlib import contextmanager
 from dataclasses import dataclass
@@ -47,6 +51,13 @@ MIN_COLUMN_LINES = 3
 # Prose: the median line of a side has at least this many words (a form's labels and
 # values have one to three, a column of running text five or more).
 PROSE_WORDS = 4
+# Prose beside something else is a column when it runs at least this many lines, its
+# median line fills at least this share of its side's width, and at most this share of
+# the other side's lines are a figure or two ("RM48.70 z", "45,866").
+PROSE_RUN = 10
+PROSE_FILL = 0.6
+MAX_FIGURE_SHARE = 0.7
+_DIGIT = re.compile(r"\d")
 # A footer under the columns stands this many line heights below the column it ends.
 FOOTER_GAP = 1.8
 # Lines that may cross a gutter (titles, captions, footers across the columns).
@@ -268,11 +279,30 @@ def _columns_hold(lines: list[Line], x: float, height: float) -> bool:
 def _is_column_cut(left: list[Line], right: list[Line]) -> bool:
     """Whether the two sides of a gutter are columns read one after the other, rather
     than the two halves of rows (labels and their values, item and price)."""
-    return min(len(left), len(right)) >= MIN_COLUMN_LINES and _prose(left) and _prose(right)
+    if min(len(left), len(right)) < MIN_COLUMN_LINES:
+        return False
+    if _prose(left) and _prose(right):
+        return True
+    return any(_prose_run(side) and _figure_share(other) <= MAX_FIGURE_SHARE
+               for side, other in ((left, right), (right, left)))
 
 
 def _prose(lines: list[Line]) -> bool:
     return statistics.median(len(line.text.split()) for line in lines) >= PROSE_WORDS
+
+
+def _prose_run(lines: list[Line]) -> bool:
+    """A long run of prose whose lines mostly fill their side: running text."""
+    if len(lines) < PROSE_RUN or not _prose(lines):
+        return False
+    width = max(line.box[2] for line in lines) - min(line.box[0] for line in lines)
+    return statistics.median((line.box[2] - line.box[0]) / width for line in lines) >= PROSE_FILL
+
+
+def _figure_share(lines: list[Line]) -> float:
+    """The share of the lines that are a figure or two: a column of prices or values."""
+    return sum(bool(_DIGIT.search(line.text)) and len(line.text.split()) <= 2
+               for line in lines) / len(lines)
 
 
 def _centre(line: Line) -> float:

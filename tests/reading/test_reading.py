@@ -106,6 +106,24 @@ def test_columns_under_a_list_across_the_page():
     assert got == [l.text for l in bullets] + [l.text for l in left] + [l.text for l in right]
 
 
+RUNNING = [f"line {i} of a long column of running prose text" for i in range(12)]
+
+
+def test_a_column_of_prose_beside_a_sidebar_is_read_before_the_sidebar():
+    prose = column(100, 160, RUNNING)
+    sidebar = [line(t, 600, 160 + 40 * i) for i, t in enumerate(
+        ["MORGAN STANLEY & CO. LLC", "David Risinger", "EQUITY ANALYST",
+         "Matthew Harrison", "EQUITY ANALYST", "Stock Rating"])]
+    assert order_of([*sidebar, *prose]) == RUNNING + [l.text for l in sidebar]
+
+
+def test_long_item_names_beside_their_prices_stay_rows():
+    items = [f"{100 + i} HELANG MINYAK MASAK SKG" for i in range(12)]
+    prices = [f"RM{10 + i}.90 z" for i in range(12)]
+    lines = column(100, 160, items) + [line(t, 600, 160 + 40 * i) for i, t in enumerate(prices)]
+    assert order_of(lines) == [t for pair in zip(items, prices) for t in pair]
+
+
 def test_a_receipt_reads_row_by_row_not_labels_then_values():
     labels = ["TOTAL", "CASH", "CHANGE", "ROUNDING"]
     values = ["30.90", "51.00", "20.10", "0.00"]
