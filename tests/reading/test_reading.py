@@ -68,13 +68,13 @@ def test_three_columns_under_a_title_that_crosses_the_gutters():
 
 @pytest.mark.parametrize("lean, margin", [(0.5, 100), (-0.5, 4)])
 def test_a_page_that_leans_is_read_as_if_level(lean, margin):
-    # Two columns 20 px apart (0.67 line heights), the page turned by half a degree:
-    # the lines 24 rows down move 8 px sideways against the top ones, so only 12 px
-    # are white all the way down, too narrow for a gutter, unless the page is read
-    # turned level by the lean the engine measured. Turned the other way, a column
-    # close to the left edge would move past x = 0.
+    # Two columns 16 px apart (0.53 line heights), the page turned by half a degree:
+    # the lines 24 rows down move 8 px sideways against the top ones, so only 8 px
+    # are white all the way down, too narrow for a gutter (12 px), unless the page is
+    # read turned level by the lean the engine measured. Turned the other way, a
+    # column close to the left edge would move past x = 0.
     left = column(margin, 100, [f"left {t}" for t in PROSE * 3], pitch=36)
-    right = column(margin + 400, 100, [f"right {t}" for t in PROSE * 3], pitch=36)
+    right = column(margin + 396, 100, [f"right {t}" for t in PROSE * 3], pitch=36)
     cos, sin = math.cos(math.radians(lean)), math.sin(math.radians(lean))
     for l in left + right:
         x, y = (l.box[0] + l.box[2]) / 2, (l.box[1] + l.box[3]) / 2
