@@ -16,6 +16,7 @@ the page, the box on the page as rendered, the line's text.
 
 from __future__ import annotations
 
+import functools
 import re
 from dataclasses import dataclass, field
 from decimal import Decimal
@@ -186,8 +187,7 @@ def _label_span(text: str, labels: tuple[str, ...]) -> tuple[int, int] | None:
     some), and it may run straight into a capital (OCR joins "Total" and "EUR")."""
     best = None
     for label in sorted(labels, key=len, reverse=True):
-        pattern = r"\s*".join(_misreadable(part) for part in label.split())
-        for match in re.finditer(rf"(?<![^\W\d_]){pattern}", text, re.IGNORECASE):
+        for match in _label_pattern(label).finditer(text):
             after = text[match.end():match.end() + 1]
             if after.isalpha() and not (after.isupper() and text[match.end() - 1].islower()):
                 continue
@@ -199,6 +199,13 @@ def _label_span(text: str, labels: tuple[str, ...]) -> tuple[int, int] | None:
 
 # letters OCR reads as look-alikes ("Tota1", "TOTAI", "T0TAL", "5UBTOTAL")
 _LOOK_ALIKES = {"l": "[l1|i]", "i": "[i1l|]", "o": "[o0]", "s": "[s5]"}
+
+
+@functools.cache  # labels come from the schemas: a few hundred, each built once
+def _label_pattern(label: str) -> re.Pattern:
+    """The label as a whole word, its spaces optional, its letters' look-alikes too."""
+    words = r"\s*".join(_misreadable(part) for part in label.split())
+    return re.compile(rf"(?<![^\W\d_]){words}", re.IGNORECASE)
 
 
 def _misreadable(word: str) -> str:
@@ -387,9 +394,9 @@ def _after_rounding(spec: FieldSpec, candidates: list[_Candidate],
                if p.problem is None and near(p)]
     # the row right under the adjustment, its label misread or none ("RM 60.30"), holds
     # the rounded total when it is a cash rounding away from the total before it
-    under = [c for c in _band_amounts(lines, _row_under(lines, first))
-             if abs(_amount(c.parsed) - largest) < payment.CASH_ROUNDING] \
-        if _row_under(lines, first) else []
+    row = _row_under(lines, first)
+    under = [c for c in _band_amounts(lines, row)
+             if abs(_amount(c.parsed) - largest) < payment.CASH_ROUNDING] if row else []
     return [c for c in candidates if below(c.line) and near(c.parsed)] + rounded + under \
         or candidates
 

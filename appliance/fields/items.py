@@ -44,19 +44,21 @@ def item_sum(lines: list[ReadLine]) -> ItemSum | None:
     """The items of the first page that has a sum row under items that prove themselves
     (see the module's rules); None where no page has such items."""
     for number in sorted({line.page.number for line in lines}):
-        printed = rows([line for line in lines if line.page.number == number], columns=False)
-        first_sum = next((i for i, row in enumerate(printed)
-                          if _SUM_ROW.search(row.text) and _amounts(row)), None)
+        printed = [(row, _amounts(row)) for row in
+                   rows([line for line in lines if line.page.number == number], columns=False)]
+        first_sum = next((i for i, (row, amounts) in enumerate(printed)
+                          if _SUM_ROW.search(row.text) and amounts), None)
         if first_sum is None:
             continue
-        above = [row for row in printed[:first_sum] if not kinds.find_dates(row.text)]
-        if any(len(kinds.CENTS.findall(row.text)) > len(_amounts(row)) for row in above):
+        above = [(row, amounts) for row, amounts in printed[:first_sum]
+                 if not kinds.find_dates(row.text)]
+        if any(len(kinds.CENTS.findall(row.text)) > len(amounts) for row, amounts in above):
             continue  # a figure with cents that is no amount ("S0.50"): a row unread
-        items = [(row, _amounts(row)[-1]) for row in above if _amounts(row)]
+        items = [(row, amounts[-1]) for row, amounts in above if amounts]
         if len(items) < MIN_ITEMS or not all(_proves_itself(row, amount) for row, amount in items):
             continue
-        sums = tuple(_amounts(row)[-1] for row in printed[first_sum:]
-                     if _SUM_ROW.search(row.text) and _amounts(row))
+        sums = tuple(amounts[-1] for row, amounts in printed[first_sum:]
+                     if _SUM_ROW.search(row.text) and amounts)
         return ItemSum(sum(amount for _, amount in items), tuple(row for row, _ in items), sums)
     return None
 
