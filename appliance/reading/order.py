@@ -10,7 +10,8 @@ gives line boxes can use it). A region of the page is cut
    strip (a title, a caption, a footer across the page): they become *spanners*. The
    region is then cut across above and below each spanner, so that the columns
    between two spanners are read one after the other, left before right, and each
-   spanner in its place between them;
+   spanner in its place between them. Sections above the first one that reads as
+   columns (a page header, a report's banner) are read first (``_head_above_columns``);
 2. across a *section gap*: white across the full width of the region, taller than
    ``SECTION_GAP`` line heights. Top goes before bottom;
 3. otherwise it is one block, read as rows: a row is the lines whose vertical
@@ -19,12 +20,14 @@ gives line boxes can use it). A region of the page is cut
 Why the column test matters: a receipt or a form has a white strip between its labels
 and its values too ("CASH ... 30.90"), and reading all labels before all values
 turns it into nonsense. Typeset columns hold prose, lines of four words and more;
-labels and values have one to three. A long run of prose beside other matter (a
-report's sidebar of analysts' names, a column with tables in it) is a column as well,
-unless that other side is a column of figures: a receipt's prices beside long item
-names. (A test that also took sides whose lines do not share rows for columns read
-FUNSD's forms worse: multi-line values and signature blocks beside a label stack look
-exactly like that; and typeset columns of one leading share rows as often.)
+labels and values have one to three. A long run of rows that fill their side with
+prose, or with a table's rows (a label and its figures) that do not go on across the
+gutter, beside other matter of some length (a report's sidebar of analysts' names and
+charts, a column with tables in it) is a column as well, unless that other side is a
+column of figures: a receipt's prices beside long item names. (A test that also took
+sides whose lines do not share rows for columns read FUNSD's forms worse: multi-line
+values and signature blocks beside a label stack look exactly like that; and typeset
+columns of one leading share rows as often.)
 """
 
 from __future__ import annotations
@@ -53,13 +56,17 @@ MIN_COLUMN_LINES = 3
 # Prose: the median line of a side has at least this many words (a form's labels and
 # values have one to three, a column of running text five or more).
 PROSE_WORDS = 4
-# Prose beside something else is a column when it runs at least this many lines, its
-# median line fills at least this share of its side's width, and at most this share of
-# the other side's lines are a figure or two ("RM48.70 z", "45,866").
-PROSE_RUN = 10
+# One side is a column beside something else when it runs at least this many rows, at
+# least half of them filling this share of the side's width with running text or a
+# table's row ("Revenue (US$ m)  915.9  1,382.7"), and the other side has at least
+# SIDEBAR_LINES lines (a sidebar, not three notes beside a form's values), at most
+# MAX_FIGURE_SHARE of them a figure or two ("RM48.70 z", "45,866").
+COLUMN_RUN = 10
 PROSE_FILL = 0.6
+SIDEBAR_LINES = 5
 MAX_FIGURE_SHARE = 0.7
 _DIGIT = re.compile(r"\d")
+_WORD = re.compile(r"[^\W\d_]{3,}")  # a word of letters, not a code or a unit
 # A footer under the columns stands this many line heights below the column it ends.
 FOOTER_GAP = 1.8
 # Lines that may cross a gutter (titles, captions, footers across the columns).
@@ -161,6 +168,10 @@ def _cut(lines: list[Line], height: float) -> list[list[Line]]:
         return [lines]
     columns = [(x, spanners) for x, spanners in _gutters(lines, height)
                if _columns_hold(lines, x, height)]
+    if columns:
+        head, body = _head_above_columns(lines, columns[0][0], height)
+        if head:
+            return _cut(head, height) + _cut(body, height)
     # a line across any of the column gutters separates what is above from below
     spanners = [line for line in lines if any(line in crossing for _x, crossing in columns)]
     if spanners:
@@ -267,15 +278,43 @@ def _columns_hold(lines: list[Line], x: float, height: float) -> bool:
     as a whole looks like two columns. Sections too small to judge do not vote; when
     none can, the region is judged whole."""
     votes = {True: 0, False: 0}
-    for section in _section_splits(lines, height):
-        left = [line for line in section if line.box[2] <= x]
-        right = [line for line in section if line.box[0] >= x]
-        if min(len(left), len(right)) >= MIN_COLUMN_LINES:
-            votes[_is_column_cut(left, right)] += len(left) + len(right)
+    for vote, weight in _section_votes(_section_splits(lines, height), x):
+        if vote is not None:
+            votes[vote] += weight
     if votes[True] or votes[False]:
         return votes[True] >= votes[False]
     return _is_column_cut([line for line in lines if line.box[2] <= x],
                           [line for line in lines if line.box[0] >= x])
+
+
+def _section_votes(sections: list[list[Line]], x: float) -> list[tuple[bool | None, int]]:
+    """Each section's vote on the gutter at ``x`` (columns, rows, or None where a side
+    has too few lines to judge), weighed by its lines beside the gutter."""
+    votes: list[tuple[bool | None, int]] = []
+    for section in sections:
+        left = [line for line in section if line.box[2] <= x]
+        right = [line for line in section if line.box[0] >= x]
+        if min(len(left), len(right)) >= MIN_COLUMN_LINES:
+            votes.append((_is_column_cut(left, right), len(left) + len(right)))
+        else:
+            votes.append((None, 0))
+    return votes
+
+
+def _head_above_columns(lines: list[Line], x: float,
+                        height: float) -> tuple[list[Line], list[Line]]:
+    """The sections above the first one that reads as columns beside the gutter at
+    ``x`` (a page's header, a report's banner: its title beside the ticker, the
+    subtitle beside the target price), and the rest. The head is read first, as its
+    own region, the columns under it after; ([], lines) when the columns start at the
+    top."""
+    sections = _section_splits(lines, height)
+    first = next((number for number, (vote, _weight) in enumerate(_section_votes(sections, x))
+                  if vote), 0)
+    if not first:
+        return [], lines
+    return ([line for section in sections[:first] for line in section],
+            [line for section in sections[first:] for line in section])
 
 
 def _is_column_cut(left: list[Line], right: list[Line]) -> bool:
@@ -285,7 +324,8 @@ def _is_column_cut(left: list[Line], right: list[Line]) -> bool:
         return False
     if _prose(left) and _prose(right):
         return True
-    return any(_prose_run(side) and _figure_share(other) <= MAX_FIGURE_SHARE
+    return any(_reads_alone(side, other) and len(other) >= SIDEBAR_LINES
+               and _figure_share(other) <= MAX_FIGURE_SHARE
                for side, other in ((left, right), (right, left)))
 
 
@@ -293,18 +333,53 @@ def _prose(lines: list[Line]) -> bool:
     return statistics.median(len(line.text.split()) for line in lines) >= PROSE_WORDS
 
 
-def _prose_run(lines: list[Line]) -> bool:
-    """A long run of prose whose lines mostly fill their side: running text."""
-    if len(lines) < PROSE_RUN or not _prose(lines):
+def _reads_alone(lines: list[Line], other: list[Line]) -> bool:
+    """A run of rows that read on their own: at least half of them fill their side
+    with running text, or with a table's row (a label and its figures) that does not
+    go on across the gutter to ``other``: a table whose item names stand left of a
+    gutter and the rest of each row right of it is one table, not two columns."""
+    rows_ = rows(lines)
+    if len(rows_) < COLUMN_RUN:
         return False
-    width = max(line.box[2] for line in lines) - min(line.box[0] for line in lines)
-    return statistics.median((line.box[2] - line.box[0]) / width for line in lines) >= PROSE_FILL
+    left = min(line.box[0] for line in lines)
+    width = max(line.box[2] for line in lines) - left
+    height = statistics.median(line_height(line) for line in lines)
+    beyond = [_centre(line) for line in other]
+    full = sum(_span(row) >= PROSE_FILL * width
+               and (_running_text(row) or (_table_row(row) and not _goes_on(row, beyond, height)))
+               for row in rows_)
+    return 2 * full >= len(rows_)
+
+
+def _goes_on(row: list[Line], centres: list[float], height: float) -> bool:
+    """Whether a line of the other side stands in ``row`` (its centre within a quarter
+    of a line height of the row's)."""
+    middle = statistics.fmean(_centre(line) for line in row)
+    return any(abs(centre - middle) <= height / 4 for centre in centres)
+
+
+def _span(row: list[Line]) -> float:
+    return max(line.box[2] for line in row) - min(line.box[0] for line in row)
+
+
+def _running_text(row: list[Line]) -> bool:
+    return any(len(line.text.split()) >= PROSE_WORDS and _WORD.search(line.text)
+               for line in row)
+
+
+def _table_row(row: list[Line]) -> bool:
+    """A label and two figures or more, each a line of its own."""
+    return (len(row) >= 3 and sum(map(_is_figure, row)) >= 2
+            and any(_WORD.search(line.text) for line in row))
 
 
 def _figure_share(lines: list[Line]) -> float:
     """The share of the lines that are a figure or two: a column of prices or values."""
-    return sum(bool(_DIGIT.search(line.text)) and len(line.text.split()) <= 2
-               for line in lines) / len(lines)
+    return sum(map(_is_figure, lines)) / len(lines)
+
+
+def _is_figure(line: Line) -> bool:
+    return bool(_DIGIT.search(line.text)) and len(line.text.split()) <= 2
 
 
 def _centre(line: Line) -> float:

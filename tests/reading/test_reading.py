@@ -117,6 +117,62 @@ def test_a_column_of_prose_beside_a_sidebar_is_read_before_the_sidebar():
     assert order_of([*sidebar, *prose]) == RUNNING + [l.text for l in sidebar]
 
 
+def test_a_table_of_figures_beside_a_sidebar_is_read_before_the_sidebar():
+    # a research report's last page: the financial statements' rows, each a label and
+    # four figures, and beside them a sidebar with a paragraph and a chart's labels
+    table, order = [], []
+    for i in range(14):
+        label = line(f"Revenue line {i} (US$ m)", 100, 160 + 40 * i, 300)
+        figures = [line(f"{i},{k}0{i}.5", 320 + 90 * k, 160 + 40 * i, 390 + 90 * k)
+                   for k in range(4)]
+        table += [label, *figures]
+        order += [label.text] + [f.text for f in figures]
+    sidebar = [line(t, 760, 160 + 40 * i) for i, t in enumerate(
+        ["Company Background", "Kirkland Lake Gold is a gold mining company",
+         "based in Canada with two major operations", "Blue Sky", "US$55.00",
+         "Target Price", "Grey Sky", "US$35.00"])]
+    assert order_of([*sidebar, *table]) == order + [l.text for l in sidebar]
+
+
+def test_a_few_notes_beside_a_form_stay_in_their_rows():
+    # a form whose label-and-value lines fill their side, and three notes beside them
+    # (a unit, a date label): rows, not a column of notes after the form
+    form = [line(f"({i}) VARIETY UNIT SALES: {1000 + i}", 100, 160 + 40 * i, 500)
+            for i in range(12)]
+    notes = [line(t, 620, 160 + 40 * i) for i, t in
+             [(2, "1.3 mg (Appendix C)"), (5, "LAST SALES DATE:"), (8, "(In Thousands)")]]
+    assert order_of([*notes, *form]) == [l.text for l in sorted(
+        form + notes, key=lambda l: (l.box[1], l.box[0]))]
+
+
+def test_a_table_with_its_item_names_left_of_a_gutter_stays_rows():
+    # the white between the item names and the rest of each row is a gutter, and the
+    # right side's rows are a table's (a label and two figures): the rows go on across
+    # it, so they are read whole
+    names = [line(f"Ballpoint pens {i}", 100, 160 + 40 * i, 380) for i in range(12)]
+    cells = [cell for i in range(12) for cell in (
+        line("North", 480, 160 + 40 * i, 560), line(f"{400 + i}", 640, 160 + 40 * i, 700),
+        line(f"{700 + i}.21", 780, 160 + 40 * i, 860))]
+    got = order_of([*cells, *names])
+    assert got == [text for i in range(12) for text in
+                   (f"Ballpoint pens {i}", "North", f"{400 + i}", f"{700 + i}.21")]
+
+
+def test_a_banner_above_the_columns_is_read_row_by_row_first():
+    # a research report's banner: title, subtitle and rating on the left, the ticker and
+    # the target price on the right, each beside its row; the columns under it after
+    banner = [("KIRKLAND LAKE GOLD Inc", "KL"), ("A Gold Darling with a Rich Valuation",
+                                               "Target price (12M, US$)"),
+              ("at Neutral with US$47 Target Price", "47.00")]
+    lines = []
+    for i, (left_text, right_text) in enumerate(banner):
+        lines += [line(left_text, 100, 40 + 40 * i), line(right_text, 620, 40 + 40 * i)]
+    left = column(100, 200, [f"left {t}" for t in RUNNING])
+    right = column(620, 200, [f"right {t}" for t in RUNNING])
+    assert order_of([*right, *left, *lines]) == (
+        [t for pair in banner for t in pair] + [l.text for l in left] + [l.text for l in right])
+
+
 def test_long_item_names_beside_their_prices_stay_rows():
     items = [f"{100 + i} HELANG MINYAK MASAK SKG" for i in range(12)]
     prices = [f"RM{10 + i}.90 z" for i in range(12)]
