@@ -67,6 +67,16 @@ SIDEBAR_LINES = 5
 MAX_FIGURE_SHARE = 0.7
 _DIGIT = re.compile(r"\d")
 _WORD = re.compile(r"[^\W\d_]{3,}")  # a word of letters, not a code or a unit
+# An address beside values that carry their own labels (an invoice's "Invoice to" block
+# beside its number and dates) is two blocks, not labels and values: an address is
+# MIN_COLUMN_LINES to ADDRESS_LINES lines, one a row, aligned left, each with a word,
+# none labelled; at least LABELLED_SHARE of the other side's rows are a label with
+# its value ("Date of issue | 29 Mar 2020", "Invoice number: 2025-02-460"); and the
+# two sides have different numbers of rows (a table's first column has a cell in
+# each row of the rest).
+ADDRESS_LINES = 8
+LABELLED_SHARE = 0.75
+_LABELLED = re.compile(r"^[^\W\d_][^:]{1,30}:\s*(\S.*)$")
 # A footer under the columns stands this many line heights below the column it ends.
 FOOTER_GAP = 1.8
 # Lines that may cross a gutter (titles, captions, footers across the columns).
@@ -324,6 +334,9 @@ def _is_column_cut(left: list[Line], right: list[Line]) -> bool:
         return False
     if _prose(left) and _prose(right):
         return True
+    if any(_address(side) and _labelled_values(other) and len(rows(side)) != len(rows(other))
+           for side, other in ((left, right), (right, left))):
+        return True  # a table's first column would have a cell in each of its rows
     return any(_reads_alone(side, other) and len(other) >= SIDEBAR_LINES
                and _figure_share(other) <= MAX_FIGURE_SHARE
                for side, other in ((left, right), (right, left)))
@@ -371,6 +384,32 @@ def _table_row(row: list[Line]) -> bool:
     """A label and two figures or more, each a line of its own."""
     return (len(row) >= 3 and sum(map(_is_figure, row)) >= 2
             and any(_WORD.search(line.text) for line in row))
+
+
+def _address(lines: list[Line]) -> bool:
+    rows_ = rows(lines)
+    if not MIN_COLUMN_LINES <= len(rows_) <= ADDRESS_LINES:
+        return False
+    if any(len(row) > 1 or _LABELLED.match(row[0].text) or not _WORD.search(row[0].text)
+           for row in rows_):
+        return False
+    height = statistics.median(line_height(line) for line in lines)
+    return max(line.box[0] for line in lines) - min(line.box[0] for line in lines) <= height
+
+
+def _labelled_values(lines: list[Line]) -> bool:
+    rows_ = rows(lines)
+    return (len(rows_) >= MIN_COLUMN_LINES
+            and sum(map(_label_and_value, rows_)) >= LABELLED_SHARE * len(rows_))
+
+
+def _label_and_value(row: list[Line]) -> bool:
+    """A label of words and a value with a figure in it, as two lines or as one."""
+    if len(row) == 2:
+        label, value = (line.text for line in row)
+        return bool(_WORD.search(label) and not _DIGIT.search(label) and _DIGIT.search(value))
+    labelled = _LABELLED.match(row[0].text) if len(row) == 1 else None
+    return bool(labelled and _DIGIT.search(labelled.group(1)))
 
 
 def _figure_share(lines: list[Line]) -> float:

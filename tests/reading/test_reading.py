@@ -189,6 +189,28 @@ def test_a_receipt_reads_row_by_row_not_labels_then_values():
                                "ROUNDING", "0.00"]
 
 
+def test_an_address_beside_labelled_values_is_read_before_them():
+    # an invoice's "Invoice to" block beside its number and dates: the values carry
+    # their own labels, so the address lines are not theirs
+    address = ["Invoice to", "Oak & Ash Stationery Inc.", "84 Oak Avenue, Suite 20",
+               "Austin, TX 78701", "USA"]
+    lines = [line(t, 40, 100 + 40 * i) for i, t in enumerate(address)]
+    values = [("Invoice No.", "INV-2020-0361"), ("Date of issue", "29 Mar 2020"),
+              ("Payment due", "13 May 2020")]
+    for i, (label, value) in enumerate(values):
+        lines += [line(label, 600, 102 + 40 * i), line(value, 820, 102 + 40 * i)]
+    assert order_of(lines) == address + [t for pair in values for t in pair]
+
+
+def test_a_receipts_labels_beside_currency_and_amount_stay_rows():
+    labels = ["Sub Total", "Discount", "Rounding", "CASH", "CHANGE"]
+    lines = [line(t, 40, 100 + 40 * i) for i, t in enumerate(labels)]
+    for i in range(len(labels)):
+        lines += [line("RM", 480, 102 + 40 * i), line(f"{15 - i}.00", 560, 102 + 40 * i)]
+    assert order_of(lines) == [t for i, label in enumerate(labels)
+                               for t in (label, "RM", f"{15 - i}.00")]
+
+
 def test_a_form_reads_each_label_with_its_value_even_multi_line_ones():
     rows_ = [("PROJECT CODE", ["BD-FF"]), ("PROJECT NAME", ["Full Flavor King Size"]),
              ("PROJECT OBJECTIVE", ["Develop a king size blend for the", "generic market with",
