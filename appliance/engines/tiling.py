@@ -157,6 +157,10 @@ def column_regions(layout: Layout, width: int, height: int) -> list[Box] | None:
     size = layout.char_height_px
     if not size or len(layout.line_boxes) < 2:
         return None
+    # stand-in text, a one-letter word per estimated word: with no words of letters and
+    # no figures, only the rule for prose on both sides of a gutter can hold; the rules
+    # that need the text (a table's rows, a sidebar beside prose, an address) cannot
+    # tell a ruled table's columns from a page's without it
     lines = [Line(" ".join("w" * max(1, round((right - left) / (WORD_WIDTH * size)))),
                   [left, top, right, bottom], 1.0)
              for left, top, right, bottom in _large_print_joined(layout.line_boxes, size)]
