@@ -24,10 +24,12 @@ labels and values have one to three. A long run of rows that fill their side wit
 prose, or with a table's rows (a label and its figures) that do not go on across the
 gutter, beside other matter of some length (a report's sidebar of analysts' names and
 charts, a column with tables in it) is a column as well, unless that other side is a
-column of figures: a receipt's prices beside long item names. (A test that also took
-sides whose lines do not share rows for columns read FUNSD's forms worse: multi-line
-values and signature blocks beside a label stack look exactly like that; and typeset
-columns of one leading share rows as often.)
+column of figures: a receipt's prices beside long item names. So is an address beside
+values that carry their own labels (an invoice's "Invoice to" block beside its number
+and dates): its lines are not their labels. (A test that also took sides whose lines
+do not share rows for columns read FUNSD's forms worse: multi-line values and
+signature blocks beside a label stack look exactly like that; and typeset columns of
+one leading share rows as often.)
 """
 
 from __future__ import annotations
@@ -387,6 +389,7 @@ def _table_row(row: list[Line]) -> bool:
 
 
 def _address(lines: list[Line]) -> bool:
+    """A few lines, one a row, aligned left, each with a word and none labelled."""
     rows_ = rows(lines)
     if not MIN_COLUMN_LINES <= len(rows_) <= ADDRESS_LINES:
         return False
@@ -398,6 +401,7 @@ def _address(lines: list[Line]) -> bool:
 
 
 def _labelled_values(lines: list[Line]) -> bool:
+    """Rows that are mostly a label with its value (see ``_label_and_value``)."""
     rows_ = rows(lines)
     return (len(rows_) >= MIN_COLUMN_LINES
             and sum(map(_label_and_value, rows_)) >= LABELLED_SHARE * len(rows_))
