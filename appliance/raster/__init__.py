@@ -121,7 +121,10 @@ def decrypted_pdf(path: Path, password: str) -> bytes | None:
             if not pdf.is_encrypted:
                 return None
             out = io.BytesIO()
-            pdf.save(out)  # without encryption: pikepdf drops it unless asked to keep it
+            # without encryption (pikepdf drops it unless asked to keep it), and with an
+            # /ID from the content, not the clock: the same PDF sent again (a retried
+            # upload) is the same content
+            pdf.save(out, deterministic_id=True)
             return out.getvalue()
     except pikepdf.PasswordError:
         raise EncryptedPdf("The password given does not open this PDF." + PASSWORD_HINT) \

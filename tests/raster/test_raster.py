@@ -1,10 +1,12 @@
 from __future__ import annotations
 
+import time
+
 import pytest
 from PIL import Image, ImageStat
 
 from appliance.errors import CorruptFile, EncryptedPdf, TooManyPixels
-from appliance.raster import count_pages, render_page, save_page_image
+from appliance.raster import count_pages, decrypted_pdf, render_page, save_page_image
 from tests.fixtures.documents import (
     render_text_page,
     write_encrypted_pdf,
@@ -84,6 +86,17 @@ def test_encrypted_pdf(tmp_path):
     with pytest.raises(EncryptedPdf) as caught:
         count_pages(path, "pdf", MAX_PIXELS)
     assert "qpdf --decrypt" in caught.value.message
+
+
+def test_an_encrypted_pdf_decrypted_twice_is_the_same_content(tmp_path):
+    # qpdf stamps a saved file's /ID from the clock unless asked otherwise: a retried
+    # upload a second later was stored as other content, not recognised as the same
+    path = write_encrypted_pdf(tmp_path / "locked.pdf", user_password="secret")
+    first = decrypted_pdf(path, "secret")
+    time.sleep(1.1)
+    assert decrypted_pdf(path, "secret") == first
+    with pytest.raises(EncryptedPdf):
+        decrypted_pdf(path, "guess")
 
 
 def test_truncated_png_fails_at_render(tmp_path):
