@@ -24,12 +24,11 @@ Each line is also given its ``block`` (the reading-order index of its block) and
 from __future__ import annotations
 
 import re
-import statistics
 from dataclasses import dataclass
 
 from appliance.engines.base import Line
 from appliance.quality.markdown import escape_markdown
-from appliance.reading.order import Block, line_height
+from appliance.reading.order import Block, median_height
 
 PARAGRAPH_GAP = 1.2  # line heights of white between rows that start a paragraph
 HEADING_RATIO = 1.3  # a heading's print is at least this much taller than the body's
@@ -53,7 +52,7 @@ def render(blocks: list[Block]) -> Page:
     lines = [line for block in blocks for line in block.lines]
     if not lines:
         return Page("", "", [])
-    body = statistics.median(line_height(line) for line in lines)
+    body = median_height(lines)
     heading_sizes = _heading_sizes(blocks, body)
     parts: list[str] = []
     for block in blocks:
@@ -118,14 +117,14 @@ def _row_markdown(row: list[Line], body: float, heading_sizes: list[float]) -> s
 
 def _heading_sizes(blocks: list[Block], body: float) -> list[float]:
     """The print heights that make headings on this page, tallest first."""
-    sizes = {round(_row_height(row)) for block in blocks for row in block.rows
+    sizes = {round(median_height(row)) for block in blocks for row in block.rows
              if _heading_candidate(row, body)}
     return sorted(sizes, reverse=True)
 
 
 def _heading_candidate(row: list[Line], body: float) -> bool:
     text = " ".join(line.text for line in row).strip()
-    return (_row_height(row) >= HEADING_RATIO * body
+    return (median_height(row) >= HEADING_RATIO * body
             and 0 < len(text.split()) <= HEADING_MAX_WORDS
             and not text.endswith((".", ",", ";", ":"))
             and any(ch.isalpha() for ch in text))
@@ -134,7 +133,7 @@ def _heading_candidate(row: list[Line], body: float) -> bool:
 def _heading_level(row: list[Line], body: float, sizes: list[float]) -> int:
     if not _heading_candidate(row, body):
         return 0
-    return min(3, sizes.index(round(_row_height(row))) + 1)
+    return min(3, sizes.index(round(median_height(row))) + 1)
 
 
 def _table_runs(rows: list[list[Line]], body: float
@@ -213,10 +212,6 @@ def _table(rows: list[list[Line]], columns: list[list[float]], body: float) -> l
         grid.insert(0, [""] * len(columns))
     out = ["| " + " | ".join(grid[0]) + " |", "|" + "---|" * len(columns)]
     return out + ["| " + " | ".join(cells) + " |" for cells in grid[1:]]
-
-
-def _row_height(row: list[Line]) -> float:
-    return statistics.median(line_height(line) for line in row)
 
 
 def layout_blocks(lines: list[dict]) -> list[dict]:

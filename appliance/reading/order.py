@@ -117,7 +117,7 @@ def read_order(lines: list[Line], lean_deg: float = 0.0) -> list[Block]:
     if not lines:
         return []
     with _levelled(lines, lean_deg):
-        height = statistics.median(line_height(line) for line in lines)
+        height = median_height(lines)
         blocks = [Block(rows=rows(region, height)) for region in _cut(lines, height)]
     for number, block in enumerate(blocks):
         block.order = number
@@ -162,7 +162,7 @@ def rows(lines: list[Line], height: float | None = None) -> list[list[Line]]:
     """
     if not lines:
         return []
-    height = height or statistics.median(line_height(line) for line in lines)
+    height = height or median_height(lines)
     result: list[list[Line]] = []
     centres: list[float] = []
     for line in sorted(lines, key=lambda item: (_centre(item), item.box[0])):
@@ -178,14 +178,18 @@ def rows(lines: list[Line], height: float | None = None) -> list[list[Line]]:
 def _cut(lines: list[Line], height: float) -> list[list[Line]]:
     if len(lines) < 2:
         return [lines]
-    columns = [(x, spanners) for x, spanners in _gutters(lines, height)
-               if _columns_hold(lines, x, height)]
+    sections = _section_splits(lines, height)
+    columns = []
+    for x, crossing in _gutters(lines, height):
+        votes = _section_votes(sections, x)
+        if _columns_hold(lines, x, votes):
+            columns.append((x, crossing, votes))
     if columns:
-        head, body = _head_above_columns(lines, columns[0][0], height)
+        head, body = _head_above_columns(sections, columns[0][2])
         if head:
             return _cut(head, height) + _cut(body, height)
     # a line across any of the column gutters separates what is above from below
-    spanners = [line for line in lines if any(line in crossing for _x, crossing in columns)]
+    spanners = [line for line in lines if any(line in crossing for _x, crossing, _v in columns)]
     if spanners:
         return [region for piece in _between(lines, spanners) for region in _cut(piece, height)]
     if columns:
@@ -197,7 +201,6 @@ def _cut(lines: list[Line], height: float) -> list[list[Line]]:
             body = [line for line in lines if line not in tail]
             return _cut(body, height) + _cut(tail, height)
         return _cut(left, height) + _cut(right, height)
-    sections = _section_splits(lines, height)
     if len(sections) > 1:
         return [region for section in sections for region in _cut(section, height)]
     return [lines]
@@ -283,14 +286,15 @@ def _section_splits(lines: list[Line], height: float) -> list[list[Line]]:
     return sections
 
 
-def _columns_hold(lines: list[Line], x: float, height: float) -> bool:
-    """Whether the gutter at ``x`` separates columns, judged section by section: a form
-    whose label and value stacks sit above a list or a signature block is rows in its
-    form part, and those rows must not be read label stack first because the region
-    as a whole looks like two columns. Sections too small to judge do not vote; when
-    none can, the region is judged whole."""
+def _columns_hold(lines: list[Line], x: float,
+                  section_votes: list[tuple[bool | None, int]]) -> bool:
+    """Whether the gutter at ``x`` separates columns, judged section by section
+    (``_section_votes``): a form whose label and value stacks sit above a list or a
+    signature block is rows in its form part, and those rows must not be read label
+    stack first because the region as a whole looks like two columns. Sections too
+    small to judge do not vote; when none can, the region is judged whole."""
     votes = {True: 0, False: 0}
-    for vote, weight in _section_votes(_section_splits(lines, height), x):
+    for vote, weight in section_votes:
         if vote is not None:
             votes[vote] += weight
     if votes[True] or votes[False]:
@@ -313,18 +317,14 @@ def _section_votes(sections: list[list[Line]], x: float) -> list[tuple[bool | No
     return votes
 
 
-def _head_above_columns(lines: list[Line], x: float,
-                        height: float) -> tuple[list[Line], list[Line]]:
-    """The sections above the first one that reads as columns beside the gutter at
-    ``x`` (a page's header, a report's banner: its title beside the ticker, the
+def _head_above_columns(sections: list[list[Line]], section_votes: list[tuple[bool | None, int]]
+                        ) -> tuple[list[Line], list[Line]]:
+    """The sections above the first one that reads as columns beside the gutter they
+    voted on (a page's header, a report's banner: its title beside the ticker, the
     subtitle beside the target price), and the rest. The head is read first, as its
-    own region, the columns under it after; ([], lines) when the columns start at the
+    own region, the columns under it after; ([], all) when the columns start at the
     top."""
-    sections = _section_splits(lines, height)
-    first = next((number for number, (vote, _weight) in enumerate(_section_votes(sections, x))
-                  if vote), 0)
-    if not first:
-        return [], lines
+    first = next((number for number, (vote, _weight) in enumerate(section_votes) if vote), 0)
     return ([line for section in sections[:first] for line in section],
             [line for section in sections[first:] for line in section])
 
@@ -358,7 +358,7 @@ def _reads_alone(lines: list[Line], other: list[Line]) -> bool:
         return False
     left = min(line.box[0] for line in lines)
     width = max(line.box[2] for line in lines) - left
-    height = statistics.median(line_height(line) for line in lines)
+    height = median_height(lines)
     beyond = [_centre(line) for line in other]
     full = sum(_span(row) >= PROSE_FILL * width
                and (_running_text(row) or (_table_row(row) and not _goes_on(row, beyond, height)))
@@ -396,7 +396,7 @@ def _address(lines: list[Line]) -> bool:
     if any(len(row) > 1 or _LABELLED.match(row[0].text) or not _WORD.search(row[0].text)
            for row in rows_):
         return False
-    height = statistics.median(line_height(line) for line in lines)
+    height = median_height(lines)
     return max(line.box[0] for line in lines) - min(line.box[0] for line in lines) <= height
 
 
@@ -427,6 +427,10 @@ def _is_figure(line: Line) -> bool:
 
 def _centre(line: Line) -> float:
     return (line.box[1] + line.box[3]) / 2
+
+
+def median_height(lines: list[Line]) -> float:
+    return statistics.median(line_height(line) for line in lines)
 
 
 def line_height(line: Line) -> float:
