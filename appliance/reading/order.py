@@ -10,8 +10,11 @@ gives line boxes can use it). A region of the page is cut
    strip (a title, a caption, a footer across the page): they become *spanners*. The
    region is then cut across above and below each spanner, so that the columns
    between two spanners are read one after the other, left before right, and each
-   spanner in its place between them. Sections above the first one that reads as
-   columns (a page header, a report's banner) are read first (``_head_above_columns``);
+   spanner in its place between them; but where a gutter no line crosses holds too
+   and a spanner stands beside other lines (a magazine's headline right of its first
+   column), the region is cut down that gutter first. Sections above the first one
+   that reads as columns (a page header, a report's banner) are read first
+   (``_head_above_columns``);
 2. across a *section gap*: white across the full width of the region, taller than
    ``SECTION_GAP`` line heights. Top goes before bottom;
 3. otherwise it is one block, read as rows: a row is the lines whose vertical
@@ -24,9 +27,11 @@ labels and values have one to three. A long run of rows that fill their side wit
 prose, or with a table's rows (a label and its figures) that do not go on across the
 gutter, beside other matter of some length (a report's sidebar of analysts' names and
 charts, a column with tables in it) is a column as well, unless that other side is a
-column of figures: a receipt's prices beside long item names. So is an address beside
-values that carry their own labels (an invoice's "Invoice to" block beside its number
-and dates): its lines are not their labels. (A test that also took sides whose lines
+column of figures: a receipt's prices beside long item names. A typeset column (most
+rows one line of running text) is read on its own beside even one or two lines: a
+headline beside it is no row of it. An address beside values that carry their own
+labels (an invoice's "Invoice to" block beside its number and dates) is a block of
+its own as well: its lines are not their labels. (A test that also took sides whose lines
 do not share rows for columns read FUNSD's forms worse: multi-line values and
 signature blocks beside a label stack look exactly like that; and typeset columns of
 one leading share rows as often.)
@@ -67,6 +72,10 @@ COLUMN_RUN = 10
 PROSE_FILL = 0.6
 SIDEBAR_LINES = 5
 MAX_FIGURE_SHARE = 0.7
+# A typeset column (RUNNING_SHARE of its rows one line of running text that fills it)
+# is read on its own beside anything that is not figures, however short: a magazine's
+# headline and subtitle beside its first column, a note in the margin.
+RUNNING_SHARE = 0.75
 _DIGIT = re.compile(r"\d")
 _WORD = re.compile(r"[^\W\d_]{3,}")  # a word of letters, not a code or a unit
 # An address beside values that carry their own labels (an invoice's "Invoice to" block
@@ -190,6 +199,8 @@ def _cut(lines: list[Line], height: float) -> list[list[Line]]:
             return _cut(head, height) + _cut(body, height)
     # a line across any of the column gutters separates what is above from below
     spanners = [line for line in lines if any(line in crossing for _x, crossing, _v in columns)]
+    if columns and not columns[0][1] and _beside_others(spanners, lines):
+        spanners = []  # cut down the clean gutter first: a cut across would split a column
     if spanners:
         return [region for piece in _between(lines, spanners) for region in _cut(piece, height)]
     if columns:
@@ -256,6 +267,13 @@ def _between(lines: list[Line], spanners: list[Line]) -> list[list[Line]]:
         else:
             current.append(line)
     return pieces + ([current] if current else [])
+
+
+def _beside_others(spanners: list[Line], lines: list[Line]) -> bool:
+    """Whether another line stands beside a spanner (its centre within the spanner's
+    height): a headline right of a column, which a cut across would split."""
+    return any(spanner.box[1] < _centre(line) < spanner.box[3]
+               for spanner in spanners for line in lines if line not in spanners)
 
 
 def _footer(side: list[Line], other: list[Line], height: float) -> list[Line]:
@@ -332,8 +350,11 @@ def _head_above_columns(sections: list[list[Line]], section_votes: list[tuple[bo
 def _is_column_cut(left: list[Line], right: list[Line]) -> bool:
     """Whether the two sides of a gutter are columns read one after the other, rather
     than the two halves of rows (labels and their values, item and price)."""
-    if min(len(left), len(right)) < MIN_COLUMN_LINES:
+    if not (left and right):
         return False
+    if min(len(left), len(right)) < MIN_COLUMN_LINES:
+        return any(_running_column(side) and _figure_share(other) <= MAX_FIGURE_SHARE
+                   for side, other in ((left, right), (right, left)))
     if _prose(left) and _prose(right):
         return True
     if any(_address(side) and _labelled_values(other) and len(rows(side)) != len(rows(other))
@@ -353,17 +374,30 @@ def _reads_alone(lines: list[Line], other: list[Line]) -> bool:
     with running text, or with a table's row (a label and its figures) that does not
     go on across the gutter to ``other``: a table whose item names stand left of a
     gutter and the rest of each row right of it is one table, not two columns."""
-    rows_ = rows(lines)
+    rows_ = _filling_rows(lines)
     if len(rows_) < COLUMN_RUN:
         return False
-    left = min(line.box[0] for line in lines)
-    width = max(line.box[2] for line in lines) - left
     height = median_height(lines)
     beyond = [_centre(line) for line in other]
-    full = sum(_span(row) >= PROSE_FILL * width
-               and (_running_text(row) or (_table_row(row) and not _goes_on(row, beyond, height)))
-               for row in rows_)
+    full = sum(fills and (_running_text(row)
+                          or (_table_row(row) and not _goes_on(row, beyond, height)))
+               for row, fills in rows_)
     return 2 * full >= len(rows_)
+
+
+def _running_column(lines: list[Line]) -> bool:
+    """A run of rows, most of them (RUNNING_SHARE) a single line of running text that
+    fills the side: a typeset column, not a form's labels beside their values."""
+    rows_ = _filling_rows(lines)
+    full = sum(fills and len(row) == 1 and _running_text(row) for row, fills in rows_)
+    return len(rows_) >= COLUMN_RUN and full >= RUNNING_SHARE * len(rows_)
+
+
+def _filling_rows(lines: list[Line]) -> list[tuple[list[Line], bool]]:
+    """The side's rows, each with whether it spans PROSE_FILL of the side's width."""
+    left = min(line.box[0] for line in lines)
+    width = max(line.box[2] for line in lines) - left
+    return [(row, _span(row) >= PROSE_FILL * width) for row in rows(lines)]
 
 
 def _goes_on(row: list[Line], centres: list[float], height: float) -> bool:

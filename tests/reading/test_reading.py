@@ -66,6 +66,35 @@ def test_three_columns_under_a_title_that_crosses_the_gutters():
     assert got == [title.text] + [l.text for col in cols for l in col]
 
 
+def _magazine_page(column_rows: int) -> tuple[list[Line], list[str]]:
+    """A magazine page (scribeocr's multicol_08): a narrow column down the left, right
+    of it a headline and a subtitle over a photo, and columns under the photo; the
+    lines shuffled, and the order a reader takes."""
+    first = column(100, 100, [f"first line {i} of a column of running prose" for i in
+                              range(column_rows)])
+    headline = line("Nice Watch, Love the Dent", 520, 80, 1300, h=70)
+    subtitle = line("Pristine ticker? Snore. Why stylish guys are shelling out", 520, 230, 1300)
+    lower = [column(520 + 420 * i, 600, [f"lower {i} {t}" for t in PROSE]) for i in range(2)]
+    return ([*lower[1], subtitle, *first, headline, *lower[0]],
+            [l.text for l in first] + [headline.text, subtitle.text]
+            + [l.text for col in lower for l in col])
+
+
+def test_a_column_beside_a_headline_is_not_cut_across_at_the_headline():
+    # the column runs down beside the lower columns; the headline crosses their gutter.
+    # Cutting the page across at it put the headline after the column's first line and
+    # the subtitle after its fourth
+    lines, reader = _magazine_page(column_rows=22)
+    assert order_of(lines) == reader
+
+
+def test_a_column_beside_a_headline_and_a_subtitle_is_read_on_its_own():
+    # the column ends above the lower columns: its section has two lines right of the
+    # gutter, too few to judge as a column, and was read as rows across both
+    lines, reader = _magazine_page(column_rows=12)
+    assert order_of(lines) == reader
+
+
 @pytest.mark.parametrize("lean, margin", [(0.5, 100), (-0.5, 4)])
 def test_a_page_that_leans_is_read_as_if_level(lean, margin):
     # Two columns 16 px apart (0.53 line heights), the page turned by half a degree:
