@@ -27,7 +27,9 @@ labels and values have one to three. A long run of rows that fill their side wit
 prose, or with a table's rows (a label and its figures) that do not go on across the
 gutter, beside other matter of some length (a report's sidebar of analysts' names and
 charts, a column with tables in it) is a column as well, unless that other side is a
-column of figures: a receipt's prices beside long item names. A typeset column (most
+column of figures (a receipt's prices beside long item names), or nearly all of its
+rows go on across the gutter to matter that does not read on its own (a table whose
+first column holds long names, with phone and e-mail beside them). A typeset column (most
 rows one line of running text) is read on its own beside even one or two lines: a
 headline beside it is no row of it. An address beside values that carry their own
 labels (an invoice's "Invoice to" block beside its number and dates) is a block of
@@ -72,6 +74,9 @@ COLUMN_RUN = 10
 PROSE_FILL = 0.6
 SIDEBAR_LINES = 5
 MAX_FIGURE_SHARE = 0.7
+# ... unless at least TABLE_ROW_SHARE of its rows go on across the gutter (a table's
+# rows; typeset prose beside a sidebar shares 20 to 70 % of its rows by chance).
+TABLE_ROW_SHARE = 0.9
 # A typeset column (RUNNING_SHARE of its rows one line of running text that fills it)
 # is read on its own beside anything that is not figures, however short: a magazine's
 # headline and subtitle beside its first column, a note in the margin.
@@ -370,10 +375,25 @@ def _prose(lines: list[Line]) -> bool:
 
 
 def _reads_alone(lines: list[Line], other: list[Line]) -> bool:
-    """A run of rows that read on their own: at least half of them fill their side
-    with running text, or with a table's row (a label and its figures) that does not
-    go on across the gutter to ``other``: a table whose item names stand left of a
-    gutter and the rest of each row right of it is one table, not two columns."""
+    """A run of rows that read on their own (``_fills_with_text``), unless nearly all
+    of them go on across the gutter and the other side does not read on its own: a
+    table whose first column holds long names ("Shagun Singh Chadha, Senior Vice
+    President | (203) 569-4345 | ssingh@...") is rows. Two pages of a transcript
+    printed side by side share every row too, and both read on their own."""
+    if not _fills_with_text(lines, other):
+        return False
+    height = median_height(lines)
+    beyond = [_centre(line) for line in other]
+    rows_ = rows(lines)
+    going_on = sum(_goes_on(row, beyond, height) for row in rows_)
+    return going_on < TABLE_ROW_SHARE * len(rows_) or _fills_with_text(other, lines)
+
+
+def _fills_with_text(lines: list[Line], other: list[Line]) -> bool:
+    """At least COLUMN_RUN rows, at least half of which fill their side with running
+    text, or with a table's row (a label and its figures) that does not go on across
+    the gutter to ``other``: a table whose item names stand left of a gutter and the
+    rest of each row right of it is one table, not two columns."""
     rows_ = _filling_rows(lines)
     if len(rows_) < COLUMN_RUN:
         return False

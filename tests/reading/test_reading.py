@@ -187,6 +187,30 @@ def test_a_table_with_its_item_names_left_of_a_gutter_stays_rows():
                    (f"Ballpoint pens {i}", "North", f"{400 + i}", f"{700 + i}.21")]
 
 
+def test_a_table_whose_first_column_holds_long_names_stays_rows():
+    # scribeocr's table_07: an analyst's name and title, then phone and e-mail. The
+    # names read like running text, but every row goes on across the gutter
+    table, order = [], []
+    for i in range(12):
+        name = "Analyst " + "abcdefghijkl"[i]
+        cells = [line(f"{name}, Managing Director and Partner", 100, 100 + 40 * i, 540),
+                 line(f"(203) 569-43{i:02}", 600, 100 + 40 * i, 760),
+                 line(f"{name.replace(' ', '')}@crtllc.com", 820, 100 + 40 * i, 1040)]
+        table += cells
+        order += [c.text for c in cells]
+    assert order_of(table[::-1]) == order
+
+
+def test_two_transcript_pages_side_by_side_are_read_one_after_the_other():
+    # a condensed deposition (scribeocr's deposition_01): two pages on one sheet, their
+    # numbered lines in step, so every row goes on across the gutter
+    pages = [[piece for i in range(12) for piece in (
+        line(f"{i + 1}", 100 + 560 * p, 100 + 40 * i, 130 + 560 * p),
+        line(f"Q. Where were {p}{i}?", 160 + 560 * p, 100 + 40 * i, 600 + 560 * p))]
+        for p in range(2)]
+    assert order_of(pages[1] + pages[0]) == [l.text for page in pages for l in page]
+
+
 def test_a_banner_above_the_columns_is_read_row_by_row_first():
     # a research report's banner: title, subtitle and rating on the left, the ticker and
     # the target price on the right, each beside its row; the columns under it after
