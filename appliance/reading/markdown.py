@@ -28,10 +28,10 @@ from dataclasses import dataclass
 
 from appliance.engines.base import Line
 from appliance.quality.markdown import escape_markdown
-from appliance.reading.order import Block, median_height
+from appliance.reading.lines import HEADING_RATIO, median_height
+from appliance.reading.order import Block
 
 PARAGRAPH_GAP = 1.2  # line heights of white between rows that start a paragraph
-HEADING_RATIO = 1.3  # a heading's print is at least this much taller than the body's
 HEADING_MAX_WORDS = 12
 MIN_TABLE_ROWS = 3
 TABLE_CELL_GAP = 1.0  # line heights between two lines of a row for them to be two cells

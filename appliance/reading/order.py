@@ -5,7 +5,7 @@ A recursive XY-cut on the boxes of the recognised lines (no pixels: any engine t
 gives line boxes can use it). A region of the page is cut
 
 1. down a *gutter*: a vertical strip of white at least ``MIN_GUTTER`` line heights
-   wide, when what lies on either side is a column of prose (``_is_column_cut``),
+   wide, when what lies on either side reads as columns (``reading.columns``),
    judged section by section (``_columns_hold``). A few lines may cross the
    strip (a title, a caption, a footer across the page): they become *spanners*. The
    region is then cut across above and below each spanner, so that the columns
@@ -19,37 +19,19 @@ gives line boxes can use it). A region of the page is cut
    ``SECTION_GAP`` line heights. Top goes before bottom;
 3. otherwise it is one block, read as rows: a row is the lines whose vertical
    centres lie within half a line height of the row's own centre, left to right.
-
-Why the column test matters: a receipt or a form has a white strip between its labels
-and its values too ("CASH ... 30.90"), and reading all labels before all values
-turns it into nonsense. Typeset columns hold prose, lines of four words and more;
-labels and values have one to three. A long run of rows that fill their side with
-prose, or with a table's rows (a label and its figures) that do not go on across the
-gutter, beside other matter of some length (a report's sidebar of analysts' names and
-charts, a column with tables in it) is a column as well, unless that other side is a
-column of figures (a receipt's prices beside long item names), or nearly all of its
-rows go on across the gutter to matter that does not read on its own (a table whose
-first column holds long names, with phone and e-mail beside them). A typeset column (most
-rows one line of running text) is read on its own beside even one or two lines: a
-headline beside it is no row of it. An address beside values that carry their own
-labels (an invoice's "Invoice to" block beside its number and dates) is a block of
-its own as well: its lines are not their labels. (A test that also took sides whose lines
-do not share rows for columns read FUNSD's forms worse: multi-line values and
-signature blocks beside a label stack look exactly like that; and typeset columns of
-one leading share rows as often.)
 """
 
 from __future__ import annotations
 
 import math
-import re
-import statistics
 from contextlib import contextmanager
 from dataclasses import dataclass
 
 import numpy as np
 
 from appliance.engines.base import Line
+from appliance.reading.columns import MIN_COLUMN_LINES, is_column_cut
+from appliance.reading.lines import centre, median_height, rows
 
 # White across a region at least this many median line heights tall separates sections.
 # Under 0.9: a real brochure (OCRmyPDF's linn.png) has 0.75 between a bulleted list
@@ -60,39 +42,6 @@ SECTION_GAP = 0.7
 # narrow: one of the real report pages measured has 18 px of white between columns of
 # 37 px lines, and word spaces inside a line are not gutters (the lines hold them).
 MIN_GUTTER = 0.4
-# Each side of a column cut has at least this many lines.
-MIN_COLUMN_LINES = 3
-# Prose: the median line of a side has at least this many words (a form's labels and
-# values have one to three, a column of running text five or more).
-PROSE_WORDS = 4
-# One side is a column beside something else when it runs at least this many rows, at
-# least half of them filling this share of the side's width with running text or a
-# table's row ("Revenue (US$ m)  915.9  1,382.7"), and the other side has at least
-# SIDEBAR_LINES lines (a sidebar, not three notes beside a form's values), at most
-# MAX_FIGURE_SHARE of them a figure or two ("RM48.70 z", "45,866").
-COLUMN_RUN = 10
-PROSE_FILL = 0.6
-SIDEBAR_LINES = 5
-MAX_FIGURE_SHARE = 0.7
-# ... unless at least TABLE_ROW_SHARE of its rows go on across the gutter (a table's
-# rows; typeset prose beside a sidebar shares 20 to 70 % of its rows by chance).
-TABLE_ROW_SHARE = 0.9
-# A typeset column (RUNNING_SHARE of its rows one line of running text that fills it)
-# is read on its own beside anything that is not figures, however short: a magazine's
-# headline and subtitle beside its first column, a note in the margin.
-RUNNING_SHARE = 0.75
-_DIGIT = re.compile(r"\d")
-_WORD = re.compile(r"[^\W\d_]{3,}")  # a word of letters, not a code or a unit
-# An address beside values that carry their own labels (an invoice's "Invoice to" block
-# beside its number and dates) is two blocks, not labels and values: an address is
-# MIN_COLUMN_LINES to ADDRESS_LINES lines, one a row, aligned left, each with a word,
-# none labelled; at least LABELLED_SHARE of the other side's rows are a label with
-# its value ("Date of issue | 29 Mar 2020", "Invoice number: 2025-02-460"); and the
-# two sides have different numbers of rows (a table's first column has a cell in
-# each row of the rest).
-ADDRESS_LINES = 8
-LABELLED_SHARE = 0.75
-_LABELLED = re.compile(r"^[^\W\d_][^:]{1,30}:\s*(\S.*)$")
 # A footer under the columns stands this many line heights below the column it ends.
 FOOTER_GAP = 1.8
 # Lines that may cross a gutter (titles, captions, footers across the columns).
@@ -164,29 +113,6 @@ def _levelled(lines: list[Line], lean_deg: float):
     finally:
         for line, box in zip(lines, own):
             line.box = box
-
-
-def rows(lines: list[Line], height: float | None = None) -> list[list[Line]]:
-    """Lines grouped into rows, top to bottom, each row left to right.
-
-    A line joins the current row when its vertical centre is within half a line
-    height of the row's mean centre. The mean, not the union of the row's boxes: a
-    union grows with every line it takes and swallows the next row on a page that
-    leans a little.
-    """
-    if not lines:
-        return []
-    height = height or median_height(lines)
-    result: list[list[Line]] = []
-    centres: list[float] = []
-    for line in sorted(lines, key=lambda item: (_centre(item), item.box[0])):
-        if result and abs(_centre(line) - statistics.fmean(centres)) <= height / 2:
-            result[-1].append(line)
-            centres.append(_centre(line))
-        else:
-            result.append([line])
-            centres = [_centre(line)]
-    return [sorted(row, key=lambda item: item.box[0]) for row in result]
 
 
 def _cut(lines: list[Line], height: float) -> list[list[Line]]:
@@ -263,7 +189,7 @@ def _between(lines: list[Line], spanners: list[Line]) -> list[list[Line]]:
     between spanners, and each spanner alone, top to bottom."""
     pieces: list[list[Line]] = []
     current: list[Line] = []
-    for line in sorted(lines, key=_centre):
+    for line in sorted(lines, key=centre):
         if line in spanners:
             if current:
                 pieces.append(current)
@@ -277,7 +203,7 @@ def _between(lines: list[Line], spanners: list[Line]) -> list[list[Line]]:
 def _beside_others(spanners: list[Line], lines: list[Line]) -> bool:
     """Whether another line stands beside a spanner (its centre within the spanner's
     height): a headline right of a column, which a cut across would split."""
-    return any(spanner.box[1] < _centre(line) < spanner.box[3]
+    return any(spanner.box[1] < centre(line) < spanner.box[3]
                for spanner in spanners for line in lines if line not in spanners)
 
 
@@ -322,7 +248,7 @@ def _columns_hold(lines: list[Line], x: float,
             votes[vote] += weight
     if votes[True] or votes[False]:
         return votes[True] >= votes[False]
-    return _is_column_cut([line for line in lines if line.box[2] <= x],
+    return is_column_cut([line for line in lines if line.box[2] <= x],
                           [line for line in lines if line.box[0] >= x])
 
 
@@ -334,7 +260,7 @@ def _section_votes(sections: list[list[Line]], x: float) -> list[tuple[bool | No
         left = [line for line in section if line.box[2] <= x]
         right = [line for line in section if line.box[0] >= x]
         if min(len(left), len(right)) >= MIN_COLUMN_LINES:
-            votes.append((_is_column_cut(left, right), len(left) + len(right)))
+            votes.append((is_column_cut(left, right), len(left) + len(right)))
         else:
             votes.append((None, 0))
     return votes
@@ -350,142 +276,3 @@ def _head_above_columns(sections: list[list[Line]], section_votes: list[tuple[bo
     first = next((number for number, (vote, _weight) in enumerate(section_votes) if vote), 0)
     return ([line for section in sections[:first] for line in section],
             [line for section in sections[first:] for line in section])
-
-
-def _is_column_cut(left: list[Line], right: list[Line]) -> bool:
-    """Whether the two sides of a gutter are columns read one after the other, rather
-    than the two halves of rows (labels and their values, item and price)."""
-    if not (left and right):
-        return False
-    if min(len(left), len(right)) < MIN_COLUMN_LINES:
-        return any(_running_column(side) and _figure_share(other) <= MAX_FIGURE_SHARE
-                   for side, other in ((left, right), (right, left)))
-    if _prose(left) and _prose(right):
-        return True
-    if any(_address(side) and _labelled_values(other) and len(rows(side)) != len(rows(other))
-           for side, other in ((left, right), (right, left))):
-        return True  # a table's first column would have a cell in each of its rows
-    return any(_reads_alone(side, other) and len(other) >= SIDEBAR_LINES
-               and _figure_share(other) <= MAX_FIGURE_SHARE
-               for side, other in ((left, right), (right, left)))
-
-
-def _prose(lines: list[Line]) -> bool:
-    return statistics.median(len(line.text.split()) for line in lines) >= PROSE_WORDS
-
-
-def _reads_alone(lines: list[Line], other: list[Line]) -> bool:
-    """A run of rows that read on their own (``_fills_with_text``), unless nearly all
-    of them go on across the gutter and the other side does not read on its own: a
-    table whose first column holds long names ("Shagun Singh Chadha, Senior Vice
-    President | (203) 569-4345 | ssingh@...") is rows. Two pages of a transcript
-    printed side by side share every row too, and both read on their own."""
-    if not _fills_with_text(lines, other):
-        return False
-    height = median_height(lines)
-    beyond = [_centre(line) for line in other]
-    rows_ = rows(lines)
-    going_on = sum(_goes_on(row, beyond, height) for row in rows_)
-    return going_on < TABLE_ROW_SHARE * len(rows_) or _fills_with_text(other, lines)
-
-
-def _fills_with_text(lines: list[Line], other: list[Line]) -> bool:
-    """At least COLUMN_RUN rows, at least half of which fill their side with running
-    text, or with a table's row (a label and its figures) that does not go on across
-    the gutter to ``other``: a table whose item names stand left of a gutter and the
-    rest of each row right of it is one table, not two columns."""
-    rows_ = _filling_rows(lines)
-    if len(rows_) < COLUMN_RUN:
-        return False
-    height = median_height(lines)
-    beyond = [_centre(line) for line in other]
-    full = sum(fills and (_running_text(row)
-                          or (_table_row(row) and not _goes_on(row, beyond, height)))
-               for row, fills in rows_)
-    return 2 * full >= len(rows_)
-
-
-def _running_column(lines: list[Line]) -> bool:
-    """A run of rows, most of them (RUNNING_SHARE) a single line of running text that
-    fills the side: a typeset column, not a form's labels beside their values."""
-    rows_ = _filling_rows(lines)
-    full = sum(fills and len(row) == 1 and _running_text(row) for row, fills in rows_)
-    return len(rows_) >= COLUMN_RUN and full >= RUNNING_SHARE * len(rows_)
-
-
-def _filling_rows(lines: list[Line]) -> list[tuple[list[Line], bool]]:
-    """The side's rows, each with whether it spans PROSE_FILL of the side's width."""
-    left = min(line.box[0] for line in lines)
-    width = max(line.box[2] for line in lines) - left
-    return [(row, _span(row) >= PROSE_FILL * width) for row in rows(lines)]
-
-
-def _goes_on(row: list[Line], centres: list[float], height: float) -> bool:
-    """Whether a line of the other side stands in ``row`` (its centre within a quarter
-    of a line height of the row's)."""
-    middle = statistics.fmean(_centre(line) for line in row)
-    return any(abs(centre - middle) <= height / 4 for centre in centres)
-
-
-def _span(row: list[Line]) -> float:
-    return max(line.box[2] for line in row) - min(line.box[0] for line in row)
-
-
-def _running_text(row: list[Line]) -> bool:
-    return any(len(line.text.split()) >= PROSE_WORDS and _WORD.search(line.text)
-               for line in row)
-
-
-def _table_row(row: list[Line]) -> bool:
-    """A label and two figures or more, each a line of its own."""
-    return (len(row) >= 3 and sum(map(_is_figure, row)) >= 2
-            and any(_WORD.search(line.text) for line in row))
-
-
-def _address(lines: list[Line]) -> bool:
-    """A few lines, one a row, aligned left, each with a word and none labelled."""
-    rows_ = rows(lines)
-    if not MIN_COLUMN_LINES <= len(rows_) <= ADDRESS_LINES:
-        return False
-    if any(len(row) > 1 or _LABELLED.match(row[0].text) or not _WORD.search(row[0].text)
-           for row in rows_):
-        return False
-    height = median_height(lines)
-    return max(line.box[0] for line in lines) - min(line.box[0] for line in lines) <= height
-
-
-def _labelled_values(lines: list[Line]) -> bool:
-    """Rows that are mostly a label with its value (see ``_label_and_value``)."""
-    rows_ = rows(lines)
-    return (len(rows_) >= MIN_COLUMN_LINES
-            and sum(map(_label_and_value, rows_)) >= LABELLED_SHARE * len(rows_))
-
-
-def _label_and_value(row: list[Line]) -> bool:
-    """A label of words and a value with a figure in it, as two lines or as one."""
-    if len(row) == 2:
-        label, value = (line.text for line in row)
-        return bool(_WORD.search(label) and not _DIGIT.search(label) and _DIGIT.search(value))
-    labelled = _LABELLED.match(row[0].text) if len(row) == 1 else None
-    return bool(labelled and _DIGIT.search(labelled.group(1)))
-
-
-def _figure_share(lines: list[Line]) -> float:
-    """The share of the lines that are a figure or two: a column of prices or values."""
-    return sum(map(_is_figure, lines)) / len(lines)
-
-
-def _is_figure(line: Line) -> bool:
-    return bool(_DIGIT.search(line.text)) and len(line.text.split()) <= 2
-
-
-def _centre(line: Line) -> float:
-    return (line.box[1] + line.box[3]) / 2
-
-
-def median_height(lines: list[Line]) -> float:
-    return statistics.median(line_height(line) for line in lines)
-
-
-def line_height(line: Line) -> float:
-    return line.box[3] - line.box[1]

@@ -10,7 +10,8 @@ import pytest
 
 from appliance.engines.base import Line
 from appliance.reading.markdown import render
-from appliance.reading.order import read_order, rows
+from appliance.reading.lines import rows
+from appliance.reading.order import read_order
 
 H = 30  # the body's line height in these pages
 
@@ -242,17 +243,35 @@ def test_a_receipt_reads_row_by_row_not_labels_then_values():
                                "ROUNDING", "0.00"]
 
 
-def test_an_address_beside_labelled_values_is_read_before_them():
+ADDRESS = ["Invoice to", "Oak & Ash Stationery Inc.", "84 Oak Avenue, Suite 20",
+           "Austin, TX 78701", "USA"]
+
+
+@pytest.mark.parametrize("address, values", [
+    (ADDRESS, [("Invoice No.", "INV-2020-0361"), ("Date of issue", "29 Mar 2020"),
+               ("Payment due", "13 May 2020")]),
+    # the customer's VAT id under the address; the number as one line
+    (ADDRESS + ["BTW: BE0821647210"], [("Invoice No. 2017-02-430",), ("Date:", "21.02.2017"),
+                                      ("Due date:", "28.02.2017")]),
+    # as many rows on both sides, the labels marked as labels
+    (ADDRESS, [("Invoice #", "2017/053"), ("Date:", "5 Jan 2017"), ("Due date:", "12 Jan 2017"),
+               ("PO number:", "PO-1264"), ("Account:", "32353")]),
+], ids=["fewer-values", "vat-id-and-one-line-number", "as-many-rows"])
+def test_an_address_beside_labelled_values_is_read_before_them(address, values):
     # an invoice's "Invoice to" block beside its number and dates: the values carry
     # their own labels, so the address lines are not theirs
-    address = ["Invoice to", "Oak & Ash Stationery Inc.", "84 Oak Avenue, Suite 20",
-               "Austin, TX 78701", "USA"]
     lines = [line(t, 40, 100 + 40 * i) for i, t in enumerate(address)]
-    values = [("Invoice No.", "INV-2020-0361"), ("Date of issue", "29 Mar 2020"),
-              ("Payment due", "13 May 2020")]
-    for i, (label, value) in enumerate(values):
-        lines += [line(label, 600, 102 + 40 * i), line(value, 820, 102 + 40 * i)]
+    for i, pair in enumerate(values):
+        lines += [line(t, 600 + 220 * k, 102 + 40 * i) for k, t in enumerate(pair)]
     assert order_of(lines) == address + [t for pair in values for t in pair]
+
+
+def test_a_title_beside_the_senders_address_is_not_read_into_it():
+    address = ["Blue Harbour Hardware NV", "Avenue Louise 171", "1000 Bruxelles",
+               "VAT No. BE0226158270"]
+    lines = [line(t, 40, 20 + 40 * i) for i, t in enumerate(address)]
+    title = line("TAX INVOICE", 800, 22, 1100, h=45)
+    assert order_of([title, *lines]) == address + [title.text]
 
 
 def test_a_receipts_labels_beside_currency_and_amount_stay_rows():

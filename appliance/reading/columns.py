@@ -1,0 +1,214 @@
+"""Whether the two sides of a gutter are columns, read one after the other, or the
+two halves of rows (labels and their values, item and price).
+
+Why the column test matters: a receipt or a form has a white strip between its labels
+and its values too ("CASH ... 30.90"), and reading all labels before all values
+turns it into nonsense. Typeset columns hold prose, lines of four words and more;
+labels and values have one to three. A long run of rows that fill their side with
+prose, or with a table's rows (a label and its figures) that do not go on across the
+gutter, beside other matter of some length (a report's sidebar of analysts' names and
+charts, a column with tables in it) is a column as well, unless that other side is a
+column of figures (a receipt's prices beside long item names), or nearly all of its
+rows go on across the gutter to matter that does not read on its own (a table whose
+first column holds long names, with phone and e-mail beside them). A typeset column
+(most rows one line of running text) is read on its own beside even one or two
+lines: a headline beside it is no row of it. An address beside values that carry
+their own labels (an invoice's "Invoice to" block beside its number and dates), or
+beside a title ("TAX INVOICE"), is a block of its own as well: its lines are not
+their labels. (A test that also took sides whose lines do not share rows for columns
+read FUNSD's forms worse: multi-line values and signature blocks beside a label stack
+look exactly like that; and typeset columns of one leading share rows as often.)
+"""
+
+from __future__ import annotations
+
+import re
+import statistics
+
+from appliance.engines.base import Line
+from appliance.reading.lines import HEADING_RATIO, centre, line_height, median_height, rows
+
+# Each side of a column cut has at least this many lines.
+MIN_COLUMN_LINES = 3
+# Prose: the median line of a side has at least this many words (a form's labels and
+# values have one to three, a column of running text five or more).
+PROSE_WORDS = 4
+# One side is a column beside something else when it runs at least this many rows, at
+# least half of them filling this share of the side's width with running text or a
+# table's row ("Revenue (US$ m)  915.9  1,382.7"), and the other side has at least
+# SIDEBAR_LINES lines (a sidebar, not three notes beside a form's values), at most
+# MAX_FIGURE_SHARE of them a figure or two ("RM48.70 z", "45,866").
+COLUMN_RUN = 10
+PROSE_FILL = 0.6
+SIDEBAR_LINES = 5
+MAX_FIGURE_SHARE = 0.7
+# ... unless at least TABLE_ROW_SHARE of its rows go on across the gutter (a table's
+# rows; typeset prose beside a sidebar shares 20 to 70 % of its rows by chance).
+TABLE_ROW_SHARE = 0.9
+# A typeset column (RUNNING_SHARE of its rows one line of running text that fills it)
+# is read on its own beside anything that is not figures, however short: a magazine's
+# headline and subtitle beside its first column, a note in the margin.
+RUNNING_SHARE = 0.75
+_DIGIT = re.compile(r"\d")
+_WORD = re.compile(r"[^\W\d_]{3,}")  # a word of letters, not a code or a unit
+# An address beside values that carry their own labels (an invoice's "Invoice to" block
+# beside its number and dates) is two blocks, not labels and values: an address is
+# MIN_COLUMN_LINES to ADDRESS_LINES lines, one a row, aligned left, each with a word,
+# none labelled but the last (the customer's VAT id); at least LABELLED_SHARE of the
+# other side's rows are a label with its value ("Date of issue | 29 Mar 2020",
+# "Invoice number: 2025-02-460"); and the two sides have different numbers of rows,
+# or most of the other side's labels are marked as labels ("Due date:"): a table's
+# first column has a cell in each row of the rest, and its cells are no labels. A
+# title (one line, HEADING_RATIO times the address's print) beside an address is a
+# block of its own too.
+ADDRESS_LINES = 8
+LABELLED_SHARE = 0.75
+# What marks a label: "Due date:", "Invoice #", "Order No.", "Kunden-Nr.", "N°".
+_MARK = r"(?::|#|\bno\.|\bnr\.|n°)"
+_LABELLED = re.compile(rf"^[^\W\d_].{{1,30}}?{_MARK}\s*(\S.*)$", re.IGNORECASE)
+_LABEL_MARK = re.compile(rf"{_MARK}\s*$", re.IGNORECASE)
+
+
+def is_column_cut(left: list[Line], right: list[Line]) -> bool:
+    """Whether the two sides of a gutter are columns read one after the other, rather
+    than the two halves of rows (labels and their values, item and price)."""
+    if not (left and right):
+        return False
+    if min(len(left), len(right)) < MIN_COLUMN_LINES:
+        return any((_running_column(side) and _figure_share(other) <= MAX_FIGURE_SHARE)
+                   or (_address(side) and _title(other, median_height(side)))
+                   for side, other in ((left, right), (right, left)))
+    if _prose(left) and _prose(right):
+        return True
+    if any(_address(side) and _labelled_values(other)
+           and (len(rows(side)) != len(rows(other)) or _marked_labels(other))
+           for side, other in ((left, right), (right, left))):
+        return True
+    return any(_reads_alone(side, other) and len(other) >= SIDEBAR_LINES
+               and _figure_share(other) <= MAX_FIGURE_SHARE
+               for side, other in ((left, right), (right, left)))
+
+
+def _prose(lines: list[Line]) -> bool:
+    return statistics.median(len(line.text.split()) for line in lines) >= PROSE_WORDS
+
+
+def _reads_alone(lines: list[Line], other: list[Line]) -> bool:
+    """A run of rows that read on their own (``_fills_with_text``), unless nearly all
+    of them go on across the gutter and the other side does not read on its own: a
+    table whose first column holds long names ("Shagun Singh Chadha, Senior Vice
+    President | (203) 569-4345 | ssingh@...") is rows. Two pages of a transcript
+    printed side by side share every row too, and both read on their own."""
+    if not _fills_with_text(lines, other):
+        return False
+    height = median_height(lines)
+    beyond = [centre(line) for line in other]
+    rows_ = rows(lines)
+    going_on = sum(_goes_on(row, beyond, height) for row in rows_)
+    return going_on < TABLE_ROW_SHARE * len(rows_) or _fills_with_text(other, lines)
+
+
+def _fills_with_text(lines: list[Line], other: list[Line]) -> bool:
+    """At least COLUMN_RUN rows, at least half of which fill their side with running
+    text, or with a table's row (a label and its figures) that does not go on across
+    the gutter to ``other``: a table whose item names stand left of a gutter and the
+    rest of each row right of it is one table, not two columns."""
+    rows_ = _filling_rows(lines)
+    if len(rows_) < COLUMN_RUN:
+        return False
+    height = median_height(lines)
+    beyond = [centre(line) for line in other]
+    full = sum(fills and (_running_text(row)
+                          or (_table_row(row) and not _goes_on(row, beyond, height)))
+               for row, fills in rows_)
+    return 2 * full >= len(rows_)
+
+
+def _running_column(lines: list[Line]) -> bool:
+    """A run of rows, most of them (RUNNING_SHARE) a single line of running text that
+    fills the side: a typeset column, not a form's labels beside their values."""
+    rows_ = _filling_rows(lines)
+    full = sum(fills and len(row) == 1 and _running_text(row) for row, fills in rows_)
+    return len(rows_) >= COLUMN_RUN and full >= RUNNING_SHARE * len(rows_)
+
+
+def _filling_rows(lines: list[Line]) -> list[tuple[list[Line], bool]]:
+    """The side's rows, each with whether it spans PROSE_FILL of the side's width."""
+    left = min(line.box[0] for line in lines)
+    width = max(line.box[2] for line in lines) - left
+    return [(row, _span(row) >= PROSE_FILL * width) for row in rows(lines)]
+
+
+def _goes_on(row: list[Line], centres: list[float], height: float) -> bool:
+    """Whether a line of the other side stands in ``row`` (its centre within a quarter
+    of a line height of the row's)."""
+    middle = statistics.fmean(centre(line) for line in row)
+    return any(abs(centre - middle) <= height / 4 for centre in centres)
+
+
+def _span(row: list[Line]) -> float:
+    return max(line.box[2] for line in row) - min(line.box[0] for line in row)
+
+
+def _running_text(row: list[Line]) -> bool:
+    return any(len(line.text.split()) >= PROSE_WORDS and _WORD.search(line.text)
+               for line in row)
+
+
+def _table_row(row: list[Line]) -> bool:
+    """A label and two figures or more, each a line of its own."""
+    return (len(row) >= 3 and sum(map(_is_figure, row)) >= 2
+            and any(_WORD.search(line.text) for line in row))
+
+
+def _address(lines: list[Line]) -> bool:
+    """A few lines, one a row, aligned left, each with a word and none labelled but
+    the last."""
+    rows_ = rows(lines)
+    if not MIN_COLUMN_LINES <= len(rows_) <= ADDRESS_LINES:
+        return False
+    if any(len(row) > 1 or not _WORD.search(row[0].text) for row in rows_):
+        return False
+    if any(_LABELLED.match(row[0].text) for row in rows_[:-1]):
+        return False  # the last may be the customer's VAT id ("BTW: BE0821647210")
+    height = median_height(lines)
+    return max(line.box[0] for line in lines) - min(line.box[0] for line in lines) <= height
+
+
+def _labelled_values(lines: list[Line]) -> bool:
+    """Rows that are mostly a label with its value (see ``_label_and_value``)."""
+    rows_ = rows(lines)
+    return (len(rows_) >= MIN_COLUMN_LINES
+            and sum(map(_label_and_value, rows_)) >= LABELLED_SHARE * len(rows_))
+
+
+def _label_and_value(row: list[Line]) -> bool:
+    """A label of words and a value with a figure in it, as two lines or as one."""
+    if len(row) == 2:
+        label, value = (line.text for line in row)
+        return bool(_WORD.search(label) and not _DIGIT.search(label) and _DIGIT.search(value))
+    labelled = _LABELLED.match(row[0].text) if len(row) == 1 else None
+    return bool(labelled and _DIGIT.search(labelled.group(1)))
+
+
+def _marked_labels(lines: list[Line]) -> bool:
+    """Whether most rows begin with a label marked as one ("Due date:", "Invoice #",
+    "Order No.", "Kunden-Nr."): field labels, not a table's cells."""
+    rows_ = rows(lines)
+    return 2 * sum(bool(_LABEL_MARK.search(row[0].text) or _LABELLED.match(row[0].text))
+                   for row in rows_) > len(rows_)
+
+
+def _title(lines: list[Line], body: float) -> bool:
+    """One line of print clearly taller than ``body``: a document's title ("TAX
+    INVOICE") beside the sender's address, not a line of it."""
+    return len(lines) == 1 and line_height(lines[0]) >= HEADING_RATIO * body
+
+
+def _figure_share(lines: list[Line]) -> float:
+    """The share of the lines that are a figure or two: a column of prices or values."""
+    return sum(map(_is_figure, lines)) / len(lines)
+
+
+def _is_figure(line: Line) -> bool:
+    return bool(_DIGIT.search(line.text)) and len(line.text.split()) <= 2
