@@ -212,3 +212,37 @@ def _figure_share(lines: list[Line]) -> float:
 
 def _is_figure(line: Line) -> bool:
     return bool(_DIGIT.search(line.text)) and len(line.text.split()) <= 2
+
+
+def is_card_row(stacks: list[list[Line]], height: float) -> bool:
+    """Whether stacks of lines side by side are cards, each read whole, rather than a
+    table's columns, read row by row: two or more stacks of three lines, one a row,
+    in step across the stacks, where each row holds one kind of line (all names, all
+    titles, all dates) and each line of a stack is of another kind. A table is the
+    other way round: a column holds one kind (its figures, under a header of words),
+    a row several. (Two lines are too few to tell: a header over one row of figures
+    looks the same.)"""
+    if len(stacks) < 2:
+        return False
+    grid = [sorted(stack, key=centre) for stack in stacks]
+    size = len(grid[0])
+    if size < len(_KINDS) or any(len(stack) != size for stack in grid):
+        return False
+    if any(len(rows(stack, height)) != size for stack in grid):
+        return False
+    across = list(zip(*grid))
+    if any(max(map(centre, row)) - min(map(centre, row)) > height / 2 for row in across):
+        return False
+    return (all(len({_kind(line) for line in row}) == 1 for row in across)
+            and all(len({_kind(line) for line in stack}) == size for stack in grid))
+
+
+_KINDS = ("figures", "mixed", "words")
+
+
+def _kind(line: Line) -> str:
+    """A line's kind: figures without letters ("4/9/2012"), words with figures ("Bo
+    Hamilton (000131923)"), or words."""
+    letters = any(c.isalpha() for c in line.text)
+    figures = bool(_DIGIT.search(line.text))
+    return "mixed" if letters and figures else "words" if letters else "figures"

@@ -18,7 +18,9 @@ gives line boxes can use it). A region of the page is cut
 2. across a *section gap*: white across the full width of the region, taller than
    ``SECTION_GAP`` line heights. Top goes before bottom;
 3. otherwise it is one block, read as rows: a row is the lines whose vertical
-   centres lie within half a line height of the row's own centre, left to right.
+   centres lie within half a line height of the row's own centre, left to right;
+   or, where it is a row of cards (an organisation chart's boxes, ``is_card_row``),
+   one block per card, left to right.
 """
 
 from __future__ import annotations
@@ -30,7 +32,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from appliance.engines.base import Line
-from appliance.reading.columns import MIN_COLUMN_LINES, is_column_cut
+from appliance.reading.columns import MIN_COLUMN_LINES, is_card_row, is_column_cut
 from appliance.reading.lines import centre, median_height, rows
 
 # White across a region at least this many median line heights tall separates sections.
@@ -145,7 +147,20 @@ def _cut(lines: list[Line], height: float) -> list[list[Line]]:
         return _cut(left, height) + _cut(right, height)
     if len(sections) > 1:
         return [region for section in sections for region in _cut(section, height)]
-    return [lines]
+    return _cards(lines, height) or [lines]
+
+
+def _cards(lines: list[Line], height: float) -> list[list[Line]]:
+    """The cards of a row of cards (an organisation chart's boxes: a name, a title,
+    a date in each), left to right; [] where the region is no such row."""
+    edges = sorted(x for x, crossing in _gutters(lines, height) if not crossing)
+    if not edges:
+        return []
+    bounds = [-math.inf, *edges, math.inf]
+    stacks = [[line for line in lines if low <= (line.box[0] + line.box[2]) / 2 < high]
+              for low, high in zip(bounds, bounds[1:])]
+    stacks = [stack for stack in stacks if stack]
+    return stacks if is_card_row(stacks, height) else []
 
 
 def _gutters(lines: list[Line], height: float) -> list[tuple[float, list[Line]]]:

@@ -327,6 +327,29 @@ def test_aligned_cells_become_a_table():
     assert page.text.split("\n")[1] == "Paper North 12.50"
 
 
+def test_an_organisation_charts_boxes_are_read_box_by_box():
+    # scribeocr's chart_01: rows of boxes, each a name, a title and a date
+    people = [("Bo Hamilton (000131923)", "Field Sales Spec Pharma", "4/9/2012"),
+              ("Christopher Clark (000130316)", "Field Sales Spec Pharma", "1/16/2012"),
+              ("Denise Davies (000060733)", "District Sales Mgr Pharma", "1/11/2010")]
+    boxes = [[line(t, 100 + 450 * b + 20 * (i == 2), 100 + 30 * i, h=25)
+              for i, t in enumerate(person)] for b, person in enumerate(people)]
+    below = [line(t, 100 + 450 * b, 300 + 30 * i, h=25) for b, person in enumerate(people)
+             for i, t in enumerate(person)]
+    got = order_of([l for box in boxes for l in box][::-1] + below)
+    assert got[:9] == [t for person in people for t in person]
+
+
+@pytest.mark.parametrize("grid", [
+    [["Qty", "Price", "Amount"], ["1", "9.00", "9.00"], ["2", "4.50", "9.00"]],
+    [["GST Summary", "Amount (RM)", "Tax (RM)"], ["6%", "30.00", "1.80"]],
+], ids=["header-over-figures", "header-over-one-row"])
+def test_a_table_under_its_header_is_not_taken_for_cards(grid):
+    lines = [line(cell, 100 + 300 * c, 100 + 30 * r, h=25) for r, row in enumerate(grid)
+             for c, cell in enumerate(row)]
+    assert order_of(lines[::-1]) == [cell for row in grid for cell in row]
+
+
 def test_empty_page():
     assert read_order([]) == []
     page = render([])
