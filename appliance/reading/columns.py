@@ -49,6 +49,10 @@ TABLE_ROW_SHARE = 0.9
 # is read on its own beside anything that is not figures, however short: a magazine's
 # headline and subtitle beside its first column, a note in the margin.
 RUNNING_SHARE = 0.75
+# A card of a row of cards holds this many lines, one of each kind of line (figures,
+# words with figures, words): an organisation chart's box, a name with its id, a
+# title and a date.
+CARD_LINES = 3
 _DIGIT = re.compile(r"\d")
 _WORD = re.compile(r"[^\W\d_]{3,}")  # a word of letters, not a code or a unit
 # An address beside values that carry their own labels (an invoice's "Invoice to" block
@@ -143,7 +147,7 @@ def _goes_on(row: list[Line], centres: list[float], height: float) -> bool:
     """Whether a line of the other side stands in ``row`` (its centre within a quarter
     of a line height of the row's)."""
     middle = statistics.fmean(centre(line) for line in row)
-    return any(abs(centre - middle) <= height / 4 for centre in centres)
+    return any(abs(other - middle) <= height / 4 for other in centres)
 
 
 def _span(row: list[Line]) -> float:
@@ -222,22 +226,16 @@ def is_card_row(stacks: list[list[Line]], height: float) -> bool:
     other way round: a column holds one kind (its figures, under a header of words),
     a row several. (Two lines are too few to tell: a header over one row of figures
     looks the same.)"""
-    if len(stacks) < 2:
+    if len(stacks) < 2 or any(len(stack) != CARD_LINES for stack in stacks):
+        return False
+    if any(len(rows(stack, height)) != CARD_LINES for stack in stacks):
         return False
     grid = [sorted(stack, key=centre) for stack in stacks]
-    size = len(grid[0])
-    if size < len(_KINDS) or any(len(stack) != size for stack in grid):
-        return False
-    if any(len(rows(stack, height)) != size for stack in grid):
-        return False
     across = list(zip(*grid))
     if any(max(map(centre, row)) - min(map(centre, row)) > height / 2 for row in across):
         return False
     return (all(len({_kind(line) for line in row}) == 1 for row in across)
-            and all(len({_kind(line) for line in stack}) == size for stack in grid))
-
-
-_KINDS = ("figures", "mixed", "words")
+            and all(len({_kind(line) for line in stack}) == CARD_LINES for stack in grid))
 
 
 def _kind(line: Line) -> str:

@@ -122,7 +122,8 @@ def _cut(lines: list[Line], height: float) -> list[list[Line]]:
         return [lines]
     sections = _section_splits(lines, height)
     columns = []
-    for x, crossing in _gutters(lines, height):
+    gutters = _gutters(lines, height)
+    for x, crossing in gutters:
         votes = _section_votes(sections, x)
         if _columns_hold(lines, x, votes):
             columns.append((x, crossing, votes))
@@ -147,13 +148,15 @@ def _cut(lines: list[Line], height: float) -> list[list[Line]]:
         return _cut(left, height) + _cut(right, height)
     if len(sections) > 1:
         return [region for section in sections for region in _cut(section, height)]
-    return _cards(lines, height) or [lines]
+    return _cards(lines, gutters, height) or [lines]
 
 
-def _cards(lines: list[Line], height: float) -> list[list[Line]]:
+def _cards(lines: list[Line], gutters: list[tuple[float, list[Line]]],
+           height: float) -> list[list[Line]]:
     """The cards of a row of cards (an organisation chart's boxes: a name, a title,
-    a date in each), left to right; [] where the region is no such row."""
-    edges = sorted(x for x, crossing in _gutters(lines, height) if not crossing)
+    a date in each) between the ``gutters`` no line crosses, left to right; [] where
+    the region is no such row."""
+    edges = sorted(x for x, crossing in gutters if not crossing)
     if not edges:
         return []
     bounds = [-math.inf, *edges, math.inf]
