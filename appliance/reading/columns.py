@@ -14,8 +14,9 @@ first column holds long names, with phone and e-mail beside them). A typeset col
 (most rows one line of running text) is read on its own beside even one or two
 lines: a headline beside it is no row of it. An address beside values that carry
 their own labels (an invoice's "Invoice to" block beside its number and dates), or
-beside a title ("TAX INVOICE"), is a block of its own as well: its lines are not
-their labels. (A test that also took sides whose lines do not share rows for columns
+beside a title ("TAX INVOICE"), or beside another address (a billing and a delivery
+address, each with a street or postcode line), is a block of its own as well: its
+lines are not their labels. (A test that also took sides whose lines do not share rows for columns
 read FUNSD's forms worse: multi-line values and signature blocks beside a label stack
 look exactly like that; and typeset columns of one leading share rows as often.)
 """
@@ -83,6 +84,8 @@ def is_column_cut(left: list[Line], right: list[Line]) -> bool:
                    or (_address(side) and _title(other, median_height(side)))
                    for side, other in ((left, right), (right, left)))
     if _prose(left) and _prose(right):
+        return True
+    if _address(left) and _address(right) and _postal(left) and _postal(right):
         return True
     if any(_address(side) and _labelled_values(other)
            and (len(rows(side)) != len(rows(other)) or _marked_labels(other))
@@ -177,6 +180,13 @@ def _address(lines: list[Line]) -> bool:
         return False  # the last may be the customer's VAT id ("BTW: BE0821647210")
     height = median_height(lines)
     return max(line.box[0] for line in lines) - min(line.box[0] for line in lines) <= height
+
+
+def _postal(lines: list[Line]) -> bool:
+    """Whether a line is words with figures and no label: a street and number, a
+    postcode and town ("3500 MJ Utrecht")."""
+    return any(_DIGIT.search(line.text) and _WORD.search(line.text)
+               and not _LABELLED.match(line.text) for line in lines)
 
 
 def _labelled_values(lines: list[Line]) -> bool:

@@ -266,6 +266,24 @@ def test_an_address_beside_labelled_values_is_read_before_them(address, values):
     assert order_of(lines) == address + [t for pair in values for t in pair]
 
 
+def test_a_billing_and_a_delivery_address_side_by_side_are_read_one_after_the_other():
+    # invoice2data's saeco.pdf: "Factuuradres" and "Afleveradres"
+    billing = ["Factuuradres", "Strategic Corp", "T.a.v. bosd", "Fakestreet 46",
+               "3500 MJ Utrecht", "Nederland"]
+    delivery = ["Afleveradres", "bosd", "Fakestreet 46", "3500 MJ Utrecht", "Nederland"]
+    lines = [line(t, 40, 100 + 32 * i) for i, t in enumerate(billing)]
+    lines += [line(t, 700, 100 + 32 * i) for i, t in enumerate(delivery)]
+    assert order_of(lines[::-1]) == billing + delivery
+
+
+def test_a_table_of_words_in_two_columns_stays_rows():
+    grid = [("Colour", "Midnight blue"), ("Material", "Organic cotton"), ("Fit", "Regular"),
+            ("Care", "Machine wash")]
+    lines = [line(t, 40 + 660 * c, 100 + 32 * r) for r, pair in enumerate(grid)
+             for c, t in enumerate(pair)]
+    assert order_of(lines[::-1]) == [t for pair in grid for t in pair]
+
+
 def test_a_title_beside_the_senders_address_is_not_read_into_it():
     address = ["Blue Harbour Hardware NV", "Avenue Louise 171", "1000 Bruxelles",
                "VAT No. BE0226158270"]
