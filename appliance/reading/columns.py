@@ -1,5 +1,6 @@
 """Whether the two sides of a gutter are columns, read one after the other, or the
-two halves of rows (labels and their values, item and price).
+two halves of rows (labels and their values, item and price); and whether stacks of
+lines side by side are cards, each read whole (``is_card_row``).
 
 Why the column test matters: a receipt or a form has a white strip between its labels
 and its values too ("CASH ... 30.90"), and reading all labels before all values
