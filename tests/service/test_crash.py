@@ -31,6 +31,12 @@ RETRY_PAUSE_S = 0.3
 LOST_ANSWER_S = 0.005
 
 
+def note_number(key: str) -> int:
+    """The delivery note's number a client's key stands for (``c1-d4``: 104)."""
+    client, document = key.removeprefix("c").split("-d")
+    return int(client) * 100 + int(document)
+
+
 def page(number: int) -> bytes:
     buffer = io.BytesIO()
     render_text_page([f"Delivery note {number:04d}", "Three boxes of paper",
@@ -48,8 +54,8 @@ class RetryingClient(threading.Thread):
     def __init__(self, daemon: Daemon, number: int, stop: threading.Event):
         super().__init__(name=f"client-{number}", daemon=True)
         self.daemon_url = str(daemon.client.base_url)
-        self.uploads = {f"c{number}-d{i}": page(number * 100 + i)
-                        for i in range(DOCUMENTS_PER_CLIENT)}
+        self.uploads = {key: page(note_number(key))
+                        for key in (f"c{number}-d{i}" for i in range(DOCUMENTS_PER_CLIENT))}
         self.answers: dict[str, str] = {}  # key -> the document id the daemon answered
         self.replays = 0
         self.retries = 0
@@ -124,6 +130,10 @@ def test_kill_9_while_reading_loses_doubles_and_re_exports_nothing(tmp_path):
     submitted = CLIENTS * DOCUMENTS_PER_CLIENT
     per_name = Counter(d.name for d in documents)
     exported_files = sorted(p.name for p in daemon.output_dir.glob("*.md"))
+    # a file holds its own document's text: its delivery note's number (c<client>-d<i>)
+    misfiled = [name for name in exported_files
+                if f"{note_number(name.removesuffix('.md')):04d}"
+                not in (daemon.output_dir / name).read_text()]
     report = {
         "documents_submitted": submitted,
         "kills": KILLS,
@@ -131,8 +141,9 @@ def test_kill_9_while_reading_loses_doubles_and_re_exports_nothing(tmp_path):
         "answered_as_replay": sum(c.replays for c in clients),
         "lost": submitted - len(keys),
         "doubled": sum(n - 1 for n in per_name.values()),
-        "exported_twice": sum(n - 1 for n in exports.values() if n > 1)
-        + len(exported_files) - len(set(exported_files)),
+        "exported_twice": sum(n - 1 for n in exports.values() if n > 1),
+        "never_exported": sum(1 for d in documents if exports[d.id] == 0),
+        "misfiled": len(misfiled),
         "export_files": len(exported_files),
         "statuses": dict(Counter(d["status"] for d in final)),
     }
@@ -142,5 +153,6 @@ def test_kill_9_while_reading_loses_doubles_and_re_exports_nothing(tmp_path):
             json.dump(report, out, indent=2)
     assert report["client_retries"] >= CLIENTS * DOCUMENTS_PER_CLIENT // 2  # answers were lost
     assert report["lost"] == 0 and report["doubled"] == 0 and report["exported_twice"] == 0
+    assert report["never_exported"] == 0 and misfiled == []
     assert len(documents) == submitted and report["statuses"] == {"done": submitted}
     assert exported_files == sorted(f"{key}.md" for key in keys)  # no "-<id8>" copies
