@@ -11,6 +11,7 @@ from __future__ import annotations
 import fcntl
 import logging
 import os
+import threading
 from dataclasses import asdict, fields, replace
 from pathlib import Path
 from typing import BinaryIO
@@ -20,20 +21,22 @@ from apscheduler.schedulers.background import BackgroundScheduler
 from appliance.config import Settings, load_settings
 from appliance.dispatch import Dispatcher
 from appliance.engines import registry
+from appliance.engines.cache import ResultCache
 from appliance.engines.host import WorkerHandle, WorkerSpec
 from appliance.gguf.files import cached_sha256
 from appliance.gguf.pair import inspect_model
 from appliance.errors import (
     AlreadyRunning, ConfigError, EngineUnavailable, ModelError, NoFields, NotFound, NotReady,
-    ShuttingDown, UnknownField,
+    OutputFailed, ShuttingDown, UnknownField,
 )
 from appliance.export import Exporter, document_json
 from appliance.fields.document import correct_document_fields, refresh_after_review
 from appliance.fields.schema import schemas
+from appliance.finishing import Finisher
 from appliance.gpu import MemoryDevice, MemorySampler, Watermarks, open_device
 from appliance.intake import Intake, SubmitOptions
 from appliance.intake.disposition import dispose
-from appliance.intake.folders import WatchService
+from appliance.intake.folders import Disposal, WatchService
 from appliance.intake.spool import Spool
 from appliance.library import Library
 from appliance.memory_plan import plan_for
@@ -53,11 +56,15 @@ FINISH_PENDING_S = 30
 REVIEW_RESTART_KEYS = ("second_opinion", "second_opinion_languages", "users_file")
 
 
+def result_cache_dir(settings: Settings) -> Path | None:
+    """Where the workers keep the readings they may serve again; None: no cache."""
+    return settings.paths.data_dir / "cache" if settings.engine.result_cache else None
+
+
 def _spec_options(settings: Settings) -> dict:
     """What every worker is built with besides its engine's own options."""
-    engine = settings.engine
     return {"log_level": settings.logging.level, "preprocess": settings.preprocess,
-            "cache_dir": settings.paths.data_dir / "cache" if engine.result_cache else None,
+            "cache_dir": result_cache_dir(settings),
             "second_opinion_below": (settings.review.accept_from
                                      if settings.review.second_opinion else None),
             "second_opinion_languages": settings.review.second_opinion_languages,
@@ -184,7 +191,12 @@ class Appliance:
         self.api_keys = ApiKeys(settings.auth.api_keys_file)
         self.webhooks = WebhookNotifier(self.db, self._document_payload,
                                         WebhookPolicy(settings.webhooks.allow_hosts))
-        self.watch = WatchService(settings, self.db, self.submit, self.finish)
+        self.watch = WatchService(settings, self.db, self.submit, self.finish, self.forget)
+        self.finisher = Finisher(self.finish_steps)
+        # a document's finishing steps, and its deletion: never two at once
+        self._document_steps = threading.RLock()
+        cache_dir = result_cache_dir(settings)
+        self.cache = ResultCache(cache_dir) if cache_dir else None
         self.scheduler = BackgroundScheduler(daemon=True)
         self.draining = False
         self._watching = False
@@ -228,7 +240,10 @@ class Appliance:
         requeued = transitions.requeue_after_restart(self.db)
         if requeued:
             log.warning("requeued pages interrupted by the last shutdown count=%d", requeued)
+        if held := transitions.clear_holds(self.db):
+            log.info("released content holds of submissions the last run left count=%d", held)
         self.webhooks.start()
+        self.finisher.start()
         self.memory.start()
         self.dispatcher.start()
         self.finish_pending()  # whatever the last run left unfinished
@@ -245,6 +260,7 @@ class Appliance:
         self._stop_watching()
         self.scheduler.shutdown(wait=False)
         self.dispatcher.stop()
+        self.finisher.stop()
         self.memory.stop()
         self.webhooks.stop()
         self.db.close()
@@ -352,37 +368,50 @@ class Appliance:
         return doc
 
     def finish(self, document_id: str, source_confirmed: bool = False) -> None:
-        """A final document's remaining steps, each done once: export its results,
-        dispose of its watched original, call its webhook. A watched document whose
-        file may still be being written waits (``WatchService.may_dispose``), and
-        ``source_confirmed`` says the watcher saw the file unchanged for one more window."""
+        """Have a final document's remaining steps run (``Finisher``, ``finish_steps``)."""
+        self.finisher.offer(document_id, source_confirmed)
+
+    def finish_steps(self, document_id: str, source_confirmed: bool) -> None:
+        """A final document's remaining steps, each done once per final state: export its
+        results, dispose of its watched original, call its webhook. Runs on the
+        finisher's thread alone. A watched document whose file may still be being
+        written waits (``WatchService.disposal``), and ``source_confirmed`` says the
+        watcher saw the file unchanged for one more window."""
+        with self._document_steps:
+            self._finish_steps(document_id, source_confirmed)
+
+    def _finish_steps(self, document_id: str, source_confirmed: bool) -> None:
         view = queries.get_document(self.db, document_id)
         if view is None or not view.is_final:
             return
         doc = view.doc
         folder = (self.watch.folders.get(doc.watch_folder)
                   if doc.source_path and not doc.disposed_at else None)
-        if folder is not None and not self.watch.may_dispose(view, source_confirmed):
+        disposal = folder and self.watch.disposal(view, source_confirmed)
+        if disposal in (Disposal.WAIT, Disposal.FORGOTTEN):
             return
-        if not doc.exported_at and not doc.error_code:
+        if not doc.exported_at and not doc.error_code and not doc.output_error:
             if specs := self.dispatcher.field_specs.get(doc.doc_type):
                 refresh_after_review(self.db, document_id, doc.doc_type, specs)
-            self.exporter.export(document_id)
-        if folder is not None:
-            dispose(self.db, view, folder)
+            try:
+                self.exporter.export(document_id)
+            except OutputFailed as exc:  # written never: final without its files
+                log.error("export failed doc=%s code=%s reason=%s", document_id, exc.code,
+                          exc.message)
+                transitions.mark_output_failed(self.db, document_id, exc.message)
+        if disposal is Disposal.NOW:
+            dispose(self.db, queries.get_document(self.db, document_id), folder)
         if doc.webhook_url and not doc.webhook_done_at:
             self.webhooks.notify(document_id, doc.webhook_url)
 
     def finish_pending(self) -> None:
-        """Retry the steps that failed or were cut short (disk full, a crash, a restart)."""
+        """Offer again the steps that failed or were cut short (disk full, a crash, a
+        restart)."""
         pending = set(queries.final_unexported_documents(self.db))
         pending.update(d.id for d in queries.final_undisposed_documents(self.db))
         pending.update(queries.final_unnotified_documents(self.db))
         for document_id in pending:
-            try:
-                self.finish(document_id)
-            except Exception:
-                log.exception("finishing failed doc=%s", document_id)
+            self.finish(document_id)
 
     def correct_fields(self, document_id: str, corrections: dict[str, str],
                        actor: str) -> FieldSet:
@@ -436,14 +465,29 @@ class Appliance:
 
     def delete(self, document_id: str, actor: str) -> None:
         """Delete the document and what the appliance keeps of it: its records, its
-        exported results, and its original and page images unless another document
-        holds the same content. Refused while a page of it is being read."""
-        doc = transitions.delete_document(self.db, document_id, actor)
-        outputs = self.exporter.remove(doc)
-        files = 0 if queries.content_in_use(self.db, doc.sha256) \
-            else self.spool.delete_content(doc.sha256)
-        log.info("deleted doc=%s outputs=%d spool_files=%d actor=%s", document_id, outputs,
-                 files, actor)
+        exported results, and its original, page images and cached readings unless
+        another document holds the same content. Refused while a page of it is being
+        read. A watched file still in its folder is not read again (``WatchService``)."""
+        with self._document_steps:  # not while its results are being written
+            removed = transitions.delete_document(self.db, document_id, actor, self._discard)
+            self.watch.deleted(removed.doc)
+            outputs = self.exporter.remove(removed.doc)
+        log.info("deleted doc=%s outputs=%d content_kept=%s actor=%s", document_id, outputs,
+                 removed.content_held, actor)
+
+    def forget(self, document_id: str, reason: str) -> None:
+        """Remove a document as if it had never been submitted (``WatchService``)."""
+        with self._document_steps:
+            transitions.forget_document(self.db, document_id, reason, self._discard)
+
+    def _discard(self, removed: transitions.Removed) -> None:
+        """The spool copy and cached readings of a removed document's content, unless
+        something else holds it; run inside the transaction that removes it."""
+        if removed.content_held:
+            return
+        self.spool.delete_content(removed.doc.sha256)
+        if self.cache is not None:
+            self.cache.remove(removed.cache_keys)
 
     def submit_path(self, path: Path, options: SubmitOptions) -> Document:
         with path.open("rb") as stream:

@@ -71,7 +71,7 @@ class Dispatcher:
         self.db = db
         self.spool = spool
         self.workers = workers
-        self.on_final = on_final  # called once a document's last page has settled
+        self.on_final = on_final  # a document's last page has settled: Appliance.finish
         self.memory = memory  # its watermarks gate dispatch; it asks for preemptions
         self._preempt_requested = threading.Event()
         queue = settings.queue
@@ -479,14 +479,12 @@ class Dispatcher:
                     claim.document_id, claim.page_index, claim.attempt, code, status)
 
     def _finish_documents(self) -> None:
-        """Hand on the documents whose last page this tick settled."""
+        """Hand on the documents whose last page this tick settled (their steps run on
+        the finisher's thread, not this one)."""
         while self._touched:
             view = queries.get_document(self.db, self._touched.pop())
             if view is not None and view.is_final:
-                try:
-                    self.on_final(view.doc.id)
-                except Exception:  # e.g. output disk full: the periodic finish retries
-                    log.exception("finishing failed doc=%s", view.doc.id)
+                self.on_final(view.doc.id)
 
     def _housekeeping(self) -> None:
         now = time.monotonic()

@@ -316,6 +316,14 @@ class DocumentBusy(ApplianceError):
     http_status = 409
 
 
+class OriginalPurged(ApplianceError):
+    """Retention deleted the document's original after it was read: nothing is left
+    to read its pages again from."""
+
+    code = "original_purged"
+    http_status = 409
+
+
 class Cancelled(ApplianceError):
     """A page still queued when its document was cancelled."""
 

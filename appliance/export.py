@@ -9,10 +9,12 @@ files instead of adding copies.
 
 from __future__ import annotations
 
+import errno
 import json
 import logging
 import os
 import re
+import sys
 import tempfile
 from collections.abc import Callable
 from pathlib import Path
@@ -37,14 +39,35 @@ FORMATS = OUTPUT_FORMATS
 SUFFIXES = {"md": ".md", "json": ".json", "txt": ".txt", "hocr": ".hocr", "alto": ".alto.xml",
             "pdf": ".pdf", "fields.json": ".fields.json"}
 assert tuple(SUFFIXES) == FORMATS, "every output format needs its file name ending"
-MAX_STEM_CHARS = 120
+# an output folder that is full, gone for a moment (a network share) or not yet
+# writable may heal; any other failure to write would fail the same way every time
+TRANSIENT_ERRNOS = frozenset({errno.ENOSPC, errno.EDQUOT, errno.EIO, errno.EAGAIN,
+                              errno.EACCES, errno.EPERM, errno.EROFS, errno.ESTALE,
+                              errno.ETIMEDOUT, errno.EHOSTDOWN, errno.ENETUNREACH,
+                              errno.ENOENT})
+NAME_MAX_BYTES = 255  # a file name's limit on Linux file systems (ext4, XFS, Btrfs, NFS, SMB)
+TEMP_NAME_BYTES = len(".") + len(".XXXXXXXX.tmp")  # what write_atomic's temporary adds
+# the longest tail a stem gets: the document's id when the name is taken, a suffix
+LONGEST_TAIL = "-" + "0" * 8 + max(SUFFIXES.values(), key=len)
+
+
+def fit_name(stem: str, tail: str) -> str:
+    """``stem`` cut, at a character, so that ``stem + tail`` and the temporary file
+    written on the way to it fit the file system's limit on a name, which counts
+    bytes: about 77 CJK characters fill it."""
+    room = NAME_MAX_BYTES - TEMP_NAME_BYTES - len(os.fsencode(tail))
+    encoded = os.fsencode(stem)
+    if len(encoded) <= room:
+        return stem
+    return encoded[:max(room, 0)].decode(sys.getfilesystemencoding(), "ignore")
 
 
 def safe_stem(name: str) -> str:
-    """A file-system-safe stem from a document's display name."""
+    """A file-system-safe stem from a document's display name, short enough for every
+    file named after it (``fit_name``)."""
     stem = Path(name).stem if "." in name else name
     stem = re.sub(r"[^\w.-]+", "_", stem).strip("._")
-    return stem[:MAX_STEM_CHARS] or "document"
+    return fit_name(stem, LONGEST_TAIL).strip("._") or "document"
 
 
 def document_error(view: DocumentView) -> dict | None:
@@ -81,6 +104,8 @@ def document_json(view: DocumentView) -> dict:
         "source": doc.source, "lane": doc.lane, "doc_type": doc.doc_type, "tags": doc.tags,
         "created_at": doc.created_at, "exported_at": doc.exported_at,
         "error": document_error(view),
+        "output_error": doc.output_error and {"code": OutputFailed.code,
+                                              "message": doc.output_error},
     }
     if view.pages:
         body["pages"] = [{"number": p.index + 1, "status": p.status, "attempts": p.attempts,
@@ -262,7 +287,15 @@ class Exporter:
             rendered.pop("fields.json", None)  # a type without fields: no empty file
         for fmt in rendered:
             path = self.output_dir / f"{stem}{SUFFIXES[fmt]}"
-            write_atomic(path, rendered[fmt])
+            try:
+                write_atomic(path, rendered[fmt])
+            except OSError as exc:
+                if exc.errno in TRANSIENT_ERRNOS:
+                    raise  # the periodic finish tries again
+                raise OutputFailed(f"the results of document {document_id} cannot be "
+                                   f"written to {self.output_dir} ({exc.strerror}: "
+                                   f"{path.name}); fix the output folder, then send the "
+                                   f"document to review or delete it") from exc
             paths.append(path)
         fsync_dir(self.output_dir)
         transitions.mark_exported(self.db, document_id, [p.name for p in paths])

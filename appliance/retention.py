@@ -1,8 +1,10 @@
 """Keeping the disk in check: the purge of old spool files, and intake's disk floor.
 
 Retention (seed 000 §4.2): the original and the page images of content whose every
-document is final and older than ``retention.hot_days`` are deleted, and so are
-result-cache entries of that age. The results in the database, the content hashes,
+document is finished with it (read to the end, exported, its watched file disposed
+of: ``queries.purgeable``) and older than ``retention.hot_days`` are deleted, and so
+are result-cache entries of that age. A document with failed pages keeps its original
+until it is retried or deleted. The results in the database, the content hashes,
 the exports and the audit trail stay: a purged document can still be listed,
 fetched and audited, only not read again. The purge runs every
 ``retention.interval_hours`` from the daemon's scheduler.
@@ -34,10 +36,10 @@ def purge(settings: Settings, db: Database, spool: Spool, now: float | None = No
               "idempotency_keys": transitions.expire_idempotency_keys(
                   db, now - settings.retention.idempotency_hours * 3600)}
     for sha in queries.purge_candidates(db, cutoff):
-        files = spool.delete_content(sha)
-        transitions.mark_purged(db, sha, files)
-        purged["contents"] += 1
-        purged["files"] += files
+        files = transitions.purge_content(db, sha, cutoff, lambda: spool.delete_content(sha))
+        if files is not None:  # else a submission or a retry came in meanwhile
+            purged["contents"] += 1
+            purged["files"] += files
     cache = settings.paths.data_dir / "cache"
     for entry in cache.rglob("*.json") if cache.exists() else ():
         if entry.stat().st_mtime < cutoff:

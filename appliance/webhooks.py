@@ -24,7 +24,7 @@ from urllib.parse import urlsplit
 import httpx
 
 from appliance.errors import ConfigError, WebhookNotAllowed
-from appliance.store import Database, transitions
+from appliance.store import Database, queries, transitions
 
 log = logging.getLogger(__name__)
 
@@ -81,6 +81,7 @@ class WebhookNotifier:
         self.first_backoff_s = first_backoff_s
         self._queue: queue.Queue[tuple[str, str] | None] = queue.Queue()
         self._queued: set[str] = set()
+        self._errors: dict[str, int] = {}  # document id -> unexpected errors so far
         self._thread = threading.Thread(target=self._run, name="webhooks", daemon=True)
 
     def start(self) -> None:
@@ -101,10 +102,28 @@ class WebhookNotifier:
                 document_id, url = item
                 try:
                     self._deliver(client, document_id, url)
+                except Exception:  # a locked database, ...: the thread must live on
+                    self._failed_unexpectedly(document_id)
                 finally:
                     self._queued.discard(document_id)
 
+    def _failed_unexpectedly(self, document_id: str) -> None:
+        """The periodic finish offers the delivery again, up to ATTEMPTS times."""
+        failures = self._errors[document_id] = self._errors.get(document_id, 0) + 1
+        log.exception("webhook delivery failed unexpectedly doc=%s failures=%d", document_id,
+                      failures)
+        if failures >= ATTEMPTS:
+            del self._errors[document_id]
+            try:
+                transitions.mark_webhook_done(self.db, document_id, False,
+                                              f"gave up after {failures} unexpected errors")
+            except Exception:
+                log.exception("webhook not marked failed doc=%s", document_id)
+
     def _deliver(self, client: httpx.Client, document_id: str, url: str) -> None:
+        view = queries.get_document(self.db, document_id)
+        if view is None or view.doc.webhook_done_at is not None:
+            return  # deleted while it waited, or delivered since it was queued
         try:  # allowed when it was submitted; the operator may have changed the list since
             self.policy.check(url)
         except WebhookNotAllowed as exc:
@@ -119,6 +138,7 @@ class WebhookNotifier:
                 if response.status_code < 300:
                     transitions.mark_webhook_done(self.db, document_id, True,
                                                   f"HTTP {response.status_code}")
+                    self._errors.pop(document_id, None)
                     log.info("webhook delivered doc=%s attempt=%d", document_id, attempt)
                     return
                 error = f"HTTP {response.status_code}"

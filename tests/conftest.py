@@ -15,7 +15,10 @@ def make_settings(tmp: Path, **sections) -> Settings:
            "engine": {"name": "classic", "threads": 1},
            "review": {"enabled": False}}  # tests not about review want pages read to the end
     for section, values in sections.items():
-        raw.setdefault(section, {}).update(values)
+        if isinstance(values, list):  # [[watch]] tables
+            raw[section] = values
+        else:
+            raw.setdefault(section, {}).update(values)
     return settings_from_dict(raw, base_dir=tmp)
 
 

@@ -27,6 +27,8 @@ from appliance.engines.base import PageRequest, Recognition
 
 log = logging.getLogger(__name__)
 
+CACHE_PROVENANCE = "result_cache"  # the provenance entry that names a reading's cache entry
+
 
 def image_digest(image: Image.Image) -> str:
     digest = hashlib.sha256(f"{image.mode}:{image.width}x{image.height}:".encode())
@@ -64,3 +66,14 @@ class ResultCache:
             os.replace(tmp, path)  # readers see the whole entry or none
         finally:
             Path(tmp).unlink(missing_ok=True)
+
+    def remove(self, keys: list[str]) -> int:
+        """Delete these entries (a deleted document's readings); how many there were."""
+        removed = 0
+        for key in keys:
+            try:
+                self._path(key).unlink()
+                removed += 1
+            except FileNotFoundError:
+                pass
+        return removed

@@ -32,7 +32,7 @@ from appliance.config import PreprocessSettings, WorkerSettings
 from appliance.engines import create_engine, registry
 from appliance.engines.base import Engine, PageRequest, Recognition
 from appliance.engines.vision import VisionEngine
-from appliance.engines.cache import ResultCache, image_digest
+from appliance.engines.cache import CACHE_PROVENANCE, ResultCache, image_digest
 from appliance.engines.messages import (Availability, Cancel, Job, PageDone, PageFailed, Ready,
                                         StartFailed)
 from appliance.engines.tesseract import TesseractReader, tesseract_problem
@@ -165,6 +165,8 @@ def run_job(pipeline: PagePipeline, job: Job, background: ThreadPoolExecutor,
             start = time.perf_counter()
             recognition.field_answer = _field_answer(engine, image, recognition, specs, request)
             timings["fields_ms"] = (time.perf_counter() - start) * 1000
+        if key:  # so that deleting the document can delete its cache entries too
+            recognition.provenance[CACHE_PROVENANCE] = key
         recognition.provenance["preprocess"] = [step.to_dict() for step in steps]
         recognition.provenance["image_size"] = [image.width, image.height]
         recognition.provenance["rendered"] = rendered

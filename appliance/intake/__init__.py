@@ -112,17 +112,24 @@ class Intake:
                                       f"document")
         return earlier
 
-    def _decrypted(self, sha: str, path: Path, password: str) -> tuple[str, int, Path]:
+    def _store(self, stream: BinaryIO) -> tuple[str, int, Path, int]:
+        """The stream in the spool, held for this submission: (sha256, size, path, hold)."""
+        with self.spool.staging(stream, self.limits.max_bytes) as staged:
+            hold = transitions.hold_content(self.db, staged.sha256)
+            return staged.sha256, staged.size, self.spool.place(staged), hold
+
+    def _decrypted(self, sha: str, path: Path, hold: int,
+                   password: str) -> tuple[str, int, Path, int]:
         """An uploaded PDF opened with its password, kept decrypted as content of its own
-        (sha256, size, path), so that the password is needed, and held, nowhere after
-        this; the encrypted copy goes unless another document holds it. A PDF that is
-        not encrypted is kept as sent."""
+        (sha256, size, path, hold), so that the password is needed, and held, nowhere
+        after this; the encrypted copy goes unless another document holds it. A PDF that
+        is not encrypted is kept as sent."""
         plain = decrypted_pdf(path, password)
         if plain is None:
-            return sha, path.stat().st_size, path
-        stored = self.spool.store(io.BytesIO(plain), self.limits.max_bytes)
-        if not queries.content_in_use(self.db, sha):
-            self.spool.delete_content(sha)
+            return sha, path.stat().st_size, path, hold
+        stored = self._store(io.BytesIO(plain))
+        transitions.release_hold(self.db, hold)
+        transitions.discard_unheld_content(self.db, sha, lambda: self.spool.delete_content(sha))
         return stored
 
     def submit(self, stream: BinaryIO, name: str | None, options: SubmitOptions) -> Document:
@@ -133,11 +140,16 @@ class Intake:
         except (QueueFull, DiskFull) as exc:  # nothing is stored: /metrics counts them
             self.refusals.add((options.source, str(options.lane), exc.code))
             raise
-        sha, size, path = self.spool.store(stream, self.limits.max_bytes)
-        if options.skip_duplicates and (earlier := queries.same_content(self.db, sha)):
-            raise DuplicateDocument(f"the same content was already submitted as document "
-                                    f"{earlier.id} ({earlier.name})", existing_id=earlier.id)
-        doc = Document(name=display_name(name), sha256=sha, size_bytes=size,
+        sent, size, path, hold = self._store(stream)
+        try:
+            return self._submit_stored(sent, size, path, hold, name, options)
+        except BaseException:  # no document holds it: a delete or purge may take it
+            transitions.release_hold(self.db, hold)
+            raise
+
+    def _submit_stored(self, sent: str, size: int, path: Path, hold: int, name: str | None,
+                       options: SubmitOptions) -> Document:
+        doc = Document(name=display_name(name), sha256=sent, size_bytes=size,
                        source=options.source, lane=options.lane, doc_type=options.doc_type,
                        engine=options.engine, tags=options.tags,
                        source_path=str(options.source_path) if options.source_path else None,
@@ -148,8 +160,15 @@ class Intake:
                 doc.kind = sniff_kind(fh.read(HEAD_BYTES))
             password = options.pdf_password if doc.kind == "pdf" else None
             if password and options.watch_folder is None:
-                doc.sha256, doc.size_bytes, path = self._decrypted(sha, path, password)
+                doc.sha256, doc.size_bytes, path, hold = self._decrypted(sent, path, hold,
+                                                                         password)
                 password = None
+            # the content as it is kept: a PDF sent again with its password is the same
+            if options.skip_duplicates and (earlier := queries.same_content(self.db,
+                                                                            doc.sha256)):
+                raise DuplicateDocument(f"the same content was already submitted as document "
+                                        f"{earlier.id} ({earlier.name})",
+                                        existing_id=earlier.id)
             pages = count_pages(path, doc.kind, self.limits.max_pixels, password)
             if pages > self.limits.max_pages:
                 raise TooManyPages(f"the document has {pages} pages, over the limit of "
@@ -159,11 +178,11 @@ class Intake:
             log.warning("intake rejected doc=%s code=%s source=%s", doc.id, exc.code,
                         options.source)
             stored = transitions.record_rejected_document(self.db, doc, exc.code, exc.message,
-                                                          options.idempotency_key, sent=sha)
+                                                          options.idempotency_key, sent, hold)
         else:
             log.info("intake accepted doc=%s kind=%s pages=%d bytes=%d source=%s", doc.id,
                      doc.kind, pages, size, options.source)
             stored = transitions.submit_document(self.db, doc, pages, options.idempotency_key,
-                                                 sent=sha)
+                                                 sent, hold)
         # another request with the same key committed first: answer its document
-        return stored if stored.id == doc.id else self._replayed(options.idempotency_key, sha)
+        return stored if stored.id == doc.id else self._replayed(options.idempotency_key, sent)

@@ -18,12 +18,15 @@ from pathlib import Path
 
 from appliance.config import WatchFolder
 from appliance.errors import ApplianceError, DuplicateDocument
-from appliance.export import write_atomic
+from appliance.export import fit_name, write_atomic
 from appliance.store import Database, transitions
 from appliance.store.models import Document, DocStatus
 from appliance.store.queries import DocumentView
 
 log = logging.getLogger(__name__)
+
+
+REPORT_SUFFIX = ".error.txt"
 
 
 def _free_name(directory: Path, name: str, tag: str) -> Path:
@@ -32,7 +35,13 @@ def _free_name(directory: Path, name: str, tag: str) -> Path:
     if not target.exists():
         return target
     stem, dot, suffix = name.partition(".")
-    return directory / f"{stem}-{tag[:8]}{dot}{suffix}"
+    tail = f"-{tag[:8]}{dot}{suffix}"
+    return directory / f"{fit_name(stem, tail)}{tail}"
+
+
+def report_path(target: Path) -> Path:
+    """The report beside ``target`` that says why it was not read."""
+    return target.with_name(fit_name(target.name, REPORT_SUFFIX) + REPORT_SUFFIX)
 
 
 def error_report(view: DocumentView) -> str:
@@ -59,7 +68,7 @@ def dispose(db: Database, view: DocumentView, folder: WatchFolder) -> None:
         directory.mkdir(parents=True, exist_ok=True)
         target = _free_name(directory, source.name, doc.id)
         if failed:  # first, so a failed original never sits there without its reason
-            write_atomic(directory / f"{target.name}.error.txt", error_report(view))
+            write_atomic(report_path(target), error_report(view))
         if source.exists():
             shutil.move(source, target)
         else:
@@ -72,17 +81,28 @@ def dispose(db: Database, view: DocumentView, folder: WatchFolder) -> None:
 
 
 def dispose_refused(folder: WatchFolder, source: Path, error: ApplianceError) -> None:
-    """A watched file refused before it became a document (too large, a duplicate)."""
-    duplicate = isinstance(error, DuplicateDocument)  # read before: it goes with the read
-    if folder.disposition == "move":
-        directory = folder.processed_dir if duplicate else folder.failed_dir
-        directory.mkdir(parents=True, exist_ok=True)
-        target = _free_name(directory, source.name, os.urandom(4).hex())
-        if not duplicate:
-            write_atomic(directory / f"{target.name}.error.txt",
-                         f"{error.code}: {error.message}\n")
-        shutil.move(source, target)
-    elif folder.disposition == "delete":
-        source.unlink(missing_ok=True)
+    """A watched file refused before it became a document (too large, a duplicate).
+
+    Nothing of a refused file is stored, so it is never deleted, whatever the
+    disposition: it goes to failed_dir where there is one, else it stays where it is
+    (the caller records it, so that it is not offered again unchanged), with
+    ``<name>.error.txt`` beside it. Only a duplicate, whose content a document already
+    holds, goes as the folder's disposition says."""
+    if isinstance(error, DuplicateDocument):
+        if folder.disposition == "move":
+            folder.processed_dir.mkdir(parents=True, exist_ok=True)
+            shutil.move(source, _free_name(folder.processed_dir, source.name,
+                                           os.urandom(4).hex()))
+        elif folder.disposition == "delete":
+            source.unlink(missing_ok=True)
+    else:
+        target = source
+        if folder.failed_dir is not None:
+            folder.failed_dir.mkdir(parents=True, exist_ok=True)
+            target = _free_name(folder.failed_dir, source.name, os.urandom(4).hex())
+        # first, so a refused file never sits anywhere without its reason
+        write_atomic(report_path(target), f"{error.code}: {error.message}\n")
+        if target != source:
+            shutil.move(source, target)
     log.info("watched file refused folder=%s file=%s code=%s", folder.name, source.name,
              error.code)

@@ -29,6 +29,7 @@ DEFAULT_IGNORE: tuple[str, ...] = (
     r".*\.part", r".*\.partial", r".*\.filepart",  # partial transfers (curl, Firefox, WinSCP)
     r".*\.crdownload", r".*\.download",           # browser downloads in progress
     r".*\.tmp", r".*\.temp",    # temp files about to be renamed into place
+    r".*\.error\.txt",          # the appliance's own report beside a file it refused
 )
 
 _DEFAULT_RE = tuple(re.compile(pattern, re.IGNORECASE) for pattern in DEFAULT_IGNORE)

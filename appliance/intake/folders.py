@@ -2,12 +2,13 @@
 same intake ``submit()`` the UI and the API use.
 
 ``offer`` decides what a stable file is: already in flight (a document from it is
-not yet disposed of), already read (`keep` folders: the ledger), a duplicate of
-finished content (`on_duplicate = "skip"`), refused (too large), or a new document.
+not yet disposed of), already dealt with and left in place (the ledger: read in a
+`keep` folder, refused, or its document deleted), a duplicate of finished content
+(`on_duplicate = "skip"`), refused (too large: never deleted), or a new document.
 It answers False only when the file must stay and come again: the queue is full,
 the daemon is shutting down, the file could not be read right now, or it changed
 while or after it was read (a writer that paused longer than the stability window;
-``may_dispose`` holds the disposition until the file is known to be whole).
+``disposal`` holds the disposition until the file is known to be whole).
 
 ``reload`` (SIGHUP) swaps in a new list of folders: unchanged entries keep their
 watcher, changed and new ones get a fresh one, removed ones stop.
@@ -17,6 +18,7 @@ from __future__ import annotations
 
 import logging
 import threading
+from enum import Enum
 from pathlib import Path
 from typing import Callable
 
@@ -26,7 +28,6 @@ from appliance.errors import (
 )
 from appliance.intake import SubmitOptions
 from appliance.intake.disposition import dispose_refused
-from appliance.intake.spool import Spool
 from appliance.intake.watch import FolderWatcher
 from appliance.store import Database, queries, transitions
 from appliance.store.models import Document, Lane
@@ -35,13 +36,23 @@ from appliance.store.queries import DocumentView
 log = logging.getLogger(__name__)
 
 
+class Disposal(Enum):
+    """What may happen to a final document's watched original (``disposal``)."""
+
+    NOW = "now"  # as the folder's disposition says
+    WAIT = "wait"  # not yet: its file may still be being written
+    REPLACED = "replaced"  # never: the file is new content; the document is finished without it
+    FORGOTTEN = "forgotten"  # the document was a half-written file's: it is gone
+
+
 class WatchService:
     def __init__(self, settings: Settings, db: Database,
-                 submit: Callable[..., Document], finish: Callable[..., None]):
+                 submit: Callable[..., Document], finish: Callable[..., None],
+                 forget: Callable[[str, str], None]):
         self.db = db
-        self.spool = Spool(settings.paths.spool)
         self.submit = submit  # Appliance.submit
         self.finish = finish  # Appliance.finish: disposes of an original once its file is whole
+        self.forget = forget  # Appliance.forget: as if a document had never been submitted
         self.folders = {folder.name: folder for folder in settings.watch}
         self.watchers = [FolderWatcher(folder, self._offerer(folder)) for folder in settings.watch]
         self._started = False
@@ -96,9 +107,8 @@ class WatchService:
         if (earlier := queries.watched_document(self.db, key)) is not None:
             return self._offered_again(earlier)
         stat = path.stat()
-        if folder.disposition == "keep" and queries.kept_file_seen(
-                self.db, folder.name, key, stat.st_size, stat.st_mtime_ns):
-            return True
+        if queries.kept_file_seen(self.db, folder.name, key, stat.st_size, stat.st_mtime_ns):
+            return True  # read before and kept, or its document deleted: not again
         options = SubmitOptions(source="watch", lane=Lane(folder.lane), doc_type=folder.doc_type,
                                 engine=folder.engine or None, tags=[folder.name, *tags],
                                 source_path=path, source_mtime_ns=stat.st_mtime_ns,
@@ -114,12 +124,12 @@ class WatchService:
         except (DuplicateDocument, BadInput) as exc:  # refused before it became a document
             if _changed(path, (stat.st_size, stat.st_mtime_ns)):
                 return False  # a writer is still at it: judge the file once it is whole
-            if folder.disposition == "keep":
-                self._remember(folder, path, stat, None)
             dispose_refused(folder, path, exc)
+            if path.exists():  # left where it is: not offered again unless it changes
+                self._remember(folder, path, stat, None)
             return True
-        if _changed(path, _read_signature(doc)):  # it changed while it was read
-            if not doc.error_code:  # a refused one: submit() finished it, which forgot it
+        if _changed(path, _read_signature(doc)):  # it changed while it was stored
+            if not doc.error_code:  # a refused one: its finish, once the file is whole
                 self._forget(doc, "changed_while_read")
             return False
         if folder.disposition == "keep":
@@ -129,47 +139,69 @@ class WatchService:
     def _offered_again(self, earlier: DocumentView) -> bool:
         """A file offered again while a document read from it is not yet disposed of:
         still being read, or waiting for proof that a failed read was not a half-written
-        file (``may_dispose``)."""
+        file (``disposal``)."""
         if _changed(Path(earlier.doc.source_path), _read_signature(earlier.doc)):
-            if not earlier.is_final:
-                return False  # changed under a running document: again once that one ends
-            self._forget(earlier.doc, "changed_after_read")
-            return False  # the next offer reads the new content
+            if earlier.is_final:
+                self._changed_after_read(earlier)
+            return False  # read again once that document is final, and then as a new one
         if earlier.is_final:  # unchanged for a whole window since the failure: it is final
             self.finish(earlier.doc.id, source_confirmed=True)
         return True
 
-    def may_dispose(self, view: DocumentView, source_confirmed: bool) -> bool:
-        """Whether a final document's watched original may be disposed of now.
+    def disposal(self, view: DocumentView, source_confirmed: bool) -> Disposal:
+        """What may happen to a final document's watched original now.
 
-        Not when the file changed since it was read: the writer paused longer than
-        ``stability_s`` and went on. The document is forgotten and the file read again
-        once it is stable. Not yet when the document failed the way a half-written file
-        does (truncated, corrupt, empty) and the file has not stayed unchanged for the
-        folder's ``failed_hold_s`` since: a writer that pauses looks exactly like that.
-        The watcher offers it again after that hold, and ``_offered_again`` confirms it.
+        Not when the file changed since it was read (``_changed_after_read``). Not yet
+        when the document failed the way a half-written file does (truncated, corrupt,
+        empty) and the file has not stayed unchanged for the folder's ``failed_hold_s``
+        since: a writer that pauses looks exactly like that. The watcher offers it
+        again after that hold, and ``_offered_again`` confirms it.
         """
         doc = view.doc
         path = Path(doc.source_path)
         if _changed(path, _read_signature(doc)):
-            self._forget(doc, "changed_after_read")
-            return False
+            return self._changed_after_read(view)
         if source_confirmed or not _may_be_half_written(view):
-            return True
+            return Disposal.NOW
         self._recheck(doc.watch_folder, path, self.folders[doc.watch_folder].failed_hold_s)
-        return False
+        return Disposal.WAIT
+
+    def _changed_after_read(self, view: DocumentView) -> Disposal:
+        """A final document's file changed after it was read: a writer that paused
+        longer than ``stability_s`` and went on, or a new file saved under the same
+        name; the appliance cannot tell which. A read that failed as a half-written file
+        fails is forgotten. Any other reading (done, partly failed, reviewed, corrected)
+        is kept: its document is disposed of without touching the file, which is read
+        as a new document once it is stable."""
+        doc = view.doc
+        if _may_be_half_written(view):
+            self._forget(doc, "changed_after_read")
+            return Disposal.FORGOTTEN
+        transitions.mark_disposed(self.db, doc.id, "replaced", None)
+        log.warning("watched file changed after it was read; its document is kept and the "
+                    "file is read as a new one once stable doc=%s folder=%s file=%s", doc.id,
+                    doc.watch_folder, Path(doc.source_path).name)
+        self._recheck(doc.watch_folder, Path(doc.source_path))
+        return Disposal.REPLACED
 
     def _forget(self, doc: Document, reason: str) -> None:
         """Forget a document read from a file that changed afterwards, and read the file
         again once it is stable."""
         path = Path(doc.source_path)
-        orphan = transitions.forget_document(self.db, doc.id, reason)
-        if orphan is not None:
-            self.spool.delete_content(orphan)
+        self.forget(doc.id, reason)
         log.warning("watched file changed after it was read; its document is forgotten and "
                     "the file is read again once stable doc=%s folder=%s file=%s reason=%s",
                     doc.id, doc.watch_folder, path.name, reason)
         self._recheck(doc.watch_folder, path)
+
+    def deleted(self, doc: Document) -> None:
+        """A person deleted a watched document whose file is still in its folder, as it
+        was read: it is not read again, at a restart either, unless it changes."""
+        if doc.source_path and not doc.disposed_at and doc.watch_folder in self.folders \
+                and doc.source_mtime_ns is not None \
+                and not _changed(Path(doc.source_path), _read_signature(doc)):
+            transitions.record_kept_file(self.db, doc.watch_folder, doc.source_path,
+                                         doc.size_bytes, doc.source_mtime_ns, None)
 
     def _recheck(self, folder_name: str | None, path: Path, after_s: float | None = None
                  ) -> None:

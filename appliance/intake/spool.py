@@ -12,12 +12,23 @@ import hashlib
 import os
 import shutil
 import tempfile
+from contextlib import contextmanager
+from dataclasses import dataclass
 from pathlib import Path
-from typing import BinaryIO
+from typing import BinaryIO, Iterator
 
 from appliance.errors import TooLarge
 
 CHUNK_BYTES = 1 << 20
+
+
+@dataclass(frozen=True)
+class Staged:
+    """A stream copied into the spool's ``incoming`` folder, not yet in its place."""
+
+    sha256: str
+    size: int
+    tmp: Path
 
 
 def fsync_dir(path: Path) -> None:
@@ -57,11 +68,12 @@ class Spool:
         shutil.rmtree(pages, ignore_errors=True)
         return removed
 
-    def store(self, stream: BinaryIO, max_bytes: int) -> tuple[str, int, Path]:
-        """Copy a stream into the spool, hashing as it goes; fsynced before it counts.
-
-        Returns (sha256, size, path). Refuses, and keeps nothing, past ``max_bytes``.
-        """
+    @contextmanager
+    def staging(self, stream: BinaryIO, max_bytes: int) -> Iterator[Staged]:
+        """Copy a stream into ``incoming``, hashing as it goes; fsynced before it counts.
+        Refuses (TooLarge), and keeps nothing, past ``max_bytes``. ``place`` it inside
+        the block, once the content is held (``transitions.hold_content``): unplaced, it
+        is gone when the block ends."""
         digest, size = hashlib.sha256(), 0
         fd, tmp_name = tempfile.mkstemp(dir=self.incoming)
         tmp = Path(tmp_name)
@@ -76,11 +88,14 @@ class Spool:
                     out.write(chunk)
                 out.flush()
                 os.fsync(out.fileno())
-            sha = digest.hexdigest()
-            final = self.original_path(sha)
-            final.parent.mkdir(parents=True, exist_ok=True)
-            os.replace(tmp, final)  # identical content: replacing an existing copy is harmless
-            fsync_dir(final.parent)
-            return sha, size, final
+            yield Staged(digest.hexdigest(), size, tmp)
         finally:
             tmp.unlink(missing_ok=True)
+
+    def place(self, staged: Staged) -> Path:
+        """The staged copy under its content's name, durably."""
+        final = self.original_path(staged.sha256)
+        final.parent.mkdir(parents=True, exist_ok=True)
+        os.replace(staged.tmp, final)  # identical content: replacing an existing copy is harmless
+        fsync_dir(final.parent)
+        return final

@@ -75,6 +75,9 @@ MIGRATIONS: dict[str, list[str]] = {
         PAGE_COUNT_FILL,
         "ALTER TABLE idempotencykey ADD COLUMN sha256 VARCHAR",  # uploads with a password
     ],
+    "7": [  # results that cannot be written end output_failed (the contenthold table is new)
+        "ALTER TABLE document ADD COLUMN output_error VARCHAR",
+    ],
 }
 
 

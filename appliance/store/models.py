@@ -9,7 +9,7 @@ from enum import StrEnum
 from sqlalchemy import JSON, Column, Index
 from sqlmodel import Field, SQLModel
 
-SCHEMA_VERSION = 7
+SCHEMA_VERSION = 8
 
 
 class PageStatus(StrEnum):
@@ -73,6 +73,7 @@ class Document(SQLModel, table=True):
     created_at: float = Field(default_factory=_now, index=True)
     output_stem: str | None = None  # chosen once, so a re-export after a crash overwrites
     exported_at: float | None = None
+    output_error: str | None = None  # why its results cannot be written (output_failed)
     source_path: str | None = None  # the watched file it came from, for its disposition
     source_mtime_ns: int | None = None  # that file's mtime when it was read (size: size_bytes)
     watch_folder: str | None = None  # the [[watch]] folder's name
@@ -185,7 +186,9 @@ class IdempotencyKey(SQLModel, table=True):
 
 
 class WatchLedger(SQLModel, table=True):
-    """Files of `keep` folders already read: they stay in place and must not come back."""
+    """Watched files that stay in their folder and must not be read again unchanged:
+    read in a `keep` folder, refused with no failed_dir to go to, or whose document a
+    person deleted."""
 
     folder: str = Field(primary_key=True)
     path: str = Field(primary_key=True)
@@ -193,6 +196,16 @@ class WatchLedger(SQLModel, table=True):
     mtime_ns: int
     sha256: str | None  # None when the file was refused before it was hashed
     at: float = Field(default_factory=_now)
+
+
+class ContentHold(SQLModel, table=True):
+    """Content a submission has stored in the spool but no document row holds yet: a
+    delete or purge of another document with the same bytes must leave its copy.
+    Taken and released in write transactions (``transitions.hold_content``)."""
+
+    id: int | None = Field(default=None, primary_key=True)
+    sha256: str = Field(index=True)
+    created_at: float = Field(default_factory=_now)
 
 
 class FieldSet(SQLModel, table=True):

@@ -7,11 +7,11 @@ from collections import Counter
 from dataclasses import dataclass, field
 
 from sqlalchemy import func
-from sqlmodel import select
+from sqlmodel import Session, select
 
 from appliance.store.db import Database
 from appliance.store.models import (
-    FINAL_PAGE_STATUSES, Document, DocStatus, Event, FieldSet, IdempotencyKey, Outcome, Page,
+    FINAL_PAGE_STATUSES, ContentHold, Document, DocStatus, Event, FieldSet, IdempotencyKey, Outcome, Page,
     PageResult, PageStatus, ReviewAction, WatchLedger,
 )
 
@@ -89,11 +89,13 @@ def documents_by_id(db: Database, ids: list[str]) -> dict[str, DocumentView]:
 def final_unexported_documents(db: Database) -> list[str]:
     """Processed documents whose pages are all final but whose export is not recorded.
 
-    Documents rejected at intake have nothing to export.
+    Documents rejected at intake have nothing to export, and those whose results
+    cannot be written (``output_error``) are not tried again.
     """
     with db.read() as session:
         docs = session.exec(select(Document).where(Document.exported_at.is_(None),
-                                                   Document.error_code.is_(None))).all()
+                                                   Document.error_code.is_(None),
+                                                   Document.output_error.is_(None))).all()
         counts = page_counts(session, [d.id for d in docs])
         return [d.id for d in docs if derive_status(d, counts[d.id]) in FINAL_DOC_STATUSES]
 
@@ -245,19 +247,33 @@ def queue_depth(db: Database) -> int:
 
 
 def purge_candidates(db: Database, cutoff: float) -> list[str]:
-    """Content hashes whose originals retention may delete: every document holding
-    them is final, not yet purged, and created before ``cutoff``."""
+    """Content hashes whose originals retention may delete (``purgeable``)."""
     with db.read() as session:
         old = set(session.exec(select(Document.sha256).where(
             Document.created_at < cutoff, Document.purged_at.is_(None))).all())
-        if not old:
-            return []
-        docs = session.exec(select(Document).where(Document.sha256.in_(old))).all()
-        counts = page_counts(session, [d.id for d in docs])
-    blocked = {d.sha256 for d in docs
-               if d.created_at >= cutoff
-               or derive_status(d, counts.get(d.id, Counter())) not in FINAL_DOC_STATUSES}
-    return sorted(old - blocked)
+        return sorted(purgeable(session, old, cutoff))
+
+
+def purgeable(session: Session, hashes: set[str], cutoff: float) -> set[str]:
+    """Those of ``hashes`` whose every document is older than ``cutoff`` and finished
+    with them: final, exported (or refused at intake), its watched original disposed
+    of, and no page failed (a retry reads the original again). No submission in
+    flight may hold them either (``ContentHold``)."""
+    if not hashes:
+        return set()
+    docs = session.exec(select(Document).where(Document.sha256.in_(hashes))).all()
+    counts = page_counts(session, [d.id for d in docs])
+    held = set(session.exec(select(ContentHold.sha256).where(
+        ContentHold.sha256.in_(hashes))).all())
+    blocked = {d.sha256 for d in docs if d.created_at >= cutoff or not _finished(d, counts[d.id])}
+    return hashes - blocked - held
+
+
+def _finished(doc: Document, counts: Counter) -> bool:
+    if doc.error_code:  # refused at intake: nothing to read again
+        return True
+    return (derive_status(doc, counts) == DocStatus.DONE and doc.exported_at is not None
+            and (doc.source_path is None or doc.disposed_at is not None))
 
 
 # --- figures for /metrics and the dashboard ---------------------------------------------

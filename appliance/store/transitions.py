@@ -17,19 +17,22 @@ from __future__ import annotations
 import logging
 import time
 from dataclasses import asdict, dataclass
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Callable
 
 from sqlalchemy import case, exists, func, or_
 from sqlalchemy.orm import aliased
 from sqlmodel import Session, select
 
+from appliance.engines.cache import CACHE_PROVENANCE
 from appliance.errors import (
     ApplianceError, Cancelled, CrashesWorker, DocumentBusy, LeaseExpired, NotFound,
+    OriginalPurged,
 )
+from appliance.store import queries
 from appliance.store.db import Database
 from appliance.store.models import (
-    Document, Event, FieldSet, IdempotencyKey, Lane, Outcome, Page, PageResult, PageStatus,
-    ReviewAction, WatchLedger,
+    ContentHold, Document, Event, FieldSet, IdempotencyKey, Lane, Outcome, Page, PageResult,
+    PageStatus, ReviewAction, WatchLedger,
 )
 from appliance.store.search import index_page, unindex_pages
 
@@ -72,8 +75,50 @@ def _keyed_document(session: Session, key: IdempotencyKeyId | None) -> Document 
     return session.get(Document, row.document_id) if row else None
 
 
+def hold_content(db: Database, sha256: str) -> int:
+    """Mark content as being stored by a submission that has no document row yet, so that
+    a delete or purge of another document with the same bytes leaves its spool copy.
+    Answers the hold's id; the document's own transaction releases it."""
+    with db.write() as session:
+        hold = ContentHold(sha256=sha256)
+        session.add(hold)
+        session.flush()
+        return hold.id
+
+
+def release_hold(db: Database, hold: int) -> None:
+    """A submission that stored nothing after all (a refused duplicate) lets go."""
+    with db.write() as session:
+        _release(session, hold)
+
+
+def _release(session: Session, hold: int | None) -> None:
+    if hold is not None and (row := session.get(ContentHold, hold)) is not None:
+        session.delete(row)
+
+
+def clear_holds(db: Database) -> int:
+    """At start-up every hold belongs to a submission of a dead process."""
+    with db.write() as session:
+        rows = session.exec(select(ContentHold)).all()
+        for row in rows:
+            session.delete(row)
+        return len(rows)
+
+
+def discard_unheld_content(db: Database, sha256: str, discard: Callable[[], object]) -> bool:
+    """Run ``discard`` (delete the content's spool copy) unless a document or a
+    submission in flight holds the content, in one write transaction; whether it ran."""
+    with db.write() as session:
+        if _content_held(session, sha256):
+            return False
+        discard()
+        return True
+
+
 def _store(session: Session, doc: Document, key: IdempotencyKeyId | None,
-           sent: str | None) -> None:
+           sent: str | None, hold: int | None) -> None:
+    _release(session, hold)  # the document's row holds the content from now on
     session.add(doc)
     session.flush()
     if key:  # in the document's own transaction: a retry finds one or the other, never half
@@ -82,30 +127,34 @@ def _store(session: Session, doc: Document, key: IdempotencyKeyId | None,
 
 
 def submit_document(db: Database, doc: Document, page_count: int,
-                    key: IdempotencyKeyId | None = None, sent: str | None = None) -> Document:
+                    key: IdempotencyKeyId | None = None, sent: str | None = None,
+                    hold: int | None = None) -> Document:
     """Store a new document and queue its pages; ``sent`` is the sha256 of the content
-    sent where it is not the document's own. When ``key`` already names a document (a
-    concurrent retry committed first), store nothing and answer that one."""
+    sent where it is not the document's own, ``hold`` the submission's hold on its
+    content (``hold_content``). When ``key`` already names a document (a concurrent
+    retry committed first), store nothing and answer that one."""
     doc.page_count = page_count
     with db.write() as session:
         if (earlier := _keyed_document(session, key)) is not None:
+            _release(session, hold)
             return earlier
-        _store(session, doc, key, sent)
+        _store(session, doc, key, sent, hold)
         session.add_all(Page(document_id=doc.id, index=i) for i in range(page_count))
         _event(session, "submitted", doc.id, source=doc.source, pages=page_count)
     return doc
 
 
 def record_rejected_document(db: Database, doc: Document, code: str, message: str,
-                             key: IdempotencyKeyId | None = None,
-                             sent: str | None = None) -> Document:
+                             key: IdempotencyKeyId | None = None, sent: str | None = None,
+                             hold: int | None = None) -> Document:
     """A document whose intake failed: kept with its reason, no pages to process
-    (``key``, ``sent``: as in ``submit_document``)."""
+    (``key``, ``sent``, ``hold``: as in ``submit_document``)."""
     doc.error_code, doc.error_message, doc.page_count = code, message, 0
     with db.write() as session:
         if (earlier := _keyed_document(session, key)) is not None:
+            _release(session, hold)
             return earlier
-        _store(session, doc, key, sent)
+        _store(session, doc, key, sent, hold)
         _event(session, "rejected", doc.id, code=code)
     return doc
 
@@ -376,6 +425,16 @@ def mark_exported(db: Database, document_id: str, files: list[str]) -> None:
         _event(session, "exported", document_id, files=files)
 
 
+def mark_output_failed(db: Database, document_id: str, message: str) -> None:
+    """The document's results cannot be written (``OutputFailed``): not tried again until
+    its pages are read again."""
+    with db.write() as session:
+        doc = session.get(Document, document_id)
+        doc.output_error = message
+        session.add(doc)
+        _event(session, "output_failed", document_id, message=message)
+
+
 def cancel_document(db: Database, document_id: str, actor: str = "api") -> int:
     """Fail the document's queued pages as cancelled; pages being read finish."""
     with db.write() as session:
@@ -396,6 +455,11 @@ def retry_failed_pages(db: Database, document_id: str, actor: str) -> int:
     with db.write() as session:
         pages = session.exec(select(Page).where(Page.document_id == document_id,
                                                 Page.status == PageStatus.FAILED)).all()
+        doc = session.get(Document, document_id)
+        if pages and doc.purged_at is not None:
+            raise OriginalPurged(f"the original of document {document_id} was deleted by "
+                                 f"retention (retention.hot_days) after it was read, so its "
+                                 f"failed pages cannot be read again; submit the file again")
         for page in pages:
             page.status = PageStatus.QUEUED
             page.attempts = 0
@@ -404,8 +468,8 @@ def retry_failed_pages(db: Database, document_id: str, actor: str) -> int:
             page.updated_at = time.time()
             session.add(page)
         if pages:
-            doc = session.get(Document, document_id)
-            doc.exported_at = doc.webhook_done_at = None  # final again: exported, notified
+            # final again: exported, notified
+            doc.exported_at = doc.webhook_done_at = doc.output_error = None
             session.add(doc)
         _event(session, "retried", document_id, actor=actor, pages=len(pages))
         return len(pages)
@@ -430,82 +494,108 @@ def send_to_review(db: Database, document_id: str, actor: str) -> int:
             index_page(session, page, None)
         if pages:
             doc = session.get(Document, document_id)
-            doc.exported_at = None
+            doc.exported_at = doc.output_error = None
             session.add(doc)
         _event(session, "sent_to_review", document_id, actor=actor, pages=len(pages))
         return len(pages)
 
 
-def delete_document(db: Database, document_id: str, actor: str) -> Document:
-    """Remove the document, its pages, readings, fields, review actions and search
-    entries, leaving an audit row; DocumentBusy while a page of it is being read. The
-    caller deletes its files (the returned row says which)."""
+@dataclass(frozen=True)
+class Removed:
+    """A document removed from the store: its row as it was, the result-cache entries
+    its readings used, and whether its content is still held by another document or by
+    a submission in flight (then its spool copy and those entries stay)."""
+
+    doc: Document
+    cache_keys: list[str]
+    content_held: bool
+
+
+def _remove_document(session: Session, doc: Document) -> Removed:
+    """Delete a document and every row that hangs on it: pages, readings, review
+    actions, fields, idempotency keys and search entries. The one routine that takes a
+    document out of the store (deleted by a person, or forgotten)."""
+    pages = session.exec(select(Page).where(Page.document_id == doc.id)).all()
+    page_ids = [page.id for page in pages]
+    unindex_pages(session, page_ids)
+    results = session.exec(select(PageResult).where(PageResult.page_id.in_(page_ids))).all()
+    cache_keys = sorted({key for r in results if (key := (r.provenance or {}).get(CACHE_PROVENANCE))})
+    for row in [*results, *session.exec(select(ReviewAction).where(
+            ReviewAction.page_id.in_(page_ids))).all()]:
+        session.delete(row)
+    for model, column in ((FieldSet, FieldSet.document_id),
+                          (IdempotencyKey, IdempotencyKey.document_id)):
+        for row in session.exec(select(model).where(column == doc.id)).all():
+            session.delete(row)
+    session.flush()
+    for page in pages:
+        session.delete(page)
+    session.flush()
+    session.delete(doc)
+    session.flush()
+    return Removed(doc, cache_keys, _content_held(session, doc.sha256))
+
+
+def _content_held(session: Session, sha256: str) -> bool:
+    """A document, or a submission storing it now, holds this content."""
+    return any(session.exec(select(model.sha256).where(model.sha256 == sha256).limit(1)).first()
+               for model in (Document, ContentHold))
+
+
+def delete_document(db: Database, document_id: str, actor: str,
+                    discard: Callable[[Removed], None]) -> Removed:
+    """Remove the document and what hangs on it, leaving an audit row; DocumentBusy while
+    a page of it is being read. ``discard`` deletes its files (spool copy, cache
+    entries) in the same write transaction, so that no submission of the same bytes
+    can take hold of the content between the check and the deletion."""
     with db.write() as session:
         doc = session.get(Document, document_id)
         if doc is None:
             raise NotFound(f"no document with id {document_id}")
-        pages = session.exec(select(Page).where(Page.document_id == document_id)).all()
-        if any(page.status == PageStatus.RUNNING for page in pages):
+        if session.exec(select(Page.id).where(Page.document_id == document_id,
+                                              Page.status == PageStatus.RUNNING)).first():
             raise DocumentBusy(f"a page of document {document_id} is being read; delete it "
                                f"once it is finished, or cancel it first")
-        page_ids = [page.id for page in pages]
-        unindex_pages(session, page_ids)
-        for model, column in ((PageResult, PageResult.page_id),
-                              (ReviewAction, ReviewAction.page_id)):
-            for row in session.exec(select(model).where(column.in_(page_ids))).all():
-                session.delete(row)
-        for model, column in ((FieldSet, FieldSet.document_id),
-                              (IdempotencyKey, IdempotencyKey.document_id)):
-            for row in session.exec(select(model).where(column == document_id)).all():
-                session.delete(row)
-        for page in pages:
-            session.delete(page)
-        session.flush()
-        session.delete(doc)
+        pages = doc.page_count
+        removed = _remove_document(session, doc)
         _event(session, "deleted", document_id, actor=actor, name=doc.name, sha256=doc.sha256,
-               pages=len(pages))
-        return doc
+               pages=pages)
+        discard(removed)
+        return removed
 
 
-def mark_purged(db: Database, sha256: str, files: int) -> None:
-    """Retention deleted the original and page images of this content."""
+def purge_content(db: Database, sha256: str, cutoff: float,
+                  discard: Callable[[], int]) -> int | None:
+    """Retention: run ``discard`` (delete the content's original and page images) and
+    mark its documents purged, if the content is still ``purgeable`` now, inside the
+    write transaction, so that no submission or retry of it can come in between.
+    Answers the files deleted, None when it was not purged."""
     now = time.time()
     with db.write() as session:
+        if not queries.purgeable(session, {sha256}, cutoff):
+            return None
+        files = discard()
         for doc in session.exec(select(Document).where(Document.sha256 == sha256,
                                                         Document.purged_at.is_(None))):
             doc.purged_at = now
             session.add(doc)
             _event(session, "purged", doc.id, files=files)
+        return files
 
 
-def forget_document(db: Database, document_id: str, reason: str) -> str | None:
+def forget_document(db: Database, document_id: str, reason: str,
+                    discard: Callable[[Removed], None]) -> Removed | None:
     """Remove a document and everything read from it, as if it had never been submitted
-    (a watched file read while its writer was still at work). The audit trail keeps an
-    event. Answers its content hash when no other document holds that content (the
-    caller deletes it from the spool), else None."""
+    (a watched file whose read failed because its writer was still at work). The audit
+    trail keeps an event; ``discard`` as in ``delete_document``."""
     with db.write() as session:
         doc = session.get(Document, document_id)
         if doc is None:
             return None
-        pages = session.exec(select(Page).where(Page.document_id == document_id)).all()
-        page_ids = [p.id for p in pages]
-        for model, column in ((PageResult, PageResult.page_id), (ReviewAction,
-                                                                  ReviewAction.page_id)):
-            for row in session.exec(select(model).where(column.in_(page_ids))).all():
-                session.delete(row)
-        for row in session.exec(select(IdempotencyKey).where(
-                IdempotencyKey.document_id == document_id)).all():
-            session.delete(row)
-        session.flush()
-        for page in pages:
-            session.delete(page)
-        session.flush()
-        session.delete(doc)
+        removed = _remove_document(session, doc)
         _event(session, "forgotten", document_id, reason=reason, name=doc.name)
-        session.flush()
-        shared = session.exec(select(func.count()).select_from(Document).where(
-            Document.sha256 == doc.sha256)).one()
-        return None if shared else doc.sha256
+        discard(removed)
+        return removed
 
 
 def mark_disposed(db: Database, document_id: str, disposition: str, target: str | None) -> None:
@@ -519,6 +609,8 @@ def mark_disposed(db: Database, document_id: str, disposition: str, target: str 
 def mark_webhook_done(db: Database, document_id: str, delivered: bool, detail: str) -> None:
     with db.write() as session:
         doc = session.get(Document, document_id)
+        if doc is None:  # deleted while its webhook was on the way
+            return
         doc.webhook_done_at = time.time()
         session.add(doc)
         _event(session, "webhook_delivered" if delivered else "webhook_failed", document_id,

@@ -3,43 +3,15 @@ cancel, and the completion webhook with retries."""
 
 from __future__ import annotations
 
-import json
-import threading
 import time
-from http.server import BaseHTTPRequestHandler, HTTPServer
 
 import pytest
 
 from tests.daemon import Daemon
 from tests.fixtures.documents import write_pdf, write_png
+from tests.fixtures.webhooks import Receiver
 
 LINES = ["Delivery note 12", "Three boxes of paper"]
-
-
-class Receiver:
-    """A webhook receiver on loopback that fails its first ``fail_first`` calls."""
-
-    def __init__(self, fail_first: int = 0):
-        self.calls: list[dict] = []
-        self.fail_first = fail_first
-        receiver = self
-
-        class Handler(BaseHTTPRequestHandler):
-            def do_POST(self):
-                body = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
-                receiver.calls.append(body)
-                self.send_response(500 if len(receiver.calls) <= receiver.fail_first else 204)
-                self.end_headers()
-
-            def log_message(self, *args):
-                pass
-
-        self.server = HTTPServer(("127.0.0.1", 0), Handler)
-        self.url = f"http://127.0.0.1:{self.server.server_port}/hook"
-        threading.Thread(target=self.server.serve_forever, daemon=True).start()
-
-    def close(self):
-        self.server.shutdown()
 
 
 @pytest.fixture

@@ -12,13 +12,13 @@ from sqlmodel import select
 
 from appliance.api import create_app
 from appliance.daemon import Appliance
-from appliance.errors import DiskFull
+from appliance.errors import DiskFull, OriginalPurged
 from appliance.export import render
 from appliance.intake import Intake, SubmitOptions
 from appliance.intake.spool import Spool
 from appliance.retention import DAY_S, purge
 from appliance.store import Database, queries, transitions
-from appliance.store.models import Document, Event
+from appliance.store.models import Document, Event, Outcome
 from tests.conftest import make_settings
 from tests.fixtures.documents import write_png
 from tests.fixtures.results import page_done
@@ -34,8 +34,10 @@ def store(tmp_path):
     return settings, db, spool, Intake(settings, db, spool)
 
 
-def submitted(intake, db, spool, tmp_path, name, *, age_days=0.0, finish=True, content=None):
-    """A one-page PNG document, read to the end (or still queued), made ``age_days`` old."""
+def submitted(intake, db, spool, tmp_path, name, *, age_days=0.0, finish=True, content=None,
+              exported=True):
+    """A one-page PNG document, read to the end and exported (or still queued), made
+    ``age_days`` old."""
     path = write_png(tmp_path / name, [content or name])
     with path.open("rb") as fh:
         doc = intake.submit(fh, name, SubmitOptions(source="api"))
@@ -45,6 +47,8 @@ def submitted(intake, db, spool, tmp_path, name, *, age_days=0.0, finish=True, c
     if finish:
         claim = transitions.claim_next_page(db, "w", lease_s=60)
         transitions.complete_page(db, claim, RESULT)
+        if exported:
+            transitions.mark_exported(db, doc.id, [])
     with db.write() as session:
         row = session.get(Document, doc.id)
         row.created_at -= age_days * DAY_S
@@ -87,6 +91,58 @@ def test_shared_content_waits_for_its_newest_document(store, tmp_path):
     assert old.sha256 == again.sha256
     assert purge(settings, db, spool)["contents"] == 0
     assert spool.original_path(old.sha256).exists()
+
+
+def test_originals_stay_until_their_documents_are_finished_with_them(store, tmp_path):
+    """Not exported yet, a page failed (a retry reads the original), or a watched file
+    not yet disposed of: retention keeps the original however old the document is."""
+    settings, db, spool, intake = store
+    unexported, _ = submitted(intake, db, spool, tmp_path, "unexported.png", age_days=30,
+                              exported=False)
+    failed, _ = submitted(intake, db, spool, tmp_path, "failed.png", age_days=30, finish=False)
+    claim = transitions.claim_next_page(db, "w", lease_s=60)
+    transitions.fail_attempt(db, claim, Outcome.ERROR, "corrupt_file", "damaged",
+                             retryable=False, max_attempts=3)
+    transitions.mark_exported(db, failed.id, [])
+    watched, _ = submitted(intake, db, spool, tmp_path, "watched.png", age_days=30)
+    with db.write() as session:
+        row = session.get(Document, watched.id)
+        row.source_path, row.watch_folder = str(tmp_path / "inbox" / "watched.png"), "inbox"
+        session.add(row)
+
+    assert purge(settings, db, spool)["contents"] == 0
+    for doc in (unexported, failed, watched):
+        assert spool.original_path(doc.sha256).exists()
+    assert transitions.retry_failed_pages(db, failed.id, "tester") == 1  # it can be read again
+
+
+def test_a_retry_of_a_purged_document_says_retention_took_its_original(store, tmp_path):
+    """A store from before originals were kept for failed pages: the remedy is to submit
+    the file again, not that the file is damaged."""
+    settings, db, spool, intake = store
+    doc, _ = submitted(intake, db, spool, tmp_path, "gone.png", age_days=30, finish=False)
+    claim = transitions.claim_next_page(db, "w", lease_s=60)
+    transitions.fail_attempt(db, claim, Outcome.ERROR, "page_timeout", "too slow",
+                             retryable=False, max_attempts=3)
+    with db.write() as session:
+        row = session.get(Document, doc.id)
+        row.purged_at = time.time()
+        session.add(row)
+    with pytest.raises(OriginalPurged, match="deleted by retention.*submit the file again"):
+        transitions.retry_failed_pages(db, doc.id, "tester")
+    assert queries.get_document(db, doc.id).status == "failed"  # nothing changed
+
+
+def test_a_purge_leaves_content_a_submission_is_storing(store, tmp_path):
+    """The same bytes submitted again while retention runs: the submission's hold keeps
+    the copy it is about to own (it could not be read, or exported, otherwise)."""
+    settings, db, spool, intake = store
+    old, _ = submitted(intake, db, spool, tmp_path, "same.png", age_days=30)
+    hold = transitions.hold_content(db, old.sha256)  # a submission between spool and row
+    assert purge(settings, db, spool)["contents"] == 0
+    assert spool.original_path(old.sha256).exists()
+    transitions.release_hold(db, hold)
+    assert purge(settings, db, spool)["contents"] == 1
 
 
 def test_the_disk_floor_refuses_intake_and_stores_nothing(tmp_path):
