@@ -53,6 +53,15 @@ class ApiAccessOnly(logging.Filter):
         return logging.getLogger().isEnabledFor(logging.DEBUG)
 
 
+def uvicorn_config(settings: Settings, app):
+    """How uvicorn serves ``app``: the daemon's, and the tests' that serve it in a thread."""
+    import uvicorn
+
+    return uvicorn.Config(app, host=settings.server.host, port=settings.server.port,
+                          log_level=settings.logging.level.lower(),
+                          timeout_graceful_shutdown=HTTP_SHUTDOWN_S)
+
+
 class Server:
     """uvicorn with the appliance's signal handling and systemd notifications.
 
@@ -77,11 +86,8 @@ class Server:
                 with outer._hangup_handler(), super().capture_signals():
                     yield
 
-        settings = appliance.settings
         self.appliance = appliance
-        self.uvicorn = _Uvicorn(uvicorn.Config(
-            app, host=settings.server.host, port=settings.server.port,
-            log_level=settings.logging.level.lower(), timeout_graceful_shutdown=HTTP_SHUTDOWN_S))
+        self.uvicorn = _Uvicorn(uvicorn_config(appliance.settings, app))
         logging.getLogger("uvicorn.access").addFilter(ApiAccessOnly())  # after uvicorn's setup
         self._stopping = threading.Event()
         self._ready_sent = False

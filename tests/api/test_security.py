@@ -16,7 +16,7 @@ from appliance.daemon import Appliance
 from appliance.security import ApiKeys, RateLimiter
 from appliance.users import Users
 from tests.conftest import make_settings
-from tests.daemon import Daemon
+from tests.daemon import Daemon, serving
 from tests.fixtures.documents import write_png
 
 
@@ -81,6 +81,27 @@ def test_the_allow_list_refuses_other_addresses_everywhere_but_healthz(tmp_path)
                 assert response.json()["error"]["code"] == "forbidden_address"
     finally:
         appliance.db.close()
+
+
+@pytest.mark.parametrize("host, allow_from, allowed", [
+    ("127.0.0.1", "127.0.0.0/8", True), ("127.0.0.1", "10.0.0.0/8", False),
+    ("::1", "::/120", True), ("::1", "fd00::/8", False),
+    ("::1", "127.0.0.0/8", False)])  # an IPv6 peer is not in an IPv4 network
+def test_the_allow_list_judges_a_real_peer_by_each_network(tmp_path, host, allow_from, allowed):
+    settings = make_settings(tmp_path, server={"host": host}, auth={"allow_from": [allow_from]})
+    appliance = Appliance(settings)
+    try:
+        with serving(create_app(appliance), settings) as client:
+            listing = client.get("/api/v1/documents")
+            assert client.get("/healthz").status_code == 200
+    finally:
+        appliance.db.close()
+    if allowed:
+        assert listing.status_code == 200, listing.text
+    else:
+        assert listing.status_code == 403
+        assert listing.json()["error"]["code"] == "forbidden_address"
+        assert host in listing.json()["error"]["message"]
 
 
 def test_without_keys_or_accounts_the_api_is_open(tmp_path):
