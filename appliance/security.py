@@ -9,7 +9,8 @@
   and the API docs need a key; the web UI and the review console need a reviewer's
   login (Gradio's login page, checked against the users file).
 - **Allow-list** (``auth.allow_from``, CIDRs): other addresses get 403 on every route
-  but ``/healthz``, before any key is looked at.
+  but ``/healthz``, before any key is looked at. The address is the peer's, or the
+  client a proxy of ``server.trusted_proxies`` names (``appliance.server``).
 - **Rate limit** per key: a token bucket of ``rate_per_minute`` requests (the key's
   own, else ``auth.rate_per_minute``); over it, 429 with Retry-After.
 

@@ -14,6 +14,7 @@ around a reload, STOPPING=1 at the first stop signal.
 from __future__ import annotations
 
 import contextlib
+import ipaddress
 import logging
 import os
 import shutil
@@ -54,12 +55,20 @@ class ApiAccessOnly(logging.Filter):
 
 
 def uvicorn_config(settings: Settings, app):
-    """How uvicorn serves ``app``: the daemon's, and the tests' that serve it in a thread."""
+    """How uvicorn serves ``app``: the daemon's, and the tests' that serve it in a thread.
+
+    uvicorn would take X-Forwarded-For from any loopback peer by default, so that any
+    local process could choose its address for the allow-list and the login throttle:
+    forwarded headers count only from ``server.trusted_proxies``."""
     import uvicorn
 
+    # uvicorn reads "10.0.0.1/8" as no network at all: each entry as its network
+    proxies = [str(ipaddress.ip_network(entry, strict=False))
+               for entry in settings.server.trusted_proxies]
     return uvicorn.Config(app, host=settings.server.host, port=settings.server.port,
                           log_level=settings.logging.level.lower(),
-                          timeout_graceful_shutdown=HTTP_SHUTDOWN_S)
+                          timeout_graceful_shutdown=HTTP_SHUTDOWN_S,
+                          proxy_headers=bool(proxies), forwarded_allow_ips=proxies)
 
 
 class Server:

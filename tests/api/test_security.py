@@ -14,7 +14,7 @@ from appliance.api import create_app
 from appliance.config import dump_toml
 from appliance.daemon import Appliance
 from appliance.security import ApiKeys, RateLimiter
-from appliance.users import Users
+from appliance.users import MAX_FAILED_LOGINS, Users
 from tests.conftest import make_settings
 from tests.daemon import Daemon, serving
 from tests.fixtures.documents import write_png
@@ -102,6 +102,49 @@ def test_the_allow_list_judges_a_real_peer_by_each_network(tmp_path, host, allow
         assert listing.status_code == 403
         assert listing.json()["error"]["code"] == "forbidden_address"
         assert host in listing.json()["error"]["message"]
+
+
+def test_forwarded_for_from_a_peer_that_is_no_trusted_proxy_changes_nothing(tmp_path, caplog):
+    """Any local process can send X-Forwarded-For: with server.trusted_proxies empty (the
+    default) the allow-list and the login lock-out see the real peer, 127.0.0.1."""
+    from ui.auth import Sessions, mount_sign_in
+
+    settings = make_settings(tmp_path, auth={"allow_from": ["127.0.0.0/8"]})
+    appliance = Appliance(settings)
+    app = create_app(appliance)
+    mount_sign_in(app, Sessions(appliance.users))
+    try:
+        with serving(app, settings) as client:
+            outside = client.get("/api/v1/documents", headers={"X-Forwarded-For": "10.1.2.3"})
+            assert outside.status_code == 200, outside.text  # judged as 127.0.0.1
+            appliance.users.add("anna", "reviewer", "correct horse battery")
+            for i in range(MAX_FAILED_LOGINS):  # a fresh "address" for every guess
+                guess = client.post("/login", data={"username": "anna", "password": f"guess {i}"},
+                                    headers={"X-Forwarded-For": f"127.0.5.{i}"})
+                assert guess.status_code == 401
+            right = client.post("/login", data={"username": "anna",
+                                                "password": "correct horse battery"},
+                                headers={"X-Forwarded-For": "127.0.5.99"}, follow_redirects=False)
+            assert right.status_code == 401  # 127.0.0.1 is locked out for anna
+    finally:
+        appliance.db.close()
+    assert "address=127.0.0.1" in caplog.text and "127.0.5." not in caplog.text
+
+
+def test_forwarded_for_from_a_trusted_proxy_names_the_client(tmp_path):
+    settings = make_settings(tmp_path, server={"trusted_proxies": ["127.0.0.1"]},
+                             auth={"allow_from": ["10.0.0.0/8"]})
+    appliance = Appliance(settings)
+    try:
+        with serving(create_app(appliance), settings) as client:
+            inside = client.get("/api/v1/documents", headers={"X-Forwarded-For": "10.1.2.3"})
+            outside = client.get("/api/v1/documents", headers={"X-Forwarded-For": "192.0.2.7"})
+            proxy_itself = client.get("/api/v1/documents")
+    finally:
+        appliance.db.close()
+    assert inside.status_code == 200, inside.text
+    assert outside.status_code == 403 and "192.0.2.7" in outside.json()["error"]["message"]
+    assert proxy_itself.status_code == 403
 
 
 def test_without_keys_or_accounts_the_api_is_open(tmp_path):
