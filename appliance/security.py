@@ -33,7 +33,9 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from appliance.config import AuthSettings
-from appliance.errors import ConfigError, InvalidRequest
+from appliance.errors import (
+    ConfigError, ForbiddenAddress, InvalidRequest, RateLimited, Unauthorized,
+)
 from appliance.private_file import PrivateTomlFile
 
 KEY_PREFIX = "ocr_"
@@ -165,7 +167,7 @@ class AccessGuard:
     def _refusal(self, scope):
         client = (scope.get("client") or ("", 0))[0]
         if self.networks and not self._allowed(client):
-            return _error(403, "forbidden_address",
+            return _error(ForbiddenAddress.http_status, ForbiddenAddress.code,
                           f"requests from {client} are not allowed; add the address to "
                           f"auth.allow_from")
         if not scope["path"].startswith(KEY_PATHS) or not self.auth_on():
@@ -180,18 +182,20 @@ class AccessGuard:
         if not presented and bearer.lower().startswith("bearer "):
             presented = bearer[7:].strip()
         if not presented:
-            return _error(401, "unauthorized", "this route needs an API key: send it in the "
-                                               "X-API-Key header (`appliance keys add NAME`)",
+            return _error(Unauthorized.http_status, Unauthorized.code,
+                          "this route needs an API key: send it in the X-API-Key header "
+                          "(`appliance keys add NAME`)",
                           {"www-authenticate": "Bearer"})
         key = self.keys.find(presented)
         if key is None:
-            return _error(401, "unauthorized", "the API key is not valid",
+            return _error(Unauthorized.http_status, Unauthorized.code, "the API key is not valid",
                           {"www-authenticate": "Bearer"})
         rate = key.rate_per_minute or self.settings.rate_per_minute
         wait_s = self.limiter.take(key.name, rate)
         if wait_s:
-            return _error(429, "rate_limited", f"key '{key.name}' is over its limit of {rate} "
-                                               f"requests a minute; retry later",
+            return _error(RateLimited.http_status, RateLimited.code,
+                          f"key '{key.name}' is over its limit of {rate} requests a minute; "
+                          f"retry later",
                           {"retry-after": str(math.ceil(wait_s))})
         scope.setdefault("state", {})["api_key"] = key.name
         return None
