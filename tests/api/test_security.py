@@ -3,12 +3,14 @@ right key, and from outside the allow-list; rate limits; the keys file."""
 
 from __future__ import annotations
 
+import re
 import subprocess
 import sys
 
 import pytest
-from fastapi.routing import APIRoute
+from fastapi.routing import APIRoute, iter_route_contexts
 from fastapi.testclient import TestClient
+from starlette.routing import Mount
 
 from appliance.api import create_app
 from appliance.config import dump_toml
@@ -64,6 +66,59 @@ def test_every_route_but_healthz_needs_a_valid_key(secured):
     for path in ("/docs", "/openapi.json"):
         assert client.get(path).status_code == 401
         assert client.get(path, headers={"X-API-Key": key}).status_code == 200
+
+
+def every_route(routes, prefix: str = "") -> list[tuple[str, str]]:
+    """(method, path) of every route, the mounted apps' too (the UIs' Gradio routes),
+    path parameters filled in."""
+    found = []
+    for route in iter_route_contexts(routes):
+        mounted = route.original_route
+        if isinstance(mounted, Mount):
+            inner = getattr(mounted.app, "ui_app", mounted.app)  # past ui.auth's gate
+            below = every_route(getattr(inner, "routes", None) or [], prefix + mounted.path)
+            found += below or [("GET", f"{prefix}{mounted.path}/x")]  # static files
+            continue
+        assert route.methods, f"{route.path}: a WebSocket route; call it here too"
+        path = re.sub(r"\{[^}]+\}", "x", prefix + route.path)
+        found += [(method, path) for method in sorted(route.methods)]
+    return found
+
+
+# Routes that answer without a session or a key: the sign-in page, and health.
+OPEN_ROUTES = {("GET", "/healthz"), ("GET", "/login")}
+
+
+def test_every_route_of_the_whole_app_refuses_a_caller_without_credentials(tmp_path):
+    """Every route the running daemon serves, the REST API's, the sign-in's and each
+    mounted Gradio app's, with each method it takes: without a key or a session it
+    answers 401 or 403, or sends the browser to the sign-in page."""
+    from ui.app import mount_ui
+
+    settings = make_settings(tmp_path)
+    ApiKeys(settings.auth.api_keys_file).add("scanner")
+    Users(settings.review.users_file).add("anna", "reviewer", "correct horse battery")
+    appliance = Appliance(settings)
+    app = create_app(appliance)
+    mount_ui(app, appliance)
+    routes = every_route(app.routes)
+    assert len(routes) > 150 and ("GET", "/gradio_api/heartbeat/x") in routes
+    assert ("POST", "/review/gradio_api/cancel") in routes
+    answered = []
+    try:
+        with serving(app, settings) as client:
+            for method, path in routes:
+                for accept in ("*/*", "text/html"):  # an API client's, and a browser's
+                    # streamed: an event stream (the heartbeat) is judged by its headers
+                    with client.stream(method, path, headers={"Accept": accept},
+                                       follow_redirects=True) as response:
+                        refused = response.status_code in (401, 403) or (
+                            response.history and response.url.path == "/login")
+                        if not refused and (method, path) not in OPEN_ROUTES:
+                            answered.append((method, path, accept, response.status_code))
+    finally:
+        appliance.db.close()
+    assert not answered, f"{len(answered)} answers without credentials: {answered}"
 
 
 def test_the_allow_list_refuses_other_addresses_everywhere_but_healthz(tmp_path):
