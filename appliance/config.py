@@ -309,6 +309,9 @@ class AuthSettings:
     rate_per_minute: int = field(default=600, metadata={"min": 1})
     # Origins allowed to call the API from a browser page elsewhere; empty: none (CORS off).
     cors_origins: list[str] = field(default_factory=list, metadata={"empty_ok": True})
+    # On a server.host other hosts can reach, auth stays on while no key and no account
+    # exist (nobody gets in, and the daemon refuses to start so); true serves it open.
+    open: bool = False
 
 
 @dataclass

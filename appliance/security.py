@@ -4,10 +4,12 @@
   key itself is shown once, by ``appliance keys add NAME``. Keys are 256-bit random
   tokens, so a fast hash is enough: there is nothing to brute-force. A request names
   its key in ``X-API-Key`` or ``Authorization: Bearer``.
-- **Auth is on** as soon as the keys file holds a key or the users file an account.
+- **Auth is on** as soon as the keys file holds a key or the users file an account,
+  and always on a ``server.host`` that is not a loopback address (unless
+  ``auth.open``): a missing or emptied file never opens the daemon to the network.
   Then every route but ``/healthz`` needs it: the REST API, ``/readyz``, ``/metrics``
   and the API docs need a key; the web UI and the review console need a reviewer's
-  login (Gradio's login page, checked against the users file).
+  login (``ui.auth``'s sign-in page, checked against the users file).
 - **Allow-list** (``auth.allow_from``, CIDRs): other addresses get 403 on every route
   but ``/healthz``, before any key is looked at. The address is the peer's, or the
   client a proxy of ``server.trusted_proxies`` names (``appliance.server``).
@@ -43,6 +45,16 @@ NAME_PATTERN = re.compile(r"^[a-z][a-z0-9._-]{1,31}$")
 OPEN_PATHS = ("/healthz",)
 # Routes that answer machines: they need an API key. Everything else is the web UI.
 KEY_PATHS = ("/api/", "/readyz", "/metrics", "/docs", "/redoc", "/openapi.json")
+
+
+def loopback(host: str) -> bool:
+    """Whether a server bound to ``host`` can be reached from this host only."""
+    if host == "localhost":
+        return True
+    try:
+        return ipaddress.ip_address(host).is_loopback
+    except ValueError:  # another host name, or "" (every address)
+        return False
 
 
 def _digest(key: str) -> str:

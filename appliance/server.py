@@ -211,6 +211,7 @@ def serve(settings: Settings) -> None:
     if threading.current_thread() is threading.main_thread():
         signal.signal(signal.SIGHUP, signal.SIG_IGN)  # too early to reload: ignored
     appliance = Appliance(settings)
+    appliance.check_exposure()
     app = create_app(appliance)
     mount_ui(app, appliance)
     server = Server(appliance, app)

@@ -14,7 +14,8 @@ asked for is sent to ``/login`` (and back after), anything else answers 401. Gra
 ``auth_dependency`` is set too, to name the user in ``gr.Request``.
 The web UI's sign-in follows configuration on every request: it is required once an
 API key or an account exists, so the first one added to a running daemon protects
-the UI at once. The review console always requires it.
+the UI at once, and always on an address other hosts can reach unless ``auth.open``
+(``Appliance.auth_on``). The review console always requires it.
 
 The log names the address and the user of every sign-in, never a password.
 """

@@ -216,6 +216,39 @@ def test_without_keys_or_accounts_the_api_is_open(tmp_path):
         appliance.db.close()
 
 
+def test_on_a_network_address_no_account_and_no_key_closes_everything(tmp_path):
+    """A lost or emptied users or keys file closes a daemon other hosts can reach; it
+    never opens it, unless auth.open = true says so."""
+    closed = Appliance(make_settings(tmp_path / "closed", server={"host": "0.0.0.0"}))
+    opened = Appliance(make_settings(tmp_path / "open", server={"host": "0.0.0.0"},
+                                     auth={"open": True}))
+    try:
+        assert closed.auth_on() and not opened.auth_on()
+        assert TestClient(create_app(closed)).get("/api/v1/documents").status_code == 401
+        assert TestClient(create_app(opened)).get("/api/v1/documents").status_code == 200
+    finally:
+        closed.db.close()
+        opened.db.close()
+
+
+def test_a_daemon_on_a_network_address_without_account_or_key_refuses_to_start(tmp_path):
+    d = Daemon(tmp_path, server={"host": "0.0.0.0"}).start()
+    try:
+        assert d.wait_exit(timeout_s=30) == 2
+    finally:
+        d.stop()
+    log = d.log()
+    assert "error (config_error): server.host = '0.0.0.0'" in log
+    assert "`appliance users add NAME`" in log and "`appliance keys add NAME`" in log
+    assert "auth.open = true" in log
+
+
+def test_a_daemon_on_a_network_address_with_auth_open_starts_and_warns(tmp_path):
+    with Daemon(tmp_path, server={"host": "0.0.0.0"}, auth={"open": True}).running() as d:
+        assert d.client.get("/api/v1/documents").status_code == 200  # open, as asked
+    assert "WARNING appliance.daemon: auth.open = true" in d.log()
+
+
 def test_rate_limit_per_key(tmp_path):
     settings = make_settings(tmp_path)
     keys = ApiKeys(settings.auth.api_keys_file)
