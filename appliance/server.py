@@ -204,14 +204,14 @@ def remove_stale_temp_dirs(temp: Path, keep: Path) -> None:
 def serve(settings: Settings) -> None:
     """Run the HTTP daemon (REST API + web UI) until SIGTERM or SIGINT."""
     run_temp = use_run_temp_dir(settings.paths.temp)  # before Gradio is imported: it reads it once
-    from appliance.api import create_app
-    from ui.app import mount_ui
-
     systemd.notify("STATUS=starting")
     if threading.current_thread() is threading.main_thread():
         signal.signal(signal.SIGHUP, signal.SIG_IGN)  # too early to reload: ignored
     appliance = Appliance(settings)
-    appliance.check_exposure()
+    appliance.check_exposure()  # before the API and the UI are imported: a refusal is quick
+    from appliance.api import create_app
+    from ui.app import mount_ui
+
     app = create_app(appliance)
     mount_ui(app, appliance)
     server = Server(appliance, app)
