@@ -9,6 +9,7 @@ its class carries.
 
 from __future__ import annotations
 
+import logging
 from typing import Literal
 
 from fastapi import FastAPI, File, Form, Header, Query, Request, UploadFile
@@ -32,6 +33,8 @@ from appliance.metrics import install_metrics
 from appliance.security import AccessGuard
 from appliance.store.models import DocStatus, Lane
 from appliance.store.search import SORTS, DocumentQuery
+
+log = logging.getLogger(__name__)
 
 UPLOAD_PATH = "/api/v1/documents"
 # What a multipart upload carries besides the file: boundaries, headers and form fields.
@@ -164,6 +167,15 @@ def create_app(appliance: Appliance) -> FastAPI:
                                   f"limits.max_bytes")
         code = NotFound.code if exc.status_code == 404 else HttpError.code
         return error_response(exc.status_code, code, str(exc.detail))
+
+    @app.exception_handler(Exception)  # anything no route expected: never text/plain
+    async def _unexpected_error(request: Request, exc: Exception):
+        log.error("request failed method=%s path=%s", request.method, request.url.path,
+                  exc_info=exc)
+        # the details stay in the log: a traceback tells a caller what it should not know
+        return error_response(ApplianceError.http_status, ApplianceError.code,
+                              "the request failed unexpectedly; the appliance's log has the "
+                              "details")
 
     @app.get("/healthz", tags=["health"], responses={405: errors()[405]})
     def healthz():

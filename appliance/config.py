@@ -37,6 +37,9 @@ class ServerSettings:
     # On SIGTERM: how long pages being read may take to finish before they are queued
     # again; the systemd unit's TimeoutStopSec must be longer.
     drain_timeout_s: float = field(default=60.0, metadata={"min": 0, "max": 3600})
+    # Reverse proxies (addresses, CIDRs) whose X-Forwarded-For and X-Forwarded-Proto
+    # name the client; empty: none, every request is judged by its own peer address.
+    trusted_proxies: list[str] = field(default_factory=list, metadata={"empty_ok": True})
 
 
 @dataclass
@@ -306,6 +309,9 @@ class AuthSettings:
     rate_per_minute: int = field(default=600, metadata={"min": 1})
     # Origins allowed to call the API from a browser page elsewhere; empty: none (CORS off).
     cors_origins: list[str] = field(default_factory=list, metadata={"empty_ok": True})
+    # On a server.host other hosts can reach, auth stays on while no key and no account
+    # exist (nobody gets in, and the daemon refuses to start so); true serves it open.
+    open: bool = False
 
 
 @dataclass
@@ -394,7 +400,8 @@ def settings_from_dict(raw: dict, base_dir: Path, source: Path | None = None) ->
     settings.source = source
     _check_watch_folders(settings, where)
     _check_review(settings.review, where)
-    _check_auth(settings.auth, where)
+    _check_networks(settings.auth.allow_from, "auth.allow_from", where)
+    _check_networks(settings.server.trusted_proxies, "server.trusted_proxies", where)
     _check_remote(settings.engine, where)
     _check_fields(settings.fields, where)
     return settings
@@ -452,13 +459,13 @@ def _check_remote(engine: EngineSettings, where) -> None:
                           f"[[engine.remote]] table with its url and model")
 
 
-def _check_auth(auth: AuthSettings, where) -> None:
-    for i, network in enumerate(auth.allow_from):
+def _check_networks(networks: list[str], key: str, where) -> None:
+    for i, network in enumerate(networks):
         try:
             ipaddress.ip_network(network, strict=False)
         except ValueError:
-            raise ConfigError(f"{where}: auth.allow_from[{i}] = {network!r} is not an address "
-                              f"or network; write e.g. \"10.0.0.0/8\" or \"127.0.0.1\"") from None
+            raise ConfigError(f"{where}: {key}[{i}] = {network!r} is not an address or "
+                              f"network; write e.g. \"10.0.0.0/8\" or \"127.0.0.1\"") from None
 
 
 _LANGUAGES = re.compile(r"[A-Za-z_]+(\+[A-Za-z_]+)*")

@@ -42,7 +42,7 @@ from appliance.library import Library
 from appliance.memory_plan import plan_for
 from appliance.retention import purge
 from appliance.review import ReviewService
-from appliance.security import ApiKeys
+from appliance.security import ApiKeys, loopback
 from appliance.store import Database, queries, transitions
 from appliance.store.models import Document, FieldSet
 from appliance.store.queries import DocumentView
@@ -271,8 +271,28 @@ class Appliance:
         return purge(self.settings, self.db, self.spool)
 
     def auth_on(self) -> bool:
-        """Auth is configured once there is an API key or a reviewer account."""
+        """Auth is on once there is an API key or a reviewer account, and on an address
+        other hosts can reach always, unless auth.open says otherwise."""
+        return self._credentials() or not self._may_be_open()
+
+    def _credentials(self) -> bool:
         return bool(self.api_keys) or bool(self.users.names())
+
+    def _may_be_open(self) -> bool:
+        return self.settings.auth.open or loopback(self.settings.server.host)
+
+    def check_exposure(self) -> None:
+        """Before serving: a daemon other hosts can reach, that nobody could sign in to
+        or call (no account, no key), is a mistake unless auth.open says so."""
+        if self._may_be_open() or self._credentials():
+            return
+        host = self.settings.server.host
+        raise ConfigError(f"server.host = {host!r} can be reached from other hosts, but "
+                          f"{self.users.path} holds no account and {self.api_keys.path} no "
+                          f"API key, so nobody could sign in or call the API. Add an account "
+                          f"with `appliance users add NAME` or a key with `appliance keys "
+                          f"add NAME`, or set auth.open = true to serve without "
+                          f"authentication (or bind server.host = \"127.0.0.1\")")
 
     def review_unstaffed(self) -> bool:
         """Review is on but no account can log in to review: a page routed there can
@@ -282,6 +302,11 @@ class Appliance:
     def access_warnings(self) -> list[str]:
         """What an operator must fix for people to get in and pages to finish."""
         warnings = []
+        if self.settings.auth.open and not self._credentials():
+            warnings.append(f"auth.open = true and there is no account and no API key: "
+                            f"anyone who can reach {self.settings.server.host}:"
+                            f"{self.settings.server.port} can read and submit documents "
+                            f"without authentication")
         if self.review_unstaffed():
             warnings.append(f"review is on but {self.users.path} holds no account: pages "
                             f"routed to review cannot finish; add a reviewer with "

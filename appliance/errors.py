@@ -348,6 +348,31 @@ class InvalidRequest(ApplianceError):
     http_status = 400
 
 
+# --- access (``appliance.security``, ``ui.auth``): refused before any route runs ---
+
+
+class Unauthorized(ApplianceError):
+    """No API key, or one that is not valid; for the web UIs, no session."""
+
+    code = "unauthorized"
+    http_status = 401
+
+
+class ForbiddenAddress(ApplianceError):
+    """The caller's address is not in auth.allow_from."""
+
+    code = "forbidden_address"
+    http_status = 403
+
+
+class RateLimited(ApplianceError):
+    """The API key is over its requests a minute; see Retry-After."""
+
+    code = "rate_limited"
+    http_status = 429
+    retryable = True
+
+
 class DatasetError(ApplianceError):
     """A dataset ``appliance eval`` or ``bench`` was given cannot be read whole: a
     label without its image, malformed JSON or CSV. Nothing is scored."""

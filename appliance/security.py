@@ -4,12 +4,15 @@
   key itself is shown once, by ``appliance keys add NAME``. Keys are 256-bit random
   tokens, so a fast hash is enough: there is nothing to brute-force. A request names
   its key in ``X-API-Key`` or ``Authorization: Bearer``.
-- **Auth is on** as soon as the keys file holds a key or the users file an account.
+- **Auth is on** as soon as the keys file holds a key or the users file an account,
+  and always on a ``server.host`` that is not a loopback address (unless
+  ``auth.open``): a missing or emptied file never opens the daemon to the network.
   Then every route but ``/healthz`` needs it: the REST API, ``/readyz``, ``/metrics``
   and the API docs need a key; the web UI and the review console need a reviewer's
-  login (Gradio's login page, checked against the users file).
+  login (``ui.auth``'s sign-in page, checked against the users file).
 - **Allow-list** (``auth.allow_from``, CIDRs): other addresses get 403 on every route
-  but ``/healthz``, before any key is looked at.
+  but ``/healthz``, before any key is looked at. The address is the peer's, or the
+  client a proxy of ``server.trusted_proxies`` names (``appliance.server``).
 - **Rate limit** per key: a token bucket of ``rate_per_minute`` requests (the key's
   own, else ``auth.rate_per_minute``); over it, 429 with Retry-After.
 
@@ -32,7 +35,9 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from appliance.config import AuthSettings
-from appliance.errors import ConfigError, InvalidRequest
+from appliance.errors import (
+    ConfigError, ForbiddenAddress, InvalidRequest, RateLimited, Unauthorized,
+)
 from appliance.private_file import PrivateTomlFile
 
 KEY_PREFIX = "ocr_"
@@ -40,6 +45,16 @@ NAME_PATTERN = re.compile(r"^[a-z][a-z0-9._-]{1,31}$")
 OPEN_PATHS = ("/healthz",)
 # Routes that answer machines: they need an API key. Everything else is the web UI.
 KEY_PATHS = ("/api/", "/readyz", "/metrics", "/docs", "/redoc", "/openapi.json")
+
+
+def loopback(host: str) -> bool:
+    """Whether a server bound to ``host`` can be reached from this host only."""
+    if host == "localhost":
+        return True
+    try:
+        return ipaddress.ip_address(host).is_loopback
+    except ValueError:  # another host name, or "" (every address)
+        return False
 
 
 def _digest(key: str) -> str:
@@ -164,7 +179,7 @@ class AccessGuard:
     def _refusal(self, scope):
         client = (scope.get("client") or ("", 0))[0]
         if self.networks and not self._allowed(client):
-            return _error(403, "forbidden_address",
+            return _error(ForbiddenAddress.http_status, ForbiddenAddress.code,
                           f"requests from {client} are not allowed; add the address to "
                           f"auth.allow_from")
         if not scope["path"].startswith(KEY_PATHS) or not self.auth_on():
@@ -179,18 +194,20 @@ class AccessGuard:
         if not presented and bearer.lower().startswith("bearer "):
             presented = bearer[7:].strip()
         if not presented:
-            return _error(401, "unauthorized", "this route needs an API key: send it in the "
-                                               "X-API-Key header (`appliance keys add NAME`)",
+            return _error(Unauthorized.http_status, Unauthorized.code,
+                          "this route needs an API key: send it in the X-API-Key header "
+                          "(`appliance keys add NAME`)",
                           {"www-authenticate": "Bearer"})
         key = self.keys.find(presented)
         if key is None:
-            return _error(401, "unauthorized", "the API key is not valid",
+            return _error(Unauthorized.http_status, Unauthorized.code, "the API key is not valid",
                           {"www-authenticate": "Bearer"})
         rate = key.rate_per_minute or self.settings.rate_per_minute
         wait_s = self.limiter.take(key.name, rate)
         if wait_s:
-            return _error(429, "rate_limited", f"key '{key.name}' is over its limit of {rate} "
-                                               f"requests a minute; retry later",
+            return _error(RateLimited.http_status, RateLimited.code,
+                          f"key '{key.name}' is over its limit of {rate} requests a minute; "
+                          f"retry later",
                           {"retry-after": str(math.ceil(wait_s))})
         scope.setdefault("state", {})["api_key"] = key.name
         return None

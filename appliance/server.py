@@ -14,6 +14,7 @@ around a reload, STOPPING=1 at the first stop signal.
 from __future__ import annotations
 
 import contextlib
+import ipaddress
 import logging
 import os
 import shutil
@@ -53,6 +54,23 @@ class ApiAccessOnly(logging.Filter):
         return logging.getLogger().isEnabledFor(logging.DEBUG)
 
 
+def uvicorn_config(settings: Settings, app):
+    """How uvicorn serves ``app``: the daemon's, and the tests' that serve it in a thread.
+
+    uvicorn would take X-Forwarded-For from any loopback peer by default, so that any
+    local process could choose its address for the allow-list and the login throttle:
+    forwarded headers count only from ``server.trusted_proxies``."""
+    import uvicorn
+
+    # uvicorn reads "10.0.0.1/8" as no network at all: each entry as its network
+    proxies = [str(ipaddress.ip_network(entry, strict=False))
+               for entry in settings.server.trusted_proxies]
+    return uvicorn.Config(app, host=settings.server.host, port=settings.server.port,
+                          log_level=settings.logging.level.lower(),
+                          timeout_graceful_shutdown=HTTP_SHUTDOWN_S,
+                          proxy_headers=bool(proxies), forwarded_allow_ips=proxies)
+
+
 class Server:
     """uvicorn with the appliance's signal handling and systemd notifications.
 
@@ -77,11 +95,8 @@ class Server:
                 with outer._hangup_handler(), super().capture_signals():
                     yield
 
-        settings = appliance.settings
         self.appliance = appliance
-        self.uvicorn = _Uvicorn(uvicorn.Config(
-            app, host=settings.server.host, port=settings.server.port,
-            log_level=settings.logging.level.lower(), timeout_graceful_shutdown=HTTP_SHUTDOWN_S))
+        self.uvicorn = _Uvicorn(uvicorn_config(appliance.settings, app))
         logging.getLogger("uvicorn.access").addFilter(ApiAccessOnly())  # after uvicorn's setup
         self._stopping = threading.Event()
         self._ready_sent = False
@@ -189,13 +204,14 @@ def remove_stale_temp_dirs(temp: Path, keep: Path) -> None:
 def serve(settings: Settings) -> None:
     """Run the HTTP daemon (REST API + web UI) until SIGTERM or SIGINT."""
     run_temp = use_run_temp_dir(settings.paths.temp)  # before Gradio is imported: it reads it once
-    from appliance.api import create_app
-    from ui.app import mount_ui
-
     systemd.notify("STATUS=starting")
     if threading.current_thread() is threading.main_thread():
         signal.signal(signal.SIGHUP, signal.SIG_IGN)  # too early to reload: ignored
     appliance = Appliance(settings)
+    appliance.check_exposure()  # before the API and the UI are imported: a refusal is quick
+    from appliance.api import create_app
+    from ui.app import mount_ui
+
     app = create_app(appliance)
     mount_ui(app, appliance)
     server = Server(appliance, app)

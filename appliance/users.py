@@ -40,6 +40,9 @@ NAME_PATTERN = re.compile(r"^[a-z][a-z0-9._-]{1,31}$")
 MAX_FAILED_LOGINS = 5
 ADDRESS_FAILED_LOGINS = 20
 LOCKOUT_S = 300.0
+# Failure counts, and locks, the throttle keeps at most (each): guesses from ever new
+# names or addresses cannot grow its memory without end. Past it the oldest go first.
+MAX_TRACKED = 10_000
 
 
 def hash_password(password: str) -> str:
@@ -77,6 +80,8 @@ class LoginThrottle:
     * A lock never reaches across addresses: the real user, from their own address,
       still logs in while an outsider is locked out of the same name.
     * A successful login clears the pair's count.
+    * At most ``MAX_TRACKED`` counts and as many locks are kept; past that the oldest
+      are forgotten (the longest without a failure, the earliest to end).
     """
 
     def __init__(self, per_pair: int = MAX_FAILED_LOGINS,
@@ -84,7 +89,9 @@ class LoginThrottle:
         self.per_pair = per_pair
         self.per_address = per_address
         self.window_s = window_s
-        self._failures: dict[tuple, list[float]] = {}  # key -> failure times in the window
+        # key -> failure times in the window, and key -> end of its lock; each in the
+        # order of its last change, oldest first
+        self._failures: dict[tuple, list[float]] = {}
         self._locked_until: dict[tuple, float] = {}
 
     @staticmethod
@@ -107,12 +114,22 @@ class LoginThrottle:
             recent = [t for t in self._failures.get(key, []) if now - t < self.window_s]
             recent.append(now)
             if len(recent) >= limit:
-                self._locked_until[key] = now + self.window_s
-                recent = []  # the lock's window is fixed; counting starts afresh after it
-            self._failures[key] = recent
+                # the lock's window is fixed; counting starts afresh after it
+                self._failures.pop(key, None)
+                _remember(self._locked_until, key, now + self.window_s)
+            else:
+                _remember(self._failures, key, recent)
 
     def succeeded(self, name: str, address: str) -> None:
         self._failures.pop(self._keys(name, address)[0], None)
+
+
+def _remember(table: dict, key, value) -> None:
+    """Set ``key`` as the newest entry of ``table``, and forget its oldest past the cap."""
+    table.pop(key, None)
+    table[key] = value
+    while len(table) > MAX_TRACKED:
+        del table[next(iter(table))]
 
 
 @dataclass(frozen=True)

@@ -1,4 +1,6 @@
-"""A real daemon in a subprocess on a free loopback port, for integration tests."""
+"""A real daemon in a subprocess on a free loopback port, for integration tests; and
+``serving``, the API app alone behind a real uvicorn in a thread, where a test needs
+the HTTP server but not the workers."""
 
 from __future__ import annotations
 
@@ -7,6 +9,7 @@ import signal
 import socket
 import subprocess
 import sys
+import threading
 import time
 from contextlib import contextmanager
 from pathlib import Path
@@ -14,7 +17,7 @@ from typing import Iterator
 
 import httpx
 
-from appliance.config import dump_toml
+from appliance.config import Settings, dump_toml
 
 READY_TIMEOUT_S = 240
 SYSTEMD_ENV = ("NOTIFY_SOCKET", "WATCHDOG_USEC", "WATCHDOG_PID")  # only when a test asks
@@ -24,6 +27,33 @@ def free_port() -> int:
     with socket.socket() as sock:
         sock.bind(("127.0.0.1", 0))
         return sock.getsockname()[1]
+
+
+@contextmanager
+def serving(app, settings: Settings) -> Iterator[httpx.Client]:
+    """``app`` served by uvicorn as the daemon configures it (``uvicorn_config``), on
+    ``settings.server.host`` (a loopback address) and a free port; a client to it."""
+    import uvicorn
+
+    from appliance.server import uvicorn_config
+
+    config = uvicorn_config(settings, app)
+    config.port = 0  # any free port: the socket tells which
+    server = uvicorn.Server(config)
+    thread = threading.Thread(target=server.run, name="uvicorn", daemon=True)
+    thread.start()
+    deadline = time.monotonic() + 30
+    while not server.started:
+        assert thread.is_alive() and time.monotonic() < deadline, "uvicorn did not start"
+        time.sleep(0.02)
+    host, port = server.servers[0].sockets[0].getsockname()[:2]
+    netloc = f"[{host}]:{port}" if ":" in host else f"{host}:{port}"
+    try:
+        with httpx.Client(base_url=f"http://{netloc}", timeout=10) as client:
+            yield client
+    finally:
+        server.should_exit = True
+        thread.join(timeout=15)
 
 
 class Daemon:

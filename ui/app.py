@@ -75,8 +75,9 @@ def mount_ui(app: FastAPI, appliance: Appliance) -> None:
     download_dir = Path(tempfile.mkdtemp(prefix="appliance-ui-"))
     atexit.register(shutil.rmtree, download_dir, ignore_errors=True)
     blocks = build_ui(appliance, download_dir)
-    # with API keys or accounts configured, the UI needs a reviewer's (or admin's) login;
-    # decided on every request, so the first key or account protects it at once
+    # with API keys or accounts configured (or on a network address), the UI needs a
+    # reviewer's (or admin's) login; decided on every request, so the first key or
+    # account protects it at once
     mount_signed_in(app, blocks, "/", sessions, required=appliance.auth_on,
                     max_file_size=appliance.settings.limits.max_bytes,
                     footer_links=["api", "settings"], run_history=False,

@@ -7,12 +7,15 @@ HttpOnly cookie, held in this process's memory (a restart signs everyone out) fo
 working day; each request looks the account up again, so a removed account's session
 ends at once and a changed role counts at once.
 
-``SignInGate`` wraps each mounted Gradio app: a page asked for without a session is
-sent to ``/login`` (and back after), and Gradio's own routes answer 401 to a request
-without one (its ``auth_dependency``, which also names the user in ``gr.Request``).
+``SignInGate`` wraps each mounted Gradio app and refuses by default: while sign-in is
+required, a request without a session reaches none of Gradio's routes (many of them,
+the heartbeat's event stream, cancel, reset, the theme, check no login at all). A page
+asked for is sent to ``/login`` (and back after), anything else answers 401. Gradio's
+``auth_dependency`` is set too, to name the user in ``gr.Request``.
 The web UI's sign-in follows configuration on every request: it is required once an
 API key or an account exists, so the first one added to a running daemon protects
-the UI at once. The review console always requires it.
+the UI at once, and always on an address other hosts can reach unless ``auth.open``
+(``Appliance.auth_on``). The review console always requires it.
 
 The log names the address and the user of every sign-in, never a password.
 """
@@ -32,9 +35,11 @@ import anyio
 import gradio as gr
 from fastapi import FastAPI, Form, Request
 from fastapi.responses import HTMLResponse, RedirectResponse
+from starlette.requests import HTTPConnection
 from starlette.routing import Mount
 
-from appliance.errors import ApplianceError
+from appliance.api_guards import error_response
+from appliance.errors import ApplianceError, Unauthorized
 from appliance.users import User, Users
 
 log = logging.getLogger(__name__)
@@ -89,7 +94,7 @@ class Sessions:
             session = self._open.pop(token or "", None)
         return session.name if session else None
 
-    def user_of(self, request: Request) -> str | None:
+    def user_of(self, request: HTTPConnection) -> str | None:
         """Gradio's ``auth_dependency``: the signed-in user's name."""
         user = self.user(request.cookies.get(SESSION_COOKIE))
         return user.name if user else None
@@ -181,19 +186,23 @@ class SignInGate:
             required = self.required is None or self.required()
             # Gradio reads its app's auth_dependency on every request: None lets all in
             self.ui_app.auth_dependency = self.sessions.user_of if required else None
-            if required and self._page_without_session(scope):
-                response = RedirectResponse(f"{LOGIN_PATH}?next={quote(scope['path'])}",
-                                            status_code=303)
-                return await response(scope, receive, send)
+            connection = HTTPConnection(scope)
+            if required and self.sessions.user_of(connection) is None:
+                return await self._refuse(connection, receive, send)
         await self.ui_app(scope, receive, send)
 
-    def _page_without_session(self, scope) -> bool:
-        """A browser asking for the UI's page (not its scripts or API) while signed out."""
-        if scope["type"] != "http" or scope.get("method") != "GET":
-            return False
-        request = Request(scope)
-        return "text/html" in request.headers.get("accept", "") \
-            and self.sessions.user_of(request) is None
+    @staticmethod
+    async def _refuse(connection: HTTPConnection, receive, send) -> None:
+        scope = connection.scope
+        if scope["type"] == "websocket":
+            return await send({"type": "websocket.close", "code": 1008})
+        if scope["method"] == "GET" and "text/html" in connection.headers.get("accept", ""):
+            response = RedirectResponse(f"{LOGIN_PATH}?next={quote(scope['path'])}",
+                                        status_code=303)  # a browser asking for a page
+        else:
+            response = error_response(Unauthorized.http_status, Unauthorized.code,
+                                      f"sign in first, at {LOGIN_PATH}")
+        await response(scope, receive, send)
 
 
 def mount_signed_in(app: FastAPI, blocks: gr.Blocks, path: str, sessions: Sessions,

@@ -4,6 +4,8 @@ declares. The fuzzer in test_api_fuzz.py explores the rest."""
 
 from __future__ import annotations
 
+import sqlite3
+
 import pytest
 from fastapi.testclient import TestClient
 
@@ -11,6 +13,7 @@ from appliance.api import create_app
 from appliance.daemon import Appliance
 from appliance.security import ApiKeys
 from tests.conftest import make_settings
+from tests.daemon import serving
 
 
 @pytest.fixture
@@ -45,6 +48,27 @@ def test_an_offset_past_sqlite_integers_is_a_400_not_a_500(client):
     assert response.json()["error"]["code"] == "invalid_request"
     assert client.get("/api/v1/documents", params={"offset": 2**62}).json() == {
         "total": 0, "limit": 50, "offset": 2**62, "documents": []}
+
+
+def test_an_unexpected_error_is_the_json_error_body_and_its_traceback_is_logged(
+        tmp_path, caplog):
+    """A fault no route expects (here the store's documents table is gone) answers the
+    API's error body, internal_error, through a real server; the details only in the log."""
+    settings = make_settings(tmp_path)
+    appliance = Appliance(settings)
+    try:
+        with sqlite3.connect(settings.paths.database) as store:
+            store.execute("DROP TABLE document")
+        with serving(create_app(appliance), settings) as client:
+            response = client.get("/api/v1/documents")
+    finally:
+        appliance.db.close()
+    assert response.status_code == 500
+    assert response.headers["content-type"] == "application/json"
+    assert response.json()["error"]["code"] == "internal_error"
+    assert "Traceback" not in response.text and "no such table" not in response.text
+    assert "Traceback" in caplog.text and "no such table: document" in caplog.text
+    assert "method=GET path=/api/v1/documents" in caplog.text
 
 
 def test_the_schema_declares_every_status_auth_and_links(client):

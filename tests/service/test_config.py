@@ -32,6 +32,10 @@ def test_shipped_default_loads_and_matches_the_code_defaults(tmp_path):
     ({"engine": {"parallel": "many"}}, "'engine.parallel' = 'many' is not allowed; use 'auto'"),
     ({"engine": {"parallel": True}}, "'engine.parallel' = True is not allowed"),
     ({"server": "x"}, "'server' must be a [server] table"),
+    ({"auth": {"allow_from": ["10.0.0.0/33"]}},
+     "auth.allow_from[0] = '10.0.0.0/33' is not an address or network"),
+    ({"server": {"trusted_proxies": ["127.0.0.1", "nginx"]}},
+     "server.trusted_proxies[1] = 'nginx' is not an address or network; write e.g."),
     ({"paths": {"data_dir": ""}}, "'paths.data_dir' must be a non-empty path"),
     ({"review": {"second_opinion_languages": "eng --tessdata-dir /tmp"}},
      "review.second_opinion_languages = 'eng --tessdata-dir /tmp' is not a list of Tesseract "

@@ -9,7 +9,7 @@ from __future__ import annotations
 import pytest
 from playwright.sync_api import Page, expect
 
-from appliance.users import LoginThrottle, Users
+from appliance.users import MAX_FAILED_LOGINS, MAX_TRACKED, LoginThrottle, Users
 from tests.browser import UI_TIMEOUT_MS, launched_chromium, screenshot_on_failure
 from tests.daemon import Daemon
 
@@ -189,3 +189,16 @@ def test_failures_older_than_the_window_do_not_add_up_and_success_clears_them():
     throttle.succeeded("anna", "a")
     throttle.failed("anna", "a", 403)
     assert not throttle.locked("anna", "a", 404)
+
+
+def test_guesses_from_ever_new_addresses_are_remembered_within_a_bound():
+    throttle = LoginThrottle()
+    addresses = [f"10.{i >> 16}.{i >> 8 & 255}.{i & 255}" for i in range(MAX_TRACKED + 500)]
+    for i, address in enumerate(addresses):
+        for _ in range(MAX_FAILED_LOGINS):  # each locks anna for its address
+            throttle.failed("anna", address, i / 1000)  # all within one lock's window
+    assert len(throttle._failures) <= MAX_TRACKED
+    assert len(throttle._locked_until) <= MAX_TRACKED
+    now = len(addresses) / 1000
+    assert throttle.locked("anna", addresses[-1], now)  # the newest lock holds
+    assert not throttle.locked("anna", addresses[0], now)  # the oldest is forgotten
