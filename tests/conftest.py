@@ -5,6 +5,8 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
+from hypothesis import HealthCheck
+from hypothesis import settings as hypothesis_settings
 
 from appliance.config import Settings, settings_from_dict
 from appliance.store import Database
@@ -20,6 +22,15 @@ def make_settings(tmp: Path, **sections) -> Settings:
         else:
             raw.setdefault(section, {}).update(values)
     return settings_from_dict(raw, base_dir=tmp)
+
+
+# Hypothesis profiles, for the stateful invariants test (tests/service/test_invariants.py),
+# the only Hypothesis test: it runs its own bounded, fixed-seed settings unless
+# `--hypothesis-profile=soak` selects this longer, randomly seeded run for release
+# checks. Each example is a real appliance on real files: too_slow is expected.
+hypothesis_settings.register_profile(
+    "soak", max_examples=150, stateful_step_count=40, deadline=None, derandomize=False,
+    suppress_health_check=[HealthCheck.too_slow], print_blob=True)
 
 
 @pytest.fixture
