@@ -75,6 +75,9 @@ MIGRATIONS: dict[str, list[str]] = {
         PAGE_COUNT_FILL,
         "ALTER TABLE idempotencykey ADD COLUMN sha256 VARCHAR",  # uploads with a password
     ],
+    "7": [  # the review queue computed in SQL (store.reviews)
+        "CREATE INDEX IF NOT EXISTS ix_page_review ON page (status, review_owner)",
+    ],
 }
 
 

@@ -9,7 +9,7 @@ from enum import StrEnum
 from sqlalchemy import JSON, Column, Index
 from sqlmodel import Field, SQLModel
 
-SCHEMA_VERSION = 7
+SCHEMA_VERSION = 8
 
 
 class PageStatus(StrEnum):
@@ -91,7 +91,9 @@ class Document(SQLModel, table=True):
 
 
 class Page(SQLModel, table=True):
-    __table_args__ = (Index("ix_page_claim", "status", "not_before"),)
+    # ix_page_review: a reviewer's claim first looks for the pages they hold already
+    __table_args__ = (Index("ix_page_claim", "status", "not_before"),
+                      Index("ix_page_review", "status", "review_owner"))
 
     id: int | None = Field(default=None, primary_key=True)
     document_id: str = Field(foreign_key="document.id", index=True)

@@ -32,7 +32,7 @@ def test_wal_mode_and_schema_version(db):
     with db.read() as session:
         mode = session.connection().exec_driver_sql("PRAGMA journal_mode").scalar()
     assert mode == "wal"
-    assert db.schema_version() == SCHEMA_VERSION == 7
+    assert db.schema_version() == SCHEMA_VERSION == 8
 
 
 def test_a_version_1_database_is_migrated_in_place(tmp_path):
@@ -44,6 +44,7 @@ def test_a_version_1_database_is_migrated_in_place(tmp_path):
     with old.write() as session:  # take it back to version 1's tables
         for trigger in ("page_counted", "page_uncounted", "page_recounted"):
             session.exec(text(f"DROP TRIGGER {trigger}"))
+        session.exec(text("DROP INDEX ix_page_review"))  # before its column
         for table, column in (("page", "review_since"), ("page", "review_owner"),
                               ("page", "review_lock_expires_at"), ("page", "options"),
                               ("pageresult", "confidence"), ("document", "purged_at"),
@@ -58,7 +59,10 @@ def test_a_version_1_database_is_migrated_in_place(tmp_path):
         session.get(SchemaMeta, "schema_version").value = "1"
     old.close()
     migrated = Database(tmp_path / "v1.db")
-    assert migrated.schema_version() == 7
+    assert migrated.schema_version() == 8
+    with migrated.read() as session:
+        indexes = {row[1] for row in session.exec(text("PRAGMA index_list(page)"))}
+    assert "ix_page_review" in indexes
     claim = transitions.claim_next_page(migrated, "w1", lease_s=60)
     transitions.complete_page(migrated, claim, page_done("x"))
     assert status_of(migrated, doc.id) == DocStatus.DONE
