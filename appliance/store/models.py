@@ -1,4 +1,5 @@
-"""SQLModel tables. Times are UNIX seconds (float, UTC); ids of documents are hex UUIDs."""
+"""SQLModel tables. Times are UNIX seconds (float, UTC), except a page's lease and back-off:
+instants of ``time.monotonic()`` (see ``transitions``). Ids of documents are hex UUIDs."""
 
 from __future__ import annotations
 
@@ -100,7 +101,8 @@ class Page(SQLModel, table=True):
     index: int  # 0-based position in the document
     status: str = PageStatus.QUEUED
     attempts: int = 0
-    not_before: float = 0.0  # retry backoff: not claimable before this time
+    # leases and retry back-off: time.monotonic() of the running daemon, not UNIX time
+    not_before: float = 0.0  # retry backoff: not claimable before this instant
     lease_owner: str | None = None
     lease_expires_at: float | None = None
     result_id: int | None = None  # the accepted PageResult
