@@ -124,7 +124,7 @@ class ReviewService:
         return self.settings.review.lock_minutes * 60
 
     def queue(self, where: ReviewFilter = ReviewFilter(), limit: int = 200) -> list[ReviewItem]:
-        return [_item(*row) for row in reviews.waiting_pages(self.db, where)[:limit]]
+        return [_item(*row) for row in reviews.waiting_pages(self.db, where, limit)]
 
     def counts(self) -> dict:
         return reviews.review_counts(self.db)

@@ -7,7 +7,9 @@ as a site would run it on a GPU host (optionally with an API key and TLS).
 ``ScriptedServer`` speaks just enough of ``/v1/chat/completions`` and ``/v1/models``
 to fail the ways real servers fail (a 500, silence, an answer that is not JSON, a
 completion with no choice), or to answer a fixed text after a delay while reading
-many requests at once: a server with more capacity than this 2-core machine has.
+many requests at once: a server with more capacity than this 2-core machine has. A
+test may ``hold`` its completions and ``release`` them: it then says when each one is
+answered, not this machine's load.
 """
 
 from __future__ import annotations
@@ -40,7 +42,7 @@ class ScriptedServer:
     ``error500``: answer 500; ``hang``: accept and never answer (until closed);
     ``nonsense``: a 200 event stream whose data is not JSON; ``no_choice``: a
     completion whose ``choices`` is empty. ``/v1/models`` answers 200 in every mode
-    but ``error500``.
+    but ``error500``. After ``hold``, a completion waits for ``release`` first.
     """
 
     def __init__(self, mode: str = "ok", *, delay_s: float = 0.0, text: str = "Total 1.00",
@@ -52,6 +54,8 @@ class ScriptedServer:
         self.peak_in_flight = 0
         self._lock = threading.Lock()
         self._closing = threading.Event()
+        self._holding = False
+        self._held: list[threading.Event] = []  # completions waiting for release()
         self._server = ThreadingHTTPServer(("127.0.0.1", 0), self._handler())
         self._server.daemon_threads = True
         self.url = f"http://127.0.0.1:{self._server.server_address[1]}/v1"
@@ -62,8 +66,27 @@ class ScriptedServer:
 
     def __exit__(self, *exc_info) -> None:
         self._closing.set()
+        self.release()  # unanswered: the server is closing
         self._server.shutdown()
         self._server.server_close()
+
+    def hold(self) -> None:
+        """From now on each completion waits for ``release`` before it is answered."""
+        self._holding = True
+
+    @property
+    def held(self) -> int:
+        """Completions waiting for ``release``."""
+        with self._lock:
+            return len(self._held)
+
+    def release(self) -> int:
+        """Answer the completions held now (later ones wait for the next call); how many."""
+        with self._lock:
+            held, self._held = self._held, []
+        for gate in held:
+            gate.set()
+        return len(held)
 
     def _handler(self):
         scripted = self
@@ -80,11 +103,18 @@ class ScriptedServer:
 
             def do_POST(self) -> None:
                 self.rfile.read(int(self.headers.get("Content-Length", 0)))
+                gate = threading.Event() if scripted._holding else None
                 with scripted._lock:
                     scripted.requests += 1
                     scripted.in_flight += 1
                     scripted.peak_in_flight = max(scripted.peak_in_flight, scripted.in_flight)
+                    if gate is not None:
+                        scripted._held.append(gate)
                 try:
+                    if gate is not None:
+                        gate.wait()
+                        if scripted._closing.is_set():  # released by the close
+                            return
                     self._answer(scripted.mode)
                 finally:
                     with scripted._lock:

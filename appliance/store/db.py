@@ -75,8 +75,10 @@ MIGRATIONS: dict[str, list[str]] = {
         PAGE_COUNT_FILL,
         "ALTER TABLE idempotencykey ADD COLUMN sha256 VARCHAR",  # uploads with a password
     ],
-    "7": [  # results that cannot be written end output_failed (the contenthold table is new)
+    "7": [  # results that cannot be written end output_failed (the contenthold table is
+        # new); the review queue computed in SQL (store.reviews)
         "ALTER TABLE document ADD COLUMN output_error VARCHAR",
+        "CREATE INDEX IF NOT EXISTS ix_page_review ON page (status, review_owner)",
     ],
 }
 

@@ -1,4 +1,5 @@
-"""SQLModel tables. Times are UNIX seconds (float, UTC); ids of documents are hex UUIDs."""
+"""SQLModel tables. Times are UNIX seconds (float, UTC), except a page's lease and back-off:
+instants of ``time.monotonic()`` (see ``transitions``). Ids of documents are hex UUIDs."""
 
 from __future__ import annotations
 
@@ -92,14 +93,17 @@ class Document(SQLModel, table=True):
 
 
 class Page(SQLModel, table=True):
-    __table_args__ = (Index("ix_page_claim", "status", "not_before"),)
+    # ix_page_review: a reviewer's claim first looks for the pages they hold already
+    __table_args__ = (Index("ix_page_claim", "status", "not_before"),
+                      Index("ix_page_review", "status", "review_owner"))
 
     id: int | None = Field(default=None, primary_key=True)
     document_id: str = Field(foreign_key="document.id", index=True)
     index: int  # 0-based position in the document
     status: str = PageStatus.QUEUED
     attempts: int = 0
-    not_before: float = 0.0  # retry backoff: not claimable before this time
+    # leases and retry back-off: time.monotonic() of the running daemon, not UNIX time
+    not_before: float = 0.0  # retry backoff: not claimable before this instant
     lease_owner: str | None = None
     lease_expires_at: float | None = None
     result_id: int | None = None  # the accepted PageResult

@@ -5,6 +5,11 @@ A page in review is held by at most one reviewer at a time: ``claim_review`` tak
 oldest waiting page whose lock is free or expired and locks it for ``lock_s``. Every
 action checks that the lock is still the reviewer's, so two reviewers never write the
 same page, and a lock that ran out frees its page for the next claim.
+
+The queue (its order, its filters, the next page to claim) is computed in SQL over the
+page and document columns, and the reading's reasons where a filter names one: a claim
+holds the write lock while it looks, and loading the readings (text, lines, tokens) of
+thousands of waiting pages held it for seconds, past the dispatcher's busy timeout.
 """
 
 from __future__ import annotations
@@ -12,7 +17,8 @@ from __future__ import annotations
 import time
 from dataclasses import dataclass
 
-from sqlalchemy import case
+from sqlalchemy import and_, case, exists, func, or_, true
+from sqlalchemy.orm import aliased
 from sqlmodel import Session, select
 
 from appliance.errors import LockLost, NotFound, RejectedUnreadable
@@ -31,33 +37,55 @@ class ReviewFilter:
     reason: str | None = None  # a routing reason's code, the part before its colon
     min_age_s: float | None = None  # waiting at least this long
 
-    def matches(self, page: Page, doc: Document, result: PageResult | None, now: float) -> bool:
-        if self.doc_type and doc.doc_type != self.doc_type:
-            return False
-        if self.folder and doc.watch_folder != self.folder:
-            return False
-        if self.reason and not any(r.split(":", 1)[0] == self.reason
-                                   for r in (result.reasons or [] if result else [])):
-            return False
-        return not (self.min_age_s and now - (page.review_since or now) < self.min_age_s)
+    def clauses(self, now: float) -> list:
+        """The filter as SQL conditions on a page in review and its document."""
+        clauses = []
+        if self.doc_type:
+            clauses.append(Document.doc_type == self.doc_type)
+        if self.folder:
+            clauses.append(Document.watch_folder == self.folder)
+        if self.reason:  # one of the accepted reading's reasons; only that column is read
+            result = aliased(PageResult)
+            reason = func.json_each(result.reasons).table_valued("value").alias("reason")
+            # "low_confidence: 0.42 < 0.50" -> "low_confidence" (the whole of one without ":")
+            code = func.substr(reason.c.value, 1,
+                               func.instr(reason.c.value.op("||")(":"), ":") - 1)
+            clauses.append(exists(select(1).select_from(result).join(reason, true()).where(
+                result.id == Page.result_id, code == self.reason)))
+        if self.min_age_s:  # a page with no review_since is as old as now
+            clauses.append(now - func.coalesce(Page.review_since, now) >= self.min_age_s)
+        return clauses
 
 
-def _waiting(session: Session):
-    """Pages in review with their document and result, interactive lane first, oldest first."""
-    return session.exec(
-        select(Page, Document, PageResult)
-        .join(Document, Page.document_id == Document.id)
-        .join(PageResult, Page.result_id == PageResult.id, isouter=True)
-        .where(Page.status == PageStatus.REVIEW)
-        .order_by(case((Document.lane == Lane.INTERACTIVE, 0), else_=1), Page.review_since,
-                  Page.id)).all()
+def _held_by(reviewer: str, now: float):
+    """Locked by ``reviewer``, and not run out (ix_page_review finds these at once)."""
+    return and_(Page.review_owner == reviewer,
+                func.coalesce(Page.review_lock_expires_at, 0) > now)
 
 
-def waiting_pages(db: Database, where: ReviewFilter = ReviewFilter()
+def _free(now: float):
+    """Locked by nobody, or by a lock that ran out."""
+    return or_(Page.review_owner.is_(None), func.coalesce(Page.review_lock_expires_at, 0) <= now)
+
+
+def _queue(query, where: ReviewFilter, now: float):
+    """``query`` over the pages in review that match ``where``, in queue order: the
+    interactive lane first, then the longest waiting."""
+    return (query.join(Document, Page.document_id == Document.id)
+            .where(Page.status == PageStatus.REVIEW, *where.clauses(now))
+            .order_by(case((Document.lane == Lane.INTERACTIVE, 0), else_=1), Page.review_since,
+                      Page.id))
+
+
+def waiting_pages(db: Database, where: ReviewFilter = ReviewFilter(), limit: int | None = None
                   ) -> list[tuple[Page, Document, PageResult | None]]:
-    now = time.time()
+    """The first ``limit`` pages of the queue that match ``where`` (None: all), each with
+    its document and accepted reading."""
+    query = _queue(select(Page, Document, PageResult)
+                   .join(PageResult, Page.result_id == PageResult.id, isouter=True),
+                   where, time.time())
     with db.read() as session:
-        return [row for row in _waiting(session) if where.matches(*row, now)]
+        return list(session.exec(query.limit(limit)).all())
 
 
 def claim_review(db: Database, reviewer: str, lock_s: float,
@@ -65,13 +93,10 @@ def claim_review(db: Database, reviewer: str, lock_s: float,
     """Lock the next free page for ``reviewer``; its id, or None when none is free.
     A page the reviewer already holds comes back first (a reload loses nothing)."""
     now = time.time()
+    queue = _queue(select(Page), where, now).limit(1)
     with db.write() as session:
-        rows = [row for row in _waiting(session) if where.matches(*row, now)]
-        held = [page for page, _doc, _res in rows
-                if page.review_owner == reviewer and (page.review_lock_expires_at or 0) > now]
-        free = [page for page, _doc, _res in rows
-                if page.review_owner is None or (page.review_lock_expires_at or 0) <= now]
-        page = (held or free or [None])[0]
+        page = (session.exec(queue.where(_held_by(reviewer, now))).first()
+                or session.exec(queue.where(_free(now))).first())
         if page is None:
             return None
         page.review_owner = reviewer

@@ -10,6 +10,12 @@ that was requeued (timeout, crash) and finished twice still has one result.
 
 A page whose worker died while it read other pages too is a *crash suspect*: it is
 queued again uncharged (``release_claim``) and read alone until it answers.
+
+Leases (``lease_expires_at``) and retry back-off (``not_before``) are instants of
+``time.monotonic()``: a step of the wall clock (NTP, an operator setting the date)
+neither expires every lease nor holds queued pages back. That clock starts again at a
+reboot, so ``requeue_after_restart`` clears both at start-up. Times people are shown
+(``updated_at``, attempts' start and end, events) stay wall-clock.
 """
 
 from __future__ import annotations
@@ -19,7 +25,7 @@ import time
 from dataclasses import asdict, dataclass
 from typing import TYPE_CHECKING, Callable
 
-from sqlalchemy import case, exists, func, or_
+from sqlalchemy import case, exists, func, or_, update
 from sqlalchemy.orm import aliased
 from sqlmodel import Session, select
 
@@ -205,10 +211,10 @@ def claim_next_page(db: Database, owner: str, lease_s: float,
     ``engines``: the readings the claiming worker can give; a page that asks for
     another engine is left for a worker running it. None: any page.
     """
-    now = time.time()
+    now, clock = time.time(), time.monotonic()
     query = (select(Page, Document)
              .join(Document, Page.document_id == Document.id)
-             .where(Page.status == PageStatus.QUEUED, Page.not_before <= now))
+             .where(Page.status == PageStatus.QUEUED, Page.not_before <= clock))
     if in_page_order:
         previous = aliased(Page)
         query = query.where(~exists().where(
@@ -228,7 +234,7 @@ def claim_next_page(db: Database, owner: str, lease_s: float,
         page.status = PageStatus.RUNNING
         page.attempts += 1
         page.lease_owner = owner
-        page.lease_expires_at = now + lease_s
+        page.lease_expires_at = clock + lease_s
         page.updated_at = now
         session.add(page)
         _event(session, "claimed", doc.id, page.id, worker=owner, attempt=page.attempts)
@@ -323,7 +329,7 @@ def fail_attempt(db: Database, claim: Claim, outcome: Outcome, code: str, messag
                                        f"in a row")
                 code, message, retryable = poison.code, poison.message, poison.retryable
         _settle_failed_attempt(session, page, code, message, retryable, max_attempts,
-                               now + backoff_s)
+                               time.monotonic() + backoff_s)
         return page.status
 
 
@@ -370,7 +376,7 @@ def release_claim(db: Database, claim: Claim, reason: ApplianceError, *,
 
 def requeue_expired_leases(db: Database, max_attempts: int) -> int:
     """Running pages whose lease ran out (their worker vanished) go back to the queue."""
-    now = time.time()
+    now = time.monotonic()
     with db.write() as session:
         pages = session.exec(select(Page).where(
             Page.status == PageStatus.RUNNING, Page.lease_expires_at < now)).all()
@@ -385,8 +391,13 @@ def requeue_after_restart(db: Database) -> int:
     """At start-up every running page belongs to a dead daemon: queue it again.
 
     The interrupted attempt is not counted against the page: the daemon died, not it.
+    A queued page's back-off is cleared too: it is an instant of the last run's
+    monotonic clock (or, from a build before that, of the wall clock), which this run's
+    does not continue.
     """
     with db.write() as session:
+        session.exec(update(Page).where(Page.status == PageStatus.QUEUED, Page.not_before != 0)
+                     .values(not_before=0.0))
         pages = session.exec(select(Page).where(Page.status == PageStatus.RUNNING)).all()
         for page in pages:
             page.status = PageStatus.QUEUED

@@ -114,22 +114,35 @@ def test_a_failing_or_hanging_endpoint_is_taken_out_and_the_others_read(tmp_path
 
 
 def test_the_load_follows_the_endpoints_capacity(tmp_path):
-    # scripted servers answering after a fixed delay, several at once: servers with
-    # more capacity than this machine has. The delay is long beside a page's own work
-    # here (raster, preprocessing), so the servers' slots, not this machine's load,
-    # set the pace
-    with (ScriptedServer("ok", delay_s=1.0) as large,
-          ScriptedServer("ok", delay_s=1.0) as small):
+    # The servers hold every completion until the test releases it, so the pages'
+    # turns are set by the servers' slots and the test's rounds: this machine's load
+    # (a page's raster, preprocessing and placement here) only delays each round.
+    with ScriptedServer("ok") as large, ScriptedServer("ok") as small:
         daemon = remote_daemon(tmp_path, endpoint(large.url, "scripted", "large", max_concurrency=3),
                                endpoint(small.url, "scripted", "small", max_concurrency=1))
         with daemon.running():
-            docs = [daemon.upload(png)["id"] for png in pages(tmp_path, 16)]
+            large.hold()  # warmed up: from here on each page waits at its server
+            small.hold()
+            docs = [daemon.upload(png)["id"] for png in pages(tmp_path, 15)]
+
+            def full() -> bool:
+                return (large.held, small.held) == (3, 1)
+
+            wait_for(full, what="3 pages at the large server and 1 at the small one")
+            # the large server answers: its slots fill again while the small one still
+            # reads its first page, which nobody waits for
+            assert large.release() == 3
+            wait_for(full, what="the large server's slots filled again")
+            for _ in range(2):  # both answer: the 8 pages left fill both twice over
+                assert (large.release(), small.release()) == (3, 1)
+                wait_for(full, what="both servers' slots filled again")
+            assert (large.release(), small.release()) == (3, 1)
             assert {d["status"] for d in daemon.wait_final(docs)} == {"done"}
             read_by = Counter(endpoints_that_read(daemon, docs))
+    # never more at once than a server's slots, and each slot kept busy: 4 rounds of
+    # 3 pages at the large server, 3 of 1 at the small one
     assert (large.peak_in_flight, small.peak_in_flight) == (3, 1)
-    # 3 slots against 1 share the pages 12:4 when only the slots count; a loaded
-    # machine evens it out a little, never to an even split
-    assert read_by["large"] >= 1.5 * read_by["small"] > 0, read_by
+    assert read_by == {"large": 12, "small": 3}
 
 
 def test_a_reading_without_logprobs_is_compared_with_the_classic_one(tmp_path):

@@ -44,6 +44,7 @@ def test_a_version_1_database_is_migrated_in_place(tmp_path):
     with old.write() as session:  # take it back to version 1's tables
         for trigger in ("page_counted", "page_uncounted", "page_recounted"):
             session.exec(text(f"DROP TRIGGER {trigger}"))
+        session.exec(text("DROP INDEX ix_page_review"))  # before its column
         for table, column in (("page", "review_since"), ("page", "review_owner"),
                               ("page", "review_lock_expires_at"), ("page", "options"),
                               ("pageresult", "confidence"), ("document", "purged_at"),
@@ -60,6 +61,9 @@ def test_a_version_1_database_is_migrated_in_place(tmp_path):
     old.close()
     migrated = Database(tmp_path / "v1.db")
     assert migrated.schema_version() == 8
+    with migrated.read() as session:
+        indexes = {row[1] for row in session.exec(text("PRAGMA index_list(page)"))}
+    assert "ix_page_review" in indexes
     claim = transitions.claim_next_page(migrated, "w1", lease_s=60)
     transitions.complete_page(migrated, claim, page_done("x"))
     assert status_of(migrated, doc.id) == DocStatus.DONE
@@ -144,6 +148,63 @@ def test_expired_lease_is_requeued_and_late_result_dropped(db):
     view = queries.get_document(db, doc.id)
     assert view.status == DocStatus.DONE
     assert len([r for r in queries.page_attempts(db, view.pages[0].id) if r.outcome == "ok"]) == 1
+
+
+class WallClock:
+    """``time.time`` (the hardware clock's stand-in) stepped by ``step``, as NTP or an
+    operator setting the date steps it; ``time.monotonic`` runs on untouched."""
+
+    def __init__(self, monkeypatch):
+        self.offset = 0.0
+        real = time.time
+        monkeypatch.setattr(time, "time", lambda: real() + self.offset)
+
+    def step(self, seconds: float) -> None:
+        self.offset += seconds
+
+
+def test_a_wall_clock_step_forward_expires_no_lease_and_releases_no_back_off(db, monkeypatch):
+    wall = WallClock(monkeypatch)
+    new_doc(db, pages=2)
+    running = transitions.claim_next_page(db, "w1", lease_s=60)
+    backed_off = transitions.claim_next_page(db, "w1", lease_s=60)
+    transitions.fail_attempt(db, backed_off, Outcome.ERROR, "engine_error", "x", retryable=True,
+                             max_attempts=3, backoff_s=30)
+    wall.step(3600)
+    assert transitions.requeue_expired_leases(db, max_attempts=3) == 0
+    assert transitions.claim_next_page(db, "w2", lease_s=60) is None  # still backing off
+    assert transitions.complete_page(db, running, RESULT)  # its lease held
+
+
+def test_a_wall_clock_step_back_holds_no_back_off_or_dead_lease(db, monkeypatch):
+    wall = WallClock(monkeypatch)
+    new_doc(db, pages=2)
+    vanished = transitions.claim_next_page(db, "w1", lease_s=0.2)  # its worker is gone
+    backed_off = transitions.claim_next_page(db, "w1", lease_s=60)
+    transitions.fail_attempt(db, backed_off, Outcome.ERROR, "engine_error", "x", retryable=True,
+                             max_attempts=3, backoff_s=0.2)
+    wall.step(-3600)
+    time.sleep(0.3)
+    assert transitions.requeue_expired_leases(db, max_attempts=3) == 1
+    again = [transitions.claim_next_page(db, "w2", lease_s=60) for _ in range(2)]
+    assert {claim.page_id for claim in again} == {vanished.page_id, backed_off.page_id}
+
+
+def test_start_up_clears_the_back_off_of_the_last_run(db):
+    docs = [new_doc(db, pages=1, name=f"{i}.pdf") for i in range(3)]
+    for _ in docs:
+        claim = transitions.claim_next_page(db, "w1", lease_s=60)
+        transitions.fail_attempt(db, claim, Outcome.ERROR, "engine_error", "x", retryable=True,
+                                 max_attempts=3, backoff_s=30)
+    # the last run's back-offs: the first on this boot's clock, the others left by a boot
+    # that had been up a day longer and by a build that used the wall clock
+    with db.write() as session:
+        for doc, not_before in zip(docs[1:], (time.monotonic() + 86400, time.time() + 30)):
+            session.exec(text("UPDATE page SET not_before = :t WHERE document_id = :d"),
+                         params={"t": not_before, "d": doc.id})
+    transitions.requeue_after_restart(db)
+    again = [transitions.claim_next_page(db, "w1", lease_s=60) for _ in docs]
+    assert {claim.document_id for claim in again} == {doc.id for doc in docs}
 
 
 def test_requeue_after_restart_does_not_charge_an_attempt(db):
