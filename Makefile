@@ -1,6 +1,7 @@
 # Two entry points do all set-up on a fresh machine:
 #   make run   - create .venv on first use, install Tesseract if missing (the classic
-#                engine's second reader for pages in doubt), then serve the appliance
+#                engine's second reader for pages in doubt) and the Noto CJK fonts
+#                (the Chinese pages of `appliance make-eval-set`), then serve the appliance
 #   make test  - the same set-up, Chromium if missing (the browser tests drive it
 #                through Playwright) and systemd's tools (the unit file tests run
 #                systemd-analyze), then run the test suite
@@ -9,7 +10,7 @@ VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 
-.PHONY: run test tesseract chromium systemd clean
+.PHONY: run test tesseract fonts chromium systemd clean
 
 # llama.cpp for any x86-64 CPU with AVX2 rather than for this CPU exactly: a native
 # build on a Xeon with AMX and AVX-512 segfaults on quantized models (seen with
@@ -23,12 +24,16 @@ $(STAMP): pyproject.toml
 	CMAKE_ARGS="$${CMAKE_ARGS:-$(LLAMA_CMAKE_ARGS)}" $(BIN)/pip install -e '.[test]'
 	touch $(STAMP)
 
-run: $(STAMP) tesseract
+run: $(STAMP) tesseract fonts
 	$(BIN)/appliance serve $(if $(CONFIG),--config $(CONFIG))
 
 # Debian's Tesseract 5 with English; other languages are tesseract-ocr-<lang>.
 tesseract:
 	command -v tesseract >/dev/null || (apt-get update && apt-get install -y --no-install-recommends tesseract-ocr)
+
+# Debian's Noto CJK fonts: Chinese, Japanese and Korean pages for `appliance make-eval-set`.
+fonts:
+	test -e /usr/share/fonts/opentype/noto/NotoSansCJK-Regular.ttc || (apt-get update && apt-get install -y --no-install-recommends fonts-noto-cjk)
 
 # Debian's Chromium for tests/ui/test_browser.py; Playwright's own browser download is not used.
 chromium:
@@ -39,7 +44,7 @@ chromium:
 systemd:
 	command -v systemd-analyze >/dev/null || (apt-get update && apt-get install -y --no-install-recommends systemd)
 
-test: $(STAMP) tesseract chromium systemd
+test: $(STAMP) tesseract fonts chromium systemd
 	$(BIN)/python -m pytest $(PYTEST_ARGS)
 
 clean:

@@ -60,7 +60,7 @@ def bare_loop(pages: list[Path], *, threads: int = 2, **_engine_options) -> floa
 
 # How lines become text and Markdown (appliance.reading): bump it when they change, so
 # the result cache does not serve the old rendering.
-RECIPE = "layout/v6"
+RECIPE = "layout/v7"
 LEAN_MIN_ASPECT = 3.0
 
 

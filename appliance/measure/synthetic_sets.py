@@ -1,11 +1,13 @@
 """Synthetic evaluation sets with ground truth in reading order (`appliance make-eval-set`).
 
-Six datasets in the plain layout (``<stem>.png`` beside ``<stem>.txt`` or ``.md``, a
+Seven datasets in the plain layout (``<stem>.png`` beside ``<stem>.txt`` or ``.md``, a
 ``dataset.json`` each), deterministic for a seed:
 
 - ``columns``: report and magazine pages, a title across the page over two or three
   columns of prose, sometimes a footer; the truth reads the title, then each column
   top to bottom.
+- ``columns-zh`` (``synthetic_chinese``): the same in Chinese, one to three columns,
+  mixed with Latin names on some pages, and book spreads.
 - ``receipts``: a shop's name, item rows with prices at the right edge, totals as
   label/value pairs; the truth reads row by row.
 - ``tables``: a heading over a ruled or unruled table; the truth is Markdown (TEDS).
@@ -31,6 +33,8 @@ from pathlib import Path
 import numpy as np
 from PIL import Image, ImageDraw, ImageFilter, ImageFont
 
+from appliance.measure import synthetic_chinese
+
 PAGE = (1240, 1754)  # A4 at 150 dpi
 FONTS = ("/usr/share/fonts/truetype/dejavu/DejaVuSans.ttf",
          "/usr/share/fonts/truetype/dejavu/DejaVuSerif.ttf",
@@ -48,11 +52,12 @@ ITEMS = ("Paper A4 500 sheets", "Toner cartridge black", "Stapler", "Envelopes C
 
 
 def make_sets(root: Path, pages: int = 12, seed: int = 7) -> dict[str, int]:
-    """Write the six datasets under ``root``; answers how many pages each got."""
+    """Write the seven datasets under ``root``; answers how many pages each got."""
     # imported here, not at the top: synthetic_fields imports this module
     from appliance.measure.synthetic_fields import make_field_sets
 
-    makers = {"columns": ("report", columns_page), "receipts": ("receipt", _receipt_page),
+    makers = {"columns": ("report", columns_page), "columns-zh": ("report", _chinese_page),
+              "receipts": ("receipt", _receipt_page),
               "tables": ("table", _table_page), "degraded": ("generic", _degraded_page)}
     counts = {name: write_set(root, name, doc_type, make, pages, seed)
               for name, (doc_type, make) in makers.items()}
@@ -134,6 +139,14 @@ def columns_page(rng: random.Random) -> tuple[Image.Image, dict[str, str]]:
                   fill="black")
         truth.append(footer)
     return _scan(page, rng, mild=True), {".txt": "\n".join(truth) + "\n"}
+
+
+def _chinese_page(rng: random.Random) -> tuple[Image.Image, dict[str, str]]:
+    """A page of the Chinese set (``synthetic_chinese``): a book spread one time in
+    four, else a title over one to three columns; scanned mildly."""
+    make = synthetic_chinese.book_spread if rng.random() < 0.25 else synthetic_chinese.columns_page
+    image, truth = make(rng, PAGE)
+    return _scan(image, rng, mild=True), {".txt": "\n".join(truth) + "\n"}
 
 
 def _receipt_page(rng: random.Random) -> tuple[Image.Image, str, str]:

@@ -5,7 +5,9 @@ lines side by side are cards, each read whole (``is_card_row``).
 Why the column test matters: a receipt or a form has a white strip between its labels
 and its values too ("CASH ... 30.90"), and reading all labels before all values
 turns it into nonsense. Typeset columns hold prose, lines of four words and more;
-labels and values have one to three. A long run of rows that fill their side with
+labels and values have one to three. Words are counted in any script
+(``lines.word_count``): Chinese and Japanese, written without spaces, by their
+characters. A long run of rows that fill their side with
 prose, or with a table's rows (a label and its figures) that do not go on across the
 gutter, beside other matter of some length (a report's sidebar of analysts' names and
 charts, a column with tables in it) is a column as well, unless that other side is a
@@ -28,7 +30,9 @@ import re
 import statistics
 
 from appliance.engines.base import Line
-from appliance.reading.lines import HEADING_RATIO, centre, line_height, median_height, rows
+from appliance.reading.lines import (
+    HEADING_RATIO, LETTER_WORD, centre, line_height, median_height, rows, word_count,
+)
 
 # Each side of a column cut has at least this many lines.
 MIN_COLUMN_LINES = 3
@@ -56,7 +60,7 @@ RUNNING_SHARE = 0.75
 # title and a date.
 CARD_LINES = 3
 _DIGIT = re.compile(r"\d")
-_WORD = re.compile(r"[^\W\d_]{3,}")  # a word of letters, not a code or a unit
+_WORD = LETTER_WORD
 # An address beside values that carry their own labels (an invoice's "Invoice to" block
 # beside its number and dates) is two blocks, not labels and values: an address is
 # MIN_COLUMN_LINES to ADDRESS_LINES lines, one a row, aligned left, each with a word,
@@ -98,7 +102,7 @@ def is_column_cut(left: list[Line], right: list[Line]) -> bool:
 
 
 def _prose(lines: list[Line]) -> bool:
-    return statistics.median(len(line.text.split()) for line in lines) >= PROSE_WORDS
+    return statistics.median(word_count(line.text) for line in lines) >= PROSE_WORDS
 
 
 def _reads_alone(lines: list[Line], other: list[Line]) -> bool:
@@ -159,7 +163,7 @@ def _span(row: list[Line]) -> float:
 
 
 def _running_text(row: list[Line]) -> bool:
-    return any(len(line.text.split()) >= PROSE_WORDS and _WORD.search(line.text)
+    return any(word_count(line.text) >= PROSE_WORDS and _WORD.search(line.text)
                for line in row)
 
 
@@ -226,7 +230,7 @@ def _figure_share(lines: list[Line]) -> float:
 
 
 def _is_figure(line: Line) -> bool:
-    return bool(_DIGIT.search(line.text)) and len(line.text.split()) <= 2
+    return bool(_DIGIT.search(line.text)) and word_count(line.text) <= 2
 
 
 def is_card_row(stacks: list[list[Line]], height: float) -> bool:

@@ -1,12 +1,36 @@
-"""Line geometry the reading order and the Markdown share: rows, print heights."""
+"""What the reading order and the Markdown share about lines: rows, print heights,
+and how many words a line holds in any script."""
 
 from __future__ import annotations
 
+import math
+import re
 import statistics
 
 from appliance.engines.base import Line
 
 HEADING_RATIO = 1.3  # a heading's print is at least this much taller than the body's
+# Chinese and Japanese put no spaces between words: their characters are counted
+# instead, at about this many to a word (a word of Chinese running text is one to
+# four characters, two on average), so that a line of running text in either script
+# holds as many words as the same line in a language with spaces.
+UNSPACED_WORD_CHARS = 2
+# Han (with its extensions and compatibility forms), kana: scripts written without
+# spaces between words. Hangul is written with them and counts as other scripts do.
+_UNSPACED = re.compile(r"[\u3040-\u30ff\u31f0-\u31ff\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff]")
+# A word of letters, not a code or a unit: three letters of an alphabet, or two
+# characters of a script without spaces ("发票", "合計").
+LETTER_WORD = re.compile(rf"[^\W\d_]{{3,}}|{_UNSPACED.pattern}{{2,}}")
+
+
+def word_count(text: str) -> int:
+    """How many words ``text`` holds: those between spaces, where a run of characters
+    of a script without spaces counts one word for each UNSPACED_WORD_CHARS of them."""
+    count = 0
+    for token in text.split():
+        unspaced = len(_UNSPACED.findall(token))
+        count += max(1, math.ceil(unspaced / UNSPACED_WORD_CHARS)) if unspaced else 1
+    return count
 
 
 def rows(lines: list[Line], height: float | None = None) -> list[list[Line]]:

@@ -14,7 +14,8 @@ gives line boxes can use it). A region of the page is cut
    and a spanner stands beside other lines (a magazine's headline right of its first
    column), the region is cut down that gutter first. Sections above the first one
    that reads as columns (a page header, a report's banner) are read first
-   (``_head_above_columns``);
+   (``_head_above_columns``), but not on a book spread (``_spine``: two pages on one
+   scan, each with its own running header, read one after the other);
 2. across a *section gap*: white across the full width of the region, taller than
    ``SECTION_GAP`` line heights. Top goes before bottom;
 3. otherwise it is one block, read as rows: a row is the lines whose vertical
@@ -46,6 +47,10 @@ SECTION_GAP = 0.7
 MIN_GUTTER = 0.4
 # A footer under the columns stands this many line heights below the column it ends.
 FOOTER_GAP = 1.8
+# The spine of a book spread (two pages scanned side by side) is white this many line
+# heights wide: both pages' inner margins (the Chinese spreads built for the eval set
+# have 6 to 7; gutters between the columns of one page have 1 to 3).
+SPINE_GUTTER = 4.0
 # Lines that may cross a gutter (titles, captions, footers across the columns).
 MAX_SPANNERS = 4
 MAX_SPANNER_SHARE = 0.2
@@ -123,13 +128,13 @@ def _cut(lines: list[Line], height: float) -> list[list[Line]]:
     sections = _section_splits(lines, height)
     columns = []
     gutters = _gutters(lines, height)
-    for x, crossing in gutters:
+    for x, crossing, _width in gutters:
         votes = _section_votes(sections, x)
         if _columns_hold(lines, x, votes):
             columns.append((x, crossing, votes))
     if columns:
         head, body = _head_above_columns(sections, columns[0][2])
-        if head:
+        if head and not _spine(columns[0], gutters, head, height):
             return _cut(head, height) + _cut(body, height)
     # a line across any of the column gutters separates what is above from below
     spanners = [line for line in lines if any(line in crossing for _x, crossing, _v in columns)]
@@ -151,12 +156,29 @@ def _cut(lines: list[Line], height: float) -> list[list[Line]]:
     return _cards(lines, gutters, height) or [lines]
 
 
-def _cards(lines: list[Line], gutters: list[tuple[float, list[Line]]],
+def _spine(column: tuple[float, list[Line], list],
+           gutters: list[tuple[float, list[Line], float]], head: list[Line],
+           height: float) -> bool:
+    """Whether the column gutter is the spine of a book spread (two pages on one scan)
+    rather than a gutter between the columns of one page under its banner: no line
+    crosses it, it is SPINE_GUTTER line heights wide (both pages' inner margins), and
+    the head above the columns is a row of one line a side, each page's running
+    header, not a banner's rows (a title beside the date, a subtitle beside the
+    target price). Each page's header and number then belong to it."""
+    x, crossing, _votes = column
+    width = next(w for gx, _c, w in gutters if gx == x)
+    sides = ([line for line in head if line.box[2] <= x],
+             [line for line in head if line.box[0] >= x])
+    return (not crossing and width >= SPINE_GUTTER * height
+            and all(len(rows(side, height)) <= 1 for side in sides))
+
+
+def _cards(lines: list[Line], gutters: list[tuple[float, list[Line], float]],
            height: float) -> list[list[Line]]:
     """The cards of a row of cards (an organisation chart's boxes: a name, a title,
     a date in each) between the ``gutters`` no line crosses, left to right; [] where
     the region is no such row."""
-    edges = sorted(x for x, crossing in gutters if not crossing)
+    edges = sorted(x for x, crossing, _width in gutters if not crossing)
     if not edges:
         return []
     bounds = [-math.inf, *edges, math.inf]
@@ -166,8 +188,9 @@ def _cards(lines: list[Line], gutters: list[tuple[float, list[Line]]],
     return stacks if is_card_row(stacks, height) else []
 
 
-def _gutters(lines: list[Line], height: float) -> list[tuple[float, list[Line]]]:
-    """Candidate gutters, cleanest and widest first: (x, the lines that cross it).
+def _gutters(lines: list[Line], height: float) -> list[tuple[float, list[Line], float]]:
+    """Candidate gutters, cleanest and widest first: (x, the lines that cross it, its
+    width).
 
     A gutter is a run of x at least MIN_GUTTER line heights wide that at most
     MAX_SPANNERS of the lines cross (and at most MAX_SPANNER_SHARE of them).
@@ -188,8 +211,8 @@ def _gutters(lines: list[Line], height: float) -> list[tuple[float, list[Line]]]
                 x = _whitest(cover, run)
                 spanners = [line for line in lines if line.box[0] < x < line.box[2]]
                 candidates[x] = (len(spanners), -(run[-1] - run[0]), x, spanners)
-    return [(x, spanners) for _c, _w, x, spanners in sorted(candidates.values(),
-                                                            key=lambda item: item[:2])]
+    return [(x, spanners, -negative_width) for _c, negative_width, x, spanners
+            in sorted(candidates.values(), key=lambda item: item[:2])]
 
 
 def _whitest(cover: np.ndarray, run: np.ndarray) -> float:

@@ -1,10 +1,14 @@
 from __future__ import annotations
 
+import random
+
 import pytest
 from PIL import Image, ImageDraw, ImageFont
 
 from appliance.engines.base import PageRequest
 from appliance.engines.classic import ClassicEngine
+from appliance.measure import synthetic_chinese
+from appliance.measure.metrics import cer, order_free_cer
 from appliance.quality.markdown import escape_markdown
 from tests.fixtures.documents import render_text_page, text_similarity
 
@@ -97,3 +101,17 @@ def test_columns_of_a_page_scanned_askew_are_read_one_after_the_other(engine):
                               PageRequest(doc_type="report"))
     lines = result.text.splitlines()
     assert len(lines) == 72 and all(line.startswith("left") for line in lines[:36]), lines
+
+
+@pytest.mark.parametrize("make", ["two columns", "book spread"])
+def test_a_chinese_page_is_read_column_by_column(engine, make):
+    """RapidOCR reads Chinese well; its lines, which have no spaces between words, used
+    to be taken for labels and values and read across the columns."""
+    rng = random.Random(3)
+    if make == "two columns":
+        page, truth = synthetic_chinese.columns_page(rng, (1240, 1754), columns=2)
+    else:
+        page, truth = synthetic_chinese.book_spread(rng, (1240, 1754))
+    result = engine.recognize(page, PageRequest(doc_type="report"))
+    assert order_free_cer(truth, result.text) < 0.02  # the characters are read
+    assert cer("\n".join(truth), result.text, ignore_whitespace=True) < 0.02  # in order

@@ -380,3 +380,43 @@ def test_item_rows_with_figures_get_an_empty_header():
              for l in (line(item, 40, 100 + 40 * r), line(price, 480, 100 + 40 * r))]
     page = render(read_order(lines))
     assert page.markdown.split("\n")[:3] == ["|  |  |", "|---|---|", "| Paper A4 | 4.20 |"]
+
+
+# Chinese running text: no spaces between words (the prose rules counted words by
+# spaces, and took every Chinese line for a label)
+ZH = ["本年度公司在各个地区的收入均有增长", "成本控制在去年制定的计划范围之内",
+      "客户订购的纸张和墨粉比以往更多", "北方的新办公室也按时开业董事会",
+      "感谢全体员工在这一艰难时期的努力", "能源和运输价格大幅上涨合同续签",
+      "产品中再生材料的比例创下新高", "档案部门完成了历史文件的数字化"]
+
+
+def test_two_columns_of_chinese_are_read_one_after_the_other():
+    title = line("北方分公司简报（2026年）", 100, 40, 700, h=60)
+    left = column(100, 160, [f"左{t}" for t in ZH])
+    right = column(560, 160, [f"右{t}" for t in ZH])
+    assert order_of([*right, title, *left]) == [title.text, *(l.text for l in left),
+                                               *(l.text for l in right)]
+
+
+def test_a_book_spread_reads_the_left_page_then_the_right():
+    """Two pages scanned side by side: each page's running header and number belong to
+    it, not to a banner over both pages read first."""
+    pages = []
+    for number, x in enumerate((80, 1000)):
+        header = line(("企业档案管理实务", "第三章 档案的整理与保管")[number], x, 30, x + 300)
+        body = column(x, 110, [f"{'左右'[number]}{t}" for t in ZH])
+        folio = line(str(170 + number), x + 180, 460, x + 215)
+        pages.append([header, *body, folio])
+    got = order_of([line for page in reversed(pages) for line in page])
+    assert got == [l.text for page in pages for l in page]
+
+
+def test_a_banner_over_the_columns_of_one_page_is_still_read_first():
+    """A report's banner (its title beside the date) stands above columns whose gutter
+    is as narrow as a page's: read first, across, not as two pages."""
+    banner = [line("Annual report", 100, 30, 400), line("2 December 2026", 560, 30, 800)]
+    left = column(100, 120, [f"left {t}" for t in PROSE])
+    right = column(560, 120, [f"right {t}" for t in PROSE])
+    assert order_of([*right, *banner, *left]) == [*(l.text for l in banner),
+                                                 *(l.text for l in left),
+                                                 *(l.text for l in right)]
