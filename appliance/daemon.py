@@ -43,7 +43,7 @@ from appliance.memory_plan import plan_for
 from appliance.retention import purge
 from appliance.review import ReviewService
 from appliance.security import ApiKeys, loopback
-from appliance.store import Database, queries, transitions
+from appliance.store import Database, contents, queries, transitions
 from appliance.store.models import Document, FieldSet
 from appliance.store.queries import DocumentView
 from appliance.users import Users
@@ -240,7 +240,7 @@ class Appliance:
         requeued = transitions.requeue_after_restart(self.db)
         if requeued:
             log.warning("requeued pages interrupted by the last shutdown count=%d", requeued)
-        if held := transitions.clear_holds(self.db):
+        if held := contents.clear_holds(self.db):
             log.info("released content holds of submissions the last run left count=%d", held)
         self.webhooks.start()
         self.finisher.start()
@@ -494,7 +494,7 @@ class Appliance:
         another document holds the same content. Refused while a page of it is being
         read. A watched file still in its folder is not read again (``WatchService``)."""
         with self._document_steps:  # not while its results are being written
-            removed = transitions.delete_document(self.db, document_id, actor, self._discard)
+            removed = contents.delete_document(self.db, document_id, actor, self._discard)
             self.watch.deleted(removed.doc)
             outputs = self.exporter.remove(removed.doc)
         log.info("deleted doc=%s outputs=%d content_kept=%s actor=%s", document_id, outputs,
@@ -503,9 +503,9 @@ class Appliance:
     def forget(self, document_id: str, reason: str) -> None:
         """Remove a document as if it had never been submitted (``WatchService``)."""
         with self._document_steps:
-            transitions.forget_document(self.db, document_id, reason, self._discard)
+            contents.forget_document(self.db, document_id, reason, self._discard)
 
-    def _discard(self, removed: transitions.Removed) -> None:
+    def _discard(self, removed: contents.Removed) -> None:
         """The spool copy and cached readings of a removed document's content, unless
         something else holds it; run inside the transaction that removes it."""
         if removed.content_held:

@@ -21,7 +21,7 @@ import time
 
 from appliance.config import Settings
 from appliance.intake.spool import Spool
-from appliance.store import Database, queries, transitions
+from appliance.store import Database, contents, queries, transitions
 
 log = logging.getLogger(__name__)
 
@@ -36,7 +36,7 @@ def purge(settings: Settings, db: Database, spool: Spool, now: float | None = No
               "idempotency_keys": transitions.expire_idempotency_keys(
                   db, now - settings.retention.idempotency_hours * 3600)}
     for sha in queries.purge_candidates(db, cutoff):
-        files = transitions.purge_content(db, sha, cutoff, lambda: spool.delete_content(sha))
+        files = contents.purge_content(db, sha, cutoff, lambda: spool.delete_content(sha))
         if files is not None:  # else a submission or a retry came in meanwhile
             purged["contents"] += 1
             purged["files"] += files

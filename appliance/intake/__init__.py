@@ -25,7 +25,7 @@ from appliance.intake.sniff import HEAD_BYTES, sniff_kind
 from appliance.intake.spool import CHUNK_BYTES, Spool
 from appliance.tally import Tally
 from appliance.raster import count_pages, decrypted_pdf
-from appliance.store import Database, queries, transitions
+from appliance.store import Database, contents, queries, transitions
 from appliance.store.models import Document, Lane
 
 log = logging.getLogger(__name__)
@@ -115,7 +115,7 @@ class Intake:
     def _store(self, stream: BinaryIO) -> tuple[str, int, Path, int]:
         """The stream in the spool, held for this submission: (sha256, size, path, hold)."""
         with self.spool.staging(stream, self.limits.max_bytes) as staged:
-            hold = transitions.hold_content(self.db, staged.sha256)
+            hold = contents.hold_content(self.db, staged.sha256)
             return staged.sha256, staged.size, self.spool.place(staged), hold
 
     def _decrypted(self, sha: str, path: Path, hold: int,
@@ -128,8 +128,8 @@ class Intake:
         if plain is None:
             return sha, path.stat().st_size, path, hold
         stored = self._store(io.BytesIO(plain))
-        transitions.release_hold(self.db, hold)
-        transitions.discard_unheld_content(self.db, sha, lambda: self.spool.delete_content(sha))
+        contents.release_hold(self.db, hold)
+        contents.discard_unheld_content(self.db, sha, lambda: self.spool.delete_content(sha))
         return stored
 
     def submit(self, stream: BinaryIO, name: str | None, options: SubmitOptions) -> Document:
@@ -144,7 +144,7 @@ class Intake:
         try:
             return self._submit_stored(sent, size, path, hold, name, options)
         except BaseException:  # no document holds it: a delete or purge may take it
-            transitions.release_hold(self.db, hold)
+            contents.release_hold(self.db, hold)
             raise
 
     def _submit_stored(self, sent: str, size: int, path: Path, hold: int, name: str | None,

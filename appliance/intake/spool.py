@@ -72,7 +72,7 @@ class Spool:
     def staging(self, stream: BinaryIO, max_bytes: int) -> Iterator[Staged]:
         """Copy a stream into ``incoming``, hashing as it goes; fsynced before it counts.
         Refuses (TooLarge), and keeps nothing, past ``max_bytes``. ``place`` it inside
-        the block, once the content is held (``transitions.hold_content``): unplaced, it
+        the block, once the content is held (``contents.hold_content``): unplaced, it
         is gone when the block ends."""
         digest, size = hashlib.sha256(), 0
         fd, tmp_name = tempfile.mkstemp(dir=self.incoming)

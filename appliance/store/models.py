@@ -205,7 +205,7 @@ class WatchLedger(SQLModel, table=True):
 class ContentHold(SQLModel, table=True):
     """Content a submission has stored in the spool but no document row holds yet: a
     delete or purge of another document with the same bytes must leave its copy.
-    Taken and released in write transactions (``transitions.hold_content``)."""
+    Taken and released in write transactions (``contents.hold_content``)."""
 
     id: int | None = Field(default=None, primary_key=True)
     sha256: str = Field(index=True)

@@ -14,7 +14,7 @@ from appliance.engines.cache import CACHE_PROVENANCE, ResultCache
 from appliance.errors import DuplicateDocument
 from appliance.intake import Intake, SubmitOptions
 from appliance.intake.spool import Spool
-from appliance.store import Database, transitions
+from appliance.store import Database, contents, transitions
 from appliance.store.models import (
     Document, FieldSet, IdempotencyKey, Page, PageResult, ReviewAction,
 )
@@ -86,9 +86,9 @@ def test_a_typed_document_is_removed_with_everything_that_hangs_on_it(store, tmp
     doc, cache_key = typed_document(intake, db, cache, tmp_path, key=("", "k1"))
     assert rows_of(db, doc.id)["fields"] == 1 and rows_of(db, doc.id)["search"] == 1
     if remove == "delete":
-        removed = transitions.delete_document(db, doc.id, "tester", discard_with(spool, cache))
+        removed = contents.delete_document(db, doc.id, "tester", discard_with(spool, cache))
     else:
-        removed = transitions.forget_document(db, doc.id, "changed_after_read",
+        removed = contents.forget_document(db, doc.id, "changed_after_read",
                                               discard_with(spool, cache))
     assert removed.cache_keys == [cache_key] and not removed.content_held
     assert rows_of(db, doc.id) == dict.fromkeys(rows_of(db, doc.id), 0)
@@ -101,7 +101,7 @@ def test_content_another_document_holds_keeps_its_copy_and_cache(store, tmp_path
     first, cache_key = typed_document(intake, db, cache, tmp_path, "a.png")
     second, _ = typed_document(intake, db, cache, tmp_path, "b.png")
     assert first.sha256 == second.sha256
-    removed = transitions.delete_document(db, first.id, "tester", discard_with(spool, cache))
+    removed = contents.delete_document(db, first.id, "tester", discard_with(spool, cache))
     assert removed.content_held
     assert spool.original_path(second.sha256).exists() and cache.get(cache_key) is not None
 
@@ -114,12 +114,12 @@ def test_a_delete_leaves_the_copy_a_submission_of_the_same_bytes_is_storing(stor
     doc, _ = typed_document(intake, db, cache, tmp_path)
     data = spool.original_path(doc.sha256).read_bytes()
     with spool.staging(io.BytesIO(data), 10**7) as staged:  # the upload, half-way
-        hold = transitions.hold_content(db, staged.sha256)
+        hold = contents.hold_content(db, staged.sha256)
         spool.place(staged)
-    removed = transitions.delete_document(db, doc.id, "tester", discard_with(spool, cache))
+    removed = contents.delete_document(db, doc.id, "tester", discard_with(spool, cache))
     assert removed.content_held and spool.original_path(doc.sha256).exists()
-    transitions.release_hold(db, hold)
-    assert transitions.discard_unheld_content(db, doc.sha256,
+    contents.release_hold(db, hold)
+    assert contents.discard_unheld_content(db, doc.sha256,
                                               lambda: spool.delete_content(doc.sha256))
     assert not spool.original_path(doc.sha256).exists()
 
@@ -131,7 +131,7 @@ def test_a_refused_duplicate_lets_go_of_its_hold(store, tmp_path):
     with pytest.raises(DuplicateDocument):
         intake.submit(io.BytesIO(data), "again.png",
                       SubmitOptions(source="api", skip_duplicates=True))
-    removed = transitions.delete_document(db, doc.id, "tester", discard_with(spool, cache))
+    removed = contents.delete_document(db, doc.id, "tester", discard_with(spool, cache))
     assert not removed.content_held and not spool.original_path(doc.sha256).exists()
 
 

@@ -17,7 +17,7 @@ from appliance.export import render
 from appliance.intake import Intake, SubmitOptions
 from appliance.intake.spool import Spool
 from appliance.retention import DAY_S, purge
-from appliance.store import Database, queries, transitions
+from appliance.store import Database, contents, queries, transitions
 from appliance.store.models import Document, Event, Outcome
 from tests.conftest import make_settings
 from tests.fixtures.documents import write_png
@@ -138,10 +138,10 @@ def test_a_purge_leaves_content_a_submission_is_storing(store, tmp_path):
     the copy it is about to own (it could not be read, or exported, otherwise)."""
     settings, db, spool, intake = store
     old, _ = submitted(intake, db, spool, tmp_path, "same.png", age_days=30)
-    hold = transitions.hold_content(db, old.sha256)  # a submission between spool and row
+    hold = contents.hold_content(db, old.sha256)  # a submission between spool and row
     assert purge(settings, db, spool)["contents"] == 0
     assert spool.original_path(old.sha256).exists()
-    transitions.release_hold(db, hold)
+    contents.release_hold(db, hold)
     assert purge(settings, db, spool)["contents"] == 1
 
 
