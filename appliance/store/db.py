@@ -78,6 +78,7 @@ MIGRATIONS: dict[str, list[str]] = {
     "7": [  # results that cannot be written end output_failed (the contenthold table is new)
         "ALTER TABLE document ADD COLUMN output_error VARCHAR",
     ],
+    "8": [],  # the Document Intelligence API: the analysis table is new
 }
 
 

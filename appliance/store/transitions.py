@@ -31,7 +31,7 @@ from appliance.errors import (
 from appliance.store import queries
 from appliance.store.db import Database
 from appliance.store.models import (
-    ContentHold, Document, Event, FieldSet, IdempotencyKey, Lane, Outcome, Page, PageResult,
+    Analysis, ContentHold, Document, Event, FieldSet, IdempotencyKey, Lane, Outcome, Page, PageResult,
     PageStatus, ReviewAction, WatchLedger,
 )
 from appliance.store.search import index_page, unindex_pages
@@ -513,7 +513,7 @@ class Removed:
 
 def _remove_document(session: Session, doc: Document) -> Removed:
     """Delete a document and every row that hangs on it: pages, readings, review
-    actions, fields, idempotency keys and search entries. The one routine that takes a
+    actions, fields, idempotency keys, its analysis and search entries. The one routine that takes a
     document out of the store (deleted by a person, or forgotten)."""
     pages = session.exec(select(Page).where(Page.document_id == doc.id)).all()
     page_ids = [page.id for page in pages]
@@ -524,7 +524,8 @@ def _remove_document(session: Session, doc: Document) -> Removed:
             ReviewAction.page_id.in_(page_ids))).all()]:
         session.delete(row)
     for model, column in ((FieldSet, FieldSet.document_id),
-                          (IdempotencyKey, IdempotencyKey.document_id)):
+                          (IdempotencyKey, IdempotencyKey.document_id),
+                          (Analysis, Analysis.document_id)):
         for row in session.exec(select(model).where(column == doc.id)).all():
             session.delete(row)
     session.flush()
@@ -634,3 +635,11 @@ def record_fields(db: Database, fields: FieldSet, changes: dict | None = None) -
                    changes=changes or {}, reasons=fields.reasons)
         else:
             _event(session, "fields_read", fields.document_id, reasons=fields.reasons)
+
+
+def record_analysis(db: Database, document_id: str, model_id: str, options: dict) -> Analysis:
+    """The Document Intelligence request a document was submitted with."""
+    with db.write() as session:
+        analysis = Analysis(document_id=document_id, model_id=model_id, options=options)
+        session.add(analysis)
+        return analysis
