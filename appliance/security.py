@@ -6,9 +6,9 @@
   its key in ``X-API-Key``, ``Ocp-Apim-Subscription-Key`` (what Document Intelligence
   clients send) or ``Authorization: Bearer``.
 - **Auth is on** as soon as the keys file holds a key or the users file an account.
-  Then every route but ``/healthz`` needs it: the REST API, ``/readyz``, ``/metrics``
-  the API docs and the Document Intelligence API need a key; the web UI and the review console need a reviewer's
-  login (Gradio's login page, checked against the users file).
+  Then every route but ``/healthz`` needs it: the REST API, ``/readyz``, ``/metrics``,
+  the API docs and the Document Intelligence API need a key; the web UI and the review
+  console need a reviewer's login (Gradio's login page, checked against the users file).
 - **Allow-list** (``auth.allow_from``, CIDRs): other addresses get 403 on every route
   but ``/healthz``, before any key is looked at.
 - **Rate limit** per key: a token bucket of ``rate_per_minute`` requests (the key's

@@ -35,7 +35,8 @@ PAGE_BREAK = "\n\n<!-- PageBreak -->\n\n"  # between the pages of Markdown conte
 INVALID_CONFIDENCE = 0.3
 EDGE = 0.08  # the bands at a page's top and bottom where headers, footers and numbers stand
 _PAGE_NUMBER = re.compile(r"^(page\s*)?[-–(]?\s*\d{1,4}\s*[-–)]?(\s*(/|of)\s*\d{1,4})?$", re.I)
-_PAGES = re.compile(r"^\s*\d+\s*(-\s*\d+\s*)?(,\s*\d+\s*(-\s*\d+\s*)?)*$")
+# the ``pages`` query: page numbers and ranges, "1-3,5"
+PAGES_PATTERN = r"^\s*\d+\s*(-\s*\d+\s*)?(,\s*\d+\s*(-\s*\d+\s*)?)*$"
 
 
 def page_numbers(spec: str | None) -> set[int] | None:
@@ -43,7 +44,7 @@ def page_numbers(spec: str | None) -> set[int] | None:
     not such a list."""
     if not spec:
         return None
-    if not _PAGES.match(spec):
+    if not re.match(PAGES_PATTERN, spec):
         raise InvalidRequest(f"pages must be page numbers and ranges such as 1-3,5, got "
                              f"{spec[:100]!r}")
     numbers: set[int] = set()

@@ -3,8 +3,8 @@
 Access (keys, allow-list, rate limits) is the AccessGuard's, as for the native API;
 errors are rendered in the service's shape by the app's handlers
 (``api_guards.error_response``). An analysis is submitted through the same
-``Appliance.submit`` as any upload: a file that intake refuses is answered at once
-with the service's error (the failed document stays in the workspace, as any does).
+``Appliance.submit`` as any upload: a file that intake refuses is a failed document
+in the workspace, and its analysis fails with the reason in the service's terms.
 """
 
 from __future__ import annotations
@@ -26,10 +26,10 @@ from fastapi.responses import Response
 
 from appliance.daemon import Appliance
 from appliance.docintel import API_VERSION, PREFIX, catalogue
-from appliance.docintel.result import operation, page_numbers, status
+from appliance.docintel.result import PAGES_PATTERN, operation, status
 from appliance.errors import (
     InvalidRequest, NotFound, NotReady, SourceNotAllowed, SourceUnreachable, TooLarge,
-    UnsupportedMediaType, WebhookNotAllowed, error_class_for,
+    UnsupportedMediaType, WebhookNotAllowed,
 )
 from appliance.intake import SubmitOptions
 from appliance.store import queries, transitions
@@ -47,18 +47,31 @@ FETCH_TIMEOUT_S = 30.0
 COPY_CHUNK = 1 << 20
 
 
-def _version(api_version: str = Query(alias="api-version")) -> None:
-    if api_version != API_VERSION:
-        raise InvalidRequest(f"api-version {api_version[:40]!r} is not supported; this "
-                             f"appliance speaks {API_VERSION}")
+def _version(_api_version: Literal[API_VERSION] = Query(alias="api-version")) -> None:
+    """Every route takes the one api-version it speaks (others: 400 InvalidRequest)."""
 
 
-def _listed(value: str | None, known: tuple[str, ...], name: str) -> list[str]:
-    items = [item.strip() for item in (value or "").split(",") if item.strip()]
-    if unknown := [item for item in items if item not in known]:
-        raise InvalidRequest(f"{name} {', '.join(unknown)[:200]!r} is not one of "
-                             f"{', '.join(known)}")
-    return items
+def list_pattern(known: tuple[str, ...]) -> str:
+    """A comma-separated list of ``known`` names, as the schema declares it."""
+    names = "|".join(known)
+    return rf"^({names})(,({names}))*$"
+
+
+def _listed(value: str | None) -> list[str]:
+    return value.split(",") if value else []
+
+
+# what an analyze request's body may be, for the OpenAPI schema (FastAPI cannot infer it
+# from a body the route streams): an AnalyzeDocumentRequest, or the document's bytes
+ANALYZE_BODY = {"requestBody": {"required": True, "content": {
+    "application/json": {"schema": {
+        "type": "object", "title": "AnalyzeDocumentRequest",
+        "properties": {"base64Source": {"type": "string", "format": "byte"},
+                       "urlSource": {"type": "string", "format": "uri", "maxLength": 2083}},
+        "oneOf": [{"required": ["base64Source"]}, {"required": ["urlSource"]}]}},
+    **{media: {"schema": {"type": "string", "format": "binary"}}
+       for media in ("application/octet-stream", "application/pdf", "image/png",
+                     "image/jpeg", "image/tiff")}}}}
 
 
 def install(app: FastAPI, appliance: Appliance, responses: dict) -> None:
@@ -125,32 +138,34 @@ def install(app: FastAPI, appliance: Appliance, responses: dict) -> None:
                 shutil.copyfileobj(body, document, COPY_CHUNK)
                 name = None
             document.seek(0)
+            # a file intake refuses is a failed document: its analysis fails with the
+            # reason, as the service reports content it cannot read
             doc = appliance.submit(document, name or f"{TAG}-{model.model_id}", SubmitOptions(
                 source="api", lane=Lane.INTERACTIVE, doc_type=model.doc_type, tags=[TAG]))
-        if doc.error_code:  # refused at intake: the service answers such a file at once
-            raise error_class_for(doc.error_code)(doc.error_message or doc.error_code)
         transitions.record_analysis(appliance.db, doc.id, model.model_id, options)
         log.info("docintel analysis doc=%s model=%s key=%s", doc.id, model.model_id,
                  owner or "-")
         return doc.id
 
-    @app.post(PREFIX + "/documentModels/{model_id}:analyze", **route, status_code=202)
+    @app.post(PREFIX + "/documentModels/{model_id}:analyze", **route, status_code=202,
+              openapi_extra=ANALYZE_BODY)
     async def analyze_document(
-            model_id: str, request: Request, pages: str | None = Query(None, max_length=200),
+            model_id: str, request: Request,
+            pages: str | None = Query(None, max_length=200, pattern=PAGES_PATTERN),
             locale: str | None = Query(None, max_length=40),
             string_index_type: Literal["textElements", "unicodeCodePoint", "utf16CodeUnit"] | None
             = Query(None, alias="stringIndexType"),
-            features: str | None = Query(None, max_length=400),
+            features: str | None = Query(None, max_length=400, pattern=list_pattern(FEATURES)),
             query_fields: str | None = Query(None, alias="queryFields", max_length=2000),
             output_content_format: Literal["text", "markdown"] = Query(
                 "text", alias="outputContentFormat"),
-            output: str | None = Query(None, max_length=100)):
+            output: str | None = Query(None, max_length=100, pattern=list_pattern(OUTPUTS))):
         """Analyze a document: an AnalyzeDocumentRequest (JSON with base64Source or
-        urlSource) or the document's bytes as the body. 202 with Operation-Location."""
+        urlSource) or the document's bytes as the body. 202 with Operation-Location; a
+        file the appliance cannot read fails its analysis with the reason."""
         model = catalogue.model(model_id)
-        page_numbers(pages)  # refused now rather than when its result is asked for
-        outputs = _listed(output, OUTPUTS, "output")
-        ignored = _listed(features, FEATURES, "features")
+        outputs = _listed(output)
+        ignored = _listed(features)
         ignored += ["queryFields"] * bool(query_fields) + ["figures"] * ("figures" in outputs)
         if string_index_type == "utf16CodeUnit":
             ignored.append("stringIndexType=utf16CodeUnit")
