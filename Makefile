@@ -10,7 +10,7 @@ VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 
-.PHONY: run test tesseract fonts chromium systemd clean
+.PHONY: run test tesseract fonts chromium systemd poppler clean
 
 # llama.cpp for any x86-64 CPU with AVX2 rather than for this CPU exactly: a native
 # build on a Xeon with AMX and AVX-512 segfaults on quantized models (seen with
@@ -44,7 +44,12 @@ chromium:
 systemd:
 	command -v systemd-analyze >/dev/null || (apt-get update && apt-get install -y --no-install-recommends systemd)
 
-test: $(STAMP) tesseract fonts chromium systemd
+# Debian's poppler-utils: pdftotext reads the searchable PDFs back in tests (the text
+# layer an archive such as paperless-ngx indexes).
+poppler:
+	command -v pdftotext >/dev/null || (apt-get update && apt-get install -y --no-install-recommends poppler-utils)
+
+test: $(STAMP) tesseract fonts chromium systemd poppler
 	$(BIN)/python -m pytest $(PYTEST_ARGS)
 
 clean:

@@ -4,12 +4,14 @@ Access (API keys, allow-list, rate limits, CORS) is the ``AccessGuard`` middlewa
 job (appliance/security.py): routes here never check it themselves.
 
 Every error leaves as ``{"error": {"code": ..., "message": ...}}`` with the status
-its class carries.
+its class carries; under ``/documentintelligence`` (the Document Intelligence API,
+``appliance.docintel``, mounted here) in that service's shape and status.
 """
 
 from __future__ import annotations
 
 import logging
+import re
 from typing import Literal
 
 from fastapi import FastAPI, File, Form, Header, Query, Request, UploadFile
@@ -20,9 +22,11 @@ from fastapi_offline import FastAPIOffline
 from pydantic import BaseModel
 from starlette.exceptions import HTTPException as StarletteHTTPException
 
-from appliance.api_guards import RouteGuard, UploadBodyLimit, error_response
+from appliance import docintel
+from appliance.api_guards import RouteGuard, UploadBodyLimit, actor, error_response
 from appliance.config import DOC_TYPES
 from appliance.daemon import Appliance
+from appliance.docintel.routes import install as install_docintel
 from appliance.engines import registry
 from appliance.errors import (
     ApplianceError, DuplicateDocument, HttpError, InvalidRequest, NotFound, QueueFull, TooLarge,
@@ -39,6 +43,8 @@ log = logging.getLogger(__name__)
 UPLOAD_PATH = "/api/v1/documents"
 # What a multipart upload carries besides the file: boundaries, headers and form fields.
 FORM_ALLOWANCE_BYTES = 64 * 1024
+# A Document Intelligence analysis: the file as base64 (4 bytes for 3) in a small JSON
+ANALYZE_PATH = re.compile(rf"^{docintel.PREFIX}/documentModels/[^/]+:analyze$")
 MEDIA_TYPES = {"md": "text/markdown; charset=utf-8", "json": "application/json",
                "txt": "text/plain; charset=utf-8",
                "hocr": "application/xhtml+xml; charset=utf-8",
@@ -73,7 +79,8 @@ ERROR_STATUSES = {
     400: "a bad parameter, form field or header (invalid_request)",
     401: "no API key, or one that is not valid (unauthorized), once auth is on",
     403: "the caller's address is not in auth.allow_from (forbidden_address), or a "
-         "webhook_url to a host not in webhooks.allow_hosts (webhook_not_allowed)",
+         "webhook_url (a Document Intelligence urlSource) to a host not in "
+         "webhooks.allow_hosts (webhook_not_allowed, source_not_allowed)",
     404: "no such document (not_found)",
     405: "the route does not take this method (method_not_allowed)",
     409: "not final yet (not_ready), refused at intake so without a result (no_result), an "
@@ -81,6 +88,8 @@ ERROR_STATUSES = {
          "this appliance does not run (engine_unavailable), or key fields set on a "
          "document whose type has none (no_fields) or not the ones named (unknown_field)",
     413: "the upload is over limits.max_bytes (too_large); nothing was stored",
+    415: "a Document Intelligence analysis whose body is neither JSON nor a document "
+         "(UnsupportedMediaType), or a file of a type the appliance does not read",
     429: "over the API key's rate limit (rate_limited) or the lane's queue is full "
          "(queue_full); see Retry-After",
     503: "shutting down (shutting_down), or not ready yet",
@@ -141,32 +150,44 @@ def create_app(appliance: Appliance) -> FastAPI:
         app.add_middleware(CORSMiddleware, allow_origins=auth.cors_origins,
                            allow_methods=["GET", "POST"], allow_headers=["X-API-Key",
                                                                          "Authorization"])
-    app.add_middleware(UploadBodyLimit, path=UPLOAD_PATH, limit=max_bytes + FORM_ALLOWANCE_BYTES)
+    app.add_middleware(UploadBodyLimit, matches=UPLOAD_PATH.__eq__,
+                       limit=max_bytes + FORM_ALLOWANCE_BYTES)
+    app.add_middleware(UploadBodyLimit, matches=ANALYZE_PATH.match,
+                       limit=-(-max_bytes * 4 // 3) + FORM_ALLOWANCE_BYTES)
     # added last, so it runs first: nothing is answered to a request it refuses
     app.add_middleware(AccessGuard, settings=auth, keys=appliance.api_keys,
                        auth_on=appliance.auth_on)
 
     @app.exception_handler(ApplianceError)
-    async def _appliance_error(_request: Request, exc: ApplianceError):
-        response = error_response(exc.http_status, exc.code, exc.message)
+    async def _appliance_error(request: Request, exc: ApplianceError):
+        response = error_response(exc.http_status, exc.code, exc.message,
+                                  path=request.url.path)
         if isinstance(exc, QueueFull):
             response.headers["Retry-After"] = str(exc.retry_after_s)
         return response
 
+    @app.exception_handler(Exception)
+    async def _unexpected_error(request: Request, _exc: Exception):
+        # still JSON (an SDK parses every error body); the traceback goes to the log
+        return error_response(500, ApplianceError.code, "an unexpected error; the daemon's "
+                              "log has its details", path=request.url.path)
+
     @app.exception_handler(RequestValidationError)
-    async def _validation_error(_request: Request, exc: RequestValidationError):
+    async def _validation_error(request: Request, exc: RequestValidationError):
         detail = "; ".join(f"{'.'.join(map(str, e['loc']))}: {e['msg']}" for e in exc.errors())
-        return error_response(400, InvalidRequest.code, f"invalid request: {detail}")
+        return error_response(400, InvalidRequest.code, f"invalid request: {detail}",
+                              path=request.url.path)
 
     @app.exception_handler(StarletteHTTPException)
-    async def _http_error(_request: Request, exc: StarletteHTTPException):
-        if exc.status_code == TooLarge.http_status:  # the upload route's body limit
+    async def _http_error(request: Request, exc: StarletteHTTPException):
+        path = request.url.path
+        if exc.status_code == TooLarge.http_status:  # the upload routes' body limit
             return error_response(413, TooLarge.code,
                                   f"the upload is larger than the limit of {max_bytes:,} "
                                   f"bytes; nothing was stored. Split the file, or raise "
-                                  f"limits.max_bytes")
+                                  f"limits.max_bytes", path=path)
         code = NotFound.code if exc.status_code == 404 else HttpError.code
-        return error_response(exc.status_code, code, str(exc.detail))
+        return error_response(exc.status_code, code, str(exc.detail), path=path)
 
     @app.exception_handler(Exception)  # anything no route expected: never text/plain
     async def _unexpected_error(request: Request, exc: Exception):
@@ -175,7 +196,7 @@ def create_app(appliance: Appliance) -> FastAPI:
         # the details stay in the log: a traceback tells a caller what it should not know
         return error_response(ApplianceError.http_status, ApplianceError.code,
                               "the request failed unexpectedly; the appliance's log has the "
-                              "details")
+                              "details", path=request.url.path)
 
     @app.get("/healthz", tags=["health"], responses={405: errors()[405]})
     def healthz():
@@ -242,10 +263,6 @@ def create_app(appliance: Appliance) -> FastAPI:
             return _existing(exc.existing_id, {"Duplicate-Of": exc.existing_id})
         return document_json(appliance.library.document(doc.id))
 
-    def _actor(request: Request) -> str:
-        """Whom the audit trail names: the API key's name."""
-        return getattr(request.state, "api_key", "") or "api"
-
     def _existing(document_id: str, headers: dict[str, str]) -> JSONResponse:
         """An earlier document answered instead of a new one: 200, not 201."""
         return JSONResponse(document_json(appliance.library.document(document_id)),
@@ -255,14 +272,14 @@ def create_app(appliance: Appliance) -> FastAPI:
               operation_id="cancel_document", responses=errors(404))
     def cancel_document(document_id: str, request: Request):
         """Pages not yet started end `failed: cancelled`; pages being read finish."""
-        return document_json(appliance.cancel(document_id, _actor(request)))
+        return document_json(appliance.cancel(document_id, actor(request)))
 
     @app.post("/api/v1/documents/{document_id}/retry", tags=["documents"],
               operation_id="retry_document", responses=errors(404))
     def retry_document(document_id: str, request: Request):
         """The document's failed pages are read again (cancelled ones too), with a fresh
         count of attempts; its results are written again once they are read."""
-        retried = appliance.retry(document_id, _actor(request))
+        retried = appliance.retry(document_id, actor(request))
         return {"retried": retried, **document_json(appliance.library.document(document_id))}
 
     @app.post("/api/v1/documents/{document_id}/review", tags=["documents"],
@@ -270,7 +287,7 @@ def create_app(appliance: Appliance) -> FastAPI:
     def send_document_to_review(document_id: str, request: Request):
         """The document's finished pages wait for a reviewer (reason `sent_to_review`);
         its results are written again once they are settled."""
-        sent = appliance.send_to_review(document_id, _actor(request))
+        sent = appliance.send_to_review(document_id, actor(request))
         return {"sent": sent, **document_json(appliance.library.document(document_id))}
 
     @app.delete("/api/v1/documents/{document_id}", tags=["documents"], status_code=204,
@@ -279,7 +296,7 @@ def create_app(appliance: Appliance) -> FastAPI:
         """The document, its results (the exported files too), and its original and page
         images unless another document holds the same content; an audit row records who
         deleted what. 409 document_busy while a page of it is being read."""
-        appliance.delete(document_id, _actor(request))
+        appliance.delete(document_id, actor(request))
         return Response(status_code=204)
 
     @app.put("/api/v1/documents/{document_id}/fields", tags=["documents"],
@@ -288,7 +305,7 @@ def create_app(appliance: Appliance) -> FastAPI:
         """Set key fields by hand (an empty value removes one): they are checked again,
         the change is audited under the API key's name, and an exported document is
         exported again."""
-        fields = appliance.correct_fields(document_id, body.fields, _actor(request))
+        fields = appliance.correct_fields(document_id, body.fields, actor(request))
         return {"document_id": document_id, "fields": fields.fields, "reasons": fields.reasons}
 
     @app.get("/api/v1/documents", tags=["documents"], operation_id="list_documents",
@@ -349,5 +366,6 @@ def create_app(appliance: Appliance) -> FastAPI:
                        if format in ("pdf", "hocr") else {})
         return Response(content, media_type=MEDIA_TYPES[format], headers=disposition)
 
+    install_docintel(app, appliance, responses=errors(400, 403, 404, 409, 415, 503))
     complete_openapi(app)
     return app

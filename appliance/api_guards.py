@@ -5,23 +5,38 @@
   an unknown ``/api/`` path 404, in the API's JSON; otherwise the web UI mounted at "/"
   would answer both as a page of its own.
 
-Every refusal is the API's error body, ``{"error": {"code", "message"}}``.
+Every refusal is the API's error body, ``{"error": {"code", "message"}}``, or under
+``/documentintelligence`` the Document Intelligence service's (``error_response``).
 """
 
 from __future__ import annotations
+
+from collections.abc import Callable
 
 from fastapi.responses import JSONResponse
 from starlette.datastructures import Headers
 from starlette.exceptions import HTTPException as StarletteHTTPException
 from starlette.routing import Match, Mount
 
+from appliance import docintel
+from appliance.docintel.errors import error_body
 from appliance.errors import MethodNotAllowed, NotFound, TooLarge
 
 
 def error_response(status: int, code: str, message: str,
-                   headers: dict[str, str] | None = None) -> JSONResponse:
-    return JSONResponse({"error": {"code": code, "message": message}}, status_code=status,
-                        headers=headers)
+                   headers: dict[str, str] | None = None, path: str = "") -> JSONResponse:
+    """An error as the route at ``path`` answers it: the Document Intelligence API's in
+    that service's shape and status, the rest in the native API's."""
+    if path.startswith(docintel.PREFIX):
+        status, body = error_body(code, message)
+    else:
+        body = {"error": {"code": code, "message": message}}
+    return JSONResponse(body, status_code=status, headers=headers)
+
+
+def actor(request) -> str:
+    """Whom the audit trail names for a request: its API key's name."""
+    return getattr(request.state, "api_key", "") or "api"
 
 
 class UploadBodyLimit:
@@ -30,13 +45,13 @@ class UploadBodyLimit:
     2 MB at most. The 413 is raised from ``receive``, inside the route, so it is
     answered as every other HTTP error is (the API's ``HTTPException`` handler)."""
 
-    def __init__(self, app, path: str, limit: int):
+    def __init__(self, app, matches: Callable[[str], bool], limit: int):
         self.app = app
-        self.path = path
+        self.matches = matches  # the upload path(s) it guards
         self.limit = limit
 
     async def __call__(self, scope, receive, send):
-        if scope["type"] != "http" or scope["method"] != "POST" or scope["path"] != self.path:
+        if scope["type"] != "http" or scope["method"] != "POST" or not self.matches(scope["path"]):
             return await self.app(scope, receive, send)
         declared = Headers(scope=scope).get("content-length")
         too_large = declared is not None and declared.isdigit() and int(declared) > self.limit
@@ -83,8 +98,8 @@ class RouteGuard:
             return error_response(MethodNotAllowed.http_status, MethodNotAllowed.code,
                                   f"{scope['method']} is not allowed here; use "
                                   f"{', '.join(sorted(allowed))}",
-                                  {"Allow": ", ".join(sorted(allowed))})
-        if scope["path"].startswith("/api/"):
+                                  {"Allow": ", ".join(sorted(allowed))}, scope["path"])
+        if scope["path"].startswith(("/api/", docintel.PREFIX + "/")):
             return error_response(NotFound.http_status, NotFound.code,
-                                  f"no API route {scope['path']}; see /docs")
+                                  f"no API route {scope['path']}; see /docs", path=scope["path"])
         return None

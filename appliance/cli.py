@@ -73,6 +73,13 @@ def cmd_bench(args) -> int:
     model = _shaped_model(args.shape, settings) if args.shape else None
     if args.parallel:
         return _bench_parallel(args, settings, model)
+    if args.docintel:
+        from appliance.measure.bench import format_docintel_report, run_docintel_bench
+
+        result = run_docintel_bench(settings, pages=pages, concurrency=args.concurrency,
+                                    dataset=args.dataset, report=args.report)
+        sys.stdout.write(format_docintel_report(result) + "\n")
+        return 0
     if args.inject_degenerate:
         result = run_degenerate_experiment(settings, pages=pages,
                                            concurrency=args.concurrency)
@@ -113,6 +120,13 @@ def _bench_parallel(args, settings, model: tuple[Path, Path] | None) -> int:
             raise InvalidRequest("bench --parallel needs a vision model: set engine.model and "
                                  "engine.mmproj, or pass --shape")
         model = (engine.model, engine.mmproj)
+    if args.docintel:
+        from appliance.measure.bench import format_docintel_report, run_docintel_bench
+
+        result = run_docintel_bench(settings, pages=pages, concurrency=args.concurrency,
+                                    dataset=args.dataset, report=args.report)
+        sys.stdout.write(format_docintel_report(result) + "\n")
+        return 0
     if args.inject_degenerate:  # a looping page beside healthy ones, at each N
         results = [run_looping_bench(*model, n, tokens=args.tokens or DEFAULT_TOKENS,
                                      pages=args.pages or 2 * n, threads=engine.threads,
@@ -442,6 +456,9 @@ def build_parser() -> argparse.ArgumentParser:
     bench.add_argument("--inject-degenerate", action="store_true",
                        help="healthy-page latency with and without a looping page in "
                             "flight (with --parallel: in the slots of one engine)")
+    bench.add_argument("--docintel", action="store_true",
+                       help="the same pages through the native API and the Document "
+                            "Intelligence API (as paperless-ngx sends them), side by side")
     bench.add_argument("--without-choices", action="store_true",
                        help="no auto-tiling and no second opinion: the ratio to the bare "
                             "engine is then the pipeline's pure overhead")

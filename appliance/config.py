@@ -322,6 +322,19 @@ class WebhookSettings:
 
 
 @dataclass
+class DocIntelSettings:
+    """The Document Intelligence API (``/documentintelligence``, ``appliance.docintel``)."""
+
+    # A page routed to review: "wait" keeps the analysis running until a reviewer has
+    # decided it; "skip" answers at once with the machine reading, its words' confidence
+    # lowered, while the page still waits in the review console.
+    review: Literal["wait", "skip"] = "wait"
+    # The Retry-After (seconds) of a running analysis: how long a client waits between
+    # polls; 0 sends none, so each client polls at its own interval.
+    retry_after_s: int = field(default=1, metadata={"min": 0, "max": 60})
+
+
+@dataclass
 class LoggingSettings:
     level: Literal["DEBUG", "INFO", "WARNING", "ERROR"] = "INFO"
 
@@ -344,6 +357,7 @@ class Settings:
     retention: RetentionSettings = field(default_factory=RetentionSettings)
     auth: AuthSettings = field(default_factory=AuthSettings)
     webhooks: WebhookSettings = field(default_factory=WebhookSettings)
+    di: DocIntelSettings = field(default_factory=DocIntelSettings)
     logging: LoggingSettings = field(default_factory=LoggingSettings)
     source: Path | None = None  # the file these settings came from; not a TOML key
 

@@ -216,6 +216,13 @@ class NotFound(ApplianceError):
     http_status = 404
 
 
+class UnknownModel(NotFound):
+    """A Document Intelligence model id the appliance does not offer."""
+
+    code = "unknown_model"
+    advice = "GET /documentintelligence/documentModels lists the models"
+
+
 class HttpError(ApplianceError):
     """An HTTP-level refusal with no reason of the appliance's own."""
 
@@ -386,6 +393,29 @@ class WebhookNotAllowed(ApplianceError):
 
     code = "webhook_not_allowed"
     http_status = 403
+
+
+class UnsupportedMediaType(ApplianceError):
+    """A Document Intelligence request whose Content-Type is neither JSON nor a document
+    (a PDF, an image, or application/octet-stream)."""
+
+    code = "unsupported_media_type"
+    http_status = 415
+
+
+class SourceNotAllowed(ApplianceError):
+    """A Document Intelligence urlSource whose host is not in webhooks.allow_hosts: the
+    appliance fetches only from the hosts it may call (the webhook rule, no SSRF)."""
+
+    code = "source_not_allowed"
+    http_status = 403
+
+
+class SourceUnreachable(ApplianceError):
+    """A Document Intelligence urlSource that could not be fetched: nothing was stored."""
+
+    code = "source_unreachable"
+    http_status = 400
 
 
 class AlreadyRunning(ApplianceError):

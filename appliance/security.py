@@ -3,13 +3,15 @@
 - **API keys** live in a TOML file (``auth.api_keys_file``) as SHA-256 digests; the
   key itself is shown once, by ``appliance keys add NAME``. Keys are 256-bit random
   tokens, so a fast hash is enough: there is nothing to brute-force. A request names
-  its key in ``X-API-Key`` or ``Authorization: Bearer``.
+  its key in ``X-API-Key``, ``Ocp-Apim-Subscription-Key`` (what Document Intelligence
+  clients send) or ``Authorization: Bearer``.
 - **Auth is on** as soon as the keys file holds a key or the users file an account,
   and always on a ``server.host`` that is not a loopback address (unless
   ``auth.open``): a missing or emptied file never opens the daemon to the network.
-  Then every route but ``/healthz`` needs it: the REST API, ``/readyz``, ``/metrics``
-  and the API docs need a key; the web UI and the review console need a reviewer's
-  login (``ui.auth``'s sign-in page, checked against the users file).
+  Then every route but ``/healthz`` needs it: the REST API, ``/readyz``, ``/metrics``,
+  the API docs and the Document Intelligence API need a key; the web UI and the review
+  console need a reviewer's login (``ui.auth``'s sign-in page, checked against the
+  users file).
 - **Allow-list** (``auth.allow_from``, CIDRs): other addresses get 403 on every route
   but ``/healthz``, before any key is looked at. The address is the peer's, or the
   client a proxy of ``server.trusted_proxies`` names (``appliance.server``).
@@ -17,7 +19,8 @@
   own, else ``auth.rate_per_minute``); over it, 429 with Retry-After.
 
 The guard is plain ASGI middleware, so it sees every request, including the mounted
-UI's, before any route does.
+UI's, before any route does. Its refusals are written as the route would write them
+(``api_guards.error_response``): the Document Intelligence API's in that service's shape.
 """
 
 from __future__ import annotations
@@ -25,7 +28,6 @@ from __future__ import annotations
 import hashlib
 import hmac
 import ipaddress
-import json
 import math
 import re
 import secrets
@@ -34,6 +36,7 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
+from appliance.api_guards import error_response
 from appliance.config import AuthSettings
 from appliance.errors import (
     ConfigError, ForbiddenAddress, InvalidRequest, RateLimited, Unauthorized,
@@ -44,7 +47,10 @@ KEY_PREFIX = "ocr_"
 NAME_PATTERN = re.compile(r"^[a-z][a-z0-9._-]{1,31}$")
 OPEN_PATHS = ("/healthz",)
 # Routes that answer machines: they need an API key. Everything else is the web UI.
-KEY_PATHS = ("/api/", "/readyz", "/metrics", "/docs", "/redoc", "/openapi.json")
+KEY_PATHS = ("/api/", "/readyz", "/metrics", "/docs", "/redoc", "/openapi.json",
+             "/documentintelligence")
+# the headers a key may come in, besides Authorization: Bearer
+KEY_HEADERS = (b"x-api-key", b"ocp-apim-subscription-key")
 
 
 def loopback(host: str) -> bool:
@@ -145,14 +151,6 @@ class RateLimiter:
             return (1 - tokens) * 60 / rate
 
 
-def _error(status: int, code: str, message: str, headers: dict | None = None):
-    body = json.dumps({"error": {"code": code, "message": message}}).encode()
-    raw_headers = [(b"content-type", b"application/json"),
-                   (b"content-length", str(len(body)).encode())]
-    raw_headers += [(k.encode(), v.encode()) for k, v in (headers or {}).items()]
-    return body, status, raw_headers
-
-
 class AccessGuard:
     """ASGI middleware: allow-list, API keys and rate limits (see the module docstring)."""
 
@@ -172,31 +170,35 @@ class AccessGuard:
             return await self.app(scope, receive, send)
         if scope["type"] == "websocket":
             return await send({"type": "websocket.close", "code": 1008})
-        body, status, headers = refusal
-        await send({"type": "http.response.start", "status": status, "headers": headers})
-        await send({"type": "http.response.body", "body": body})
+        await refusal(scope, receive, send)
 
     def _refusal(self, scope):
         client = (scope.get("client") or ("", 0))[0]
+        path = scope["path"]
+
+        def _error(status: int, code: str, message: str, headers: dict | None = None):
+            return error_response(status, code, message, headers, path)
+
         if self.networks and not self._allowed(client):
             return _error(ForbiddenAddress.http_status, ForbiddenAddress.code,
                           f"requests from {client} are not allowed; add the address to "
                           f"auth.allow_from")
-        if not scope["path"].startswith(KEY_PATHS) or not self.auth_on():
+        if not path.startswith(KEY_PATHS) or not self.auth_on():
             return None  # the web UI: Gradio's login guards it
         if scope.get("method") == "OPTIONS":
             return None  # a CORS preflight carries no key and changes nothing
         headers = dict(scope.get("headers") or [])
         # header bytes are Latin-1 by HTTP's rules: any bytes decode (and a key with odd
         # ones simply matches none)
-        presented = headers.get(b"x-api-key", b"").decode("latin-1")
+        presented = next((value for name in KEY_HEADERS if (value := headers.get(name, b""))),
+                         b"").decode("latin-1")
         bearer = headers.get(b"authorization", b"").decode("latin-1")
         if not presented and bearer.lower().startswith("bearer "):
             presented = bearer[7:].strip()
         if not presented:
             return _error(Unauthorized.http_status, Unauthorized.code,
-                          "this route needs an API key: send it in the X-API-Key header "
-                          "(`appliance keys add NAME`)",
+                          "this route needs an API key: send it in the X-API-Key (or "
+                          "Ocp-Apim-Subscription-Key) header (`appliance keys add NAME`)",
                           {"www-authenticate": "Bearer"})
         key = self.keys.find(presented)
         if key is None:

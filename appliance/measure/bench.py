@@ -236,6 +236,64 @@ def run_bench(settings: Settings, *, pages: int, concurrency: int, url: str | No
     return result
 
 
+def run_docintel_bench(settings: Settings, *, pages: int, concurrency: int,
+                       dataset: Path | None = None, report: Path | None = None) -> dict:
+    """The same pages through the native REST API and through the Document Intelligence
+    API on one daemon, each timed on the client's clock from the first request to the
+    last result in hand. The pages go in two halves, native, Document Intelligence, then
+    Document Intelligence, native (a load that drifts during the run weighs on both
+    alike), with the result cache off, so every run reads its pages afresh."""
+    raw, settings = daemon_config(settings, result_cache=False)
+    with tempfile.TemporaryDirectory(prefix="appliance-bench-") as tmp:
+        workdir = Path(tmp)
+        files = (dataset_pages(dataset, pages) if dataset
+                 else make_pages(workdir / "pages", pages))
+        halves = (files[:len(files) // 2], files[len(files) // 2:])
+        with LocalDaemon(raw, workdir) as daemon, ApplianceClient(daemon.url, daemon) as client:
+            ready = client.wait_ready()
+            apis = {"native": (lambda part: client.submit_all([(f, {}) for f in part],
+                                                              concurrency),
+                               client.wait_exported),
+                    "docintel": (lambda part: client.analyze_all(part, concurrency),
+                                 client.wait_analyzed)}
+            runs = {name: {"pages": 0, "elapsed_s": 0.0, "answered": 0} for name in apis}
+            for name, part in (("native", halves[0]), ("docintel", halves[0]),
+                               ("docintel", halves[1]), ("native", halves[1])):
+                send, wait = apis[name]
+                started = time.monotonic()
+                sent = send(part)
+                if rejected := [r for r in sent if isinstance(r, Rejected)]:
+                    raise RuntimeError(f"the daemon refused {len(rejected)} of {len(part)} "
+                                       f"pages, e.g. {rejected[0]}")
+                answered = wait(sent)
+                runs[name]["elapsed_s"] += time.monotonic() - started
+                runs[name]["pages"] += len(part)
+                runs[name]["answered"] += len(answered)
+    for run in runs.values():
+        run["pages_per_min"] = run["pages"] / run["elapsed_s"] * 60
+    result = {"engine": ready["engine"], "source": str(dataset) if dataset else "synthetic",
+              "concurrency": concurrency, **runs,
+              "ratio_docintel_over_native": (runs["docintel"]["pages_per_min"]
+                                             / runs["native"]["pages_per_min"])}
+    if report:
+        report.write_text(json.dumps(result, indent=2) + "\n")
+    return result
+
+
+def format_docintel_report(result: dict) -> str:
+    native, docintel = result["native"], result["docintel"]
+    return "\n".join([
+        f"engine                      {result['engine']}",
+        f"pages                       {native['pages']} ({result['source']}, concurrency "
+        f"{result['concurrency']}, result cache off)",
+        f"native API pages/min        {native['pages_per_min']:.1f}  ({native['elapsed_s']:.1f} s,"
+        f" upload to exported)",
+        f"Document Intelligence       {docintel['pages_per_min']:.1f}  "
+        f"({docintel['elapsed_s']:.1f} s, analyze to succeeded)",
+        f"ratio docintel/native       {result['ratio_docintel_over_native']:.3f}",
+    ])
+
+
 def _ms(value: float | None) -> str:
     return "-" if value is None else f"{value * 1000:.0f}"
 

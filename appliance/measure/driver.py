@@ -8,6 +8,8 @@ in a throw-away directory (``LocalDaemon``) or reached by URL.
 
 from __future__ import annotations
 
+import base64
+import json
 import socket
 import subprocess
 import sys
@@ -234,6 +236,47 @@ class ApplianceClient:
                 offset += LIST_PAGE
             if pending:
                 time.sleep(POLL_S)
+        return final
+
+    def analyze(self, path: Path, model_id: str = "prebuilt-read") -> str:
+        """Send one file as paperless-ngx does, through the Document Intelligence API (an
+        AnalyzeDocumentRequest with base64Source, the PDF output asked for); answers its
+        Operation-Location. Busy: wait as Retry-After says and send it again."""
+        body = json.dumps({"base64Source": base64.b64encode(path.read_bytes()).decode()})
+        while True:
+            response = self.http.post(
+                f"/documentintelligence/documentModels/{model_id}:analyze",
+                params={"api-version": "2024-11-30", "outputContentFormat": "text",
+                        "output": "pdf"},
+                content=body, headers={"Content-Type": "application/json"})
+            if response.status_code == 429:
+                time.sleep(float(response.headers.get("Retry-After", 1)))
+                continue
+            if response.status_code == 202:
+                return response.headers["Operation-Location"]
+            error = response.json()["error"]
+            raise Rejected(error["code"], error["message"])
+
+    def analyze_all(self, paths: list[Path], concurrency: int) -> list[str]:
+        with ThreadPoolExecutor(concurrency) as pool:
+            return list(pool.map(self.analyze, paths))
+
+    def wait_analyzed(self, locations: list[str]) -> dict[str, dict]:
+        """Each analysis's last answer once it has succeeded or failed, polled as a
+        Document Intelligence client polls: each operation by its Operation-Location, no
+        sooner than its Retry-After says."""
+        pending, final = list(locations), {}
+        while pending:
+            wait_s = POLL_S
+            for location in list(pending):
+                response = self.http.get(location)
+                if response.json()["status"] in ("succeeded", "failed"):
+                    final[location] = response.json()
+                    pending.remove(location)
+                else:
+                    wait_s = max(wait_s, float(response.headers.get("Retry-After", 0)))
+            if pending:
+                time.sleep(wait_s)
         return final
 
     def result(self, document_id: str) -> dict:

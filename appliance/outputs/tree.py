@@ -37,6 +37,7 @@ class Word:
 class TextLine:
     box: Box
     words: list[Word]
+    role: str | None = None  # heading, list, table, text; None when unknown
 
     @property
     def text(self) -> str:
@@ -180,7 +181,7 @@ def _blocks(words: list[Placed]) -> list[TextBlock]:
     for index in order:
         members = lines[index]
         line = TextLine(union(p.box for p in members),
-                        [Word(p.text, p.box, p.score) for p in members])
+                        [Word(p.text, p.box, p.score) for p in members], members[0].role)
         key = members[0].block if members[0].block is not None else -1
         block = blocks.setdefault(key, TextBlock(line.box, [], members[0].role))
         block.lines.append(line)

@@ -22,7 +22,8 @@ from appliance.errors import DocumentBusy, NotFound
 from appliance.store import queries
 from appliance.store.db import Database
 from appliance.store.models import (
-    ContentHold, Document, FieldSet, IdempotencyKey, Page, PageResult, PageStatus, ReviewAction,
+    Analysis, ContentHold, Document, FieldSet, IdempotencyKey, Page, PageResult, PageStatus,
+    ReviewAction,
 )
 from appliance.store.search import unindex_pages
 from appliance.store.transitions import _event, _release
@@ -77,7 +78,7 @@ class Removed:
 
 def _remove_document(session: Session, doc: Document) -> Removed:
     """Delete a document and every row that hangs on it: pages, readings, review
-    actions, fields, idempotency keys and search entries. The one routine that takes a
+    actions, fields, idempotency keys, its analysis and search entries. The one routine that takes a
     document out of the store (deleted by a person, or forgotten)."""
     pages = session.exec(select(Page).where(Page.document_id == doc.id)).all()
     page_ids = [page.id for page in pages]
@@ -88,7 +89,8 @@ def _remove_document(session: Session, doc: Document) -> Removed:
             ReviewAction.page_id.in_(page_ids))).all()]:
         session.delete(row)
     for model, column in ((FieldSet, FieldSet.document_id),
-                          (IdempotencyKey, IdempotencyKey.document_id)):
+                          (IdempotencyKey, IdempotencyKey.document_id),
+                          (Analysis, Analysis.document_id)):
         for row in session.exec(select(model).where(column == doc.id)).all():
             session.delete(row)
     session.flush()

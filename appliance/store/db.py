@@ -80,6 +80,7 @@ MIGRATIONS: dict[str, list[str]] = {
         "ALTER TABLE document ADD COLUMN output_error VARCHAR",
         "CREATE INDEX IF NOT EXISTS ix_page_review ON page (status, review_owner)",
     ],
+    "8": [],  # the Document Intelligence API: the analysis table is new
 }
 
 

@@ -10,7 +10,7 @@ from enum import StrEnum
 from sqlalchemy import JSON, Column, Index
 from sqlmodel import Field, SQLModel
 
-SCHEMA_VERSION = 8
+SCHEMA_VERSION = 9
 
 
 class PageStatus(StrEnum):
@@ -187,6 +187,17 @@ class IdempotencyKey(SQLModel, table=True):
     # the document holds decrypted (None: a key from before this was recorded)
     sha256: str | None = None
     created_at: float = Field(default_factory=_now, index=True)
+
+
+class Analysis(SQLModel, table=True):
+    """A document submitted through the Document Intelligence API (``appliance.docintel``):
+    the model it was analyzed with and the request's options, which shape its answer."""
+
+    document_id: str = Field(foreign_key="document.id", primary_key=True)
+    model_id: str  # prebuilt-read, prebuilt-layout, ...
+    # outputContentFormat, pages, locale, features, output, as the request gave them
+    options: dict = Field(default_factory=dict, sa_column=Column(JSON))
+    created_at: float = Field(default_factory=_now)
 
 
 class WatchLedger(SQLModel, table=True):

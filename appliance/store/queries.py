@@ -11,7 +11,7 @@ from sqlmodel import Session, select
 
 from appliance.store.db import Database
 from appliance.store.models import (
-    FINAL_PAGE_STATUSES, ContentHold, Document, DocStatus, Event, FieldSet, IdempotencyKey, Outcome, Page,
+    FINAL_PAGE_STATUSES, Analysis, ContentHold, Document, DocStatus, Event, FieldSet, IdempotencyKey, Outcome, Page,
     PageResult, PageStatus, ReviewAction, WatchLedger,
 )
 
@@ -108,6 +108,12 @@ def accepted_results(db: Database, document_id: str) -> list[tuple[Page, PageRes
                                           isouter=True)
             .where(Page.document_id == document_id).order_by(Page.index)).all()
         return [(page, result) for page, result in rows]
+
+
+def analysis(db: Database, document_id: str) -> Analysis | None:
+    """The Document Intelligence request of a document; None for one submitted otherwise."""
+    with db.read() as session:
+        return session.get(Analysis, document_id)
 
 
 def page_result(db: Database, result_id: int) -> PageResult | None:

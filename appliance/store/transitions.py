@@ -34,8 +34,8 @@ from appliance.errors import (
 )
 from appliance.store.db import Database
 from appliance.store.models import (
-    ContentHold, Document, Event, FieldSet, IdempotencyKey, Lane, Outcome, Page, PageResult,
-    PageStatus, WatchLedger,
+    Analysis, ContentHold, Document, Event, FieldSet, IdempotencyKey, Lane, Outcome, Page,
+    PageResult, PageStatus, WatchLedger,
 )
 from appliance.store.search import index_page
 
@@ -508,3 +508,11 @@ def record_fields(db: Database, fields: FieldSet, changes: dict | None = None) -
                    changes=changes or {}, reasons=fields.reasons)
         else:
             _event(session, "fields_read", fields.document_id, reasons=fields.reasons)
+
+
+def record_analysis(db: Database, document_id: str, model_id: str, options: dict) -> Analysis:
+    """The Document Intelligence request a document was submitted with."""
+    with db.write() as session:
+        analysis = Analysis(document_id=document_id, model_id=model_id, options=options)
+        session.add(analysis)
+        return analysis

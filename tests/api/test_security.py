@@ -27,7 +27,8 @@ def api_routes(app) -> list[tuple[str, str]]:
     routes = []
     for route in app.routes:
         if isinstance(route, APIRoute):
-            path = route.path.replace("{document_id}", "0" * 32).replace("{rest:path}", "x")
+            path = (route.path.replace("{document_id}", "0" * 32).replace("{rest:path}", "x")
+                    .replace("{model_id}", "prebuilt-read").replace("{result_id}", "0" * 32))
             routes.extend((method, path) for method in sorted(route.methods))
     return routes
 
@@ -55,14 +56,19 @@ def test_every_route_but_healthz_needs_a_valid_key(secured):
         right = client.request(method, path, headers={"X-API-Key": key}, **kwargs)
         bearer = client.request(method, path, headers={"Authorization": f"Bearer {key}"},
                                 **kwargs)
+        # the header Document Intelligence clients send their key in
+        azure = client.request(method, path, headers={"Ocp-Apim-Subscription-Key": key},
+                               **kwargs)
         if path == "/healthz":
             assert anonymous.status_code == wrong.status_code == 200
             continue
         assert anonymous.status_code == 401, (method, path)
-        assert anonymous.json()["error"]["code"] == "unauthorized"
+        # the Document Intelligence API answers in that service's terms
+        assert anonymous.json()["error"]["code"] == (
+            "Unauthorized" if path.startswith("/documentintelligence") else "unauthorized")
         assert wrong.status_code == 401, (method, path)
         assert right.status_code not in (401, 403), (method, path, right.text)
-        assert bearer.status_code == right.status_code, (method, path)
+        assert bearer.status_code == azure.status_code == right.status_code, (method, path)
     for path in ("/docs", "/openapi.json"):
         assert client.get(path).status_code == 401
         assert client.get(path, headers={"X-API-Key": key}).status_code == 200
@@ -133,7 +139,9 @@ def test_the_allow_list_refuses_other_addresses_everywhere_but_healthz(tmp_path)
                 assert response.status_code == 200
             else:
                 assert response.status_code == 403, (method, path)
-                assert response.json()["error"]["code"] == "forbidden_address"
+                assert response.json()["error"]["code"] == (
+                    "Forbidden" if path.startswith("/documentintelligence")
+                    else "forbidden_address")
     finally:
         appliance.db.close()
 

@@ -46,6 +46,17 @@ def test_bench_compares_the_daemon_with_the_bare_engine(tmp_path):
     assert "queue wait" in result["stdout"]
 
 
+def test_bench_docintel_sends_the_same_pages_through_both_apis(tmp_path):
+    result = bench(tmp_path, {"engine": {"name": "classic", "threads": 1}},
+                   "--docintel", "--limit", "4", "--concurrency", "2")
+    for api in ("native", "docintel"):  # every page answered through each API
+        assert result[api]["pages"] == result[api]["answered"] == 4
+        assert result[api]["pages_per_min"] > 0
+    assert result["ratio_docintel_over_native"] == pytest.approx(
+        result["docintel"]["pages_per_min"] / result["native"]["pages_per_min"])
+    assert "ratio docintel/native" in result["stdout"]
+
+
 def test_bench_sends_the_pages_of_an_eval_dataset(tmp_path):
     data = tmp_path / "data"
     data.mkdir()

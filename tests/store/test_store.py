@@ -32,7 +32,7 @@ def test_wal_mode_and_schema_version(db):
     with db.read() as session:
         mode = session.connection().exec_driver_sql("PRAGMA journal_mode").scalar()
     assert mode == "wal"
-    assert db.schema_version() == SCHEMA_VERSION == 8
+    assert db.schema_version() == SCHEMA_VERSION == 9
 
 
 def test_a_version_1_database_is_migrated_in_place(tmp_path):
@@ -57,10 +57,11 @@ def test_a_version_1_database_is_migrated_in_place(tmp_path):
         session.exec(text("DROP TABLE fieldset"))
         session.exec(text("DROP TABLE pagetext"))
         session.exec(text("DROP TABLE contenthold"))
+        session.exec(text("DROP TABLE analysis"))
         session.get(SchemaMeta, "schema_version").value = "1"
     old.close()
     migrated = Database(tmp_path / "v1.db")
-    assert migrated.schema_version() == 8
+    assert migrated.schema_version() == 9
     with migrated.read() as session:
         indexes = {row[1] for row in session.exec(text("PRAGMA index_list(page)"))}
     assert "ix_page_review" in indexes

@@ -1,0 +1,239 @@
+"""The Document Intelligence API's routes, as the SDK 1.0.2 calls them.
+
+Access (keys, allow-list, rate limits) is the AccessGuard's, as for the native API;
+errors are rendered in the service's shape by the app's handlers
+(``api_guards.error_response``). An analysis is submitted through the same
+``Appliance.submit`` as any upload: a file that intake refuses is a failed document
+in the workspace, and its analysis fails with the reason in the service's terms.
+"""
+
+from __future__ import annotations
+
+import base64
+import binascii
+import json
+import logging
+import re
+import shutil
+import tempfile
+from typing import BinaryIO, Literal
+from urllib.parse import urlsplit
+
+import httpx
+from fastapi import Depends, FastAPI, Query, Request
+from fastapi.concurrency import run_in_threadpool
+from fastapi.responses import Response
+
+from appliance.daemon import Appliance
+from appliance.docintel import API_VERSION, PREFIX, catalogue
+from appliance.docintel.result import PAGES_PATTERN, operation, status
+from appliance.errors import (
+    InvalidRequest, NotFound, NotReady, SourceNotAllowed, SourceUnreachable, TooLarge,
+    UnsupportedMediaType, WebhookNotAllowed,
+)
+from appliance.intake import SubmitOptions
+from appliance.store import queries, transitions
+from appliance.store.models import Lane
+
+log = logging.getLogger(__name__)
+
+TAG = "docintel"  # every analysis's document carries it: the workspace finds them by it
+FEATURES = ("ocrHighResolution", "languages", "barcodes", "formulas", "keyValuePairs",
+            "styleFont", "queryFields")
+OUTPUTS = ("pdf", "figures")
+# a raw body: a document as its bytes; application/json: the AnalyzeDocumentRequest
+RAW_TYPES = re.compile(r"^(application/(octet-stream|pdf)|image/[\w.+-]+)$")
+FETCH_TIMEOUT_S = 30.0
+COPY_CHUNK = 1 << 20
+
+
+def _version(_api_version: Literal[API_VERSION] = Query(alias="api-version")) -> None:
+    """Every route takes the one api-version it speaks (others: 400 InvalidRequest)."""
+
+
+def list_pattern(known: tuple[str, ...]) -> str:
+    """A comma-separated list of ``known`` names, as the schema declares it."""
+    names = "|".join(known)
+    return rf"^({names})(,({names}))*$"
+
+
+def _listed(value: str | None) -> list[str]:
+    return value.split(",") if value else []
+
+
+# what an analyze request's body may be, for the OpenAPI schema (FastAPI cannot infer it
+# from a body the route streams): an AnalyzeDocumentRequest, or the document's bytes
+ANALYZE_BODY = {"requestBody": {"required": True, "content": {
+    "application/json": {"schema": {
+        "type": "object", "title": "AnalyzeDocumentRequest",
+        "properties": {"base64Source": {"type": "string", "format": "byte"},
+                       "urlSource": {"type": "string", "format": "uri", "maxLength": 2083}},
+        "oneOf": [{"required": ["base64Source"]}, {"required": ["urlSource"]}]}},
+    **{media: {"schema": {"type": "string", "format": "binary"}}
+       for media in ("application/octet-stream", "application/pdf", "image/png",
+                     "image/jpeg", "image/tiff")}}}}
+
+
+def install(app: FastAPI, appliance: Appliance, responses: dict) -> None:
+    """Add the routes to ``app`` (its own routes, so that the RouteGuard and the
+    OpenAPI schema see each of them)."""
+    route = {"tags": ["document intelligence"], "dependencies": [Depends(_version)],
+             "responses": responses}
+    max_bytes = appliance.settings.limits.max_bytes
+
+    def _fetch(url: str, into: BinaryIO) -> str:
+        """Download ``urlSource`` into ``into``, from a host webhooks may go to only;
+        answers the file's name. The URL may carry a token: only its host is logged."""
+        try:
+            appliance.webhooks.policy.check(url)
+        except WebhookNotAllowed as exc:
+            raise SourceNotAllowed(f"urlSource is fetched only from the hosts webhooks may "
+                                   f"go to: {exc.message}") from None
+        host = urlsplit(url).hostname
+        received = 0
+        try:
+            with httpx.stream("GET", url, timeout=FETCH_TIMEOUT_S,
+                              follow_redirects=False) as response:
+                if response.status_code != 200:
+                    raise SourceUnreachable(f"urlSource answered HTTP {response.status_code} "
+                                            f"(redirects are not followed)")
+                for chunk in response.iter_bytes(COPY_CHUNK):
+                    received += len(chunk)
+                    if received > max_bytes:
+                        raise TooLarge(f"the file at urlSource is larger than the limit of "
+                                       f"{max_bytes:,} bytes")
+                    into.write(chunk)
+        except httpx.HTTPError as exc:
+            raise SourceUnreachable(f"urlSource could not be fetched from {host}: "
+                                    f"{type(exc).__name__}") from None
+        log.info("docintel fetched urlSource host=%s bytes=%d", host, received)
+        return urlsplit(url).path.rsplit("/", 1)[-1]
+
+    def _from_json(body: BinaryIO, into: BinaryIO) -> str | None:
+        """The AnalyzeDocumentRequest's document into ``into``; its name if it has one."""
+        try:
+            request = json.load(body)
+        except (ValueError, UnicodeDecodeError):
+            raise InvalidRequest("the body is not JSON; send an AnalyzeDocumentRequest "
+                                 "(base64Source or urlSource) or the document's bytes") from None
+        if not isinstance(request, dict) or ("base64Source" in request) == ("urlSource" in request):
+            raise InvalidRequest("the request must have one of base64Source and urlSource")
+        source = request.get("base64Source", request.get("urlSource"))
+        if not isinstance(source, str):
+            raise InvalidRequest("base64Source and urlSource are strings")
+        if "urlSource" in request:
+            return _fetch(source, into)
+        try:
+            into.write(base64.b64decode(source, validate=True))
+        except binascii.Error:
+            raise InvalidRequest("base64Source is not base64") from None
+        return None
+
+    def _submit(model: catalogue.Model, body: BinaryIO, media: str, owner: str,
+                options: dict) -> str:
+        with tempfile.TemporaryFile() as document:  # under data_dir/tmp, as every upload
+            if media == "application/json":
+                name = _from_json(body, document)
+            else:
+                shutil.copyfileobj(body, document, COPY_CHUNK)
+                name = None
+            document.seek(0)
+            # a file intake refuses is a failed document: its analysis fails with the
+            # reason, as the service reports content it cannot read
+            doc = appliance.submit(document, name or f"{TAG}-{model.model_id}", SubmitOptions(
+                source="api", lane=Lane.INTERACTIVE, doc_type=model.doc_type, tags=[TAG]))
+        transitions.record_analysis(appliance.db, doc.id, model.model_id, options)
+        log.info("docintel analysis doc=%s model=%s key=%s", doc.id, model.model_id,
+                 owner or "-")
+        return doc.id
+
+    @app.post(PREFIX + "/documentModels/{model_id}:analyze", **route, status_code=202,
+              openapi_extra=ANALYZE_BODY)
+    async def analyze_document(
+            model_id: str, request: Request,
+            pages: str | None = Query(None, max_length=200, pattern=PAGES_PATTERN),
+            locale: str | None = Query(None, max_length=40),
+            string_index_type: Literal["textElements", "unicodeCodePoint", "utf16CodeUnit"] | None
+            = Query(None, alias="stringIndexType"),
+            features: str | None = Query(None, max_length=400, pattern=list_pattern(FEATURES)),
+            query_fields: str | None = Query(None, alias="queryFields", max_length=2000),
+            output_content_format: Literal["text", "markdown"] = Query(
+                "text", alias="outputContentFormat"),
+            output: str | None = Query(None, max_length=100, pattern=list_pattern(OUTPUTS))):
+        """Analyze a document: an AnalyzeDocumentRequest (JSON with base64Source or
+        urlSource) or the document's bytes as the body. 202 with Operation-Location; a
+        file the appliance cannot read fails its analysis with the reason."""
+        model = catalogue.model(model_id)
+        outputs = _listed(output)
+        ignored = _listed(features)
+        ignored += ["queryFields"] * bool(query_fields) + ["figures"] * ("figures" in outputs)
+        if string_index_type == "utf16CodeUnit":
+            ignored.append("stringIndexType=utf16CodeUnit")
+        media = request.headers.get("content-type", "").split(";")[0].strip().lower()
+        if media != "application/json" and not RAW_TYPES.match(media):
+            raise UnsupportedMediaType(f"Content-Type {media[:100]!r} is not supported; send "
+                                       f"application/json, application/pdf, image/* or "
+                                       f"application/octet-stream")
+        options = {"outputContentFormat": output_content_format, "pages": pages,
+                   "locale": locale, "output": outputs, "ignored": ignored}
+        with tempfile.TemporaryFile() as body:  # the body as it arrives, never in memory
+            async for chunk in request.stream():
+                body.write(chunk)
+            body.seek(0)
+            document_id = await run_in_threadpool(
+                _submit, model, body, media, getattr(request.state, "api_key", ""), options)
+        location = (f"{str(request.base_url).rstrip('/')}{PREFIX}/documentModels/"
+                    f"{model.model_id}/analyzeResults/{document_id}?api-version={API_VERSION}")
+        return Response(status_code=202, headers={"Operation-Location": location})
+
+    def _analysis(model_id: str, result_id: str):
+        analysis = queries.analysis(appliance.db, result_id)
+        view = queries.get_document(appliance.db, result_id) if analysis else None
+        if view is None or analysis.model_id != model_id:
+            raise NotFound(f"there is no analysis {result_id[:64]!r} of model {model_id[:100]!r}")
+        return view, analysis
+
+    @app.get(PREFIX + "/documentModels/{model_id}/analyzeResults/{result_id}", **route)
+    def get_analyze_result(model_id: str, result_id: str):
+        """The analysis's status, and its AnalyzeResult once it has succeeded."""
+        view, analysis = _analysis(model_id, result_id)
+        body = operation(appliance.db, view, analysis, appliance.settings)
+        retry = appliance.settings.di.retry_after_s
+        headers = ({"Retry-After": str(retry)}
+                   if retry and body["status"] in ("notStarted", "running") else {})
+        return Response(json.dumps(body, ensure_ascii=False), media_type="application/json",
+                        headers=headers)
+
+    @app.get(PREFIX + "/documentModels/{model_id}/analyzeResults/{result_id}/pdf", **route,
+             response_class=Response)
+    def get_analyze_result_pdf(model_id: str, result_id: str):
+        """The appliance's searchable PDF of the document: its original with the
+        accepted words as an invisible text layer (README, "Where results land")."""
+        view, analysis = _analysis(model_id, result_id)
+        if "pdf" not in analysis.options.get("output", []):
+            raise NotFound(f"analysis {result_id} was not asked for output=pdf")
+        if status(view, appliance.settings.di.review) != "succeeded":
+            raise NotReady(f"analysis {result_id} has not succeeded; its PDF is made once it has")
+        return Response(appliance.exporter.pdf(result_id), media_type="application/pdf")
+
+    @app.delete(PREFIX + "/documentModels/{model_id}/analyzeResults/{result_id}", **route,
+                status_code=204)
+    def delete_analyze_result(model_id: str, result_id: str, request: Request):
+        """The analysis and its document, as DELETE /api/v1/documents/{id} deletes one."""
+        _analysis(model_id, result_id)
+        appliance.delete(result_id, getattr(request.state, "api_key", "") or "api")
+        return Response(status_code=204)
+
+    @app.get(PREFIX + "/documentModels", **route)
+    def list_models():
+        return {"value": [model.details() for model in catalogue.MODELS.values()]}
+
+    @app.get(PREFIX + "/documentModels/{model_id}", **route)
+    def get_model(model_id: str):
+        return catalogue.model(model_id).details()
+
+    @app.get(PREFIX + "/info", **route)
+    def get_resource_details():
+        """No custom models: the appliance offers its prebuilt ones only."""
+        return {"customDocumentModels": {"count": 0, "limit": 0}}
+

@@ -1,0 +1,435 @@
+"""The Document Intelligence API through Microsoft's own SDK (azure-ai-documentintelligence
+1.0.2), against a real daemon on loopback: the exact calls paperless-ngx makes, the
+layout, receipt and invoice models, review, errors and many pollers at once."""
+
+from __future__ import annotations
+
+import http.server
+import json
+import subprocess
+import threading
+import time
+from concurrent.futures import ThreadPoolExecutor
+from datetime import date
+from pathlib import Path
+
+import httpx
+import pytest
+from PIL import Image, ImageDraw, ImageFont
+from azure.ai.documentintelligence import DocumentIntelligenceClient
+from azure.ai.documentintelligence.models import (
+    AnalyzeDocumentRequest, AnalyzeOutputOption, AnalyzeResult, DocumentContentFormat,
+)
+from azure.core.credentials import AzureKeyCredential
+from azure.core.exceptions import ClientAuthenticationError, HttpResponseError
+
+from appliance.config import Settings, load_settings
+from appliance.intake.spool import Spool
+from appliance.measure.synthetic_sets import BOLD, FONTS, make_sets
+from appliance.review import ReviewService
+from appliance.security import ApiKeys
+from appliance.store import Database, queries
+from appliance.users import Users
+from tests.daemon import Daemon
+from tests.fixtures.documents import (
+    write_jpeg, write_multipage_tiff, write_pdf, write_png,
+)
+
+POLL_S = 0.05  # the SDK's polling interval here (paperless-ngx keeps its default, 1 s)
+WAIT_S = 120  # no analysis here may take longer: a poller that hangs fails the test
+MAX_PAGES = 3
+
+
+def start(tmp: Path, review: dict | None = None, **sections) -> tuple[Daemon, str]:
+    """A daemon with auth on (one API key, returned; a reviewer account) and the given
+    config sections, started (``wait_ready`` before use)."""
+    keys_file = tmp / "api-keys.toml"
+    key = ApiKeys(keys_file).add("paperless")
+    users_file = tmp / "users.toml"
+    Users(users_file).add("anna", "reviewer", "a long enough password")
+    daemon = Daemon(tmp, auth={"api_keys_file": str(keys_file), "rate_per_minute": 100_000},
+                    review={"users_file": str(users_file), **(review or {})}, **sections)
+    daemon.client.headers["X-API-Key"] = key
+    daemon.start()
+    return daemon, key
+
+
+def sdk(daemon: Daemon, key: str, polling_s: float = POLL_S) -> DocumentIntelligenceClient:
+    return DocumentIntelligenceClient(f"http://127.0.0.1:{daemon.port}", AzureKeyCredential(key),
+                                      polling_interval=polling_s)
+
+
+@pytest.fixture(scope="module")
+def service(tmp_path_factory):
+    tmp = tmp_path_factory.mktemp("docintel")
+    daemon, key = start(tmp, limits={"max_pages": MAX_PAGES}, di={"retry_after_s": 0},
+                        webhooks={"allow_hosts": ["127.0.0.1"]})
+    try:
+        daemon.wait_ready()
+        yield daemon, sdk(daemon, key)
+    finally:
+        daemon.stop()
+
+
+@pytest.fixture(scope="module")
+def pages(tmp_path_factory) -> Path:
+    root = tmp_path_factory.mktemp("pages")
+    make_sets(root, pages=1)
+    return root
+
+
+def paperless(client: DocumentIntelligenceClient, path: Path) -> tuple[str, AnalyzeResult, bytes]:
+    """What paperless-ngx's remote parser does with a file (src/paperless_remote/parsers.py):
+    the result id, the result, and the searchable PDF it archives."""
+    with path.open("rb") as f:
+        request = AnalyzeDocumentRequest(bytes_source=f.read())
+    poller = client.begin_analyze_document(
+        model_id="prebuilt-read", body=request,
+        output_content_format=DocumentContentFormat.TEXT, output=[AnalyzeOutputOption.PDF],
+        content_type="application/json")
+    poller.wait(WAIT_S)  # paperless-ngx waits without a limit
+    assert poller.done(), "the analysis did not finish"
+    result_id = poller.details["operation_id"]
+    result = poller.result()
+    pdf = b"".join(client.get_analyze_result_pdf(model_id="prebuilt-read", result_id=result_id))
+    return result_id, result, pdf
+
+
+def pdf_text(pdf: bytes, tmp: Path) -> str:
+    path = tmp / "archive.pdf"
+    path.write_bytes(pdf)
+    return subprocess.run(["pdftotext", str(path), "-"], capture_output=True, text=True,
+                          check=True).stdout
+
+
+def appliance_text(daemon: Daemon, document_id: str) -> str:
+    """The appliance's own text of the document (its pages apart by a form feed)."""
+    response = daemon.client.get(f"/api/v1/documents/{document_id}/result",
+                                 params={"format": "txt"})
+    assert response.status_code == 200, response.text
+    return response.text.rstrip("\n").replace("\f", "\n")
+
+
+@pytest.mark.parametrize("kind", ["pdf", "jpeg", "tiff", "multipage-pdf"])
+def test_the_paperless_ngx_call_sequence(service, tmp_path, kind):
+    daemon, client = service
+    lines = [["Quarterly report of the archive", "Invoices filed 2024"],
+             ["Second page holds minutes", "Board meeting March"],
+             ["Third page lists members", "Treasurer signed here"]]
+    path = {"pdf": lambda p: write_pdf(p, lines[:1]),
+            "jpeg": lambda p: write_jpeg(p, lines[0]),
+            "tiff": lambda p: write_multipage_tiff(p, lines[:2]),
+            "multipage-pdf": lambda p: write_pdf(p, lines)}[kind](tmp_path / f"scan.{kind}")
+    result_id, result, pdf = paperless(client, path)
+    assert result.model_id == "prebuilt-read" and result.content_format == "text"
+    assert result.content == appliance_text(daemon, result_id)
+    pages = {"pdf": 1, "jpeg": 1, "tiff": 2, "multipage-pdf": 3}[kind]
+    assert [p.page_number for p in result.pages] == list(range(1, pages + 1))
+    for page, page_lines in zip(result.pages, lines):
+        assert page.unit == ("inch" if kind.endswith("pdf") else "pixel")
+        words = [w.content for w in page.words]
+        assert words == " ".join(page_lines).split()
+        for word in page.words:  # each word's span is where the content holds it
+            assert result.content[word.span.offset:][:word.span.length] == word.content
+            assert 0 < word.confidence <= 1 and len(word.polygon) == 8
+            assert all(0 <= x <= page.width for x in word.polygon[::2])
+        assert [line.content for line in page.lines] == page_lines
+    archived = pdf_text(pdf, tmp_path)
+    assert pdf.startswith(b"%PDF")
+    for word in " ".join(" ".join(page) for page in lines[:pages]).split():
+        assert word in archived
+    # an ordinary document of the workspace, with every other result the appliance makes
+    document = daemon.document(result_id)
+    assert document["status"] == "done" and document["source"] == "api"
+    assert "docintel" in document["tags"]
+
+
+def analyze(client: DocumentIntelligenceClient, model_id: str, path: Path, **options):
+    with path.open("rb") as f:
+        poller = client.begin_analyze_document(model_id, AnalyzeDocumentRequest(
+            bytes_source=f.read()), **options)
+    return poller.details["operation_id"], poller.result(timeout=WAIT_S)
+
+
+def native_result(daemon: Daemon, document_id: str) -> dict:
+    response = daemon.client.get(f"/api/v1/documents/{document_id}/result",
+                                 params={"format": "json"})
+    assert response.status_code == 200, response.text
+    return response.json()
+
+
+HEADING = "Stock on hand"
+TABLE = [["Item", "Region", "Quantity"], ["Stapler", "North", "40"],
+         ["Ring binder", "South", "125"], ["Desk lamp", "East", "7"], ["Toner", "West", "310"]]
+
+
+def write_table_page(path: Path) -> Path:
+    """A heading in print twice the body's over a table of five rows and three columns."""
+    page = Image.new("L", (1240, 900), 255)
+    draw = ImageDraw.Draw(page)
+    draw.text((90, 80), HEADING, font=ImageFont.truetype(BOLD, 64), fill=0)
+    font = ImageFont.truetype(FONTS[0], 30)
+    for r, row in enumerate(TABLE):
+        for x, cell in zip((90, 520, 860), row):
+            draw.text((x, 260 + 70 * r), cell, font=font, fill=0)
+    page.save(path)
+    return path
+
+
+def test_layout_with_markdown_finds_the_heading_and_the_table(service, tmp_path):
+    daemon, client = service
+    page = write_table_page(tmp_path / "stock.png")
+    result_id, result = analyze(client, "prebuilt-layout", page,
+                                output_content_format=DocumentContentFormat.MARKDOWN)
+    assert result.content_format == "markdown"
+    assert result.content == native_result(daemon, result_id)["pages"][0]["markdown"]
+    assert result.content.startswith(f"# {HEADING}\n\n| Item | Region | Quantity |")
+    assert [(p.role, p.content) for p in result.paragraphs if p.role] == [("title", HEADING)]
+    header, *body = TABLE
+    (table,) = result.tables
+    assert (table.row_count, table.column_count) == (len(body) + 1, len(header))
+    grid = [[None] * table.column_count for _ in range(table.row_count)]
+    for cell in table.cells:
+        grid[cell.row_index][cell.column_index] = cell.content
+        assert (cell.kind == "columnHeader") == (cell.row_index == 0)
+        region = cell.bounding_regions[0]  # each cell stands on its words
+        assert region.page_number == 1 and len(region.polygon) == 8
+        assert result.content[cell.spans[0].offset:][:cell.spans[0].length].startswith(
+            cell.content.split()[0])
+    assert grid == [header, *body]
+    assert result.sections and "/tables/0" in result.sections[0].elements + \
+        [e for s in result.sections for e in s.elements]
+
+
+def test_receipt_and_invoice_fields_typed_as_the_sdk_parses_them(service, pages):
+    daemon, client = service
+    receipt_id, receipt = analyze(client, "prebuilt-receipt",
+                                  pages / "receipts-fields" / "receipts-fields-000.png")
+    truth = json.loads((pages / "receipts-fields" / "receipts-fields-000.fields.json").read_text())
+    (document,) = receipt.documents
+    assert document.doc_type == "receipt"
+    own = {f["name"]: f for f in native_result(daemon, receipt_id)["document"]["fields"]}
+    fields = document.fields
+    assert fields["MerchantName"].type == "string"
+    assert fields["MerchantName"].value_string == truth["company"] == own["company"]["value"]
+    assert fields["TransactionDate"].value_date == date.fromisoformat(own["date"]["value"])
+    assert fields["Total"].value_currency.amount == float(own["total"]["value"])
+    for name, source in (("TransactionDate", "date"), ("Total", "total")):
+        assert fields[name].content == own[source]["raw"] == truth[source]  # as printed
+        assert fields[name]["applianceValidation"]["valid"] == own[source]["valid"]
+        assert fields[name].bounding_regions[0].page_number == 1
+
+    invoice_id, invoice = analyze(client, "prebuilt-invoice",
+                                  pages / "invoices-fields" / "invoices-fields-000.png")
+    truth = json.loads((pages / "invoices-fields" / "invoices-fields-000.fields.json").read_text())
+    own = {f["name"]: f for f in native_result(daemon, invoice_id)["document"]["fields"]}
+    fields = invoice.documents[0].fields
+    for name, source in (("InvoiceId", "number"), ("VendorName", "seller"),
+                         ("VendorTaxId", "seller_vat_id")):
+        assert fields[name].value_string == own[source]["value"] == truth[source]
+    for name, source in (("InvoiceDate", "issue_date"), ("DueDate", "due_date")):
+        assert fields[name].value_date == date.fromisoformat(own[source]["value"])
+        assert fields[name].content == truth[source]
+    for name, source in (("SubTotal", "net"), ("TotalTax", "tax"), ("InvoiceTotal", "gross")):
+        value = fields[name].value_currency
+        assert (value.amount, value.currency_code) == (float(own[source]["value"]),
+                                                       truth["currency"])
+        assert fields[name].content == truth[source]
+    assert fields["InvoiceTotal"]["applianceValidation"] == {"valid": True, "failed": []}
+    sure = fields["InvoiceTotal"].confidence
+
+    # a gross that no longer adds up fails its check: less sure, and the reason given
+    response = daemon.client.put(f"/api/v1/documents/{invoice_id}/fields",
+                                 json={"fields": {"gross": "9,999.00"}})
+    assert response.status_code == 200, response.text
+    fields = operation_result(daemon, "prebuilt-invoice", invoice_id).documents[0].fields
+    assert fields["InvoiceTotal"].value_currency.amount == 9999.0
+    checked = fields["InvoiceTotal"]["applianceValidation"]
+    assert checked["valid"] is False and any("gross" in reason for reason in checked["failed"])
+    assert fields["InvoiceTotal"].confidence <= 0.3 < sure
+
+
+def operation(daemon: Daemon, model_id: str, result_id: str) -> httpx.Response:
+    return daemon.client.get(f"/documentintelligence/documentModels/{model_id}/analyzeResults/"
+                             f"{result_id}", params={"api-version": "2024-11-30"})
+
+
+def operation_result(daemon: Daemon, model_id: str, result_id: str) -> AnalyzeResult:
+    body = operation(daemon, model_id, result_id).json()
+    assert body["status"] == "succeeded", body
+    return AnalyzeResult(body["analyzeResult"])
+
+
+def raises(call) -> HttpResponseError:
+    with pytest.raises(HttpResponseError) as caught:
+        call()
+    return caught.value
+
+
+def test_refusals_raise_the_sdk_s_error_with_the_service_s_code(service, tmp_path):
+    daemon, client = service
+    png = write_png(tmp_path / "page.png", ["Refusals are answered"])
+
+    wrong = DocumentIntelligenceClient(f"http://127.0.0.1:{daemon.port}",
+                                       AzureKeyCredential("ocr_not-a-key"))
+    error = raises(lambda: analyze(wrong, "prebuilt-read", png))
+    assert isinstance(error, ClientAuthenticationError) and error.status_code == 401
+    assert error.error.code == "Unauthorized"
+
+    # a file the appliance cannot read: its analysis fails with the service's codes,
+    # and the failed document is in the workspace with its reason
+    corrupt = tmp_path / "corrupt.pdf"
+    corrupt.write_bytes(b"%PDF-1.7\n" + bytes(range(256)) * 40 + b"\n%%EOF\n")
+    text = tmp_path / "notes.txt"
+    text.write_text("plain text is no scan\n" * 20)
+    over = write_pdf(tmp_path / "long.pdf", [[f"Page {n}"] for n in range(MAX_PAGES + 1)])
+    for path, code, inner, reason in (
+            (corrupt, "InvalidRequest", "InvalidContent", "corrupt_file"),
+            (text, "UnsupportedMediaType", "InvalidContent", "unsupported_type"),
+            (over, "InvalidRequest", "InvalidContent", "too_many_pages")):
+        with path.open("rb") as f:
+            poller = client.begin_analyze_document("prebuilt-read", AnalyzeDocumentRequest(
+                bytes_source=f.read()))
+        error = raises(lambda: poller.result(timeout=WAIT_S))
+        assert (error.error.code, error.error.innererror["code"]) == (code, inner), path
+        assert f"[{reason}]" in error.error.innererror["message"]
+        document = daemon.document(poller.details["operation_id"])
+        assert (document["status"], document["error"]["code"]) == ("failed", reason)
+
+    error = raises(lambda: analyze(client, "prebuilt-idDocument", png))
+    assert (error.status_code, error.error.code) == (404, "NotFound")
+    assert error.error.innererror["code"] == "ModelNotFound"
+
+    # a body that is no document: the service's 415
+    response = daemon.client.post(
+        "/documentintelligence/documentModels/prebuilt-read:analyze",
+        params={"api-version": "2024-11-30"}, content=b"hello",
+        headers={"Content-Type": "text/plain"})
+    assert response.status_code == 415
+    assert response.json()["error"]["code"] == "UnsupportedMediaType"
+    error = raises(lambda: client.get_analyze_result_pdf("prebuilt-read", "0" * 32))
+    assert (error.status_code, error.error.code) == (404, "NotFound")
+
+
+class _Files(http.server.SimpleHTTPRequestHandler):
+    def log_message(self, *_args):
+        pass
+
+
+def test_url_source_is_fetched_only_from_a_host_webhooks_may_go_to(service, tmp_path):
+    daemon, client = service
+    write_png(tmp_path / "hosted.png", ["Fetched from the intranet"])
+    handler = lambda *a: _Files(*a, directory=str(tmp_path))  # noqa: E731
+    with http.server.ThreadingHTTPServer(("127.0.0.1", 0), handler) as server:
+        threading.Thread(target=server.serve_forever, daemon=True).start()
+        try:
+            url = f"http://127.0.0.1:{server.server_address[1]}/hosted.png"
+            poller = client.begin_analyze_document(
+                "prebuilt-read", AnalyzeDocumentRequest(url_source=url))
+            assert poller.result(timeout=WAIT_S).content == "Fetched from the intranet"
+            # a host outside webhooks.allow_hosts: refused before anything is fetched
+            for refused in ("http://169.254.169.254/latest/meta-data/",
+                            f"http://localhost:{server.server_address[1]}/hosted.png",
+                            "file:///etc/passwd"):
+                error = raises(lambda: client.begin_analyze_document(
+                    "prebuilt-read", AnalyzeDocumentRequest(url_source=refused)))
+                assert (error.status_code, error.error.code) == (403, "Forbidden"), refused
+        finally:
+            server.shutdown()
+
+
+def test_twenty_concurrent_analyses_are_each_answered_once(service, tmp_path):
+    daemon, _client = service
+    # twenty pollers at paperless-ngx's own 1 s would idle; at 0.05 s they would take
+    # the CPU from the engine
+    client = sdk(daemon, daemon.client.headers["X-API-Key"], polling_s=0.5)
+    words = [f"Parcel {n:02d} {name}" for n, name in enumerate(
+        "alpha bravo charlie delta echo foxtrot golf hotel india juliet kilo lima mike "
+        "november oscar papa quebec romeo sierra tango".split())]
+    paths = [write_png(tmp_path / f"parcel-{n}.png", [text]) for n, text in enumerate(words)]
+    before = daemon.client.get("/api/v1/documents", params={"tag": "docintel"}).json()["total"]
+    with ThreadPoolExecutor(len(paths)) as pool:
+        answers = list(pool.map(lambda path: analyze(client, "prebuilt-read", path), paths))
+    assert [result.content for _id, result in answers] == words
+    assert len({result_id for result_id, _result in answers}) == len(paths)
+    after = daemon.client.get("/api/v1/documents", params={"tag": "docintel"}).json()["total"]
+    assert after - before == len(paths)  # no analysis was submitted twice
+
+
+@pytest.fixture(scope="module")
+def reviewing(tmp_path_factory):
+    """Two daemons that send every page to review, one for each [di] review setting."""
+    # every classic page scores under 0.99: each goes to review, and its words, read at
+    # 0.99 and over, must come out lowered when they are answered before a reviewer
+    review = {"enabled": True, "review_below": 0.99, "accept_from": 0.99}
+    daemons = {mode: start(tmp_path_factory.mktemp(f"review-{mode}"), review=review,
+                           di={"review": mode, "retry_after_s": 1})
+               for mode in ("wait", "skip")}
+    try:
+        for daemon, _key in daemons.values():  # started side by side, then waited for
+            daemon.wait_ready()
+        yield daemons
+    finally:
+        for daemon, _key in daemons.values():
+            daemon.stop()
+
+
+def approve_all(daemon: Daemon) -> int:
+    """A reviewer approves every waiting page, in the review console's service on the
+    daemon's own store."""
+    settings: Settings = load_settings(daemon.config_path)
+    db = Database(settings.paths.database)
+    service = ReviewService(settings, db, Spool(settings.paths.spool), on_settled=lambda _d: None,
+                            wake=lambda: None)
+    approved = 0
+    try:
+        while (page := service.next_page("anna")) is not None:
+            service.approve("anna", page.item.page_id)
+            approved += 1
+    finally:
+        db.close()
+    return approved
+
+
+def test_review_wait_keeps_the_analysis_running_until_a_reviewer_decides(reviewing, tmp_path):
+    daemon, key = reviewing["wait"]
+    client = sdk(daemon, key)
+    png = write_png(tmp_path / "doubtful.png", ["Doubtful page waits for a person"])
+    with png.open("rb") as f:
+        poller = client.begin_analyze_document("prebuilt-read", AnalyzeDocumentRequest(
+            bytes_source=f.read()))
+    result_id = poller.details["operation_id"]
+    deadline = time.monotonic() + WAIT_S
+    while daemon.document(result_id)["status"] != "review" and time.monotonic() < deadline:
+        time.sleep(0.1)
+    poller.wait(3)  # a real timeout: the poller is still waiting on a person
+    assert not poller.done()
+    running = operation(daemon, "prebuilt-read", result_id)
+    assert running.json()["status"] == "running" and running.headers["Retry-After"] == "1"
+    assert approve_all(daemon) == 1
+    result = poller.result(timeout=WAIT_S)
+    assert result.content == "Doubtful page waits for a person"
+    assert not result.warnings
+
+
+def test_review_skip_answers_at_once_with_lowered_confidences(reviewing, tmp_path):
+    daemon, key = reviewing["skip"]
+    client = sdk(daemon, key)
+    png = write_png(tmp_path / "doubtful.png", ["Doubtful page answered at once"])
+    result_id, result = analyze(client, "prebuilt-read", png)
+    assert result.content == "Doubtful page answered at once"
+    assert daemon.document(result_id)["status"] == "review"  # still before a reviewer
+    machine = [w["score"] for line in native_page_lines(daemon, result_id) for w in line["words"]]
+    assert max(machine) > 0.99  # so the cap below is a real lowering
+    assert all(word.confidence <= 0.99 for word in result.pages[0].words)
+    assert [(w.code, w.target) for w in result.warnings] == [("PageAwaitingReview", "1")]
+
+
+def native_page_lines(daemon: Daemon, document_id: str) -> list[dict]:
+    """The machine's lines of a page still in review (its JSON result is not final yet)."""
+    db = Database(load_settings(daemon.config_path).paths.database)
+    try:
+        ((_page, result),) = queries.accepted_results(db, document_id)
+        return result.lines
+    finally:
+        db.close()
