@@ -133,6 +133,10 @@ class OutputSettings:
     # placed on its word boxes (hOCR, ALTO, the JSON's lines); false saves that CPU
     # time, and vision pages then carry no positions
     place_vision_text: bool = True
+    # a page's running header, footer and page number (``reading.furniture``): left where
+    # they stand ("keep"), after the body under their own heading ("separate"), or out
+    # of the text and Markdown ("drop"); they keep their role in the JSON, hOCR and ALTO
+    page_furniture: Literal["keep", "separate", "drop"] = "separate"
     # the searchable PDF: PDF/A-2b, PDF/A-3b, or a plain PDF (PDF/A that cannot be made,
     # e.g. from a born-digital PDF with fonts not embedded, is written plain, and logged)
     pdf_type: Literal["pdfa-2", "pdfa-3", "pdf"] = "pdfa-2"

@@ -69,6 +69,7 @@ def _spec_options(settings: Settings) -> dict:
                                      if settings.review.second_opinion else None),
             "second_opinion_languages": settings.review.second_opinion_languages,
             "place_vision_text": settings.output.place_vision_text,
+            "page_furniture": settings.output.page_furniture,
             "field_specs": schemas(settings.fields)}
 
 

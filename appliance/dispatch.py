@@ -44,6 +44,7 @@ from appliance.metrics import EndpointAnswers
 from appliance.quality.blocks import page_tail
 from appliance.raster import render_dpi
 from appliance.quality.routing import Route, route_page, routing_rules
+from appliance.reading.doubt import LAYOUT_DOUBT
 from appliance.store import Database, queries, transitions
 from appliance.store.models import FieldSet, Outcome, PageResult
 
@@ -418,7 +419,8 @@ class Dispatcher:
                                                   specs, (claim.page_index, unstored))
         route = route_page(done.confidence, doc_type=claim.doc_type,
                            page_key=f"{claim.sha256}:{claim.page_index}", text=text, rules=rules,
-                           field_reasons=fields.reasons if fields else ())
+                           field_reasons=fields.reasons if fields else (),
+                           layout_doubt=done.recognition.provenance.get(LAYOUT_DOUBT))
         return route, fields
 
     def _on_answer(self, worker: WorkerHandle, answer: PageDone | PageFailed) -> None:

@@ -26,6 +26,7 @@ from appliance.export import document_error
 from appliance.outputs.tree import Box, PageTree, Word, page_trees
 from appliance.quality.blocks import parse_blocks
 from appliance.quality.markdown import escape_markdown
+from appliance.reading.furniture import FOOTER, HEADER, PAGE_NUMBER, is_page_number
 from appliance.store import Database, queries
 from appliance.store.models import Analysis, DocStatus, PageResult, PageStatus
 from appliance.store.queries import DocumentView
@@ -34,7 +35,9 @@ PAGE_BREAK = "\n\n<!-- PageBreak -->\n\n"  # between the pages of Markdown conte
 # a key field that failed a check: no surer than a value the appliance found on no line
 INVALID_CONFIDENCE = 0.3
 EDGE = 0.08  # the bands at a page's top and bottom where headers, footers and numbers stand
-_PAGE_NUMBER = re.compile(r"^(page\s*)?[-–(]?\s*\d{1,4}\s*[-–)]?(\s*(/|of)\s*\d{1,4})?$", re.I)
+# the reading's furniture roles (reading.furniture) as the service names them
+_FURNITURE = {HEADER: "pageHeader", FOOTER: "pageFooter", PAGE_NUMBER: "pageNumber"}
+_OWN_RUN = ("heading", *_FURNITURE)
 # the ``pages`` query: page numbers and ranges, "1-3,5"
 PAGES_PATTERN = r"^\s*\d+\s*(-\s*\d+\s*)?(,\s*\d+\s*(-\s*\d+\s*)?)*$"
 
@@ -198,13 +201,14 @@ class Run:
 
 
 def _runs(reading: PageReading) -> list[Run]:
-    """The page's paragraphs: in each block, a heading line stands alone from the rest."""
+    """The page's paragraphs: in each block, a heading line stands alone from the rest,
+    and so does the page's furniture (its header, footer, page number), a run of each."""
     runs: list[Run] = []
     for block in reading.tree.blocks:
         current: Run | None = None
         for line in block.lines:
-            role = "heading" if line.role == "heading" else None
-            if current is not None and current.role == role and role is None:
+            role = line.role if line.role in _OWN_RUN else None
+            if current is not None and current.role == role and role != "heading":
                 current.lines.append(line)
             else:
                 current = Run(reading, role, [line])
@@ -235,7 +239,9 @@ def _paragraphs(readings: list[PageReading], layout: bool) -> list[dict]:
         paragraph = {"content": text, "spans": _span(words), "boundingRegions": [
             run.reading.region(_union([line.box for line in run.lines]))]}
         if layout:
-            if edge[0] and _PAGE_NUMBER.match(text.strip()):
+            if run.role in _FURNITURE:  # the reading found it (reading.furniture)
+                paragraph["role"] = _FURNITURE[run.role]
+            elif edge[0] and is_page_number(text):
                 paragraph["role"] = "pageNumber"
             elif edge in repeated:
                 paragraph["role"] = "pageHeader" if edge[0] == "top" else "pageFooter"

@@ -39,6 +39,8 @@ class PageRequest:
     attempt: int = 1  # 1-based; picks the rung of the engine's retry ladder
     deadline: float | None = None  # time.monotonic() by which the engine must answer
     context: str = ""  # the end of the previous page, for engines that can use it
+    # where the page's header, footer and number go in its text (OutputSettings)
+    page_furniture: str = "separate"
     # set by the worker to take the page back (memory critical): the engine stops
     # reading it soon and raises PagePreempted
     cancel: threading.Event | None = field(default=None, compare=False)

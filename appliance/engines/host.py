@@ -70,6 +70,7 @@ class WorkerSpec:
     second_opinion_languages: str = "eng"
     # a vision reading's words are placed on the classic reading's word boxes
     place_vision_text: bool = True
+    page_furniture: str = "separate"
     # the fields of each document type, which a vision engine is asked for
     field_specs: dict[str, tuple[FieldSpec, ...]] = field(default_factory=dict)
 
@@ -87,6 +88,7 @@ class PagePipeline:
     second_opinion_below: float | None = None
     second_reader: TesseractReader | None = None  # reads classic pages in doubt again
     place_vision_text: bool = True
+    page_furniture: str = "separate"
     field_specs: dict[str, tuple[FieldSpec, ...]] = field(default_factory=dict)
 
 
@@ -124,7 +126,8 @@ def run_job(pipeline: PagePipeline, job: Job, background: ThreadPoolExecutor,
         # the page as the engine sees it serves review: write it while the engine works
         saving = background.submit(save_page_image, image, job.page_image)
         request = PageRequest(doc_type=job.doc_type, engine=job.engine, attempt=job.attempt,
-                              deadline=deadline, context=job.context, cancel=cancel)
+                              deadline=deadline, context=job.context, cancel=cancel,
+                              page_furniture=pipeline.page_furniture)
         start = time.perf_counter()
         key = pipeline.cache.key(image_digest(image), engine, request) if pipeline.cache else None
         recognition = pipeline.cache.get(key) if key else None
@@ -243,6 +246,7 @@ def worker_main(spec: WorkerSpec, conn: Connection, parent_pid: int) -> None:
                                 ResultCache(spec.cache_dir) if spec.cache_dir else None,
                                 second_opinion_below=spec.second_opinion_below,
                                 place_vision_text=spec.place_vision_text,
+                                page_furniture=spec.page_furniture,
                                 field_specs=spec.field_specs)
         if spec.second_opinion_below is not None:
             if problem := tesseract_problem(spec.second_opinion_languages):

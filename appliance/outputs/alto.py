@@ -9,8 +9,10 @@ Structure::
       Layout
         Page         one per page: ID page_N, PHYSICAL_IMG_NR N, WIDTH, HEIGHT, and
                      ROTATION (90, 180, 270) where its text runs turned
+          TopMargin    the running header's blocks (``reading.furniture``): TextBlocks
+          BottomMargin the footer's, and a page number's on its own below the middle
           PrintSpace the whole page (0, 0, WIDTH, HEIGHT)
-            TextBlock  one per block, ID block_N_B
+            TextBlock  one per block of the body, ID block_N_B
               TextLine one per line, ID line_N_B_L
                 String one per word, ID word_N_B_L_W, CONTENT, WC (0-1) where known
                        (not None, not NaN),
@@ -52,7 +54,8 @@ from appliance.outputs.hocr import (
     known_confidence,
     xml_text,
 )
-from appliance.outputs.tree import PageTree
+from appliance.outputs.tree import PageTree, TextBlock
+from appliance.reading.furniture import FOOTER, HEADER, PAGE_NUMBER
 
 ALTO_NS = "http://www.loc.gov/standards/alto/ns-v4#"
 XSI_NS = "http://www.w3.org/2001/XMLSchema-instance"
@@ -94,11 +97,16 @@ def _page(layout: ET.Element, page: PageTree) -> None:
         "WIDTH": str(width), "HEIGHT": str(height),
         # the text's turn on the page (a page submitted on its side)
         **({"ROTATION": str(page.text_angle)} if page.text_angle else {})})
-    space = ET.SubElement(element, "PrintSpace", _position((0, 0, width, height)))
-    if page.status != "done":
+    done = page.status == "done"
+    spaces = {}
+    for name in ("TopMargin", "BottomMargin"):  # the schema wants them before PrintSpace
+        if done and any(_space(page, block) == name for block in page.blocks):
+            spaces[name] = ET.SubElement(element, name)
+    spaces["PrintSpace"] = ET.SubElement(element, "PrintSpace", _position((0, 0, width, height)))
+    if not done:
         return
     for b, block in enumerate(page.blocks, start=1):
-        text_block = ET.SubElement(space, "TextBlock", {
+        text_block = ET.SubElement(spaces[_space(page, block)], "TextBlock", {
             "ID": f"block_{n}_{b}", **_position(page.pixels(block.box))})
         for li, line in enumerate(block.lines, start=1):
             if not line.words:
@@ -121,6 +129,18 @@ def _page(layout: ET.Element, page: PageTree) -> None:
                     attributes["WC"] = word_confidence(confidence)
                 ET.SubElement(text_line, "String", attributes)
                 previous = box
+
+
+def _space(page: PageTree, block: TextBlock) -> str:
+    """Where on the ALTO page a block stands: a margin for furniture, else PrintSpace."""
+    if block.role == HEADER:
+        return "TopMargin"
+    if block.role == FOOTER:
+        return "BottomMargin"
+    if block.role == PAGE_NUMBER:
+        top, bottom = page.pixels(block.box)[1::2]
+        return "TopMargin" if top + bottom < page.height else "BottomMargin"
+    return "PrintSpace"
 
 
 def to_alto(title: str, pages: list[PageTree]) -> bytes:

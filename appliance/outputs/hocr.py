@@ -4,7 +4,9 @@ The document is XHTML, well-formed XML (standard library only). Its structure is
 one Tesseract writes and hOCR readers (OCRmyPDF's ``HocrParser``, hocr-tools) expect::
 
     div.ocr_page           one per page, id page_N
-      div.ocr_carea        one per block, id block_N_B
+      div.ocr_carea        one per block, id block_N_B; a running header's block is
+                           div.ocr_header, a footer's div.ocr_footer, a page number's
+                           on its own div.ocr_pageno (``reading.furniture``)
         p.ocr_par          one per block (readers find lines through it), id par_N_B
           span.ocr_line    one per line, id line_N_B_L
             span.ocrx_word one per word, id word_N_B_L_W
@@ -49,12 +51,16 @@ import urllib.parse
 import xml.etree.ElementTree as ET
 
 from appliance.outputs.tree import PageTree
+from appliance.reading.furniture import FOOTER, HEADER, PAGE_NUMBER
 
 XHTML_NS = "http://www.w3.org/1999/xhtml"
 SOFTWARE_NAME = "ocr-appliance"
 # every class this writer can produce (the spec: list what the system can generate,
 # even where a document has none of it)
-CAPABILITIES = ("ocr_page", "ocr_carea", "ocr_par", "ocr_line", "ocrx_word")
+CAPABILITIES = ("ocr_page", "ocr_carea", "ocr_header", "ocr_footer", "ocr_pageno", "ocr_par",
+                "ocr_line", "ocrx_word")
+# the class of a block of page furniture, by its role
+FURNITURE_CLASS = {HEADER: "ocr_header", FOOTER: "ocr_footer", PAGE_NUMBER: "ocr_pageno"}
 
 _DOCTYPE = ('<!DOCTYPE html PUBLIC "-//W3C//DTD XHTML 1.0 Transitional//EN"\n'
             '    "http://www.w3.org/TR/xhtml1/DTD/xhtml1-transitional.dtd">\n')
@@ -129,7 +135,8 @@ def _page(body: ET.Element, page: PageTree, image: str) -> None:
         return
     for b, block in enumerate(page.blocks, start=1):
         block_box = _bbox(page.pixels(block.box))
-        carea = _el(div, "div", "ocr_carea", f"block_{n}_{b}", block_box)
+        carea = _el(div, "div", FURNITURE_CLASS.get(block.role, "ocr_carea"), f"block_{n}_{b}",
+                    block_box)
         par = _el(carea, "p", "ocr_par", f"par_{n}_{b}", block_box)
         for li, line in enumerate(block.lines, start=1):
             if not line.words:

@@ -19,6 +19,7 @@ import numpy as np
 
 from appliance.outputs.placement import Placed, align, union, words_of
 from appliance.raster.preprocess import to_original
+from appliance.reading.furniture import FOOTER, HEADER
 from appliance.store import Database, queries
 from appliance.store.models import PageResult, PageStatus
 
@@ -37,7 +38,9 @@ class Word:
 class TextLine:
     box: Box
     words: list[Word]
-    role: str | None = None  # heading, list, table, text; None when unknown
+    # heading, list, table, text, or furniture (header, footer, page_number); None when
+    # unknown
+    role: str | None = None
 
     @property
     def text(self) -> str:
@@ -48,7 +51,9 @@ class TextLine:
 class TextBlock:
     box: Box
     lines: list[TextLine]
-    role: str | None = None  # heading, list, table, text; None when unknown
+    # a line's role, or the furniture's: header, footer, or page_number for a page
+    # number on its own
+    role: str | None = None
 
 
 @dataclass
@@ -186,4 +191,6 @@ def _blocks(words: list[Placed]) -> list[TextBlock]:
         block = blocks.setdefault(key, TextBlock(line.box, [], members[0].role))
         block.lines.append(line)
         block.box = union([block.box, line.box])
+        if line.role in (HEADER, FOOTER):  # a header's page number is the header's
+            block.role = line.role
     return list(blocks.values())

@@ -64,6 +64,7 @@ from appliance.engines.base import Recognition
 from appliance.quality.text_checks import (
     bad_chars, implausible_figures, repeated_lines, script_mix,
 )
+from appliance.reading.doubt import LAYOUT_DOUBT
 
 __all__ = ["Confidence", "EXPECTED_CHARS", "needs_second_opinion", "score_page"]
 
@@ -166,6 +167,10 @@ FOREIGN_SCRIPT_FACTOR = 0.85
 # the counts without a penalty: their figures are not what the page is for.
 FIGURE_TYPES = ("receipt", "invoice", "table", "fapiao")
 IMPLAUSIBLE_FACTOR = 0.7
+# The reading order is in doubt (``reading.doubt``: running text read across a
+# gutter): every character may be right and the text still unreadable, so the page is
+# never auto-accepted (0.7 x a perfect 1.0 < 0.75).
+LAYOUT_DOUBT_FACTOR = 0.7
 
 # Expected page length per document type, in non-whitespace characters: generous
 # bounds (about a third of a sparse page's length, about twice a dense page's), so
@@ -250,6 +255,9 @@ def score_page(recognition: Recognition, *, doc_type: str,
     if signals["fallback"]:
         penalise("fallback", FALLBACK_FACTOR)
     signals["cached"] = "cached" in flags
+    signals[LAYOUT_DOUBT] = LAYOUT_DOUBT in flags
+    if signals[LAYOUT_DOUBT]:
+        penalise(LAYOUT_DOUBT, LAYOUT_DOUBT_FACTOR)
 
     repair = recognition.provenance.get("repair") or {}
     level = repair.get("level")

@@ -25,6 +25,8 @@ console filters on it (``reason_code``), the detail is for people:
 - ``always_review: doc_type invoice``
 - ``missing_field: total``
 - ``field_invalid: gross: gross 191.00 != net 100.00 + tax 19.00``
+- ``layout_doubt: block 2 reads running text across a gutter ...`` (the reading's
+  order is in doubt, ``reading.doubt``)
 - ``sent_to_review: by ann`` (a person sent a finished page back, not a rule)
 - ``confident: 0.820 >= 0.75``
 - ``not_sampled: 0.610 in [0.5, 0.75), rate 10%``
@@ -46,7 +48,7 @@ __all__ = ["ACCEPT_CODES", "REVIEW_CODES", "Route", "RoutingRules", "reason_code
            "route_page", "routing_rules", "sample_point"]
 
 REVIEW_CODES = ("low_confidence", "sampled", "always_review", "missing_field", "field_invalid",
-                "sent_to_review")
+                "layout_doubt", "sent_to_review")
 ACCEPT_CODES = ("confident", "not_sampled")
 
 
@@ -94,7 +96,8 @@ class Route:
 
 
 def route_page(confidence: float, *, doc_type: str, page_key: str, text: str | None,
-               rules: RoutingRules, field_reasons: tuple[str, ...] | list[str] = ()) -> Route:
+               rules: RoutingRules, field_reasons: tuple[str, ...] | list[str] = (),
+               layout_doubt: str | None = None) -> Route:
     """Where a page goes, and every reason.
 
     ``page_key``: stable for the page (its document's sha256 and page number, say),
@@ -102,7 +105,8 @@ def route_page(confidence: float, *, doc_type: str, page_key: str, text: str | N
     document type's required fields: the caller passes the whole document's text
     with its last page and None otherwise (then no field check happens).
     ``field_reasons``: the document's key fields that are missing or fail a check
-    (``fields.validate.reasons``), read with its last page.
+    (``fields.validate.reasons``), read with its last page. ``layout_doubt``: why the
+    reading's order is in doubt, where it is.
     """
     reasons = []
     band = f"{confidence:.3f} in [{rules.review_below:g}, {rules.accept_from:g}), " \
@@ -121,6 +125,8 @@ def route_page(confidence: float, *, doc_type: str, page_key: str, text: str | N
             if not re.search(pattern, text, re.IGNORECASE):
                 reasons.append(f"missing_field: {name}")
     reasons += field_reasons
+    if layout_doubt:
+        reasons.append(f"layout_doubt: {layout_doubt}")
     review = any(reason_code(reason) in REVIEW_CODES for reason in reasons)
     return Route(review=review, reasons=reasons)
 

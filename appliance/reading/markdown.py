@@ -31,6 +31,9 @@ from appliance.quality.markdown import escape_markdown
 from appliance.reading.lines import HEADING_RATIO, median_height
 from appliance.reading.order import Block
 
+# What the body's Markdown is followed by, with ``furniture="separate"``: the running
+# headers, footers and page numbers, one row a line.
+FURNITURE_HEADING = "## Page furniture"
 PARAGRAPH_GAP = 1.2  # line heights of white between rows that start a paragraph
 HEADING_MAX_WORDS = 12
 MIN_TABLE_ROWS = 3
@@ -47,22 +50,47 @@ class Page:
     lines: list[Line]  # in reading order, each with its block and role
 
 
-def render(blocks: list[Block]) -> Page:
-    """Text and Markdown of ``blocks`` (in reading order)."""
+def render(blocks: list[Block], furniture: str = "separate") -> Page:
+    """Text and Markdown of ``blocks`` (in reading order). The page's furniture (its
+    blocks with a role: header, footer) is, as ``furniture`` says, left where it stands
+    ("keep"), read after the body under FURNITURE_HEADING ("separate"), or left out of
+    the text and Markdown ("drop"; its lines are still in ``Page.lines``)."""
+    body = [block for block in blocks if block.role is None]
+    edges = [block for block in blocks if block.role is not None]
+    if furniture != "keep":
+        blocks = body + edges
+    for number, block in enumerate(blocks):
+        block.order = number
     lines = [line for block in blocks for line in block.lines]
     if not lines:
         return Page("", "", [])
-    body = median_height(lines)
-    heading_sizes = _heading_sizes(blocks, body)
+    shown = blocks if furniture == "keep" else body
+    height = median_height(lines)
+    heading_sizes = _heading_sizes(body, height)
     parts: list[str] = []
-    for block in blocks:
-        for line in block.lines:
-            line.block, line.role = block.order, "text"
+    for block in shown:
         if parts:
             parts.append("")
-        parts.extend(_block_markdown(block, body, heading_sizes))
-    text = "\n".join(" ".join(line.text for line in row) for block in blocks for row in block.rows)
+        if block.role is None:
+            for line in block.lines:
+                line.block, line.role = block.order, "text"
+            parts.extend(_block_markdown(block, height, heading_sizes))
+        else:
+            parts.extend(_furniture_markdown(block))
+    if furniture == "separate" and edges:
+        parts += ["", FURNITURE_HEADING, ""]
+        parts.extend(part for block in edges for part in _furniture_markdown(block))
+    written = shown + (edges if furniture == "separate" else [])
+    text = "\n".join(" ".join(line.text for line in row) for block in written
+                     for row in block.rows)
     return Page(text=text, markdown="\n".join(parts).strip("\n"), lines=lines)
+
+
+def _furniture_markdown(block: Block) -> list[str]:
+    """A header's or footer's rows, as they stand: no heading, list or table."""
+    for line in block.lines:
+        line.block = block.order
+    return [escape_markdown(" ".join(line.text for line in row)) for row in block.rows]
 
 
 def _block_markdown(block: Block, body: float, heading_sizes: list[float]) -> list[str]:

@@ -34,6 +34,7 @@ import numpy as np
 
 from appliance.engines.base import Line
 from appliance.reading.columns import MIN_COLUMN_LINES, is_card_row, is_column_cut
+from appliance.reading.furniture import FOOTER, HEADER, find_furniture
 from appliance.reading.lines import centre, median_height, rows
 
 # White across a region at least this many median line heights tall separates sections.
@@ -58,10 +59,12 @@ MAX_SPANNER_SHARE = 0.2
 
 @dataclass
 class Block:
-    """A region read as rows, in reading order: its rows, each left to right."""
+    """A region read as rows, in reading order: its rows, each left to right; ``role``
+    is the furniture's ("header", "footer"), None for the page's body."""
 
     rows: list[list[Line]]
     order: int = 0
+    role: str | None = None
 
     @property
     def lines(self) -> list[Line]:
@@ -88,10 +91,47 @@ def read_order(lines: list[Line], lean_deg: float = 0.0) -> list[Block]:
         return []
     with _levelled(lines, lean_deg):
         height = median_height(lines)
-        blocks = [Block(rows=rows(region, height)) for region in _cut(lines, height)]
+        blocks = [block for page in _pages(lines, height) for block in _page(page, height)]
     for number, block in enumerate(blocks):
         block.order = number
     return blocks
+
+
+def _page(lines: list[Line], height: float) -> list[Block]:
+    """One page's blocks: its header (``reading.furniture``, found before the body is
+    cut, so that no rule takes it for a banner or a spanner), its body, its footer. The
+    lines' ``role`` is their furniture role, None in the body."""
+    edges = find_furniture(lines)
+    roles = {**edges[HEADER], **edges[FOOTER]}
+    body = [line for line in lines if id(line) not in roles]
+    blocks = [Block(rows=rows(region, height)) for region in _cut(body, height) if region]
+    header, footer = ([line for line in lines if id(line) in edges[edge]]
+                      for edge in (HEADER, FOOTER))
+    if header:
+        blocks.insert(0, Block(rows=rows(header, height), role=HEADER))
+    if footer:
+        blocks.append(Block(rows=rows(footer, height), role=FOOTER))
+    for line in lines:
+        line.role = roles.get(id(line))
+    return blocks
+
+
+def _pages(lines: list[Line], height: float) -> list[list[Line]]:
+    """The pages of a book spread (two pages scanned side by side), left before right,
+    each read whole with its own header and number; [lines] for one page."""
+    if len(lines) < 2:
+        return [lines]
+    sections = _section_splits(lines, height)
+    gutters = _gutters(lines, height)
+    for x, crossing, _width in gutters:
+        votes = _section_votes(sections, x)
+        if _columns_hold(lines, x, votes):
+            head, _body = _head_above_columns(sections, votes)
+            if _spine((x, crossing, votes), gutters, head, height):
+                return [[line for line in lines if line.box[2] <= x],
+                        [line for line in lines if line.box[0] >= x]]
+            break  # the first gutter that reads as columns is the one _cut would take
+    return [lines]
 
 
 @contextmanager
@@ -134,7 +174,7 @@ def _cut(lines: list[Line], height: float) -> list[list[Line]]:
             columns.append((x, crossing, votes))
     if columns:
         head, body = _head_above_columns(sections, columns[0][2])
-        if head and not _spine(columns[0], gutters, head, height):
+        if head:
             return _cut(head, height) + _cut(body, height)
     # a line across any of the column gutters separates what is above from below
     spanners = [line for line in lines if any(line in crossing for _x, crossing, _v in columns)]

@@ -9,7 +9,9 @@ from appliance.engines.base import PageRequest
 from appliance.engines.classic import ClassicEngine
 from appliance.measure import synthetic_chinese
 from appliance.measure.metrics import cer, order_free_cer
+from appliance.quality.confidence import score_page
 from appliance.quality.markdown import escape_markdown
+from appliance.raster.synthetic import sample_lines
 from tests.fixtures.documents import render_text_page, text_similarity
 
 PAGE_LINES = [
@@ -103,6 +105,30 @@ def test_columns_of_a_page_scanned_askew_are_read_one_after_the_other(engine):
     assert len(lines) == 72 and all(line.startswith("left") for line in lines[:36]), lines
 
 
+def abstract_over_columns() -> Image.Image:
+    """Five lines across the page straight above two columns, at one line pitch: the
+    gutter is crossed by more lines than a title's, so the columns are read across."""
+    page = Image.new("RGB", (1240, 1000), "white")
+    draw = ImageDraw.Draw(page)
+    font, pitch = ImageFont.load_default(size=26), 44
+    for number, text in enumerate(sample_lines(5, count=5, words_per_line=13)):
+        draw.text((80, 80 + number * pitch), text, fill="black", font=font)
+    for x, seed in ((80, 6), (660, 7)):
+        for number, text in enumerate(sample_lines(seed, count=10, words_per_line=4)):
+            draw.text((x, 300 + number * pitch), text, fill="black", font=font)
+    return page
+
+
+def test_columns_read_across_put_the_order_in_doubt(engine):
+    result = engine.recognize(abstract_over_columns(), PageRequest(doc_type="report"))
+    assert result.flags == ["layout_doubt"]
+    assert "running text across a gutter" in result.provenance["layout_doubt"]
+    confidence = score_page(result, doc_type="report")
+    assert "layout_doubt" in confidence.penalties and confidence.score < 0.75
+    clean, _truth = synthetic_chinese.columns_page(random.Random(3), (1240, 1754), columns=2)
+    assert engine.recognize(clean, PageRequest(doc_type="report")).flags == []
+
+
 @pytest.mark.parametrize("make", ["two columns", "book spread"])
 def test_a_chinese_page_is_read_column_by_column(engine, make):
     """RapidOCR reads Chinese well; its lines, which have no spaces between words, used
@@ -112,6 +138,22 @@ def test_a_chinese_page_is_read_column_by_column(engine, make):
         page, truth = synthetic_chinese.columns_page(rng, (1240, 1754), columns=2)
     else:
         page, truth = synthetic_chinese.book_spread(rng, (1240, 1754))
-    result = engine.recognize(page, PageRequest(doc_type="report"))
+    # the truth is in page order: each page's header and number where they stand
+    result = engine.recognize(page, PageRequest(doc_type="report", page_furniture="keep"))
     assert order_free_cer(truth, result.text) < 0.02  # the characters are read
     assert cer("\n".join(truth), result.text, ignore_whitespace=True) < 0.02  # in order
+
+
+def test_a_book_spreads_headers_and_page_numbers_are_read_after_both_pages(engine):
+    """The default (output.page_furniture = "separate"): each page's running header and
+    number are marked, and stand after the body of both pages, not inside it."""
+    page, truth = synthetic_chinese.book_spread(random.Random(3), (1240, 1754))
+    folios = [text for text in truth if text.isdigit()]
+    furniture = [truth[0], folios[0], truth[truth.index(folios[0]) + 1], folios[1]]
+    body = [text for text in truth if text not in furniture]
+    result = engine.recognize(page, PageRequest(doc_type="report"))
+    lines = result.text.splitlines()
+    assert cer("\n".join(body), "\n".join(lines[:-4]), ignore_whitespace=True) < 0.02
+    assert order_free_cer(furniture, "\n".join(lines[-4:])) < 0.05
+    roles = [line.role for line in result.lines]
+    assert roles.count("page_number") == 2 and roles.count("header") == 2

@@ -54,6 +54,21 @@ def document() -> list[PageTree]:
     return [done, failed]
 
 
+def furnished(number: int = 3) -> PageTree:
+    """A page with furniture (``reading.furniture``): a running header, the body, a
+    footer and a page number on its own at the bottom."""
+    def block(role, box, *words):
+        return TextBlock(box=box, role=role, lines=[TextLine(box=box, role=role, words=[
+            Word(text, word_box, 0.9) for text, word_box in words])])
+    return PageTree(number=number, width=1240, height=1754, dpi=150, status="done", blocks=[
+        block("header", (100, 40, 600, 70), ("Annual", (100, 40, 300, 70)),
+              ("report", (320, 40, 600, 70))),
+        block(None, (100, 200, 1100, 240), ("Body", (100, 200, 400, 240))),
+        block("footer", (100, 1660, 700, 1690), ("ACME", (100, 1660, 700, 1690))),
+        block("page_number", (600, 1700, 640, 1730), ("7", (600, 1700, 640, 1730))),
+    ])
+
+
 # every word of page 1: id, text, its box as the files must carry it (x0, y0, x1, y1:
 # the float box's enclosing integer box), x_wconf, WC
 WORDS = [
@@ -97,6 +112,20 @@ def test_alto_validates_against_the_alto_4_4_schema(alto_schema):
     data = to_alto(TITLE, document())
     assert data.startswith(b'<?xml version="1.0" encoding="UTF-8"?>')
     alto_schema.validate(io.BytesIO(data))  # raises with the reason when invalid
+
+
+def test_page_furniture_is_marked_in_hocr_and_stands_in_alto_margins(alto_schema):
+    root = check_hocr(to_hocr(TITLE, [furnished(1)]))
+    page = root.find(f"{XHTML}body")[0]
+    assert [(div.get("class"), div.get("id")) for div in page] == [
+        ("ocr_header", "block_1_1"), ("ocr_carea", "block_1_2"), ("ocr_footer", "block_1_3"),
+        ("ocr_pageno", "block_1_4")]
+    data = to_alto(TITLE, [furnished(1)])
+    alto_schema.validate(io.BytesIO(data))
+    layout_page = ET.fromstring(data).find(f"{ALTO}Layout/{ALTO}Page")
+    assert [(space.tag.split("}")[1], [block.get("ID") for block in space]) for space in layout_page] == [
+        ("TopMargin", ["block_1_1"]), ("BottomMargin", ["block_1_3", "block_1_4"]),
+        ("PrintSpace", ["block_1_2"])]
 
 
 def test_alto_carries_description_pages_words_and_positions():
@@ -178,16 +207,18 @@ PROPERTY_GRAMMAR = {
     "textangle": re.compile(r"90|180|270"),
 }
 # per class: the properties it must have, and those it may have besides
-REQUIRED = {"ocr_page": {"bbox", "ppageno", "scan_res"}, "ocr_carea": {"bbox"},
-            "ocr_par": {"bbox"}, "ocr_line": {"bbox"}, "ocrx_word": {"bbox"}}
+# a block is an ocr_carea, or the page's furniture: header, footer, page number
+BLOCK_CLASSES = ("ocr_carea", "ocr_header", "ocr_footer", "ocr_pageno")
+REQUIRED = {"ocr_page": {"bbox", "ppageno", "scan_res"}, "ocr_par": {"bbox"},
+            "ocr_line": {"bbox"}, "ocrx_word": {"bbox"}, **{cls: {"bbox"} for cls in BLOCK_CLASSES}}
 OPTIONAL = {"ocr_page": {"image"}, "ocr_line": {"textangle"}, "ocrx_word": {"x_wconf"}}
 # per class: its tag and the class of its children (None: text only)
-NESTING = {"ocr_page": ("div", "ocr_carea"), "ocr_carea": ("div", "ocr_par"),
-           "ocr_par": ("p", "ocr_line"), "ocr_line": ("span", "ocrx_word"),
-           "ocrx_word": ("span", None)}
-ID_PATTERN = {"ocr_page": r"page_\d+", "ocr_carea": r"block_\d+_\d+",
-              "ocr_par": r"par_\d+_\d+", "ocr_line": r"line_\d+_\d+_\d+",
-              "ocrx_word": r"word_\d+_\d+_\d+_\d+"}
+NESTING = {"ocr_page": ("div", BLOCK_CLASSES), "ocr_par": ("p", ("ocr_line",)),
+           "ocr_line": ("span", ("ocrx_word",)), "ocrx_word": ("span", None),
+           **{cls: ("div", ("ocr_par",)) for cls in BLOCK_CLASSES}}
+ID_PATTERN = {"ocr_page": r"page_\d+", "ocr_par": r"par_\d+_\d+",
+              "ocr_line": r"line_\d+_\d+_\d+", "ocrx_word": r"word_\d+_\d+_\d+_\d+",
+              **{cls: r"block_\d+_\d+" for cls in BLOCK_CLASSES}}
 
 
 def properties(title: str) -> dict[str, str]:
@@ -245,7 +276,7 @@ def check_hocr(text: str) -> ET.Element:
         x0, y0, x1, y1 = _bbox(props)
         assert x0 <= x1 and y0 <= y1
         for child in element:
-            assert child.get("class") == child_class, f"{child_class} expected in {cls}"
+            assert child.get("class") in child_class, f"{child_class} expected in {cls}"
             cx0, cy0, cx1, cy1 = _bbox(properties(child.get("title")))
             assert x0 <= cx0 <= cx1 <= x1 and y0 <= cy0 <= cy1 <= y1, "child outside"
         if child_class is None:
@@ -257,7 +288,7 @@ def check_hocr(text: str) -> ET.Element:
 
 
 def test_hocr_is_well_formed_hocr_1_2():
-    text = to_hocr(TITLE, document())
+    text = to_hocr(TITLE, document() + [furnished()])
     assert text.startswith('<?xml version="1.0" encoding="UTF-8"?>')
     root = check_hocr(text)
     assert root.findtext(f"{XHTML}head/{XHTML}title") == TITLE

@@ -49,6 +49,15 @@ def test_exactly_accept_from_is_accepted():
     assert route(0.7499, key=SAMPLED_KEY).review  # still in the band, and this key samples
 
 
+def test_a_page_whose_order_is_in_doubt_goes_to_review_however_confident():
+    doubt = "block 1 reads running text across a gutter in 4 rows or more"
+    result = route_page(0.98, doc_type="report", page_key="doc:1", text=None, rules=RULES,
+                        layout_doubt=doubt)
+    assert result.review
+    assert result.reasons == ["confident: 0.980 >= 0.75", f"layout_doubt: {doubt}"]
+    assert reason_code(result.reasons[1]) in REVIEW_CODES
+
+
 def test_sampling_is_deterministic_and_close_to_the_rate():
     assert sample_point("doc:abc:3") == sample_point("doc:abc:3")
     assert 0.0 <= sample_point("") < 1.0

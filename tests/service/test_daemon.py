@@ -22,6 +22,7 @@ from appliance.store import Database
 from appliance.store.models import Event
 from sqlmodel import select
 from tests.daemon import Daemon
+from tests.engines.test_classic_engine import abstract_over_columns
 from tests.fixtures.documents import text_similarity, write_pdf, write_png
 
 PAGE_A = ["Invoice number 4711", "Delivery of office chairs", "Total amount 118.50 EUR"]
@@ -202,6 +203,16 @@ def test_cli_ocr_never_waits_for_a_reviewer(tmp_path):
     assert text_similarity(stdout, " ".join(PAGE_B)) > 0.7
     assert "receipt.png: page 1 would go to review: low_confidence:" in stderr
     assert not list((tmp_path / "tmp").glob("appliance-*"))
+
+
+def test_cli_ocr_names_a_page_whose_columns_are_read_across_for_review(tmp_path):
+    """A page whose order is in doubt goes to review, however sure its characters are."""
+    png = tmp_path / "paper.png"
+    abstract_over_columns().save(png)
+    run = run_ocr(tmp_path, png, fmt="txt")
+    _stdout, stderr = run.communicate(timeout=300)
+    assert run.returncode == 3, stderr
+    assert "paper.png: page 1 would go to review:" in stderr and "layout_doubt: block 1" in stderr
 
 
 def test_a_signal_is_acted_on_between_steps_not_inside_them():

@@ -1,0 +1,126 @@
+"""Page furniture: the running header, the footer and the page number, found by where
+they stand and what they hold, in any script.
+
+A typeset page (``TYPESET_LINES`` lines of running text or more) may have, at its
+top and at its bottom, up to ``EDGE_ROWS`` rows that are not its body:
+
+- a **page number**: a row of one line that is a number as pages are numbered
+  ("12", "- 12 -", "Page 3 of 10", "iv", "第 3 页"), at either edge, however close it
+  stands to the body, and on any page (a form's "Page 2 of 3" too);
+- a **header** or **footer**: on a typeset page, rows set apart from the body by
+  white (``HEADER_GAP`` line heights below a header, ``FOOTER_GAP`` above a footer)
+  whose print is no taller than the body's by ``HEADING_RATIO`` (a title is no
+  header) and which are no running text themselves; or the same text at the top
+  and at the bottom (a classification marking, "RESTRICTED").
+
+Forms and receipts have no running text: their first and last rows are content (a
+form's title, a receipt's thank-you line) and only a page number is taken from them.
+"""
+
+from __future__ import annotations
+
+import re
+
+from appliance.engines.base import Line
+from appliance.reading.lines import HEADING_RATIO, median_height, rows, word_count
+
+HEADER = "header"
+FOOTER = "footer"
+PAGE_NUMBER = "page_number"
+ROLES = (HEADER, FOOTER, PAGE_NUMBER)
+
+# Rows at each edge that may be furniture: a header and a second line under it (the
+# company, then the report's name), a footer and the page number under it.
+EDGE_ROWS = 2
+# A page of running text: this many lines of PROSE_WORDS words or more. The nine real
+# report and magazine pages measured have 25 to 60; FUNSD's forms have 0 to 6, and
+# receipts none.
+TYPESET_LINES = 12
+PROSE_WORDS = 5
+# White between a header and the body, and between the body and a footer, in body
+# line heights. Paragraphs of the body stand 0.3 to 1.0 apart on the pages measured;
+# a letter's signature stands further from its last paragraph, so a footer needs more.
+HEADER_GAP = 1.2
+FOOTER_GAP = 2.5
+
+# "12", "- 12 -", "Page 3", "Page 3 of 10", "3 / 10", "iv", "第 3 页", "第3页 共10页":
+# not "0", "C", "x" or "4/79" (a form's codes, ticks and dates), nor 4-digit numbers
+# (form ids)
+_NUMBER = r"(?:[1-9]\d{0,2}|[ivx]{2,6}|i)"
+_PAGE_NUMBER = re.compile(
+    rf"^(?:(?:page|p\.|pg\.?|seite|página|pagina|страница)\s*)?"
+    rf"[-–—(\[]?\s*{_NUMBER}\s*[-–—)\]]?"
+    rf"(?:\s+(?:of|von|de|di|из)\s+[1-9]\d{{0,2}}|\s+/\s+[1-9]\d{{0,2}})?$"
+    rf"|^第\s*[1-9]\d{{0,2}}\s*[页頁](?:\s*[，,]?\s*共\s*[1-9]\d{{0,2}}\s*[页頁])?$",
+    re.IGNORECASE)
+
+
+def is_page_number(text: str) -> bool:
+    return bool(_PAGE_NUMBER.match(text.strip()))
+
+
+def find_furniture(lines: list[Line]) -> dict[str, dict[int, str]]:
+    """The page's furniture at its top (HEADER) and its bottom (FOOTER): for each,
+    {id(line): role} of the lines there that are a header, a footer or a page number
+    (see the module docstring)."""
+    if len(lines) < 3:
+        return {HEADER: {}, FOOTER: {}}
+    height = median_height(lines)
+    page_rows = rows(lines, height)
+    if len(page_rows) < 3:
+        return {HEADER: {}, FOOTER: {}}
+    typeset = sum(word_count(line.text) >= PROSE_WORDS for line in lines) >= TYPESET_LINES
+    top, bottom = _text(page_rows[0]), _text(page_rows[-1])
+    return {HEADER: _edge(page_rows, bottom, height, typeset, HEADER, HEADER_GAP),
+            FOOTER: _edge(page_rows[::-1], top, height, typeset, FOOTER, FOOTER_GAP)}
+
+
+def _edge(page_rows: list[list[Line]], other_edge: str, height: float, typeset: bool,
+          role: str, gap: float) -> dict[int, str]:
+    """The furniture among the first EDGE_ROWS rows of ``page_rows`` (the page's rows
+    from the top down for its header, from the bottom up for its footer);
+    ``other_edge``: the text of the row at the page's other edge."""
+    found: dict[int, str] = {}
+    index = 0
+    # rows that are furniture by what they hold, however close to the body
+    while index < EDGE_ROWS:
+        row = page_rows[index]
+        if len(row) == 1 and is_page_number(row[0].text):
+            found[id(row[0])] = PAGE_NUMBER
+        elif _text(row) == other_edge:
+            found.update({id(line): role for line in row})
+        else:
+            break
+        index += 1
+    if not typeset:
+        return found
+    # then rows of small print set apart from the body by white
+    for count in range(EDGE_ROWS - index, 0, -1):
+        group, body = page_rows[index:index + count], page_rows[index + count]
+        if all(_small_print(row, height) for row in group) \
+                and _set_apart(group[-1], body, height, gap):
+            for line in (line for row in group for line in row):
+                found[id(line)] = PAGE_NUMBER if is_page_number(line.text) else role
+            break
+    return found
+
+
+def _small_print(row: list[Line], height: float) -> bool:
+    """No title (print HEADING_RATIO times the body's) and no running text."""
+    return (median_height(row) <= HEADING_RATIO * height
+            and not any(word_count(line.text) >= 2 * PROSE_WORDS for line in row))
+
+
+def _set_apart(row: list[Line], neighbour: list[Line], height: float, gap: float) -> bool:
+    """Whether white at least ``gap`` line heights tall lies between ``row`` and the
+    next row towards the body."""
+    above = min(line.box[1] for line in row) < min(line.box[1] for line in neighbour)
+    if above:
+        white = min(line.box[1] for line in neighbour) - max(line.box[3] for line in row)
+    else:
+        white = min(line.box[1] for line in row) - max(line.box[3] for line in neighbour)
+    return white >= gap * height
+
+
+def _text(row: list[Line]) -> str:
+    return " ".join(line.text for line in row).strip().casefold()

@@ -1,0 +1,113 @@
+"""Page furniture (appliance.reading.furniture): running headers, footers and page
+numbers found from line boxes, marked with their role, and placed in the text as
+``output.page_furniture`` says. Hand-made lines, no OCR; the effect on real pages is in
+the README."""
+
+from __future__ import annotations
+
+import pytest
+
+from appliance.reading.furniture import is_page_number
+from appliance.reading.markdown import FURNITURE_HEADING, render
+from appliance.reading.order import read_order
+from tests.reading.test_reading import PROSE, ZH, column, line
+
+
+def report_page() -> dict:
+    """A typeset page: a running header, two columns of prose, a footer with the page
+    number beside it."""
+    return {
+        "header": line("Quarterly review, northern region", 100, 30, 560),
+        "left": column(100, 120, [f"left {t}" for t in PROSE]),
+        "right": column(560, 120, [f"right {t}" for t in PROSE]),
+        "footer": line("ACME Holdings annual report", 100, 600, 500),
+        "number": line("7", 900, 600, 915),
+    }
+
+
+def lines_of(page: dict) -> list:
+    return [item for value in page.values()
+            for item in (value if isinstance(value, list) else [value])]
+
+
+def test_a_running_header_footer_and_page_number_are_marked_and_read_after_the_body():
+    page = report_page()
+    result = render(read_order(lines_of(page)[::-1]), "separate")
+    body = [*(l.text for l in page["left"]), *(l.text for l in page["right"])]
+    furniture = [page["header"].text, f'{page["footer"].text} {page["number"].text}']
+    assert result.text.splitlines() == body + furniture
+    markdown = result.markdown.splitlines()
+    assert markdown[markdown.index(FURNITURE_HEADING) + 2:] == furniture
+    assert all(text not in "\n".join(markdown[:markdown.index(FURNITURE_HEADING)])
+               for text in furniture)
+    roles = {l.text: l.role for l in result.lines}
+    assert (roles[page["header"].text], roles[page["footer"].text], roles["7"]) == (
+        "header", "footer", "page_number")
+    assert {roles[text] for text in body} == {"text"}
+    # the JSON's blocks: the furniture's after the body's, in reading order
+    assert [l.block for l in result.lines] == sorted(l.block for l in result.lines)
+
+
+def test_keep_leaves_the_furniture_where_it_stands_and_drop_leaves_it_out():
+    page = report_page()
+    body = [*(l.text for l in page["left"]), *(l.text for l in page["right"])]
+    kept = render(read_order(lines_of(page)), "keep")
+    assert kept.text.splitlines() == [page["header"].text, *body, "ACME Holdings annual report 7"]
+    assert FURNITURE_HEADING not in kept.markdown
+    dropped = render(read_order(lines_of(page)), "drop")
+    assert dropped.text.splitlines() == body
+    assert "ACME" not in dropped.markdown and "Quarterly" not in dropped.markdown
+    # the lines stay, with their roles, for the JSON, hOCR and ALTO
+    assert {l.text: l.role for l in dropped.lines}["7"] == "page_number"
+
+
+def test_a_form_keeps_its_first_and_last_rows_and_gives_up_only_its_page_number():
+    """A form has no running text: its title and its last line are content."""
+    form = [line("Supplier registration form", 100, 30, 500),
+            *[line(f"Field {i}:", 100, 120 + 50 * i, 250) for i in range(6)],
+            *[line(f"value {i}", 400, 120 + 50 * i, 520) for i in range(6)],
+            line("Signed for the supplier", 100, 600, 400),
+            line("Page 1 of 2", 800, 700, 900)]
+    roles = {l.text: l.role for l in render(read_order(form), "separate").lines}
+    assert roles.pop("Page 1 of 2") == "page_number"
+    assert set(roles.values()) == {"text"}
+
+
+def test_a_title_is_no_running_header():
+    """Print taller than the body's by the heading ratio, over a typeset page."""
+    title = line("Annual report", 100, 20, 600, h=70)
+    body = column(100, 160, [f"{t} and more" for t in PROSE + PROSE])
+    result = render(read_order([title, *body]), "separate")
+    assert result.text.splitlines()[0] == title.text
+    assert {l.role for l in result.lines} == {"heading", "text"}
+
+
+def test_chinese_furniture_and_a_book_spread_each_page_its_own():
+    """Two pages side by side: each page's header and number are its furniture, and
+    both pages' bodies come before all of it."""
+    pages = []
+    for number, x in enumerate((80, 1000)):
+        pages.append({
+            "header": line(("企业档案管理实务", "第三章 档案的整理与保管")[number], x, 30, x + 300),
+            "body": column(x, 110, [f"{'左右'[number]}{t}" for t in ZH + ZH[:5]]),
+            "number": line(f"第 {170 + number} 页", x + 150, 680, x + 250),
+        })
+    result = render(read_order([l for page in pages for l in lines_of(page)][::-1]), "separate")
+    assert result.text.splitlines() == [
+        *(l.text for page in pages for l in page["body"]),
+        pages[0]["header"].text, pages[0]["number"].text,
+        pages[1]["header"].text, pages[1]["number"].text]
+    roles = {l.text: l.role for l in result.lines}
+    assert roles["第 170 页"] == roles["第 171 页"] == "page_number"
+    assert roles["企业档案管理实务"] == "header"
+
+
+@pytest.mark.parametrize("text", ["7", "- 12 -", "Page 3 of 10", "3 / 10", "iv", "第 3 页",
+                                  "第3页 共10页", "PAGE 1 of 4"])
+def test_page_numbers_as_pages_are_numbered(text):
+    assert is_page_number(text)
+
+
+@pytest.mark.parametrize("text", ["0", "C", "x", "4/79", "2963", "Total", "12.50"])
+def test_a_forms_codes_ticks_dates_and_amounts_are_no_page_numbers(text):
+    assert not is_page_number(text)
