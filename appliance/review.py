@@ -32,6 +32,7 @@ from appliance.intake.spool import Spool
 from appliance.quality.markdown import markdown_to_text
 from appliance.raster import render_dpi
 from appliance.raster.preprocess import to_original
+from appliance.reading.markdown import in_order, layout_blocks
 from appliance.store import Database, queries, reviews
 from appliance.store.models import Document, FieldSet, Page, PageResult
 from appliance.store.reviews import ReviewFilter
@@ -75,6 +76,9 @@ class ReviewPage:
     # rendered, where key fields' evidence boxes are, to ``image_path``'s pixels (the page
     # after preprocessing cropped, turned or scaled it); None without a reading
     to_image: tuple[float, ...] | None = None
+    # the machine reading's blocks in reading order (``reading.markdown.layout_blocks``:
+    # order, box in the image's pixels, roles), which the reviewer may reorder
+    blocks: list[dict] = field(default_factory=list)
 
     def to_dict(self) -> dict:
         body = asdict(self)
@@ -159,7 +163,22 @@ class ReviewService:
             other_pages=[{"number": p.index + 1, "status": p.status,
                           "confidence": r.confidence if r else None,
                           "text": (r.text or "") if r else ""} for p, r in siblings],
-            to_image=rendered_to_image(result) if result else None)
+            to_image=rendered_to_image(result) if result else None,
+            blocks=layout_blocks(result.lines or []) if result else [])
+
+    def reordered(self, page_id: int, order: list[int]) -> str:
+        """The Markdown of the page's machine reading with its blocks read in ``order``
+        (their numbers in ``ReviewPage.blocks``), for the reviewer to check and save as
+        a correction. InvalidRequest unless it names each block once."""
+        with self.db.read() as session:
+            page = session.get(Page, page_id)
+            result = session.get(PageResult, page.result_id) if page and page.result_id else None
+        if result is None:
+            raise NotFound(f"no reading of page {page_id} to reorder")
+        try:
+            return in_order(result.lines or [], order, self.settings.output.page_furniture).markdown
+        except ValueError as exc:
+            raise InvalidRequest(str(exc)) from None
 
     def approve(self, reviewer: str, page_id: int) -> None:
         self._settled(reviews.approve(self.db, page_id, reviewer))

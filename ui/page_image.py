@@ -4,7 +4,9 @@ The boxes are in the pixels of the image the engine read (``ReviewPage.image_pat
 ``PageView.image_path``), so they are drawn on that image as it is. Each highlight (a
 low-confidence line, or a key field's evidence) is filled and numbered as in its list,
 or marked with its ``label``; every other line of the page can be outlined thinly
-beneath them, so a reader sees what the engine found and what it doubted. Shown in a
+beneath them, so a reader sees what the engine found and what it doubted; and the
+page's blocks can be framed and numbered in their reading order, so a reviewer sees
+the order the text was read in. Shown in a
 ``gr.Image`` of class ``ZOOMABLE``, the image zooms by its ``--page-zoom`` (``zoom.css``).
 """
 
@@ -19,6 +21,7 @@ HIGHLIGHT_LINE = (220, 40, 20, 255)
 FIELD_FILL = (40, 120, 255, 50)  # a key field's evidence that passes its checks
 FIELD_LINE = (20, 80, 200, 255)
 LINE_OUTLINE = (0, 150, 90, 200)  # a line read with confidence: outlined only
+BLOCK_LINE = (120, 40, 200, 255)  # a block of the reading order, numbered
 # the class that lets a gr.Image zoom, and its CSS (for the mount's css)
 ZOOMABLE = "zoomable"
 ZOOM_CSS = (Path(__file__).parent / "zoom.css").read_text()
@@ -39,16 +42,19 @@ def box_of(box) -> tuple[float, float, float, float] | None:
     return (min(x0, x1), min(y0, y1), max(x0, x1), max(y0, y1))
 
 
-def annotate_page(image_path: Path, highlights: list[dict], lines: list = ()
-                  ) -> Image.Image | Path:
+def annotate_page(image_path: Path, highlights: list[dict], lines: list = (),
+                  blocks: list[dict] = ()) -> Image.Image | Path:
     """The page image with each highlight's box drawn on it and numbered as in the list
     (or marked with its ``label``; one with ``ok`` true in the key fields' colour), over
-    the thin outlines of ``lines`` (boxes); the file itself when nothing has a box."""
+    the thin outlines of ``lines`` (boxes) and the frames of ``blocks`` (their "box"),
+    numbered from 1 in their order; the file itself when nothing has a box."""
     marks = [(h, str(h.get("label") or number), box_of(h.get("box")))
              for number, h in enumerate(highlights, 1)]
     marks = [(h, label, box) for h, label, box in marks if box]
     outlines = [box for box in map(box_of, lines) if box]
-    if not marks and not outlines:
+    frames = [(str(number), box) for number, block in enumerate(blocks, 1)
+              if (box := box_of(block.get("box")))]
+    if not marks and not outlines and not frames:
         return image_path
     with Image.open(image_path) as source:
         page = source.convert("RGB")
@@ -62,6 +68,14 @@ def annotate_page(image_path: Path, highlights: list[dict], lines: list = ()
         font = ImageFont.load_default(size=max(12, round(max(page.size) / 90)))
     except TypeError:  # Pillow < 10.1: a fixed bitmap font
         font = ImageFont.load_default()
+    for label, (x0, y0, x1, y1) in frames:
+        pad = width * 4
+        draw.rectangle((x0 - pad, y0 - pad, x1 + pad, y1 + pad), outline=BLOCK_LINE, width=width)
+        left, top, right, bottom = draw.textbbox((0, 0), label, font=font)
+        tx, ty = max(0, x0 - pad), max(0, y0 - pad - (bottom - top) - 2 * width)
+        draw.rectangle((tx, ty, tx + right - left + 2 * width, ty + bottom - top + 2 * width),
+                       fill=BLOCK_LINE)
+        draw.text((tx + width, ty - top + width), label, fill=(255, 255, 255, 255), font=font)
     for mark, label, (x0, y0, x1, y1) in marks:
         fill, line = (FIELD_FILL, FIELD_LINE) if mark.get("ok") else (HIGHLIGHT_FILL,
                                                                        HIGHLIGHT_LINE)

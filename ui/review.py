@@ -202,6 +202,9 @@ class PageView:
     # the document's key fields: {"document_id", "page" (this page's number), "fields"};
     # None when its type has none or they are not read yet
     key_fields: dict | None = None
+    # the reading order of the page's blocks, as numbered on the image ("1 2 3"); empty
+    # for a page read whole (no blocks)
+    order: str = ""
 
 
 def page_title(page: ReviewPage, lock_minutes: float, now: float | None = None) -> str:
@@ -241,7 +244,7 @@ def page_view(page: ReviewPage | None, lock_minutes: float, where: ReviewFilter 
     if page.image_path is not None:
         try:
             image = annotate_page(page.image_path, page.highlights + fields_form.field_highlights(
-                fields, number, page.to_image))
+                fields, number, page.to_image), blocks=page.blocks)
         except OSError:
             log.warning("review page image unreadable page=%s path=%s", page.item.page_id,
                         page.image_path)
@@ -252,7 +255,23 @@ def page_view(page: ReviewPage | None, lock_minutes: float, where: ReviewFilter 
                       _excerpt(p["text"])] for p in page.other_pages],
         engine=page.engine,
         key_fields=None if fields is None else {
-            "document_id": page.item.document_id, "page": number, "fields": fields})
+            "document_id": page.item.document_id, "page": number, "fields": fields},
+        order=" ".join(str(number) for number in range(1, len(page.blocks) + 1)))
+
+
+def reorder(service: ReviewService, page_id: int | None, order: str) -> tuple[str | None, str]:
+    """The page's Markdown with its blocks in the reviewer's ``order`` (the numbers on
+    the image, "1 3 2"), and a message; None and the reason when it cannot be."""
+    if page_id is None:
+        return None, "Open a page first."
+    count = len(service.open_page(page_id).blocks)
+    numbers = order.replace(",", " ").split()
+    if not count or sorted(numbers) != sorted(str(n) for n in range(1, count + 1)):
+        return None, (f"Give each block number from 1 to {count} once, in the order the page "
+                      f"reads, e.g. {' '.join(str(n) for n in range(count, 0, -1))}."
+                      if count else "This page was read whole: it has no blocks to reorder.")
+    markdown = service.reordered(page_id, [int(n) - 1 for n in numbers])
+    return markdown, "The editor holds the page in the new order: check it, then Save correction."
 
 
 def open_next(service: ReviewService, reviewer: str, where: ReviewFilter = ReviewFilter()
@@ -456,6 +475,12 @@ def build_review_ui(appliance: Appliance) -> gr.Blocks:
                                     autoscroll=False)
                 with gr.Row():
                     revert = gr.Button(_label("revert"), size="sm", elem_id="review-revert")
+                with gr.Row(equal_height=True):
+                    order_box = gr.Textbox(label="Reading order (the numbered blocks on the "
+                                                 "page)", lines=1, max_lines=1, scale=4,
+                                           elem_id="review-order")
+                    apply_order = gr.Button("Apply order", size="sm", scale=1,
+                                            elem_id="review-apply-order")
                 note = gr.Textbox(label="Why unreadable (optional, kept with a rejection)",
                                   lines=1, max_lines=2, elem_id="review-note")
             with gr.Column(scale=4):
@@ -484,7 +509,7 @@ def build_review_ui(appliance: Appliance) -> gr.Blocks:
         filters = [doc_type, folder, reason, age]
         fields_outputs = [key_fields, fields_box, *field_inputs, fields_status]
         page_outputs = [page_id, original, engine, title, image, editor, preview, highlights,
-                        others, rerun_engine, note, *fields_outputs]
+                        others, rerun_engine, note, order_box, *fields_outputs]
 
         def fields_updates(view: PageView, status: str = "") -> list:
             fields = view.key_fields["fields"] if view.key_fields else None
@@ -499,7 +524,7 @@ def build_review_ui(appliance: Appliance) -> gr.Blocks:
                     safe_markdown(view.markdown), safe_markdown(view.highlights),
                     view.other_pages,
                     gr.Button(label, interactive=ok and view.page_id is not None), "",
-                    *fields_updates(view)]
+                    view.order, *fields_updates(view)]
 
         def overview(type_value, folder_value, reason_value, age_value, known,
                      request: gr.Request) -> list:
@@ -573,6 +598,15 @@ def build_review_ui(appliance: Appliance) -> gr.Blocks:
                 return [*([gr.skip()] * len(fields_outputs)), safe_markdown(status)]
             return [view.image, *fields_updates(view, status)]
 
+        def on_apply_order(pid, order):
+            try:
+                markdown, text_message = reorder(service, pid, order or "")
+            except ApplianceError as exc:
+                markdown, text_message = None, exc.message
+            if markdown is None:
+                return gr.skip(), gr.skip(), text_message
+            return markdown, safe_markdown(markdown), text_message
+
         def on_revert(machine_text):
             return (machine_text, safe_markdown(machine_text or ""),
                     "Reverted to the machine's reading.")
@@ -602,6 +636,9 @@ def build_review_ui(appliance: Appliance) -> gr.Blocks:
         # cheap and per reviewer: no queueing behind other reviewers' keystrokes
         revert.click(on_revert, inputs=original, outputs=[editor, preview, message],
                      concurrency_limit=None, api_visibility="private")
+        for trigger in (apply_order.click, order_box.submit):
+            trigger(on_apply_order, inputs=[page_id, order_box],
+                    outputs=[editor, preview, message], **busy)
         editor.change(lambda text: safe_markdown(text or ""), inputs=editor, outputs=preview,
                       trigger_mode="always_last", show_progress="hidden",
                       concurrency_limit=None, api_visibility="private")

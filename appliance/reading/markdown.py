@@ -29,6 +29,8 @@ from dataclasses import dataclass
 from appliance.engines.base import Line
 from appliance.quality.markdown import escape_markdown
 from appliance.reading.lines import HEADING_RATIO, median_height
+from appliance.reading.lines import rows as row_groups
+from appliance.reading.furniture import FOOTER, HEADER, PAGE_NUMBER
 from appliance.reading.order import Block
 
 # What the body's Markdown is followed by, with ``furniture="separate"``: the running
@@ -61,6 +63,8 @@ def render(blocks: list[Block], furniture: str = "separate") -> Page:
         blocks = body + edges
     for number, block in enumerate(blocks):
         block.order = number
+        for line in block.lines:
+            line.block = block.order
     lines = [line for block in blocks for line in block.lines]
     if not lines:
         return Page("", "", [])
@@ -73,7 +77,7 @@ def render(blocks: list[Block], furniture: str = "separate") -> Page:
             parts.append("")
         if block.role is None:
             for line in block.lines:
-                line.block, line.role = block.order, "text"
+                line.role = "text"
             parts.extend(_block_markdown(block, height, heading_sizes))
         else:
             parts.extend(_furniture_markdown(block))
@@ -88,8 +92,6 @@ def render(blocks: list[Block], furniture: str = "separate") -> Page:
 
 def _furniture_markdown(block: Block) -> list[str]:
     """A header's or footer's rows, as they stand: no heading, list or table."""
-    for line in block.lines:
-        line.block = block.order
     return [escape_markdown(" ".join(line.text for line in row)) for row in block.rows]
 
 
@@ -260,3 +262,31 @@ def layout_blocks(lines: list[dict]) -> list[dict]:
             block["roles"].append(line["role"])
         block["lines"].append(index)
     return [blocks[order] for order in sorted(blocks)]
+
+
+def in_order(lines: list[dict], order: list[int], furniture: str = "separate") -> Page:
+    """A stored page (its lines, with their ``block`` and ``role``) rendered again with
+    its blocks in ``order`` (block numbers, as ``layout_blocks`` gives them): a
+    reviewer's reading order. Each block keeps its rows, and the page's furniture is
+    placed as ``furniture`` says (``render``). ValueError unless ``order`` names each of
+    the page's blocks once."""
+    blocks: dict[int, list[Line]] = {}
+    for line in lines:
+        if line.get("block") is not None:
+            blocks.setdefault(line["block"], []).append(
+                Line(text=line["text"], box=line["box"], score=line.get("score", 0.0),
+                     role=line.get("role"), words=line.get("words")))
+    if sorted(order) != sorted(blocks):
+        raise ValueError(f"name each of the page's blocks once: {', '.join(map(str, sorted(blocks)))}")
+    height = median_height([line for block in blocks.values() for line in block])
+    return render([Block(rows=row_groups(blocks[number], height), role=_furniture(blocks[number]))
+                   for number in order], furniture)
+
+
+def _furniture(lines: list[Line]) -> str | None:
+    """A stored block's furniture role (the edge it stands at), None for the body."""
+    roles = {line.role for line in lines}
+    for edge in (HEADER, FOOTER):
+        if edge in roles:
+            return edge
+    return FOOTER if PAGE_NUMBER in roles else None

@@ -8,7 +8,7 @@ from __future__ import annotations
 import pytest
 
 from appliance.reading.furniture import is_page_number
-from appliance.reading.markdown import FURNITURE_HEADING, render
+from appliance.reading.markdown import FURNITURE_HEADING, in_order, render
 from appliance.reading.order import read_order
 from tests.reading.test_reading import PROSE, ZH, column, line
 
@@ -111,3 +111,14 @@ def test_page_numbers_as_pages_are_numbered(text):
 @pytest.mark.parametrize("text", ["0", "C", "x", "4/79", "2963", "Total", "12.50"])
 def test_a_forms_codes_ticks_dates_and_amounts_are_no_page_numbers(text):
     assert not is_page_number(text)
+
+
+@pytest.mark.parametrize("furniture", ["separate", "keep", "drop"])
+def test_a_stored_page_renders_again_as_it_was_read(furniture):
+    """The reviewer's reordering starts from the page as read: its furniture placed
+    as the setting says, its roles kept."""
+    page = render(read_order(lines_of(report_page())), furniture)
+    stored = [{"text": l.text, "box": l.box, "block": l.block, "role": l.role} for l in page.lines]
+    again = in_order(stored, sorted({l.block for l in page.lines}), furniture)
+    assert (again.text, again.markdown) == (page.text, page.markdown)
+    assert [l.role for l in again.lines] == [l.role for l in page.lines]

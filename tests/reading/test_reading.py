@@ -9,7 +9,7 @@ import math
 import pytest
 
 from appliance.engines.base import Line
-from appliance.reading.markdown import render
+from appliance.reading.markdown import in_order, render
 from appliance.reading.lines import rows
 from appliance.reading.order import read_order
 
@@ -420,3 +420,22 @@ def test_a_banner_over_the_columns_of_one_page_is_still_read_first():
     assert order_of([*right, *banner, *left]) == [*(l.text for l in banner),
                                                  *(l.text for l in left),
                                                  *(l.text for l in right)]
+
+
+def test_a_reviewer_reorders_the_blocks_of_a_page():
+    """The reviewer's order (block numbers, as the JSON's layout gives them) rebuilds
+    the page's text from its stored lines, each block's rows as they were read."""
+    title = line("Annual report 2026", 100, 40, 900, h=60)
+    left = column(100, 160, [f"left {t}" for t in PROSE])
+    right = column(560, 160, [f"right {t}" for t in PROSE])
+    page = render(read_order([title, *left, *right]))
+    stored = [{"text": l.text, "box": l.box, "score": l.score, "block": l.block, "role": l.role}
+              for l in page.lines]
+    again = in_order(stored, [0, 1, 2])
+    assert (again.text, again.markdown) == (page.text, page.markdown)
+    swapped = in_order(stored, [0, 2, 1])
+    assert swapped.text.splitlines() == [title.text, *(l.text for l in right),
+                                         *(l.text for l in left)]
+    assert swapped.markdown.startswith("# Annual report 2026\n\nright line 0")
+    with pytest.raises(ValueError, match="each of the page's blocks once: 0, 1, 2"):
+        in_order(stored, [0, 2, 2])

@@ -13,7 +13,7 @@ import re
 import time
 
 import pytest
-from PIL import Image
+from PIL import Image, ImageDraw, ImageFont
 from playwright.sync_api import Browser, Locator, Page, expect
 
 from appliance.intake.spool import Spool
@@ -47,6 +47,7 @@ DOCUMENTS = {
     "receipt": ("hostile.png", [HOSTILE]),
     "report": ("two-pages.pdf", [["Quarterly report", "Revenue grew"],
                                  ["Signed by the board", "Next meeting in March"]]),
+    "generic": ("columns.png", None),  # a title over two columns (columns_page)
 }
 CORRECTED = "# Invoice number 4712\n\nDelivery of office desks, corrected by anna"
 
@@ -72,7 +73,8 @@ def daemon(tmp_path_factory):
         d.wait_ready()
         d.doc_ids = {}
         for doc_type, (name, pages) in DOCUMENTS.items():
-            path = (write_pdf(tmp / name, pages) if name.endswith(".pdf")
+            path = (columns_page(tmp / name) if pages is None
+                    else write_pdf(tmp / name, pages) if name.endswith(".pdf")
                     else write_png(tmp / name, pages[0]))
             d.doc_ids[doc_type] = d.upload(path, doc_type=doc_type)["id"]
         wait_in_review(d, list(d.doc_ids.values()))
@@ -80,6 +82,20 @@ def daemon(tmp_path_factory):
     finally:
         d.stop()
 
+
+
+def columns_page(path):
+    """A title over two columns of prose: three blocks, read title, left, right."""
+    page = Image.new("RGB", (1240, 900), "white")
+    draw = ImageDraw.Draw(page)
+    draw.text((80, 60), "Northern region review", fill="black", font=ImageFont.load_default(size=44))
+    font = ImageFont.load_default(size=26)
+    for x, side in ((80, "left"), (680, "right")):
+        for number in range(6):
+            draw.text((x, 200 + 48 * number), f"{side} column line {number} of running prose",
+                      fill="black", font=font)
+    page.save(path)
+    return path
 
 
 def wait_in_review(daemon: Daemon, doc_ids: list[str]) -> None:
@@ -250,6 +266,33 @@ def test_correct_a_page_then_approve_one_by_keyboard(anna, daemon, tmp_path):
         assert page_statuses(daemon, "contract") == ["done"]
         result = daemon.client.get(f"/api/v1/documents/{daemon.doc_ids['contract']}/result")
         assert machine_text.strip() in result.text
+
+
+def test_a_reviewer_puts_the_blocks_in_another_order(anna, daemon, tmp_path):
+    """The blocks are numbered on the image in the order they were read; the reviewer
+    gives another order, checks the text in the editor, and saves it."""
+    page = anna
+    with screenshot_on_failure(page, tmp_path, daemon):
+        choose_type(page, "generic")
+        page.locator("#review-next").click()
+        expect(title(page)).to_contain_text("columns.png")
+        order = page.locator("#review-order input")
+        expect(order).to_have_value("1 2 3")
+        order.fill("1 1 2")
+        page.locator("#review-apply-order").click()
+        expect(message(page)).to_contain_text("Give each block number from 1 to 3 once")
+        order.fill("1 3 2")
+        page.locator("#review-apply-order").click()
+        expect(message(page)).to_contain_text("in the new order")
+        text = editor(page).input_value()
+        assert text.index("Northern") < text.index("right column line 0") < text.index(
+            "left column line 0"), text
+        editor(page).press("Control+s")
+        expect(message(page)).to_contain_text("Correction saved")
+        result = daemon.client.get(f"/api/v1/documents/{daemon.doc_ids['generic']}/result",
+                                   params={"format": "txt"})
+        assert result.status_code == 200, result.text
+        assert result.text.index("right column line 5") < result.text.index("left column line 0")
 
 
 def test_hostile_text_never_runs(anna, daemon, tmp_path):
