@@ -165,9 +165,16 @@ def _row(view: DocumentView, hit: Hit | None, searching: bool, reviewers_exist: 
     return f'<tr data-document="{doc_id}">{"".join(cells)}</tr>'
 
 
+NOT_REVIEWED_TEXT = "not reviewed yet"
+
+
 def _hit_cell(hit: Hit | None) -> str:
-    return (f'<td class="doc-hit">page {hit.page_index + 1}: {snippet_html(hit)}</td>'
-            if hit else '<td class="doc-hit">the name matches</td>')
+    if not hit:
+        return '<td class="doc-hit">the name matches</td>'
+    unreviewed = ("" if hit.reviewed else
+                  f' <span class="doc-unreviewed">({NOT_REVIEWED_TEXT})</span>')
+    return f'<td class="doc-hit">page {hit.page_index + 1}{unreviewed}: {snippet_html(hit)}</td>'
+
 
 
 def _deleted_row(doc_id: str, name: str, hit: Hit | None, searching: bool) -> str:

@@ -104,7 +104,9 @@ def _settle(session: Session, page: Page, reviewer: str, action: str, status: st
     page.review_owner = page.review_lock_expires_at = None
     page.updated_at = time.time()
     session.add(page)
-    index_page(session, page, result.text if result and status == PageStatus.DONE else None)
+    # accepted, or still waiting (skipped): found by its text; else not at all
+    index_page(session, page, result.text if result and status in (
+        PageStatus.DONE, PageStatus.REVIEW) else None)
     _event(session, f"review_{action}", page.document_id, page.id, actor=reviewer)
 
 
