@@ -80,5 +80,7 @@ def mount_ui(app: FastAPI, appliance: Appliance) -> None:
     # account protects it at once
     mount_signed_in(app, blocks, "/", sessions, required=appliance.auth_on,
                     max_file_size=appliance.settings.limits.max_bytes,
-                    footer_links=["api", "settings"], run_history=False,
+                    # Gradio's "Use via API" would show an empty page: the
+                    # workspace links the REST API's docs instead
+                    footer_links=["settings"], run_history=False,
                     ssr_mode=False, mcp_server=False, css=ZOOM_CSS)

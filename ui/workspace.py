@@ -17,6 +17,7 @@ from pathlib import Path
 
 import gradio as gr
 
+from appliance.api import DOCS_PATH
 from appliance.config import DOC_TYPES
 from appliance.daemon import Appliance
 from appliance.engines import registry
@@ -29,8 +30,8 @@ from ui.confirm_delete import ConfirmDelete
 from ui.document_status import remaining_s
 from ui.document_tab import DocumentTab
 from ui.listing import (
-    ANY, FIELDS_CHOICES, LIST_CSS, LIST_JS, PAGER_MOVES, SORT_CHOICES, SOURCE_CHOICES, Listed,
-    browse_query, pager_offset, pager_text, results_html,
+    ANY, FIELDS_CHOICES, LIST_CSS, LIST_JS, NEWEST, PAGER_MOVES, SORT_CHOICES, SOURCE_CHOICES,
+    Listed, browse_query, pager_offset, pager_text, results_html, search_sort,
 )
 from ui.upload import LANE_CHOICES, UPLOAD_HEADERS, UploadChoices, handle_upload, upload_rows
 
@@ -49,7 +50,7 @@ def user_line(appliance: Appliance, username: str | None) -> str:
     line = f"Signed in as **{escape_markdown_text(username)}** ({escape_markdown_text(role)})"
     if not may_delete(appliance, username):
         line += " · deleting is for administrators"
-    return f"{line} · [Sign out]({LOGOUT_PATH})"
+    return line
 
 
 def workspace_tabs(appliance: Appliance, download_dir: Path, tabs: gr.Tabs) -> None:
@@ -57,8 +58,15 @@ def workspace_tabs(appliance: Appliance, download_dir: Path, tabs: gr.Tabs) -> N
     switches to its tab)."""
     settings = appliance.settings
     with gr.Tab("Documents", id="documents"):
-        # who is signed in, what they may do, and the way out
-        user = gr.Markdown(elem_id="workspace-user")
+        # who is signed in, what they may do, and the way out (in this tab: a link of
+        # the Markdown would open a new one and leave this one signed in on screen)
+        with gr.Row(equal_height=True):
+            user = gr.Markdown(elem_id="workspace-user")
+            # the REST API's docs (Gradio's own "Use via API" page has no route to show)
+            gr.Button("API docs", link=DOCS_PATH, link_target="_blank", size="sm", scale=0,
+                      min_width=100, elem_id="workspace-api-docs")
+            sign_out = gr.Button("Sign out", link=LOGOUT_PATH, size="sm", scale=0,
+                                 min_width=100, visible=False, elem_id="workspace-sign-out")
         with gr.Accordion("Upload", open=True):
             with gr.Row():
                 upload = gr.File(label="Drop documents here (PDF, TIFF, PNG, JPEG, ...)",
@@ -86,7 +94,7 @@ def workspace_tabs(appliance: Appliance, download_dir: Path, tabs: gr.Tabs) -> N
         with gr.Row(equal_height=True):
             search = gr.Textbox(label="Search", scale=4, elem_id="documents-search",
                                 placeholder="words of the text, or of the name")
-            sort = gr.Dropdown(label="Sort", choices=SORT_CHOICES, value=SORT_CHOICES[0][1],
+            sort = gr.Dropdown(label="Sort", choices=SORT_CHOICES, value=NEWEST,
                                scale=1, elem_id="documents-sort")
             search_button = gr.Button("Search", variant="primary", scale=0, min_width=100)
         with gr.Row():
@@ -173,7 +181,13 @@ def workspace_tabs(appliance: Appliance, download_dir: Path, tabs: gr.Tabs) -> N
                 gr.skip()]
 
     def on_query(*values):
-        return run(browse_query(*values))
+        """A new query: its rows, and the message about the rows before cleared."""
+        return [*run(browse_query(*values)), ""]
+
+    def on_search(*values):
+        *controls, sort_value = values
+        order = search_sort(controls[0], sort_value)
+        return [gr.Dropdown(value=order), *on_query(*controls, order)]
 
     def pager_handler(move: str):
         def handler(rows: Listed):
@@ -188,7 +202,8 @@ def workspace_tabs(appliance: Appliance, download_dir: Path, tabs: gr.Tabs) -> N
         return [*redrawn(rows, known), *document.refresh(document_id, index, shown)]
 
     def on_open(evt: gr.EventData):
-        return [gr.Tabs(selected="document"),
+        """The document in its tab, without the message about the one open before."""
+        return [gr.Tabs(selected="document"), "",
                 *document.open(str(evt.document), int(getattr(evt, "page", 0) or 0))]
 
     def on_pick(evt: gr.EventData):
@@ -205,7 +220,9 @@ def workspace_tabs(appliance: Appliance, download_dir: Path, tabs: gr.Tabs) -> N
 
     def on_zip(chosen):
         path, text = download_zip(appliance, chosen, download_dir / "zips")
-        return gr.File(value=path, visible=path is not None), safe_markdown(text)
+        # a str: Gradio 6.31's FileData refuses a Path
+        return (gr.File(value=str(path) if path else None, visible=path is not None),
+                safe_markdown(text))
 
     def on_upload(files, type_value, lane_value, tag_text, engine_name, secret):
         uploaded = handle_upload(appliance, files, UploadChoices(
@@ -215,14 +232,18 @@ def workspace_tabs(appliance: Appliance, download_dir: Path, tabs: gr.Tabs) -> N
     def on_load(request: gr.Request):
         username = getattr(request, "username", None)
         allowed = gr.Button(visible=may_delete(appliance, username))
-        return user_line(appliance, username), allowed, allowed
+        return user_line(appliance, username), gr.Button(visible=bool(username)), allowed, allowed
 
     private = dict(api_visibility="private")
-    refresh = dict(fn=on_query, inputs=filters, outputs=list_outputs, show_progress="hidden",
-                   concurrency_limit=8, concurrency_id="documents-query", **private)
-    gr.on([search.submit, search_button.click, tag.submit, tag.blur,
+    querying = dict(inputs=filters, show_progress="hidden", concurrency_limit=8,
+                    concurrency_id="documents-query", **private)
+    refresh = dict(fn=on_query, outputs=[*list_outputs, message], **querying)
+    gr.on([search.submit, search_button.click], fn=on_search,
+          outputs=[sort, *list_outputs, message], **querying)
+    # the sort on .input: the search's own change of it has run its query already
+    gr.on([tag.submit, tag.blur, sort.input,
            *(control.change for control in (statuses, type_filter, source, folder, since,
-                                             until, engine_filter, fields, sort))], **refresh)
+                                             until, engine_filter, fields))], **refresh)
     for move, button in pager.items():
         button.click(pager_handler(move), inputs=listed, outputs=list_outputs, **private)
     refresh_button.click(on_refresh, inputs=listed, outputs=list_outputs, **private)
@@ -232,9 +253,12 @@ def workspace_tabs(appliance: Appliance, download_dir: Path, tabs: gr.Tabs) -> N
         outputs=[*list_outputs, *document.outputs], show_progress="hidden",
         trigger_mode="once", concurrency_limit=8, concurrency_id="documents-refresh",
         **private)
-    results.open(on_open, outputs=[tabs, *document.outputs], **private)
+    results.open(on_open, outputs=[tabs, document.message, *document.outputs], **private)
+    # every tick runs, in order (one at a time), each with the whole choice: Gradio
+    # runs a deferred "always_last" event without its data, and a quick second tick
+    # was lost
     results.pick(on_pick, outputs=[picked, picked_line], show_progress="hidden",
-                 trigger_mode="always_last", **private)
+                 trigger_mode="multiple", concurrency_limit=1, **private)
     # after an action the rows are drawn again where they are
     after_action = dict(fn=lambda rows: redrawn(rows, ""), inputs=listed, outputs=list_outputs,
                         show_progress="hidden", **private)
@@ -251,5 +275,6 @@ def workspace_tabs(appliance: Appliance, download_dir: Path, tabs: gr.Tabs) -> N
     upload.upload(on_upload, inputs=[upload, doc_type, lane, tags, engine, password],
                   outputs=[upload_results, upload, password], concurrency_limit=4,
                   **private).then(**refresh)
-    gr.on(triggers=None, fn=on_load, outputs=[user, bulk["delete"], document.actions["delete"]],
+    gr.on(triggers=None, fn=on_load,
+          outputs=[user, sign_out, bulk["delete"], document.actions["delete"]],
           **private).then(**refresh)

@@ -170,7 +170,8 @@ def find_documents(db: Database, query: DocumentQuery) -> DocumentPage:
             where.append(f"d.{column} = :{column}")
     if query.tag is not None:
         params["tag"] = query.tag
-        where.append("EXISTS (SELECT 1 FROM json_each(d.tags) WHERE value = :tag)")
+        where.append("EXISTS (SELECT 1 FROM json_each(d.tags) WHERE value = :tag "
+                     "COLLATE NOCASE)")  # "HR" finds "hr" (SQLite folds ASCII only)
     if query.since is not None:
         params["since"] = query.since
         where.append("d.created_at >= :since")
