@@ -23,6 +23,7 @@ import pytest
 from playwright.sync_api import Browser, Page, expect
 from sqlalchemy import text
 
+from appliance.export import FORMATS, SUFFIXES
 from appliance.measure.search_bench import generate_store, unique_word
 from appliance.security import ApiKeys
 from appliance.store import Database, transitions
@@ -498,3 +499,19 @@ def test_the_api_names_its_pdf_after_the_document_and_says_what_it_waits_for(dae
     assert "is waiting for a person to review some of its pages" in \
         waiting.json()["error"]["message"]
     assert api_documents(daemon, tag="BOARD")["documents"][0]["id"] == daemon.report_id
+
+
+def test_every_download_of_the_document_view_arrives_named_after_the_document(ada, daemon):
+    page = ada
+    search_documents(page, "report.pdf")
+    open_document(page, "report.pdf")
+    offered = [fmt for fmt in FORMATS if fmt != "fields.json"]  # a report has no fields
+    for fmt in offered:
+        with page.expect_download() as download:
+            page.locator(f"#download-{fmt.replace('.', '-')}").click()
+        assert download.value.suggested_filename == f"report{SUFFIXES[fmt]}"
+        content = Path(download.value.path()).read_bytes()
+        expected = daemon.client.get(f"/api/v1/documents/{daemon.report_id}/result",
+                                     params={"format": fmt}).content
+        assert content == expected if fmt != "pdf" else content.startswith(b"%PDF"), fmt
+    no_error_toast(page)
