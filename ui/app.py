@@ -58,8 +58,7 @@ def build_ui(appliance: Appliance, download_dir: Path) -> gr.Blocks:
         health = gr.Markdown(status_line(appliance), elem_id="status-line")
         gr.Timer(STATUS_REFRESH_S).tick(lambda: status_line(appliance), outputs=health,
                                         show_progress="hidden", api_visibility="private")
-        with gr.Tabs() as tabs:
-            workspace_tabs(appliance, download_dir, tabs)
+        with workspace_tabs(appliance, download_dir):
             with gr.Tab("Dashboard", id="dashboard"):
                 dashboard_tab(appliance)
     return blocks

@@ -12,8 +12,10 @@ an open menu is not redrawn under the pointer.
 from __future__ import annotations
 
 import hashlib
+from contextlib import contextmanager
 from dataclasses import replace
 from pathlib import Path
+from typing import Iterator
 
 import gradio as gr
 
@@ -53,91 +55,96 @@ def user_line(appliance: Appliance, username: str | None) -> str:
     return line
 
 
-def workspace_tabs(appliance: Appliance, download_dir: Path, tabs: gr.Tabs) -> None:
-    """The Documents and Document tabs, built inside ``tabs`` (which an opened document
-    switches to its tab)."""
+@contextmanager
+def workspace_tabs(appliance: Appliance, download_dir: Path) -> Iterator[None]:
+    """The Documents and Document tabs, first in a tab bar whose other tabs the
+    with-block adds (an opened document switches the bar to its tab). The workspace's
+    states and timer come after the bar: among a gr.Tabs' children they shift the
+    places of the tabs after them, and Gradio then draws the Dashboard tab twice."""
     settings = appliance.settings
-    with gr.Tab("Documents", id="documents"):
-        # who is signed in, what they may do, and the way out (in this tab: a link of
-        # the Markdown would open a new one and leave this one signed in on screen)
-        with gr.Row(equal_height=True):
-            user = gr.Markdown(elem_id="workspace-user")
-            # the REST API's docs (Gradio's own "Use via API" page has no route to show)
-            gr.Button("API docs", link=DOCS_PATH, link_target="_blank", size="sm", scale=0,
-                      min_width=100, elem_id="workspace-api-docs")
-            sign_out = gr.Button("Sign out", link=LOGOUT_PATH, size="sm", scale=0,
-                                 min_width=100, visible=False, elem_id="workspace-sign-out")
-        with gr.Accordion("Upload", open=True):
+    with gr.Tabs() as tabs:
+        with gr.Tab("Documents", id="documents"):
+            # who is signed in, what they may do, and the way out (in this tab: a link of
+            # the Markdown would open a new one and leave this one signed in on screen)
+            with gr.Row(equal_height=True):
+                user = gr.Markdown(elem_id="workspace-user")
+                # the REST API's docs (Gradio's own "Use via API" page has no route to show)
+                gr.Button("API docs", link=DOCS_PATH, link_target="_blank", size="sm", scale=0,
+                          min_width=100, elem_id="workspace-api-docs")
+                sign_out = gr.Button("Sign out", link=LOGOUT_PATH, size="sm", scale=0,
+                                     min_width=100, visible=False, elem_id="workspace-sign-out")
+            with gr.Accordion("Upload", open=True):
+                with gr.Row():
+                    upload = gr.File(label="Drop documents here (PDF, TIFF, PNG, JPEG, ...)",
+                                     file_count="multiple", type="filepath", scale=2,
+                                     elem_id="upload-files")
+                    with gr.Column(scale=3):
+                        with gr.Row():
+                            doc_type = gr.Dropdown(label="Document type", choices=list(DOC_TYPES),
+                                                   value="generic", elem_id="upload-type")
+                            lane = gr.Dropdown(label="Lane", choices=LANE_CHOICES,
+                                               value=LANE_CHOICES[0][1], elem_id="upload-lane")
+                            # shown where there is a choice: a vision engine and its classic reader
+                            readings = appliance.readings()
+                            engine = gr.Dropdown(label="Read with", value="", interactive=True,
+                                                 choices=[("the configured engine", ""), *readings],
+                                                 visible=len(readings) > 1, elem_id="upload-engine")
+                        with gr.Row():
+                            tags = gr.Textbox(label="Tags (comma-separated)", elem_id="upload-tags")
+                            password = gr.Textbox(label="Password of an encrypted PDF (used to "
+                                                        "read it, never stored)", type="password",
+                                                  elem_id="upload-password")
+                upload_results = gr.Dataframe(headers=UPLOAD_HEADERS, datatype="str",
+                                              label="Last upload", interactive=False, wrap=True,
+                                              column_count=len(UPLOAD_HEADERS))
+            with gr.Row(equal_height=True):
+                search = gr.Textbox(label="Search", scale=4, elem_id="documents-search",
+                                    placeholder="words of the text, or of the name")
+                sort = gr.Dropdown(label="Sort", choices=SORT_CHOICES, value=NEWEST,
+                                   scale=1, elem_id="documents-sort")
+                search_button = gr.Button("Search", variant="primary", scale=0, min_width=100)
             with gr.Row():
-                upload = gr.File(label="Drop documents here (PDF, TIFF, PNG, JPEG, ...)",
-                                 file_count="multiple", type="filepath", scale=2,
-                                 elem_id="upload-files")
-                with gr.Column(scale=3):
-                    with gr.Row():
-                        doc_type = gr.Dropdown(label="Document type", choices=list(DOC_TYPES),
-                                               value="generic", elem_id="upload-type")
-                        lane = gr.Dropdown(label="Lane", choices=LANE_CHOICES,
-                                           value=LANE_CHOICES[0][1], elem_id="upload-lane")
-                        # shown where there is a choice: a vision engine and its classic reader
-                        readings = appliance.readings()
-                        engine = gr.Dropdown(label="Read with", value="", interactive=True,
-                                             choices=[("the configured engine", ""), *readings],
-                                             visible=len(readings) > 1, elem_id="upload-engine")
-                    with gr.Row():
-                        tags = gr.Textbox(label="Tags (comma-separated)", elem_id="upload-tags")
-                        password = gr.Textbox(label="Password of an encrypted PDF (used to "
-                                                    "read it, never stored)", type="password",
-                                              elem_id="upload-password")
-            upload_results = gr.Dataframe(headers=UPLOAD_HEADERS, datatype="str",
-                                          label="Last upload", interactive=False, wrap=True,
-                                          column_count=len(UPLOAD_HEADERS))
-        with gr.Row(equal_height=True):
-            search = gr.Textbox(label="Search", scale=4, elem_id="documents-search",
-                                placeholder="words of the text, or of the name")
-            sort = gr.Dropdown(label="Sort", choices=SORT_CHOICES, value=NEWEST,
-                               scale=1, elem_id="documents-sort")
-            search_button = gr.Button("Search", variant="primary", scale=0, min_width=100)
-        with gr.Row():
-            statuses = gr.Dropdown(label="Status", choices=list(DocStatus), value=[],
-                                   multiselect=True, elem_id="filter-status")
-            type_filter = gr.Dropdown(label="Type", choices=[("any type", ANY), *DOC_TYPES],
-                                      value=ANY, elem_id="filter-type")
-            tag = gr.Textbox(label="Tag", elem_id="filter-tag")
-            source = gr.Dropdown(label="Source", choices=SOURCE_CHOICES, value=ANY,
-                                 elem_id="filter-source")
-            folder = gr.Dropdown(label="Watched folder", value=ANY, elem_id="filter-folder",
-                                 choices=[("any folder", ANY), *(w.name or Path(w.path).name
-                                                                 for w in settings.watch)])
-        with gr.Row():
-            engine_filter = gr.Dropdown(label="Engine", value=ANY, elem_id="filter-engine",
-                                        choices=[("any engine", ANY), *registry.names()])
-            fields = gr.Dropdown(label="Key fields", choices=FIELDS_CHOICES, value=ANY,
-                                 elem_id="filter-fields")
-            since = gr.DateTime(label="From (day)", include_time=False, type="timestamp",
-                                elem_id="filter-since")
-            until = gr.DateTime(label="To (day)", include_time=False, type="timestamp",
-                                elem_id="filter-until")
-        with gr.Row(equal_height=True):
-            pager = {move: gr.Button(PAGER_LABELS[move], size="sm", scale=0, min_width=110,
-                                     elem_id=f"documents-{move}") for move in PAGER_MOVES}
-            refresh_button = gr.Button("Refresh list", size="sm", scale=0, min_width=110,
-                                       elem_id="documents-refresh")
-            page_line = gr.Markdown(elem_id="documents-count")
-        with gr.Row(equal_height=True):
-            picked_line = gr.Markdown("No document ticked.", elem_id="documents-picked")
-            bulk = {action: gr.Button(f"{label} (ticked)", size="sm",
-                                      elem_id=f"bulk-{action}", visible=action != "delete",
-                                      variant="stop" if action == "delete" else "secondary")
-                    for action, (label, _past) in ACTIONS.items()}
-            zip_button = gr.Button("Download ticked (.zip)", size="sm", elem_id="bulk-zip")
-        confirm = ConfirmDelete(appliance, "bulk")
-        zip_file = gr.File(label="Outputs of the ticked documents", visible=False,
-                           elem_id="bulk-zip-file")
-        message = safe_markdown_view(elem_id="documents-message")
-        results = gr.HTML("", js_on_load=LIST_JS, css_template=LIST_CSS,
-                          elem_id="documents-list")
-    with gr.Tab("Document", id="document"):
-        document = DocumentTab(appliance, download_dir)
+                statuses = gr.Dropdown(label="Status", choices=list(DocStatus), value=[],
+                                       multiselect=True, elem_id="filter-status")
+                type_filter = gr.Dropdown(label="Type", choices=[("any type", ANY), *DOC_TYPES],
+                                          value=ANY, elem_id="filter-type")
+                tag = gr.Textbox(label="Tag", elem_id="filter-tag")
+                source = gr.Dropdown(label="Source", choices=SOURCE_CHOICES, value=ANY,
+                                     elem_id="filter-source")
+                folder = gr.Dropdown(label="Watched folder", value=ANY, elem_id="filter-folder",
+                                     choices=[("any folder", ANY), *(w.name or Path(w.path).name
+                                                                     for w in settings.watch)])
+            with gr.Row():
+                engine_filter = gr.Dropdown(label="Engine", value=ANY, elem_id="filter-engine",
+                                            choices=[("any engine", ANY), *registry.names()])
+                fields = gr.Dropdown(label="Key fields", choices=FIELDS_CHOICES, value=ANY,
+                                     elem_id="filter-fields")
+                since = gr.DateTime(label="From (day)", include_time=False, type="timestamp",
+                                    elem_id="filter-since")
+                until = gr.DateTime(label="To (day)", include_time=False, type="timestamp",
+                                    elem_id="filter-until")
+            with gr.Row(equal_height=True):
+                pager = {move: gr.Button(PAGER_LABELS[move], size="sm", scale=0, min_width=110,
+                                         elem_id=f"documents-{move}") for move in PAGER_MOVES}
+                refresh_button = gr.Button("Refresh list", size="sm", scale=0, min_width=110,
+                                           elem_id="documents-refresh")
+                page_line = gr.Markdown(elem_id="documents-count")
+            with gr.Row(equal_height=True):
+                picked_line = gr.Markdown("No document ticked.", elem_id="documents-picked")
+                bulk = {action: gr.Button(f"{label} (ticked)", size="sm",
+                                          elem_id=f"bulk-{action}", visible=action != "delete",
+                                          variant="stop" if action == "delete" else "secondary")
+                        for action, (label, _past) in ACTIONS.items()}
+                zip_button = gr.Button("Download ticked (.zip)", size="sm", elem_id="bulk-zip")
+            confirm = ConfirmDelete(appliance, "bulk")
+            zip_file = gr.File(label="Outputs of the ticked documents", visible=False,
+                               elem_id="bulk-zip-file")
+            message = safe_markdown_view(elem_id="documents-message")
+            results = gr.HTML("", js_on_load=LIST_JS, css_template=LIST_CSS,
+                              elem_id="documents-list")
+        with gr.Tab("Document", id="document"):
+            document = DocumentTab(appliance, download_dir)
+        yield  # the tab bar's other tabs
 
     filters = [search, statuses, type_filter, tag, source, folder, since, until, engine_filter,
                fields, sort]
