@@ -12,6 +12,7 @@ screenshots there.
 
 from __future__ import annotations
 
+import io
 import os
 import re
 import sqlite3
@@ -20,6 +21,7 @@ from pathlib import Path
 
 import pikepdf
 import pytest
+from PIL import Image
 from playwright.sync_api import Browser, Page, expect
 from sqlalchemy import text
 
@@ -467,6 +469,29 @@ def test_a_refused_document_says_why_in_full_and_is_not_retried(ada, daemon, tmp
     open_document(page, "report.pdf")
     expect(page.locator("#document-message")).to_have_text("")
     no_error_toast(page)
+
+
+def filled(bar) -> float:
+    """The share of a progress bar's inside that is drawn in a colour (not the white
+    of the page), from a screenshot of it."""
+    with Image.open(io.BytesIO(bar.screenshot())) as shot:
+        inside = shot.convert("RGB").crop((3, 3, shot.width - 3, shot.height - 3))
+        pixels = list(inside.getdata())
+    return sum(1 for r, g, b in pixels if min(r, g, b) < 200) / len(pixels)
+
+
+def test_a_document_with_no_page_done_shows_an_empty_bar(ada, daemon):
+    page = ada
+    none_done = next(doc for doc in api_documents(daemon, status="failed", limit=50)["documents"]
+                     if doc["page_count"] > 1)
+    search_documents(page, none_done["name"])
+    expect(count_line(page)).to_contain_text("1–1 of 1 document")
+    row = list_row(page, none_done["name"])
+    expect(row.locator(".doc-pages")).to_contain_text(f"0/{none_done['page_count']} pages")
+    assert filled(row.locator("progress")) < 0.05
+    search_documents(page, "twelve percent")  # report.pdf, 2 of 2 pages done: a full bar
+    expect(count_line(page)).to_contain_text("1–1 of 1 document")
+    assert filled(list_row(page, "report.pdf").locator("progress")) > 0.9
 
 
 def test_a_search_lists_the_best_match_first_and_an_empty_one_the_newest(ada, daemon):
