@@ -16,6 +16,7 @@ from sqlalchemy import case
 from sqlmodel import Session, select
 
 from appliance.errors import LockLost, NotFound, RejectedUnreadable
+from appliance.quality.routing import reason_code, review_reasons
 from appliance.store.db import Database
 from appliance.store.models import (
     Document, Lane, Outcome, Page, PageResult, PageStatus, ReviewAction,
@@ -222,6 +223,6 @@ def review_counts(db: Database) -> dict:
         for bucket, key in (("by_doc_type", doc.doc_type), ("by_folder", doc.watch_folder)):
             if key:
                 counts[bucket][key] = counts[bucket].get(key, 0) + 1
-        for code in {r.split(":", 1)[0] for r in (result.reasons or [] if result else [])}:
+        for code in {reason_code(r) for r in review_reasons(result.reasons if result else [])}:
             counts["by_reason"][code] = counts["by_reason"].get(code, 0) + 1
     return counts

@@ -249,7 +249,7 @@ def test_evidence_is_boxed_where_the_cropped_page_shows_it(appliance):
     Image.new("RGB", (400, 300), "white").save(path)
 
     page = appliance.review.open_page(opened.item.page_id)
-    view = page_view(page, 5.0, fields=document_fields(appliance.review, page))
+    view = page_view(page, fields=document_fields(appliance.review, page))
     assert view.key_fields["fields"] == [total]
     assert view.image.getpixel((150, 120)) != (255, 255, 255)  # on the cropped page
     assert view.image.getpixel((230, 190)) == (255, 255, 255)  # not where it was rendered
