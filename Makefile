@@ -5,24 +5,42 @@
 #   make test  - the same set-up, Chromium if missing (the browser tests drive it
 #                through Playwright) and systemd's tools (the unit file tests run
 #                systemd-analyze), then run the test suite
+# Both install exactly the versions in requirements.lock (every file checked against its
+# hash); `make lock` resolves pyproject.toml's dependencies again and writes it.
 PYTHON ?= python3
 VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
+LOCK := requirements.lock
+PIP_VERSION := 26.3
+UV_VERSION := 0.13.9
+LOCK_VENV := .venv-lock
 
-.PHONY: run test tesseract fonts chromium systemd poppler clean
+.PHONY: run test lock tesseract fonts chromium systemd poppler clean
 
 # llama.cpp for any x86-64 CPU with AVX2 rather than for this CPU exactly: a native
 # build on a Xeon with AMX and AVX-512 segfaults on quantized models (seen with
 # 0.3.36 on Sapphire Rapids). A CMAKE_ARGS of your own (CUDA) replaces this.
 LLAMA_CMAKE_ARGS := -DGGML_NATIVE=OFF -DGGML_AVX=ON -DGGML_AVX2=ON -DGGML_FMA=ON -DGGML_F16C=ON
 
-$(STAMP): pyproject.toml
+$(STAMP): pyproject.toml $(LOCK)
 	test -d $(VENV) || $(PYTHON) -m venv $(VENV)
-	$(BIN)/pip install --upgrade pip
+	$(BIN)/pip install pip==$(PIP_VERSION)
+	# The locked set and nothing else (--no-deps: the lock holds every dependency).
 	# llama-cpp-python compiles from source (about 5 minutes on first use).
-	CMAKE_ARGS="$${CMAKE_ARGS:-$(LLAMA_CMAKE_ARGS)}" $(BIN)/pip install -e '.[test]'
+	CMAKE_ARGS="$${CMAKE_ARGS:-$(LLAMA_CMAKE_ARGS)}" $(BIN)/pip install --require-hashes \
+		--no-deps -r $(LOCK)
+	$(BIN)/pip install --no-deps -e .
+	$(BIN)/pip check
 	touch $(STAMP)
+
+# Resolve the dependencies of pyproject.toml (with the test extras) again, for every
+# platform, with the hash of every file; then run `make test` on what it wrote.
+lock:
+	test -d $(LOCK_VENV) || $(PYTHON) -m venv $(LOCK_VENV)
+	$(LOCK_VENV)/bin/pip install uv==$(UV_VERSION)
+	$(LOCK_VENV)/bin/uv pip compile pyproject.toml --extra test --generate-hashes \
+		--universal --python-version 3.11 $(LOCK_ARGS) -o $(LOCK)
 
 run: $(STAMP) tesseract fonts
 	$(BIN)/appliance serve $(if $(CONFIG),--config $(CONFIG))

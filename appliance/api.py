@@ -31,7 +31,7 @@ from appliance.engines import registry
 from appliance.errors import (
     ApplianceError, DuplicateDocument, HttpError, InvalidRequest, NotFound, QueueFull, TooLarge,
 )
-from appliance.export import FORMATS, SUFFIXES, document_json
+from appliance.export import FORMATS, SUFFIXES, document_json, safe_stem
 from appliance.intake import SubmitOptions
 from appliance.metrics import install_metrics
 from appliance.security import AccessGuard
@@ -41,6 +41,7 @@ from appliance.store.search import SORTS, DocumentQuery
 log = logging.getLogger(__name__)
 
 UPLOAD_PATH = "/api/v1/documents"
+DOCS_PATH = "/docs"  # the web UI links it
 # What a multipart upload carries besides the file: boundaries, headers and form fields.
 FORM_ALLOWANCE_BYTES = 64 * 1024
 # A Document Intelligence analysis: the file as base64 (4 bytes for 3) in a small JSON
@@ -141,8 +142,8 @@ def complete_openapi(app: FastAPI) -> None:
 
 def create_app(appliance: Appliance) -> FastAPI:
     # the API docs' scripts and styles come from a package, not a CDN: no internet needed
-    app = FastAPIOffline(title="OCR Appliance", version="1", docs_url="/docs",
-                         redoc_url="/redoc", static_url="/docs/assets")
+    app = FastAPIOffline(title="OCR Appliance", version="1", docs_url=DOCS_PATH,
+                         redoc_url="/redoc", static_url=f"{DOCS_PATH}/assets")
     max_bytes = appliance.settings.limits.max_bytes
     auth = appliance.settings.auth
     app.add_middleware(RouteGuard, routes=app.router.routes)  # innermost: after CORS
@@ -330,7 +331,10 @@ def create_app(appliance: Appliance) -> FastAPI:
             offset: int = Query(0, ge=0, le=MAX_OFFSET)):
         """Documents that match, newest first unless sorted otherwise, with the total
         over all pages of results. With `q`, each document's `hit` is its best page and
-        a snippet of it: plain text, the matched words at `spans` (character offsets)."""
+        a snippet of it: plain text, the matched words at `spans` (character offsets);
+        `reviewed` is false where that is the machine's text of a page waiting for
+        review. Words in Chinese, Japanese or Korean match as any run of two characters
+        or more of the page."""
         found = appliance.library.find(DocumentQuery(
             q=q, status=tuple(status), doc_type=doc_type or None, tag=tag or None,
             source=source or None, folder=folder or None, since=since, until=until,
@@ -342,7 +346,8 @@ def create_app(appliance: Appliance) -> FastAPI:
             body = document_json(view)
             if (hit := found.hits.get(view.doc.id)) is not None:
                 snippet, spans = hit.marked()
-                body["hit"] = {"page": hit.page_index + 1, "snippet": snippet, "spans": spans}
+                body["hit"] = {"page": hit.page_index + 1, "snippet": snippet, "spans": spans,
+                               "reviewed": hit.reviewed}
             documents.append(body)
         return {"total": found.total, "limit": limit, "offset": offset, "documents": documents}
 
@@ -360,9 +365,11 @@ def create_app(appliance: Appliance) -> FastAPI:
         """The document's result once it is final (409 not_ready before; 409 no_result for
         a document refused at intake)."""
         content = appliance.exporter.rendered(document_id, [format])[format]
-        # the PDF, and hOCR (XHTML), are files to keep, not pages for the browser to open
+        # the PDF, and hOCR (XHTML), are files to keep, not pages for the browser to
+        # open; named after the document, as the web UI's downloads are
+        stem = safe_stem(appliance.library.document(document_id).doc.name)
         disposition = ({"Content-Disposition": f'attachment; filename="'
-                                              f'{document_id}{SUFFIXES[format]}"'}
+                                              f'{stem}{SUFFIXES[format]}"'}
                        if format in ("pdf", "hocr") else {})
         return Response(content, media_type=MEDIA_TYPES[format], headers=disposition)
 

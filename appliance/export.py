@@ -29,7 +29,7 @@ from appliance.outputs.tree import page_trees
 from appliance.quality.blocks import parse_blocks
 from appliance.reading.markdown import layout_blocks
 from appliance.store import Database, queries, transitions
-from appliance.store.models import Document, PageStatus
+from appliance.store.models import DocStatus, Document, PageStatus
 from appliance.store.queries import DocumentView
 
 log = logging.getLogger(__name__)
@@ -118,6 +118,11 @@ def _comment(text: str) -> str:
     return text.replace("--", "- -")  # a message must not close the HTML comment early
 
 
+# what a document that is not final yet is doing, in words
+UNFINISHED_TEXT = {DocStatus.QUEUED: "queued", DocStatus.PROCESSING: "being read",
+                   DocStatus.REVIEW: "waiting for a person to review some of its pages"}
+
+
 def render(db: Database, document_id: str) -> dict[str, str]:
     """The document's results in every text format (all but the PDF, which
     ``Exporter.rendered`` adds). Raises NotReady until it is final."""
@@ -125,8 +130,8 @@ def render(db: Database, document_id: str) -> dict[str, str]:
     if view is None:
         raise NotFound(f"no document with id {document_id}")
     if not view.is_final:
-        raise NotReady(f"document {document_id} is {view.status}; its result is available "
-                       f"once every page is finished")
+        raise NotReady(f"document {document_id} is {UNFINISHED_TEXT[view.status]}; its result "
+                       f"is available once every page is finished")
     doc = view.doc
     if doc.error_code:  # rejected at intake: there is no result, only the reason
         raise NoResult(f"document {document_id} has no result: it was refused when it "
@@ -238,8 +243,13 @@ class Exporter:
         output.pdf_type asks (a plain PDF, and a warning, where PDF/A cannot be made)."""
         view = queries.get_document(self.db, document_id)
         doc = view.doc
+        original = self.spool.original_path(doc.sha256)
+        if not original.exists():  # retention deleted it: expected, no traceback to log
+            raise OutputFailed(f"the searchable PDF of document {document_id} is made from "
+                                 f"its original, which is no longer kept (retention."
+                                 f"hot_days); its other formats are there")
         try:
-            data, report = searchable_pdf(self.spool.original_path(doc.sha256), doc.kind,
+            data, report = searchable_pdf(original, doc.kind,
                                           page_trees(self.db, document_id),
                                           output_type=self.output.pdf_type,
                                           password=self.pdf_password(doc.watch_folder))

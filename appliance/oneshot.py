@@ -21,7 +21,7 @@ from appliance.daemon import Appliance
 from appliance.errors import InvalidRequest
 from appliance.export import write_atomic
 from appliance.intake import SubmitOptions
-from appliance.quality.routing import REVIEW_CODES, reason_code
+from appliance.quality.routing import review_reasons
 from appliance.store import queries
 from appliance.store.queries import DocumentView
 
@@ -152,8 +152,7 @@ def _report(appliance: Appliance, views: list[DocumentView], fmt: str,
         if view.status != "done":
             code = OCR_FAILED
         for page, result in queries.accepted_results(appliance.db, view.doc.id):
-            held = [r for r in (result.reasons or []) if reason_code(r) in REVIEW_CODES] \
-                if result and page.status == "done" else []
+            held = review_reasons(result.reasons) if result and page.status == "done" else []
             if held:
                 code = code or OCR_NEEDS_REVIEW
                 sys.stderr.write(f"{view.doc.name}: page {page.index + 1} would go to review: "

@@ -28,8 +28,10 @@ from sqlmodel import select
 from appliance.config import Settings
 from appliance.engines import registry
 from appliance.errors import InvalidRequest, NotFound
+from appliance.fields.validate import INVALID, MISSING
 from appliance.intake.spool import Spool
 from appliance.quality.markdown import markdown_to_text
+from appliance.quality.routing import review_reasons
 from appliance.raster import render_dpi
 from appliance.raster.preprocess import to_original
 from appliance.reading.markdown import in_order, layout_blocks
@@ -59,6 +61,27 @@ class ReviewItem:
     confidence: float | None
     waiting_since: float | None
     locked_by: str | None
+    locked_until: float | None = None  # while locked_by holds it
+
+
+def why_here(reasons: list[str] | None, fields: FieldSet | None = None) -> list[str]:
+    """Why a page waits for review, as it stands now: the review reasons routing gave
+    it, with those about the document's key fields as their newest reading (``fields``)
+    has them, for a reviewer's corrections check the fields again. Only the page whose
+    reading checked the fields has such reasons."""
+    waiting = review_reasons(reasons)
+    if fields is None:
+        return waiting
+    names = {f["name"] for f in fields.fields}
+
+    def about_fields(reason: str) -> bool:
+        code, _, detail = reason.partition(": ")
+        return code in (MISSING, INVALID) and detail.split(": ", 1)[0] in names
+
+    others = [reason for reason in waiting if not about_fields(reason)]
+    if len(others) == len(waiting):
+        return waiting
+    return others + review_reasons(fields.reasons)
 
 
 @dataclass
@@ -86,11 +109,13 @@ class ReviewPage:
         return body
 
 
-def _item(page: Page, doc: Document, result: PageResult | None) -> ReviewItem:
+def _item(page: Page, doc: Document, result: PageResult | None,
+          fields: FieldSet | None = None) -> ReviewItem:
     locked = page.review_owner if (page.review_lock_expires_at or 0) > time.time() else None
     return ReviewItem(page.id, doc.id, doc.name, page.index + 1, doc.page_count, doc.doc_type,
-                      doc.watch_folder, list(result.reasons or []) if result else [],
-                      result.confidence if result else None, page.review_since, locked)
+                      doc.watch_folder, why_here(result.reasons if result else [], fields),
+                      result.confidence if result else None, page.review_since, locked,
+                      page.review_lock_expires_at if locked else None)
 
 
 def highlights(result: PageResult) -> list[dict]:
@@ -154,7 +179,7 @@ class ReviewService:
                                               .order_by(Page.index)) if p.id != page.id]
         image = page_image(self.spool, self.settings, doc, page, result)
         return ReviewPage(
-            item=_item(page, doc, result),
+            item=_item(page, doc, result, self.fields(doc.id)),
             markdown=result.markdown or "" if result else "",
             image_path=image if image.exists() else None,
             engine=result.engine if result else None,

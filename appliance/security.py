@@ -9,9 +9,9 @@
   and always on a ``server.host`` that is not a loopback address (unless
   ``auth.open``): a missing or emptied file never opens the daemon to the network.
   Then every route but ``/healthz`` needs it: the REST API, ``/readyz``, ``/metrics``,
-  the API docs and the Document Intelligence API need a key; the web UI and the review
-  console need a reviewer's login (``ui.auth``'s sign-in page, checked against the
-  users file).
+  the API docs and the Document Intelligence API need a key (the docs, or a web UI
+  sign-in); the web UI and the review console need a reviewer's login (``ui.auth``'s
+  sign-in page, checked against the users file).
 - **Allow-list** (``auth.allow_from``, CIDRs): other addresses get 403 on every route
   but ``/healthz``, before any key is looked at. The address is the peer's, or the
   client a proxy of ``server.trusted_proxies`` names (``appliance.server``).
@@ -36,6 +36,8 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
+from starlette.requests import HTTPConnection
+
 from appliance.api_guards import error_response
 from appliance.config import AuthSettings
 from appliance.errors import (
@@ -51,6 +53,10 @@ KEY_PATHS = ("/api/", "/readyz", "/metrics", "/docs", "/redoc", "/openapi.json",
              "/documentintelligence")
 # the headers a key may come in, besides Authorization: Bearer
 KEY_HEADERS = (b"x-api-key", b"ocp-apim-subscription-key")
+# ... of which these are for people too: a signed-in user of the web UI reads them
+# without a key (the UI's mount sets ``app.state.signed_in``, its session check; the
+# library never imports its UI)
+DOCS_PATHS = ("/docs", "/redoc", "/openapi.json")
 
 
 def loopback(host: str) -> bool:
@@ -195,6 +201,8 @@ class AccessGuard:
         bearer = headers.get(b"authorization", b"").decode("latin-1")
         if not presented and bearer.lower().startswith("bearer "):
             presented = bearer[7:].strip()
+        if not presented and self._signed_in_to_docs(scope):
+            return None
         if not presented:
             return _error(Unauthorized.http_status, Unauthorized.code,
                           "this route needs an API key: send it in the X-API-Key (or "
@@ -213,6 +221,12 @@ class AccessGuard:
                           {"retry-after": str(math.ceil(wait_s))})
         scope.setdefault("state", {})["api_key"] = key.name
         return None
+
+    @staticmethod
+    def _signed_in_to_docs(scope) -> bool:
+        signed_in = getattr(getattr(scope.get("app"), "state", None), "signed_in", None)
+        return (scope["path"].startswith(DOCS_PATHS) and signed_in is not None
+                and signed_in(HTTPConnection(scope)) is not None)
 
     def _allowed(self, client: str) -> bool:
         try:

@@ -17,6 +17,7 @@ from pathlib import Path
 
 from appliance.daemon import Appliance
 from appliance.errors import ApplianceError, NotFound
+from appliance.library import DocumentView, PageStatus
 from ui.components import escape_markdown_text
 from ui.document_status import error_text
 from ui.downloads import zip_outputs
@@ -83,6 +84,17 @@ def may_delete(appliance: Appliance, username: str | None) -> bool:
     return user is not None and user.role == "admin"
 
 
+def not_retried(view: DocumentView) -> str:
+    """Why Retry would read nothing of the document again; "" when it would."""
+    if view.doc.error_code:
+        return ("it was refused when it was submitted, so it has no pages to read again ("
+                f"{error_text(view.doc.error_code, view.doc.error_message)}); fix the file "
+                "and upload it again")
+    if not view.page_counts[PageStatus.FAILED]:
+        return "none of its pages failed"
+    return ""
+
+
 def _act(appliance: Appliance, action: str, document_id: str, actor: str) -> int:
     """Do ``action`` to one document; how many pages it queued again (retry)."""
     if action == "retry":
@@ -112,7 +124,11 @@ def perform(appliance: Appliance, action: str, document_ids: list[str],
     for document_id in document_ids:
         name = document_id
         try:
-            name = appliance.library.document(document_id).doc.name
+            view = appliance.library.document(document_id)
+            name = view.doc.name
+            if action == "retry" and (why := not_retried(view)):
+                refused.append(f"{name}: {why}")
+                continue
             pages += _act(appliance, action, document_id, actor)
             done += 1
         except ApplianceError as exc:  # deleted since, a page being read, ...

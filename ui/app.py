@@ -58,8 +58,7 @@ def build_ui(appliance: Appliance, download_dir: Path) -> gr.Blocks:
         health = gr.Markdown(status_line(appliance), elem_id="status-line")
         gr.Timer(STATUS_REFRESH_S).tick(lambda: status_line(appliance), outputs=health,
                                         show_progress="hidden", api_visibility="private")
-        with gr.Tabs() as tabs:
-            workspace_tabs(appliance, download_dir, tabs)
+        with workspace_tabs(appliance, download_dir):
             with gr.Tab("Dashboard", id="dashboard"):
                 dashboard_tab(appliance)
     return blocks
@@ -80,5 +79,7 @@ def mount_ui(app: FastAPI, appliance: Appliance) -> None:
     # account protects it at once
     mount_signed_in(app, blocks, "/", sessions, required=appliance.auth_on,
                     max_file_size=appliance.settings.limits.max_bytes,
-                    footer_links=["api", "settings"], run_history=False,
+                    # Gradio's "Use via API" would show an empty page: the
+                    # workspace links the REST API's docs instead
+                    footer_links=["settings"], run_history=False,
                     ssr_mode=False, mcp_server=False, css=ZOOM_CSS)

@@ -48,6 +48,19 @@ SESSION_COOKIE = "appliance-session"
 SESSION_TTL_S = 10 * 3600.0  # a working day
 LOGIN_PATH, LOGOUT_PATH = "/login", "/logout"
 LOGIN_FAILED_TEXT = "Wrong name or password (or too many tries: wait a few minutes)."
+# In every page of a mounted UI: a call of the UI's own that answers 401 (signed out in
+# another tab, the session ran out, the daemon restarted) brings the sign-in page, and
+# back here after; otherwise each action would only say "Error".
+SIGNED_OUT_HEAD = f"""<script>(() => {{
+  const fetched = window.fetch.bind(window);
+  window.fetch = async (...args) => {{
+    const response = await fetched(...args);
+    if (response.status === 401) {{
+      window.location.assign("{LOGIN_PATH}?next=" + encodeURIComponent(window.location.pathname));
+    }}
+    return response;
+  }};
+}})();</script>"""
 _PAGE_HEADERS = {"Content-Security-Policy": "default-src 'none'; style-src 'unsafe-inline'; "
                                             "form-action 'self'; frame-ancestors 'none'",
                  "Cache-Control": "no-store"}
@@ -125,8 +138,10 @@ def _back_to(target: str) -> str:
     return target
 
 
-def login_page(target: str, message: str = "") -> str:
+def login_page(target: str, message: str = "", username: str = "") -> str:
     error = f'<p class="error" role="alert">{html.escape(message)}</p>' if message else ""
+    # after a wrong password the name stays, and the password is typed again
+    focus_name, focus_password = ("", " autofocus") if username else (" autofocus", "")
     return f"""<!doctype html>
 <html lang="en"><head><meta charset="utf-8"><title>Sign in - OCR Appliance</title>
 <meta name="viewport" content="width=device-width, initial-scale=1">
@@ -138,9 +153,10 @@ creates accounts with <code>appliance users add NAME</code>.</p>{error}
 <form method="post" action="{LOGIN_PATH}">
 <input type="hidden" name="next" value="{html.escape(_back_to(target))}">
 <label for="username">username</label>
-<input id="username" name="username" autocomplete="username" required autofocus>
+<input id="username" name="username" autocomplete="username" required{focus_name}
+ value="{html.escape(username)}">
 <label for="password">password</label>
-<input id="password" name="password" type="password" autocomplete="current-password">
+<input id="password" name="password" type="password" autocomplete="current-password"{focus_password}>
 <button type="submit">Login</button></form></body></html>"""
 
 
@@ -156,7 +172,7 @@ def mount_sign_in(app: FastAPI, sessions: Sessions) -> None:
                       next: str = Form("/")):
         address = request.client.host if request.client else "-"
         if not await check_login(sessions.users, username.strip(), password, address):
-            return HTMLResponse(login_page(next, LOGIN_FAILED_TEXT), status_code=401,
+            return HTMLResponse(login_page(next, LOGIN_FAILED_TEXT, username), status_code=401,
                                 headers=_PAGE_HEADERS)
         response = RedirectResponse(_back_to(next), status_code=303)
         response.set_cookie(SESSION_COOKIE, sessions.open(username.strip()),
@@ -209,7 +225,9 @@ def mount_signed_in(app: FastAPI, blocks: gr.Blocks, path: str, sessions: Sessio
                     required: Callable[[], bool] | None = None, **options) -> None:
     """Mount ``blocks`` at ``path`` of ``app`` for signed-in users only; with
     ``required``, only while it answers True."""
-    gr.mount_gradio_app(app, blocks, path=path, auth_dependency=sessions.user_of, **options)
+    gr.mount_gradio_app(app, blocks, path=path, auth_dependency=sessions.user_of,
+                        head=SIGNED_OUT_HEAD, **options)
+    app.state.signed_in = sessions.user_of  # the API docs open to the signed-in (AccessGuard)
     mount = next(route for route in reversed(app.router.routes)
                  if isinstance(route, Mount) and route.path == path.rstrip("/"))
     mount.app = SignInGate(mount.app, sessions, required)

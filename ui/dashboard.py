@@ -39,6 +39,7 @@ FAILURE_LIMIT = 20
 MESSAGE_CHARS = 240
 SUMMARY_WINDOW_S = 900.0  # the summary's throughput and latency: the last 15 minutes
 LATENCY_WINDOW_S = 300.0  # each point of the latency plot: the 5 minutes before it
+LATENCY_STEP_S = 15.0  # a point every 15 s of the hour
 BUCKET_S = 60.0
 GIB = 2**30
 FAILURE_HEADERS = ["When", "Document", "Page", "Code", "Message"]
@@ -54,7 +55,7 @@ class DashboardView:
     queue: pd.DataFrame  # time, lane, pages (waiting)
     throughput: pd.DataFrame  # time, pages (read successfully per minute)
     latency: pd.DataFrame  # time, percentile (p50/p95/p99), seconds (arrival to result,
-    #                        over the LATENCY_WINDOW_S before each time)
+    #                        over the LATENCY_WINDOW_S before each time; NaN: no page)
     vram: pd.DataFrame  # time, series (used/total), GiB
     ram: pd.DataFrame  # time, series (used/total), GiB
     failures: str  # Markdown, already made safe
@@ -106,16 +107,31 @@ def throughput_frame(completions, now: float) -> pd.DataFrame:
     return _frame([at for at, _ in buckets], pages=([n for _, n in buckets], "int64"))
 
 
-def latency_frame(completions, times: list[float]) -> pd.DataFrame:
-    """Page latency percentiles over the LATENCY_WINDOW_S before each sample time."""
-    rows = rolling_latency(completions, times, LATENCY_WINDOW_S)
-    times_out, names, seconds = [], [], []
-    for row in rows:
+def latency_times(completions, now: float) -> list[float]:
+    """When the latency plot has a point: every LATENCY_STEP_S of the last hour, now,
+    and the moment each run of pages began (a page read with none in the window before
+    it), so that a run shows from its first page, not from the next step."""
+    finished = sorted(c.finished_at for c in completions)
+    times = {now, *(at for before, at in zip([float("-inf"), *finished], finished)
+                    if at - before >= LATENCY_WINDOW_S)}
+    step = now // LATENCY_STEP_S * LATENCY_STEP_S
+    times.update(step - i * LATENCY_STEP_S for i in range(int(HISTORY_S // LATENCY_STEP_S)))
+    return sorted(at for at in times if at > now - HISTORY_S)
+
+
+def latency_frame(completions, now: float) -> pd.DataFrame:
+    """Page latency percentiles over the LATENCY_WINDOW_S before each of
+    ``latency_times``; no value (a gap in the lines, not one across it) where the window
+    holds no page."""
+    at_times = latency_times(completions, now)
+    rows = {row.at: row for row in rolling_latency(completions, at_times, LATENCY_WINDOW_S)}
+    times, names, seconds = [], [], []
+    for at in at_times:
         for name, _q in PERCENTILES:
-            times_out.append(row.at)
+            times.append(at)
             names.append(name)
-            seconds.append(getattr(row, f"{name}_s"))
-    return _frame(times_out, percentile=(names, "string"), seconds=(seconds, "float64"))
+            seconds.append(getattr(rows[at], f"{name}_s") if at in rows else None)
+    return _frame(times, percentile=(names, "string"), seconds=(seconds, "float64"))
 
 
 def _cell(text: str, limit: int = MESSAGE_CHARS) -> str:
@@ -203,15 +219,12 @@ def dashboard_view(appliance: Appliance, now: float | None = None) -> DashboardV
     now = time.time() if now is None else now
     metrics.catch_up(now)
     completions = metrics.recent_completions()
-    times = [sample.at for sample in samples]
-    if now > times[-1]:
-        times.append(now)  # pages finished since the last sample show now
     vram, ram = memory_frames(samples)
     endpoints = metrics.endpoints(now)
     return DashboardView(
         summary=summary_markdown(appliance, samples[-1], completions, now),
         queue=queue_frame(samples), throughput=throughput_frame(completions, now),
-        latency=latency_frame(completions, times), vram=vram, ram=ram,
+        latency=latency_frame(completions, now), vram=vram, ram=ram,
         failures=failures_markdown(appliance.library.latest_failures(FAILURE_LIMIT)),
         endpoints=endpoints_markdown(endpoints, now) if endpoints else None)
 

@@ -5,15 +5,12 @@ its remaining pages take at the recent pace."""
 from __future__ import annotations
 
 import math
-import re
 
 from appliance.export import document_error
 from appliance.library import DocumentView, PageStatus
 
 NO_REVIEWER_TEXT = ("no reviewer account exists, so nobody can check it: an administrator must "
                     "add one with `appliance users add NAME`")
-TABLE_TEXT_CHARS = 90  # longer details are cut in lists, whole in the document view
-_REASON_CODE_SUFFIX = re.compile(r" \[[a-z_]+\]$")
 
 
 def error_text(code: str | None, message: str | None) -> str:
@@ -52,16 +49,6 @@ def status_details(view: DocumentView, reviewers_exist: bool = True) -> str:
     if view.page_counts[PageStatus.REVIEW]:
         return review_text(view, reviewers_exist)
     return document_problem(view)
-
-
-def cut(text: str, limit: int = TABLE_TEXT_CHARS) -> str:
-    """Long text cut for a list, keeping a final "[reason_code]" (the document view shows
-    it whole)."""
-    if len(text) <= limit:
-        return text
-    code = _REASON_CODE_SUFFIX.search(text)
-    suffix = code.group(0) if code else ""
-    return text[:limit - len(suffix) - 1].rstrip() + "…" + suffix
 
 
 def remaining_s(view: DocumentView, service_times: list[float], readers: int) -> float | None:

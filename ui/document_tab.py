@@ -48,7 +48,9 @@ class DocumentTab:
         self.message = safe_markdown_view(elem_id="document-message")
         with gr.Row():
             self.downloads = [gr.DownloadButton(DOWNLOAD_LABELS[fmt], interactive=False,
-                                                size="sm") for fmt in FORMATS]
+                                                visible=fmt != "fields.json", size="sm",
+                                                elem_id=f"download-{fmt.replace('.', '-')}")
+                              for fmt in FORMATS]
         self.note = safe_markdown_view(elem_id="document-note")
         self.thumbs = gr.Gallery(label="Pages (click one to show it)", columns=10, height=200,
                                  allow_preview=False, object_fit="contain", buttons=[],
@@ -113,7 +115,8 @@ class DocumentTab:
                                         "thumbnails") if panel.key else ([], [])
         fields = field_rows(self.library.fields(document_id)) if panel.key else None
         history = history_rows(self.library.history(document_id)) if panel.key else []
-        downloads = [gr.DownloadButton(value=panel.files.get(fmt), interactive=fmt in panel.files)
+        downloads = [gr.DownloadButton(value=panel.files.get(fmt), interactive=fmt in panel.files,
+                                       visible=fmt != "fields.json" or fmt in panel.files)
                      for fmt in FORMATS]
         page = self.page_updates(document_id if panel.key else None, index)
         page[1] = gr.Dropdown(choices=[(f"page {n + 1} of {pages}", n) for n in range(pages)],

@@ -23,6 +23,7 @@ from PIL import Image
 
 from appliance.daemon import Appliance
 from appliance.errors import ApplianceError, NotFound
+from appliance.export import FORMATS
 from appliance.library import DocumentView, FieldSet, HistoryEntry, Library, PageStatus, PageView
 from ui import fields_form
 from ui.components import escape_markdown_text
@@ -94,8 +95,11 @@ def show_document(appliance: Appliance, document_id: str | None,
     elif view.doc.error_code:  # refused at intake: nothing was recognised
         panel.note = "This document could not be processed; the reason is shown above."
     else:
+        # key fields only for a type that has them: a generic document's would be null
+        formats = [fmt for fmt in FORMATS if fmt != "fields.json"
+                   or appliance.library.fields(document_id) is not None]
         try:
-            rendered, note = render_formats(appliance.exporter, document_id)
+            rendered, note = render_formats(appliance.exporter, document_id, formats)
         except ApplianceError as exc:  # changed between the two reads
             panel.note = escape_markdown_text(exc.message)
         else:

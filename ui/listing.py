@@ -5,7 +5,8 @@ The rows are fixed when a query runs (``Listed``): the timer and the actions rea
 documents again and redraw them where they were, and a deleted one stays as a row that
 says so. Were the list re-queried under the pointer, a document that leaves the filter
 (after a retry, say) would move the rows up, and the next click would tick the document
-that moved there. Each row keeps one height (its lines do not wrap) for the same reason.
+that moved there. Each row keeps one height for the same reason: a name over its facts,
+beside a status over at most two lines of its details (all of them on hover).
 Whether the query now finds other rows is only said (``pager_text``); "Refresh list" shows
 them.
 
@@ -26,16 +27,15 @@ from pathlib import Path
 from typing import Callable
 
 from appliance.library import DocumentPage, DocumentQuery, DocumentView, Hit, PageStatus
-from ui.document_status import (
-    cut, duration_text, error_text, page_progress, review_text,
-)
+from ui.document_status import duration_text, error_text, page_progress, review_text
 
 PAGE_SIZE = 50
 ANY = ""  # the "no filter" value of every filter
 DAY_S = 86400.0
-SORT_CHOICES = [("newest first", "date:desc"), ("oldest first", "date:asc"),
+NEWEST, BEST_MATCH = "date:desc", "relevance:desc"
+SORT_CHOICES = [("newest first", NEWEST), ("oldest first", "date:asc"),
                 ("name, A to Z", "name:asc"), ("name, Z to A", "name:desc"),
-                ("status", "status:asc"), ("best match (when searching)", "relevance:desc")]
+                ("status", "status:asc"), ("best match (when searching)", BEST_MATCH)]
 SOURCE_CHOICES = [("any source", ANY), ("web upload", "upload"), ("REST API", "api"),
                   ("watched folder", "watch"), ("command line", "cli")]
 FIELDS_CHOICES = [("any", ANY), ("some field invalid", "invalid"), ("all fields valid", "valid")]
@@ -59,6 +59,14 @@ def browse_query(q: str | None, statuses: list[str] | None, doc_type: str | None
         engine=engine or None,
         fields_invalid={"invalid": True, "valid": False}.get(fields or ANY),
         sort=order, descending=direction != "asc", limit=PAGE_SIZE, offset=max(0, offset))
+
+
+def search_sort(q: str | None, sort: str | None) -> str | None:
+    """The order a search asks for: words searched are listed best match first, and an
+    emptied search box goes back to the newest; any other order chosen stays."""
+    if (q or "").strip():
+        return BEST_MATCH if sort == NEWEST else sort
+    return NEWEST if sort == BEST_MATCH else sort
 
 
 def pager_offset(move: str, offset: int, total: int, size: int = PAGE_SIZE) -> int:
@@ -148,14 +156,15 @@ def _row(view: DocumentView, hit: Hit | None, searching: bool, reviewers_exist: 
         _when(doc.created_at), doc.doc_type, where, ", ".join(doc.tags or [])) if part)
     done, total = page_progress(view)
     left = remaining(view)
+    # whole: two lines show (the remedy ends a message), and all of it on hover
+    details = text_html(list_details(view, reviewers_exist))
     cells = [
         f'<td><input type="checkbox" data-pick="{doc_id}" aria-label="select {name}"></td>',
         f'<td><button type="button" class="doc-open" data-open="{doc_id}" '
         f'data-page="{hit.page_index if hit else 0}">{name}</button>'
         f'<div class="doc-meta">{meta}</div></td>',
         f'<td><span class="doc-status">{text_html(view.status)}</span>'
-        f'<div class="doc-details">{text_html(cut(list_details(view, reviewers_exist)))}'
-        "</div></td>",
+        f'<div class="doc-details" title="{details}">{details}</div></td>',
         f'<td><progress value="{done}" max="{max(total, 1)}" aria-label="pages done of '
         f'{name}"></progress> <span class="doc-pages">{done}/{total} pages'
         + (f" · about {duration_text(left)} left" if left is not None else "") + "</span></td>",
@@ -165,9 +174,16 @@ def _row(view: DocumentView, hit: Hit | None, searching: bool, reviewers_exist: 
     return f'<tr data-document="{doc_id}">{"".join(cells)}</tr>'
 
 
+NOT_REVIEWED_TEXT = "not reviewed yet"
+
+
 def _hit_cell(hit: Hit | None) -> str:
-    return (f'<td class="doc-hit">page {hit.page_index + 1}: {snippet_html(hit)}</td>'
-            if hit else '<td class="doc-hit">the name matches</td>')
+    if not hit:
+        return '<td class="doc-hit">the name matches</td>'
+    unreviewed = ("" if hit.reviewed else
+                  f' <span class="doc-unreviewed">({NOT_REVIEWED_TEXT})</span>')
+    return f'<td class="doc-hit">page {hit.page_index + 1}{unreviewed}: {snippet_html(hit)}</td>'
+
 
 
 def _deleted_row(doc_id: str, name: str, hit: Hit | None, searching: bool) -> str:

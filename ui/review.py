@@ -62,6 +62,8 @@ AGE_CHOICES = [("any age", ""), ("waiting 10 min or more", "600"),
                ("waiting 1 day or more", "86400")]
 QUEUE_HEADERS = ["Document", "Page", "Type", "Folder", "Why", "Confidence", "Waiting",
                  "Reviewer"]
+# of the table's width, so that each header fits and a long "Why" wraps in its column
+QUEUE_WIDTHS = ["19%", "6%", "8%", "9%", "31%", "10%", "8%", "9%"]
 OTHER_PAGE_HEADERS = ["Page", "Status", "Confidence", "Text"]
 INTERNAL_ERROR_TEXT = ("the action failed because of an internal error; the server log has "
                        "the details")
@@ -207,10 +209,11 @@ class PageView:
     order: str = ""
 
 
-def page_title(page: ReviewPage, lock_minutes: float, now: float | None = None) -> str:
-    """Why the page is here, its confidence and where it comes from, prominently."""
+def page_title(page: ReviewPage, now: float | None = None) -> str:
+    """Why the page is here (as it stands now: ``why_here``), its confidence and where
+    it comes from, prominently."""
     item = page.item
-    reasons = ", ".join(escape_markdown_text(r) for r in item.reasons) or "no reason recorded"
+    reasons = ", ".join(escape_markdown_text(r) for r in item.reasons) or "none left"
     facts = [f"type {escape_markdown_text(item.doc_type)}"]
     if item.folder:
         facts.append(f"folder {escape_markdown_text(item.folder)}")
@@ -218,8 +221,8 @@ def page_title(page: ReviewPage, lock_minutes: float, now: float | None = None) 
         facts.append(f"read by {escape_markdown_text(page.engine)}")
     if item.waiting_since:
         facts.append(f"waiting {age_text(item.waiting_since, now)}")
-    until = datetime.fromtimestamp((now or time.time()) + lock_minutes * 60)
-    facts.append(f"yours until {until:%H:%M}")
+    if item.locked_until:
+        facts.append(f"yours until {datetime.fromtimestamp(item.locked_until):%H:%M}")
     return (f"### {escape_markdown_text(item.document_name)} — page {item.page_number} of "
             f"{item.page_count}\n\n"
             f"**Confidence {confidence_text(item.confidence)} · Why here: {reasons}**\n\n"
@@ -232,7 +235,7 @@ def document_fields(service: ReviewService, page: ReviewPage | None) -> list[dic
     return found.fields if found else None
 
 
-def page_view(page: ReviewPage | None, lock_minutes: float, where: ReviewFilter = ReviewFilter(),
+def page_view(page: ReviewPage | None, where: ReviewFilter = ReviewFilter(),
               fields: list[dict] | None = None) -> PageView:
     """What to show for ``page``; ``fields`` are its document's key fields (their
     evidence on this page is boxed on the image)."""
@@ -249,7 +252,7 @@ def page_view(page: ReviewPage | None, lock_minutes: float, where: ReviewFilter 
             log.warning("review page image unreadable page=%s path=%s", page.item.page_id,
                         page.image_path)
     return PageView(
-        page_id=page.item.page_id, title=page_title(page, lock_minutes),
+        page_id=page.item.page_id, title=page_title(page),
         image=image, markdown=page.markdown, highlights=highlights_text(page.highlights),
         other_pages=[[str(p["number"]), str(p["status"]), confidence_text(p["confidence"]),
                       _excerpt(p["text"])] for p in page.other_pages],
@@ -277,12 +280,11 @@ def reorder(service: ReviewService, page_id: int | None, order: str) -> tuple[st
 def open_next(service: ReviewService, reviewer: str, where: ReviewFilter = ReviewFilter()
               ) -> tuple[PageView, str]:
     """Lock and open the next page for ``reviewer``: (the view, a message)."""
-    lock_minutes = service.settings.review.lock_minutes
     try:
         page = service.next_page(reviewer, where)
     except ApplianceError as exc:
         return PageView(), exc.message
-    return page_view(page, lock_minutes, where, document_fields(service, page)), ""
+    return page_view(page, where, document_fields(service, page)), ""
 
 
 def held_page(service: ReviewService, reviewer: str) -> ReviewPage | None:
@@ -368,7 +370,7 @@ def save_fields(appliance: Appliance, reviewer: str, page_id: int | None,
     log.info("review fields corrected doc=%s fields=%s reviewer=%s", key_fields["document_id"],
              ",".join(changes), reviewer)
     return (fields_form.saved_text(changes, saved.fields),
-            page_view(page, appliance.settings.review.lock_minutes, fields=saved.fields))
+            page_view(page, fields=saved.fields))
 
 
 # --- Gradio wiring ---------------------------------------------------------------
@@ -425,7 +427,7 @@ def build_review_ui(appliance: Appliance) -> gr.Blocks:
             gr.Markdown("## Review", scale=0, min_width=120)
             counts_md = gr.Markdown(elem_id="review-counts", scale=4)
             gr.Button("Log out", link=LOGOUT_PATH, size="sm", scale=0,
-                      min_width=90, variant="secondary")
+                      min_width=90, variant="secondary", elem_id="review-log-out")
         with gr.Row(equal_height=True):
             doc_type = gr.Dropdown(label="Type", choices=[("any type", ANY)], value=ANY,
                                    allow_custom_value=True, scale=1, min_width=140)
@@ -497,6 +499,7 @@ def build_review_ui(appliance: Appliance) -> gr.Blocks:
         with gr.Accordion("Queue", open=True):
             queue = gr.Dataframe(headers=QUEUE_HEADERS, datatype="str", interactive=False,
                                  column_count=len(QUEUE_HEADERS), wrap=True, max_height=400,
+                                 column_widths=QUEUE_WIDTHS,
                                  label="Waiting pages, in the order Next page takes them",
                                  elem_id="review-queue")
         gr.Markdown(shortcuts_help(), elem_id="review-keys")
@@ -552,9 +555,7 @@ def build_review_ui(appliance: Appliance) -> gr.Blocks:
                 return [*page_updates(PageView()), exc.message]
             if page is None:
                 return [*page_updates(PageView()), ""]
-            # the lock's length as the review settings say now (a reload may change it)
-            return [*page_updates(page_view(page, service.settings.review.lock_minutes,
-                                            fields=document_fields(service, page))),
+            return [*page_updates(page_view(page, fields=document_fields(service, page))),
                     "You still hold this page: it was opened again."]
 
         def on_next(type_value, folder_value, reason_value, age_value, request: gr.Request):
@@ -594,9 +595,10 @@ def build_review_ui(appliance: Appliance) -> gr.Blocks:
                 log.exception("saving key fields failed page=%s", data[page_id])
                 status, view = INTERNAL_ERROR_TEXT, None
             if view is None:
-                # the image and the form stay as they are
-                return [*([gr.skip()] * len(fields_outputs)), safe_markdown(status)]
-            return [view.image, *fields_updates(view, status)]
+                # the title, the image and the form stay as they are
+                return [*([gr.skip()] * (len(fields_outputs) + 1)), safe_markdown(status)]
+            # why the page is here, with the fields checked again
+            return [gr.Markdown(view.title), view.image, *fields_updates(view, status)]
 
         def on_apply_order(pid, order):
             try:
@@ -632,7 +634,7 @@ def build_review_ui(appliance: Appliance) -> gr.Blocks:
         fields_save_inputs = {page_id, key_fields, *field_inputs}
         for trigger in (fields_save.click, *(box.submit for box in field_inputs)):
             trigger(on_save_fields, inputs=fields_save_inputs,
-                    outputs=[image, *fields_outputs], **busy)
+                    outputs=[title, image, *fields_outputs], **busy)
         # cheap and per reviewer: no queueing behind other reviewers' keystrokes
         revert.click(on_revert, inputs=original, outputs=[editor, preview, message],
                      concurrency_limit=None, api_visibility="private")

@@ -17,7 +17,7 @@ from appliance.daemon import Appliance
 from appliance.errors import ApplianceError, NotFound
 from appliance.intake import SubmitOptions
 from appliance.library import DocumentView, Lane
-from ui.document_status import cut, document_problem, error_text
+from ui.document_status import document_problem, error_text
 
 log = logging.getLogger(__name__)
 
@@ -98,7 +98,7 @@ def upload_row(upload: Upload, view: DocumentView | None) -> list[str]:
     if view is None:  # deleted at once by someone else
         return [upload.name, "accepted", "the document is no longer stored"]
     if view.doc.error_code:
-        return [upload.name, "failed", cut(document_problem(view))]
+        return [upload.name, "failed", document_problem(view)]  # whole: the table wraps
     pages = view.doc.page_count
     return [upload.name, "accepted",
             f"{pages} page{'s' if pages != 1 else ''} to read; the list shows how far it is"]

@@ -12,11 +12,14 @@ an open menu is not redrawn under the pointer.
 from __future__ import annotations
 
 import hashlib
+from contextlib import contextmanager
 from dataclasses import replace
 from pathlib import Path
+from typing import Iterator
 
 import gradio as gr
 
+from appliance.api import DOCS_PATH
 from appliance.config import DOC_TYPES
 from appliance.daemon import Appliance
 from appliance.engines import registry
@@ -29,8 +32,8 @@ from ui.confirm_delete import ConfirmDelete
 from ui.document_status import remaining_s
 from ui.document_tab import DocumentTab
 from ui.listing import (
-    ANY, FIELDS_CHOICES, LIST_CSS, LIST_JS, PAGER_MOVES, SORT_CHOICES, SOURCE_CHOICES, Listed,
-    browse_query, pager_offset, pager_text, results_html,
+    ANY, FIELDS_CHOICES, LIST_CSS, LIST_JS, NEWEST, PAGER_MOVES, SORT_CHOICES, SOURCE_CHOICES,
+    Listed, browse_query, pager_offset, pager_text, results_html, search_sort,
 )
 from ui.upload import LANE_CHOICES, UPLOAD_HEADERS, UploadChoices, handle_upload, upload_rows
 
@@ -49,87 +52,100 @@ def user_line(appliance: Appliance, username: str | None) -> str:
     line = f"Signed in as **{escape_markdown_text(username)}** ({escape_markdown_text(role)})"
     if not may_delete(appliance, username):
         line += " · deleting is for administrators"
-    return f"{line} · [Sign out]({LOGOUT_PATH})"
+    return line
 
 
-def workspace_tabs(appliance: Appliance, download_dir: Path, tabs: gr.Tabs) -> None:
-    """The Documents and Document tabs, built inside ``tabs`` (which an opened document
-    switches to its tab)."""
+@contextmanager
+def workspace_tabs(appliance: Appliance, download_dir: Path) -> Iterator[None]:
+    """The Documents and Document tabs, first in a tab bar whose other tabs the
+    with-block adds (an opened document switches the bar to its tab). The workspace's
+    states and timer come after the bar: among a gr.Tabs' children they shift the
+    places of the tabs after them, and Gradio then draws the Dashboard tab twice."""
     settings = appliance.settings
-    with gr.Tab("Documents", id="documents"):
-        # who is signed in, what they may do, and the way out
-        user = gr.Markdown(elem_id="workspace-user")
-        with gr.Accordion("Upload", open=True):
+    with gr.Tabs() as tabs:
+        with gr.Tab("Documents", id="documents"):
+            # who is signed in, what they may do, and the way out (in this tab: a link of
+            # the Markdown would open a new one and leave this one signed in on screen)
+            with gr.Row(equal_height=True):
+                user = gr.Markdown(elem_id="workspace-user")
+                # the REST API's docs (Gradio's own "Use via API" page has no route to show)
+                gr.Button("API docs", link=DOCS_PATH, link_target="_blank", size="sm", scale=0,
+                          min_width=100, elem_id="workspace-api-docs")
+                sign_out = gr.Button("Sign out", link=LOGOUT_PATH, size="sm", scale=0,
+                                     min_width=100, visible=False, elem_id="workspace-sign-out")
+            with gr.Accordion("Upload", open=True):
+                with gr.Row():
+                    upload = gr.File(label="Drop documents here (PDF, TIFF, PNG, JPEG, ...)",
+                                     file_count="multiple", type="filepath", scale=2,
+                                     elem_id="upload-files")
+                    with gr.Column(scale=3):
+                        with gr.Row():
+                            doc_type = gr.Dropdown(label="Document type", choices=list(DOC_TYPES),
+                                                   value="generic", elem_id="upload-type")
+                            lane = gr.Dropdown(label="Lane", choices=LANE_CHOICES,
+                                               value=LANE_CHOICES[0][1], elem_id="upload-lane")
+                            # shown where there is a choice: a vision engine and its classic reader
+                            readings = appliance.readings()
+                            engine = gr.Dropdown(label="Read with", value="", interactive=True,
+                                                 choices=[("the configured engine", ""), *readings],
+                                                 visible=len(readings) > 1, elem_id="upload-engine")
+                        with gr.Row():
+                            tags = gr.Textbox(label="Tags (comma-separated)", elem_id="upload-tags")
+                            password = gr.Textbox(label="Password of an encrypted PDF (used to "
+                                                        "read it, never stored)", type="password",
+                                                  elem_id="upload-password")
+                upload_results = gr.Dataframe(headers=UPLOAD_HEADERS, datatype="str",
+                                              label="Last upload", interactive=False, wrap=True,
+                                              column_count=len(UPLOAD_HEADERS))
+            with gr.Row(equal_height=True):
+                search = gr.Textbox(label="Search", scale=4, elem_id="documents-search",
+                                    placeholder="words of the text, or of the name")
+                sort = gr.Dropdown(label="Sort", choices=SORT_CHOICES, value=NEWEST,
+                                   scale=1, elem_id="documents-sort")
+                search_button = gr.Button("Search", variant="primary", scale=0, min_width=100,
+                                          elem_id="documents-search-button")
             with gr.Row():
-                upload = gr.File(label="Drop documents here (PDF, TIFF, PNG, JPEG, ...)",
-                                 file_count="multiple", type="filepath", scale=2,
-                                 elem_id="upload-files")
-                with gr.Column(scale=3):
-                    with gr.Row():
-                        doc_type = gr.Dropdown(label="Document type", choices=list(DOC_TYPES),
-                                               value="generic", elem_id="upload-type")
-                        lane = gr.Dropdown(label="Lane", choices=LANE_CHOICES,
-                                           value=LANE_CHOICES[0][1], elem_id="upload-lane")
-                        # shown where there is a choice: a vision engine and its classic reader
-                        readings = appliance.readings()
-                        engine = gr.Dropdown(label="Read with", value="", interactive=True,
-                                             choices=[("the configured engine", ""), *readings],
-                                             visible=len(readings) > 1, elem_id="upload-engine")
-                    with gr.Row():
-                        tags = gr.Textbox(label="Tags (comma-separated)", elem_id="upload-tags")
-                        password = gr.Textbox(label="Password of an encrypted PDF (used to "
-                                                    "read it, never stored)", type="password",
-                                              elem_id="upload-password")
-            upload_results = gr.Dataframe(headers=UPLOAD_HEADERS, datatype="str",
-                                          label="Last upload", interactive=False, wrap=True,
-                                          column_count=len(UPLOAD_HEADERS))
-        with gr.Row(equal_height=True):
-            search = gr.Textbox(label="Search", scale=4, elem_id="documents-search",
-                                placeholder="words of the text, or of the name")
-            sort = gr.Dropdown(label="Sort", choices=SORT_CHOICES, value=SORT_CHOICES[0][1],
-                               scale=1, elem_id="documents-sort")
-            search_button = gr.Button("Search", variant="primary", scale=0, min_width=100)
-        with gr.Row():
-            statuses = gr.Dropdown(label="Status", choices=list(DocStatus), value=[],
-                                   multiselect=True, elem_id="filter-status")
-            type_filter = gr.Dropdown(label="Type", choices=[("any type", ANY), *DOC_TYPES],
-                                      value=ANY, elem_id="filter-type")
-            tag = gr.Textbox(label="Tag", elem_id="filter-tag")
-            source = gr.Dropdown(label="Source", choices=SOURCE_CHOICES, value=ANY,
-                                 elem_id="filter-source")
-            folder = gr.Dropdown(label="Watched folder", value=ANY, elem_id="filter-folder",
-                                 choices=[("any folder", ANY), *(w.name or Path(w.path).name
-                                                                 for w in settings.watch)])
-        with gr.Row():
-            engine_filter = gr.Dropdown(label="Engine", value=ANY, elem_id="filter-engine",
-                                        choices=[("any engine", ANY), *registry.names()])
-            fields = gr.Dropdown(label="Key fields", choices=FIELDS_CHOICES, value=ANY,
-                                 elem_id="filter-fields")
-            since = gr.DateTime(label="From (day)", include_time=False, type="timestamp",
-                                elem_id="filter-since")
-            until = gr.DateTime(label="To (day)", include_time=False, type="timestamp",
-                                elem_id="filter-until")
-        with gr.Row(equal_height=True):
-            pager = {move: gr.Button(PAGER_LABELS[move], size="sm", scale=0, min_width=110,
-                                     elem_id=f"documents-{move}") for move in PAGER_MOVES}
-            refresh_button = gr.Button("Refresh list", size="sm", scale=0, min_width=110,
-                                       elem_id="documents-refresh")
-            page_line = gr.Markdown(elem_id="documents-count")
-        with gr.Row(equal_height=True):
-            picked_line = gr.Markdown("No document ticked.", elem_id="documents-picked")
-            bulk = {action: gr.Button(f"{label} (ticked)", size="sm",
-                                      elem_id=f"bulk-{action}", visible=action != "delete",
-                                      variant="stop" if action == "delete" else "secondary")
-                    for action, (label, _past) in ACTIONS.items()}
-            zip_button = gr.Button("Download ticked (.zip)", size="sm", elem_id="bulk-zip")
-        confirm = ConfirmDelete(appliance, "bulk")
-        zip_file = gr.File(label="Outputs of the ticked documents", visible=False,
-                           elem_id="bulk-zip-file")
-        message = safe_markdown_view(elem_id="documents-message")
-        results = gr.HTML("", js_on_load=LIST_JS, css_template=LIST_CSS,
-                          elem_id="documents-list")
-    with gr.Tab("Document", id="document"):
-        document = DocumentTab(appliance, download_dir)
+                statuses = gr.Dropdown(label="Status", choices=list(DocStatus), value=[],
+                                       multiselect=True, elem_id="filter-status")
+                type_filter = gr.Dropdown(label="Type", choices=[("any type", ANY), *DOC_TYPES],
+                                          value=ANY, elem_id="filter-type")
+                tag = gr.Textbox(label="Tag", elem_id="filter-tag")
+                source = gr.Dropdown(label="Source", choices=SOURCE_CHOICES, value=ANY,
+                                     elem_id="filter-source")
+                folder = gr.Dropdown(label="Watched folder", value=ANY, elem_id="filter-folder",
+                                     choices=[("any folder", ANY), *(w.name or Path(w.path).name
+                                                                     for w in settings.watch)])
+            with gr.Row():
+                engine_filter = gr.Dropdown(label="Engine", value=ANY, elem_id="filter-engine",
+                                            choices=[("any engine", ANY), *registry.names()])
+                fields = gr.Dropdown(label="Key fields", choices=FIELDS_CHOICES, value=ANY,
+                                     elem_id="filter-fields")
+                since = gr.DateTime(label="From (day)", include_time=False, type="timestamp",
+                                    elem_id="filter-since")
+                until = gr.DateTime(label="To (day)", include_time=False, type="timestamp",
+                                    elem_id="filter-until")
+            with gr.Row(equal_height=True):
+                pager = {move: gr.Button(PAGER_LABELS[move], size="sm", scale=0, min_width=110,
+                                         elem_id=f"documents-{move}") for move in PAGER_MOVES}
+                refresh_button = gr.Button("Refresh list", size="sm", scale=0, min_width=110,
+                                           elem_id="documents-refresh")
+                page_line = gr.Markdown(elem_id="documents-count")
+            with gr.Row(equal_height=True):
+                picked_line = gr.Markdown("No document ticked.", elem_id="documents-picked")
+                bulk = {action: gr.Button(f"{label} (ticked)", size="sm",
+                                          elem_id=f"bulk-{action}", visible=action != "delete",
+                                          variant="stop" if action == "delete" else "secondary")
+                        for action, (label, _past) in ACTIONS.items()}
+                zip_button = gr.Button("Download ticked (.zip)", size="sm", elem_id="bulk-zip")
+            confirm = ConfirmDelete(appliance, "bulk")
+            zip_file = gr.File(label="Outputs of the ticked documents", visible=False,
+                               elem_id="bulk-zip-file")
+            message = safe_markdown_view(elem_id="documents-message")
+            results = gr.HTML("", js_on_load=LIST_JS, css_template=LIST_CSS,
+                              elem_id="documents-list")
+        with gr.Tab("Document", id="document"):
+            document = DocumentTab(appliance, download_dir)
+        yield  # the tab bar's other tabs
 
     filters = [search, statuses, type_filter, tag, source, folder, since, until, engine_filter,
                fields, sort]
@@ -173,7 +189,13 @@ def workspace_tabs(appliance: Appliance, download_dir: Path, tabs: gr.Tabs) -> N
                 gr.skip()]
 
     def on_query(*values):
-        return run(browse_query(*values))
+        """A new query: its rows, and the message about the rows before cleared."""
+        return [*run(browse_query(*values)), ""]
+
+    def on_search(*values):
+        *controls, sort_value = values
+        order = search_sort(controls[0], sort_value)
+        return [gr.Dropdown(value=order), *on_query(*controls, order)]
 
     def pager_handler(move: str):
         def handler(rows: Listed):
@@ -188,7 +210,8 @@ def workspace_tabs(appliance: Appliance, download_dir: Path, tabs: gr.Tabs) -> N
         return [*redrawn(rows, known), *document.refresh(document_id, index, shown)]
 
     def on_open(evt: gr.EventData):
-        return [gr.Tabs(selected="document"),
+        """The document in its tab, without the message about the one open before."""
+        return [gr.Tabs(selected="document"), "",
                 *document.open(str(evt.document), int(getattr(evt, "page", 0) or 0))]
 
     def on_pick(evt: gr.EventData):
@@ -205,7 +228,9 @@ def workspace_tabs(appliance: Appliance, download_dir: Path, tabs: gr.Tabs) -> N
 
     def on_zip(chosen):
         path, text = download_zip(appliance, chosen, download_dir / "zips")
-        return gr.File(value=path, visible=path is not None), safe_markdown(text)
+        # a str: Gradio 6.31's FileData refuses a Path
+        return (gr.File(value=str(path) if path else None, visible=path is not None),
+                safe_markdown(text))
 
     def on_upload(files, type_value, lane_value, tag_text, engine_name, secret):
         uploaded = handle_upload(appliance, files, UploadChoices(
@@ -215,14 +240,18 @@ def workspace_tabs(appliance: Appliance, download_dir: Path, tabs: gr.Tabs) -> N
     def on_load(request: gr.Request):
         username = getattr(request, "username", None)
         allowed = gr.Button(visible=may_delete(appliance, username))
-        return user_line(appliance, username), allowed, allowed
+        return user_line(appliance, username), gr.Button(visible=bool(username)), allowed, allowed
 
     private = dict(api_visibility="private")
-    refresh = dict(fn=on_query, inputs=filters, outputs=list_outputs, show_progress="hidden",
-                   concurrency_limit=8, concurrency_id="documents-query", **private)
-    gr.on([search.submit, search_button.click, tag.submit, tag.blur,
+    querying = dict(inputs=filters, show_progress="hidden", concurrency_limit=8,
+                    concurrency_id="documents-query", **private)
+    refresh = dict(fn=on_query, outputs=[*list_outputs, message], **querying)
+    gr.on([search.submit, search_button.click], fn=on_search,
+          outputs=[sort, *list_outputs, message], **querying)
+    # the sort on .input: the search's own change of it has run its query already
+    gr.on([tag.submit, tag.blur, sort.input,
            *(control.change for control in (statuses, type_filter, source, folder, since,
-                                             until, engine_filter, fields, sort))], **refresh)
+                                             until, engine_filter, fields))], **refresh)
     for move, button in pager.items():
         button.click(pager_handler(move), inputs=listed, outputs=list_outputs, **private)
     refresh_button.click(on_refresh, inputs=listed, outputs=list_outputs, **private)
@@ -232,9 +261,12 @@ def workspace_tabs(appliance: Appliance, download_dir: Path, tabs: gr.Tabs) -> N
         outputs=[*list_outputs, *document.outputs], show_progress="hidden",
         trigger_mode="once", concurrency_limit=8, concurrency_id="documents-refresh",
         **private)
-    results.open(on_open, outputs=[tabs, *document.outputs], **private)
+    results.open(on_open, outputs=[tabs, document.message, *document.outputs], **private)
+    # every tick runs, in order (one at a time), each with the whole choice: Gradio
+    # runs a deferred "always_last" event without its data, and a quick second tick
+    # was lost
     results.pick(on_pick, outputs=[picked, picked_line], show_progress="hidden",
-                 trigger_mode="always_last", **private)
+                 trigger_mode="multiple", concurrency_limit=1, **private)
     # after an action the rows are drawn again where they are
     after_action = dict(fn=lambda rows: redrawn(rows, ""), inputs=listed, outputs=list_outputs,
                         show_progress="hidden", **private)
@@ -251,5 +283,6 @@ def workspace_tabs(appliance: Appliance, download_dir: Path, tabs: gr.Tabs) -> N
     upload.upload(on_upload, inputs=[upload, doc_type, lane, tags, engine, password],
                   outputs=[upload_results, upload, password], concurrency_limit=4,
                   **private).then(**refresh)
-    gr.on(triggers=None, fn=on_load, outputs=[user, bulk["delete"], document.actions["delete"]],
+    gr.on(triggers=None, fn=on_load,
+          outputs=[user, sign_out, bulk["delete"], document.actions["delete"]],
           **private).then(**refresh)

@@ -19,7 +19,7 @@ from __future__ import annotations
 
 import datetime
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from appliance.fields.extract import Found, extract
 from appliance.fields.items import ItemSum, item_sum
@@ -57,9 +57,10 @@ def corrected_fields(specs: tuple[FieldSpec, ...], previous: list[dict],
                      corrections: dict[str, str], seen: Callable[[str], list[Seen]],
                      actor: str, today: datetime.date | None = None) -> FieldsReading:
     """A person's values over the ``previous`` reading, checked again as a reading is;
-    an empty value removes the field. A corrected field's confidence is 1 and its
-    evidence is kept, or ``corrected_by`` says who set it. ValueError for a name the
-    document type does not have."""
+    an empty value removes the field, and an amount typed without a currency keeps the
+    one read. A corrected field's confidence is 1 and its evidence is kept, or
+    ``corrected_by`` says who set it. ValueError for a name the document type does not
+    have."""
     names = {spec.name for spec in specs}
     unknown = sorted(set(corrections) - names)
     if unknown:
@@ -71,7 +72,8 @@ def corrected_fields(specs: tuple[FieldSpec, ...], previous: list[dict],
         if spec.name in corrections:
             raw = corrections[spec.name].strip()
             if raw:
-                found[spec.name] = Found(spec, _parsed(spec, raw), 1.0, [], by="person")
+                parsed = _in_currency(_parsed(spec, raw), before.get(spec.name, {}).get("currency"))
+                found[spec.name] = Found(spec, parsed, 1.0, [], by="person")
         elif (item := before.get(spec.name)) and item.get("raw") is not None:
             found[spec.name] = Found(spec, _parsed(spec, item["raw"]), item["confidence"], [],
                                      by=item.get("read_by", "rules"))
@@ -89,6 +91,14 @@ def _parsed(spec: FieldSpec, raw: str) -> Parsed:
     fails the format check."""
     parsed = spec.parse(raw)
     return parsed or Parsed(raw, raw, f"not a {spec.kind}")
+
+
+def _in_currency(parsed: Parsed, currency: str | None) -> Parsed:
+    """An amount written without a currency in ``currency`` (the one it was read in)."""
+    value = parsed.value
+    if isinstance(value, Money) and value.currency is None and currency:
+        return replace(parsed, value=replace(value, currency=currency))
+    return parsed
 
 
 def _text(trees: list[PageTree]) -> str:

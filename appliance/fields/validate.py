@@ -81,14 +81,18 @@ def validate(specs: tuple[FieldSpec, ...], found: dict[str, Found], *, text: str
     return checks
 
 
+MISSING, INVALID = "missing_field", "field_invalid"  # the codes of ``reasons``
+
+
 def reasons(checks: dict[str, list[Check]]) -> list[str]:
-    """Routing reasons for the failed checks (see ``quality.routing``)."""
+    """Routing reasons for the failed checks (see ``quality.routing``): ``<code>: <field>``
+    or ``<code>: <field>: <message>``."""
     out = []
     for name, results in checks.items():
         for check in results:
             if not check.ok:
-                code = "missing_field" if check.message == "required, not found" else "field_invalid"
-                out.append(f"{code}: {name}" if code == "missing_field"
+                code = MISSING if check.message == "required, not found" else INVALID
+                out.append(f"{code}: {name}" if code == MISSING
                            else f"{code}: {name}: {check.message}")
     return out
 

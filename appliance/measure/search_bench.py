@@ -23,11 +23,13 @@ import time
 import uuid
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Callable
 
 from sqlalchemy import text
 
 from appliance.errors import EngineError
 from appliance.store import Database
+from appliance.store.grams import cjk_grams
 from appliance.store.search import DocumentQuery, find_documents
 
 RUNS = 5
@@ -61,15 +63,30 @@ def _vocabulary(seed: int, size: int = 4000) -> list[str]:
     return sorted(words)
 
 
-def generate_store(db: Database, documents: int, pages_per_document: int = 5,
-                   words_per_page: int = 180, seed: int = 7, now: float | None = None
-                   ) -> GeneratedStore:
-    """Add ``documents`` finished documents (a few failed, in review or queued pages
-    among them) with searchable text; document ``i`` is named ``scan-<i>.pdf`` and its
-    page ``p`` holds ``unique_word(i, p)``. Newer documents have higher ``i``."""
+PageText = Callable[[random.Random, int, int], str]  # (rng, document, page) -> its text
+
+
+def made_up_words(seed: int = 7, words_per_page: int = 180) -> PageText:
+    """Pages of made-up words (a Zipf mix) with ``unique_word`` on each."""
     vocabulary = _vocabulary(seed)
-    rng = random.Random(seed + 1)
     weights = [1 / (rank + 1) for rank in range(len(vocabulary))]  # Zipf: a few common words
+
+    def page_text(rng: random.Random, document: int, page: int) -> str:
+        words = rng.choices(vocabulary, weights, k=words_per_page)
+        words.insert(rng.randrange(len(words)), unique_word(document, page))
+        return " ".join(words)
+    return page_text
+
+
+def generate_store(db: Database, documents: int, pages_per_document: int = 5,
+                   words_per_page: int = 180, seed: int = 7, now: float | None = None,
+                   page_text: PageText | None = None) -> GeneratedStore:
+    """Add ``documents`` finished documents (a few failed, in review or queued pages
+    among them) with searchable text (``page_text``'s, by default ``made_up_words``);
+    document ``i`` is named ``scan-<i>.pdf`` and its page ``p`` holds
+    ``unique_word(i, p)``. Newer documents have higher ``i``."""
+    page_text = page_text or made_up_words(seed, words_per_page)
+    rng = random.Random(seed + 1)
     now = now or time.time()
     start = time.perf_counter()
     docs, pages, results, index = [], [], [], []
@@ -88,9 +105,7 @@ def generate_store(db: Database, documents: int, pages_per_document: int = 5,
             roll = rng.random()
             status = ("failed" if roll < 0.02 else "review" if roll < 0.04
                       else "queued" if i >= documents - 3 else "done")
-            words = rng.choices(vocabulary, weights, k=words_per_page)
-            words.insert(rng.randrange(len(words)), unique_word(i, p))
-            body = " ".join(words)
+            body = page_text(rng, i, p)
             result = None
             if status in ("done", "review"):
                 result_id += 1
@@ -98,8 +113,7 @@ def generate_store(db: Database, documents: int, pages_per_document: int = 5,
                 results.append({"id": result_id, "page": page_id, "text": body,
                                 "engine": "classic" if i % 5 else "llama",
                                 "finished": created + 30, "confidence": 0.5 + rng.random() / 2})
-                if status == "done":
-                    index.append({"id": page_id, "text": body})
+                index.append({"id": page_id, "text": body, "grams": cjk_grams(body)})
             pages.append({"id": page_id, "doc": doc_id, "index": p, "status": status,
                           "attempts": 0 if status == "queued" else 1, "result": result,
                           "code": EngineError.code if status == "failed" else None,
@@ -118,6 +132,9 @@ def generate_store(db: Database, documents: int, pages_per_document: int = 5,
             "markdown, confidence, finished_at) VALUES (:id, :page, 1, 'ok', :engine, "
             "'generated', :text, :text, :confidence, :finished)"), results)
         session.execute(text("INSERT INTO pagetext (rowid, text) VALUES (:id, :text)"), index)
+        if grams := [row for row in index if row["grams"]]:
+            session.execute(text("INSERT INTO pagegrams (rowid, grams) VALUES (:id, :grams)"),
+                            grams)
     return GeneratedStore(documents, len(pages), time.perf_counter() - start)
 
 

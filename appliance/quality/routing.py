@@ -45,7 +45,7 @@ if TYPE_CHECKING:
     from appliance.config import ReviewSettings
 
 __all__ = ["ACCEPT_CODES", "REVIEW_CODES", "Route", "RoutingRules", "reason_code",
-           "route_page", "routing_rules", "sample_point"]
+           "review_reasons", "route_page", "routing_rules", "sample_point"]
 
 REVIEW_CODES = ("low_confidence", "sampled", "always_review", "missing_field", "field_invalid",
                 "layout_doubt", "sent_to_review")
@@ -134,6 +134,12 @@ def route_page(confidence: float, *, doc_type: str, page_key: str, text: str | N
 def reason_code(reason: str) -> str:
     """The machine-readable part of a reason: the word before the first colon."""
     return reason.split(":", 1)[0]
+
+
+def review_reasons(reasons: list[str] | None) -> list[str]:
+    """The reasons that send a page to review (``not_sampled`` and ``confident`` say
+    why a page passed: they are no reason to review it)."""
+    return [reason for reason in reasons or [] if reason_code(reason) in REVIEW_CODES]
 
 
 def sample_point(page_key: str) -> float:

@@ -12,9 +12,10 @@ from sqlalchemy.engine import Engine
 from sqlmodel import Session, SQLModel, create_engine, select
 
 from appliance.errors import SchemaMismatch
+from appliance.store.grams import cjk_grams
 from appliance.store.models import (
-    PAGE_COUNT_FILL, PAGE_COUNT_TRIGGERS, PAGETEXT_DDL, PAGETEXT_FILL, SCHEMA_VERSION, SchemaMeta,
-    PageStatus,
+    PAGE_COUNT_FILL, PAGE_COUNT_TRIGGERS, PAGEGRAMS_DDL, PAGEGRAMS_FILL, PAGETEXT_DDL,
+    PAGETEXT_FILL, PAGETEXT_REVIEW_FILL, SCHEMA_VERSION, SchemaMeta, PageStatus,
 )
 
 BUSY_TIMEOUT_MS = 15_000
@@ -36,6 +37,7 @@ def _sqlite_engine(path: Path, immediate: bool) -> Engine:
         cur.execute("PRAGMA synchronous=FULL")  # a committed page survives power loss
         cur.execute("PRAGMA foreign_keys=ON")
         cur.close()
+        dbapi_conn.create_function("cjk_grams", 1, cjk_grams, deterministic=True)  # PAGEGRAMS_FILL
 
     @event.listens_for(engine, "begin")
     def _on_begin(conn):
@@ -81,6 +83,10 @@ MIGRATIONS: dict[str, list[str]] = {
         "CREATE INDEX IF NOT EXISTS ix_page_review ON page (status, review_owner)",
     ],
     "8": [],  # the Document Intelligence API: the analysis table is new
+    "9": [  # search: pages waiting for review by their machine text, CJK text by its pairs
+        PAGETEXT_REVIEW_FILL,
+        PAGEGRAMS_FILL,
+    ],
 }
 
 
@@ -110,6 +116,7 @@ class Database:
         SQLModel.metadata.create_all(self._writer)  # new tables; new columns: MIGRATIONS
         with self.write() as session:
             session.exec(text(PAGETEXT_DDL))
+            session.exec(text(PAGEGRAMS_DDL))
             meta = session.get(SchemaMeta, "schema_version")
             if meta is None:
                 session.add(SchemaMeta(key="schema_version", value=str(SCHEMA_VERSION)))

@@ -10,7 +10,7 @@ from enum import StrEnum
 from sqlalchemy import JSON, Column, Index
 from sqlmodel import Field, SQLModel
 
-SCHEMA_VERSION = 9
+SCHEMA_VERSION = 10
 
 
 class PageStatus(StrEnum):
@@ -245,10 +245,18 @@ class FieldSet(SQLModel, table=True):
 # "invoices" finds "invoice") with accents removed.
 PAGETEXT_DDL = ("CREATE VIRTUAL TABLE IF NOT EXISTS pagetext USING fts5(text, "
                 "tokenize = 'porter unicode61 remove_diacritics 2')")
+# CJK runs as their pairs (appliance/store/grams.py), beside the words of pagetext
+PAGEGRAMS_DDL = ("CREATE VIRTUAL TABLE IF NOT EXISTS pagegrams USING fts5(grams, "
+                 "tokenize = 'unicode61')")
 # every accepted page of a store from before the index, by the migration that adds it
 PAGETEXT_FILL = ("INSERT INTO pagetext (rowid, text) SELECT page.id, pageresult.text FROM page "
                  "JOIN pageresult ON pageresult.id = page.result_id "
                  "WHERE page.status = 'done' AND pageresult.text IS NOT NULL")
+# the machine's text of the pages waiting for review, found too since version 10
+PAGETEXT_REVIEW_FILL = PAGETEXT_FILL.replace("'done'", "'review'")
+# the pairs of every indexed page, from a store of version 9 (cjk_grams: db.py)
+PAGEGRAMS_FILL = ("INSERT INTO pagegrams (rowid, grams) SELECT rowid, cjk_grams(text) "
+                  "FROM pagetext WHERE cjk_grams(text) != ''")
 
 
 def _count_changes(sign: str, row: str) -> str:

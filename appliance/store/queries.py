@@ -9,6 +9,7 @@ from dataclasses import dataclass, field
 from sqlalchemy import func
 from sqlmodel import Session, select
 
+from appliance.quality.routing import reason_code, review_reasons
 from appliance.store.db import Database
 from appliance.store.models import (
     FINAL_PAGE_STATUSES, Analysis, ContentHold, Document, DocStatus, Event, FieldSet, IdempotencyKey, Outcome, Page,
@@ -334,7 +335,7 @@ def review_backlog(db: Database) -> dict:
                             .where(Page.status == PageStatus.REVIEW)).all()
     by_reason: Counter = Counter()
     for _owner, _expires, reasons in rows:
-        by_reason.update({r.split(":", 1)[0] for r in reasons or []})
+        by_reason.update({reason_code(r) for r in review_reasons(reasons)})
     return {"waiting": len(rows),
             "locked": sum(1 for owner, expires, _ in rows if owner and (expires or 0) > now),
             "by_reason": dict(by_reason)}

@@ -22,6 +22,7 @@ from sqlalchemy.orm import aliased
 from sqlmodel import Session, select
 
 from appliance.errors import LockLost, NotFound, RejectedUnreadable
+from appliance.quality.routing import reason_code, review_reasons
 from appliance.store.db import Database
 from appliance.store.models import (
     Document, Lane, Outcome, Page, PageResult, PageStatus, ReviewAction,
@@ -129,7 +130,9 @@ def _settle(session: Session, page: Page, reviewer: str, action: str, status: st
     page.review_owner = page.review_lock_expires_at = None
     page.updated_at = time.time()
     session.add(page)
-    index_page(session, page, result.text if result and status == PageStatus.DONE else None)
+    # accepted, or still waiting (skipped): found by its text; else not at all
+    index_page(session, page, result.text if result and status in (
+        PageStatus.DONE, PageStatus.REVIEW) else None)
     _event(session, f"review_{action}", page.document_id, page.id, actor=reviewer)
 
 
@@ -245,6 +248,6 @@ def review_counts(db: Database) -> dict:
         for bucket, key in (("by_doc_type", doc.doc_type), ("by_folder", doc.watch_folder)):
             if key:
                 counts[bucket][key] = counts[bucket].get(key, 0) + 1
-        for code in {r.split(":", 1)[0] for r in (result.reasons or [] if result else [])}:
+        for code in {reason_code(r) for r in review_reasons(result.reasons if result else [])}:
             counts["by_reason"][code] = counts["by_reason"].get(code, 0) + 1
     return counts

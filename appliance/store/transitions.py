@@ -242,8 +242,8 @@ def complete_page(db: Database, claim: Claim, done: PageDone,
         session.flush()
         page.crash_suspect = False  # it was read, and its worker lived
         page.status = PageStatus.REVIEW if review else PageStatus.DONE
-        # searchable once accepted; a page waiting for review is found after it
-        index_page(session, page, None if review else reading.text)
+        # searchable at once; a page waiting for review is found as not reviewed yet
+        index_page(session, page, reading.text)
         page.review_since = now if review else None
         page.result_id = row.id
         page.lease_owner = page.lease_expires_at = None
@@ -449,8 +449,8 @@ def retry_failed_pages(db: Database, document_id: str, actor: str) -> int:
 
 def send_to_review(db: Database, document_id: str, actor: str) -> int:
     """A person sends the document's finished pages to the review queue (their text is
-    no longer accepted, nor found, until a reviewer settles them); its results are
-    written again after. Returns how many pages went."""
+    no longer accepted until a reviewer settles them, and is found as not reviewed
+    yet); its results are written again after. Returns how many pages went."""
     now = time.time()
     with db.write() as session:
         pages = session.exec(select(Page).where(Page.document_id == document_id,
@@ -463,7 +463,6 @@ def send_to_review(db: Database, document_id: str, actor: str) -> int:
             page.status = PageStatus.REVIEW
             page.review_since = page.updated_at = now
             session.add(page)
-            index_page(session, page, None)
         if pages:
             doc = session.get(Document, document_id)
             doc.exported_at = doc.output_error = None

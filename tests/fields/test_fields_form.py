@@ -197,10 +197,11 @@ def test_save_fields_stores_the_reviewer_s_values_checked_again(appliance):
 
     # the form shows the fields as checked again: the bad value, its failing check
     rows = {row[0]: row for row in fields_form.field_rows(after.key_fields["fields"])}
-    assert rows["gross"][1:4] == ["1910.00", "✗", GROSS_SUM]
+    # typed without a currency, the amount keeps the one it was read in
+    assert rows["gross"][1:4] == ["1910.00 EUR", "✗", GROSS_SUM]
     assert rows["iban"][1:3] == ["", "–"]
     update = fields_form.input_updates(after.key_fields["fields"], 11)[names.index("gross")]
-    assert update.value == "1910.00" and update.label == f"gross (required) ✗ {GROSS_SUM}"
+    assert update.value == "1910.00 EUR" and update.label == f"gross (required) ✗ {GROSS_SUM}"
     # net's evidence is still on this page, boxed as a failing field now
     assert {"label": "net", "ok": False}.items() <= next(
         m for m in fields_form.field_highlights(after.key_fields["fields"], 1)
@@ -249,7 +250,7 @@ def test_evidence_is_boxed_where_the_cropped_page_shows_it(appliance):
     Image.new("RGB", (400, 300), "white").save(path)
 
     page = appliance.review.open_page(opened.item.page_id)
-    view = page_view(page, 5.0, fields=document_fields(appliance.review, page))
+    view = page_view(page, fields=document_fields(appliance.review, page))
     assert view.key_fields["fields"] == [total]
     assert view.image.getpixel((150, 120)) != (255, 255, 255)  # on the cropped page
     assert view.image.getpixel((230, 190)) == (255, 255, 255)  # not where it was rendered

@@ -67,15 +67,57 @@ def test_a_word_on_one_page_finds_its_document_and_page_with_a_marked_snippet(st
     assert ids(find_documents(store, DocumentQuery(q="other", sort="relevance"))) == ["other.pdf"]
 
 
-def test_only_accepted_text_is_found_and_a_correction_replaces_it(store):
-    submit(store, "doubtful.png", created=1)
+def test_a_page_waiting_for_review_is_found_as_not_reviewed_and_a_correction_replaces_it(
+        store):
+    doc = submit(store, "doubtful.png", created=1)
     claim = read_next(store, "Totel 1O.00", review=True)
-    assert find_documents(store, DocumentQuery(q="Totel")).total == 0  # waits for review
+    found = find_documents(store, DocumentQuery(q="Totel"))  # the machine's text, marked
+    assert ids(found) == ["doubtful.png"] and not found.hits[doc.id].reviewed
     page_id = reviews.claim_review(store, "ann", lock_s=60)
     assert page_id == claim.page_id
+    reviews.skip(store, page_id, "ann")  # still waiting: still found
+    assert not find_documents(store, DocumentQuery(q="Totel")).hits[doc.id].reviewed
+    page_id = reviews.claim_review(store, "ann", lock_s=60)
     reviews.correct(store, page_id, "ann", "Total 10.00", "Total 10.00")
-    assert find_documents(store, DocumentQuery(q="Total")).total == 1
+    found = find_documents(store, DocumentQuery(q="Total"))
+    assert found.total == 1 and found.hits[doc.id].reviewed
     assert find_documents(store, DocumentQuery(q="Totel")).total == 0
+    # sent back to review, it stays found, as not reviewed again
+    transitions.send_to_review(store, doc.id, "ann")
+    assert not find_documents(store, DocumentQuery(q="Total")).hits[doc.id].reviewed
+    # a rerun takes its text out until it is read again
+    page_id = reviews.claim_review(store, "ann", lock_s=60)
+    reviews.rerun(store, page_id, "ann", {"resolution_boost": 1})
+    assert find_documents(store, DocumentQuery(q="Total")).total == 0
+
+
+def test_any_cjk_substring_of_two_characters_or_more_is_found_and_latin_keeps_its_stems(
+        store):
+    submit(store, "canna.pdf", 2, created=1)
+    read_next(store, "美人蕉的植株高度为1.5米, invoices attached")
+    read_next(store, "植物 高 度")  # the same characters, not side by side
+    submit(store, "other.pdf", created=2)
+    read_next(store, "高度计")
+    text = "美人蕉的植株高度为1.5米"
+    for start in range(len("美人蕉的植株高度为")):
+        for end in range(start + 2, len("美人蕉的植株高度为") + 1):
+            found = find_documents(store, DocumentQuery(q=text[start:end]))
+            assert "canna.pdf" in ids(found), text[start:end]
+    found = find_documents(store, DocumentQuery(q="植株高度"))
+    assert ids(found) == ["canna.pdf"]
+    snippet, spans = next(iter(found.hits.values())).marked()
+    assert [snippet[a:b] for a, b in spans] == ["植株高度"]
+    assert ids(find_documents(store, DocumentQuery(q="高度"))) == ["other.pdf", "canna.pdf"]
+    assert find_documents(store, DocumentQuery(q="株度")).total == 0  # not side by side
+    assert find_documents(store, DocumentQuery(q="物高")).total == 0  # across a space
+    # words and runs together must be on one page; the words by their stems
+    assert ids(find_documents(store, DocumentQuery(q="invoice 株高"))) == ["canna.pdf"]
+    assert find_documents(store, DocumentQuery(q="invoice 高度计")).total == 0
+    assert ids(find_documents(store, DocumentQuery(q="植株高度", sort="relevance"))) == [
+        "canna.pdf"]
+    # one character finds where it stands, in a pair or at a run's end
+    assert ids(find_documents(store, DocumentQuery(q="计"))) == ["other.pdf"]
+    assert ids(find_documents(store, DocumentQuery(q="度"))) == ["other.pdf", "canna.pdf"]
 
 
 def test_filters_combine_and_sorting_and_paging_reach_every_document(store):
@@ -139,7 +181,8 @@ def test_retry_and_delete_through_the_api_are_audited(tmp_path):
 
         sent = client.post(f"/api/v1/documents/{doc.id}/review")  # page 1 back to review
         assert sent.status_code == 200 and sent.json()["sent"] == 1
-        assert client.get("/api/v1/documents", params={"q": "first"}).json()["total"] == 0
+        hit = client.get("/api/v1/documents", params={"q": "first"}).json()["documents"][0]["hit"]
+        assert hit["reviewed"] is False  # found by the machine's text, as not reviewed
         page_id = reviews.claim_review(db, "ann", lock_s=60)
         assert queries.page_result(db, queries.get_document(db, doc.id).pages[0].result_id
                                    ).reasons[-1] == "sent_to_review: by api"
@@ -147,7 +190,7 @@ def test_retry_and_delete_through_the_api_are_audited(tmp_path):
 
         listed = client.get("/api/v1/documents", params={"q": "first"}).json()
         assert listed["total"] == 1 and listed["documents"][0]["hit"] == {
-            "page": 1, "snippet": "first page", "spans": [[0, 5]]}
+            "page": 1, "snippet": "first page", "spans": [[0, 5]], "reviewed": True}
         assert client.get("/api/v1/documents", params={"status": ["done", "failed"]}
                           ).json()["total"] == 0
 
@@ -175,3 +218,17 @@ def test_the_search_bench_finds_what_its_generated_store_holds(tmp_path, capsys)
     assert requests["search by name prefix"]["total"] == 1
     assert 0 < requests["status review"]["total"] < 120
     assert "| search a word on one page |" in capsys.readouterr().out
+
+
+def test_the_cjk_search_bench_finds_every_substring_by_its_pairs(tmp_path, capsys):
+    from appliance.cli import main
+
+    assert main(["bench", "--search-cjk", "200", "--report", str(tmp_path / "r.json")]) == 0
+    report = json.loads((tmp_path / "r.json").read_text())["search_cjk"]
+    assert report["pages"] == 200
+    rows = report["by_length"]
+    assert all(row["pairs_precision"] == row["pairs_recall"] == 1.0 for row in rows.values())
+    assert rows["2"]["words_recall"] < 0.5 and rows["2"]["trigrams_recall"] == 0.0
+    assert rows["3"]["trigrams_recall"] == 1.0
+    assert all(report["index_mb"][index] > 0 for index in ("pagetext", "pagegrams"))
+    assert "| 2 |" in capsys.readouterr().out

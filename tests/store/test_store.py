@@ -32,14 +32,14 @@ def test_wal_mode_and_schema_version(db):
     with db.read() as session:
         mode = session.connection().exec_driver_sql("PRAGMA journal_mode").scalar()
     assert mode == "wal"
-    assert db.schema_version() == SCHEMA_VERSION == 9
+    assert db.schema_version() == SCHEMA_VERSION == 10
 
 
 def test_a_version_1_database_is_migrated_in_place(tmp_path):
     old = Database(tmp_path / "v1.db")
     read = new_doc(old, pages=1, name="read.pdf")
     transitions.complete_page(old, transitions.claim_next_page(old, "w1", lease_s=60),
-                              page_done("read before the upgrade"))
+                              page_done("read before the upgrade 植株高度"))
     doc = new_doc(old, pages=1)
     with old.write() as session:  # take it back to version 1's tables
         for trigger in ("page_counted", "page_uncounted", "page_recounted"):
@@ -56,12 +56,13 @@ def test_a_version_1_database_is_migrated_in_place(tmp_path):
         session.exec(text("DROP TABLE idempotencykey"))
         session.exec(text("DROP TABLE fieldset"))
         session.exec(text("DROP TABLE pagetext"))
+        session.exec(text("DROP TABLE pagegrams"))
         session.exec(text("DROP TABLE contenthold"))
         session.exec(text("DROP TABLE analysis"))
         session.get(SchemaMeta, "schema_version").value = "1"
     old.close()
     migrated = Database(tmp_path / "v1.db")
-    assert migrated.schema_version() == 9
+    assert migrated.schema_version() == 10
     with migrated.read() as session:
         indexes = {row[1] for row in session.exec(text("PRAGMA index_list(page)"))}
     assert "ix_page_review" in indexes
@@ -72,6 +73,31 @@ def test_a_version_1_database_is_migrated_in_place(tmp_path):
     found = find_documents(migrated, DocumentQuery(q="upgrade", status=("done",)))
     assert [view.doc.id for view in found.documents] == [read.id]
     assert find_documents(migrated, DocumentQuery(status=("done",))).total == 2
+    assert [view.doc.id for view in find_documents(migrated, DocumentQuery(q="株高")).documents
+            ] == [read.id]
+
+
+def test_a_version_9_store_finds_cjk_text_and_pages_waiting_for_review(tmp_path):
+    old = Database(tmp_path / "v9.db")
+    done = new_doc(old, pages=1, name="canna.pdf")
+    transitions.complete_page(old, transitions.claim_next_page(old, "w1", lease_s=60),
+                              page_done("美人蕉的植株高度"))
+    waiting = new_doc(old, pages=1, name="doubtful.pdf")
+    transitions.complete_page(old, transitions.claim_next_page(old, "w1", lease_s=60),
+                              page_done("Totel 1O.00"), review=True)
+    with old.write() as session:  # as version 9 indexed them: accepted text, no pairs
+        session.exec(text("DELETE FROM pagegrams"))
+        session.exec(text("DELETE FROM pagetext WHERE rowid IN (SELECT id FROM page "
+                          "WHERE status = 'review')"))
+        session.get(SchemaMeta, "schema_version").value = "9"
+    old.close()
+    migrated = Database(tmp_path / "v9.db")
+    assert migrated.schema_version() == 10
+    found = find_documents(migrated, DocumentQuery(q="植株高度"))
+    assert [view.doc.id for view in found.documents] == [done.id]
+    found = find_documents(migrated, DocumentQuery(q="Totel"))
+    assert [view.doc.id for view in found.documents] == [waiting.id]
+    assert not found.hits[waiting.id].reviewed
 
 
 def test_schema_version_mismatch_refuses_to_open(tmp_path):

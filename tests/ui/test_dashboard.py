@@ -4,6 +4,8 @@ in a real headless Chromium."""
 
 from __future__ import annotations
 
+import re
+import sqlite3
 import time
 from html.parser import HTMLParser
 
@@ -22,7 +24,7 @@ from tests.conftest import make_settings
 from tests.fixtures.documents import write_png
 from tests.fixtures.results import page_done
 from tests.openai_servers import endpoint
-from ui.dashboard import dashboard_tab, dashboard_view, failures_markdown
+from ui.dashboard import dashboard_tab, dashboard_view, failures_markdown, latency_frame
 
 HOSTILE_NAME = "<img src=x onerror=alert(1)>|<svg onload=window.__xss=1>.png"  # no "/"
 HOSTILE_MESSAGE = "engine said <b onclick=alert(2)>[x](javascript:alert(3))</b> | and more"
@@ -73,6 +75,25 @@ def test_percentiles_throughput_and_rolling_latency():
     assert [(r.at, r.pages) for r in rolling] == [(now - 100, 1), (now, 3)]  # none at -200
     assert (rolling[1].p50_s, rolling[1].p95_s, rolling[1].p99_s) == (3.0, 4.0, 4.0)
     assert rolling[0].p50_s == 10.0
+
+
+def test_latency_is_drawn_from_a_runs_first_page_with_gaps_between_runs():
+    now = 100_000.0  # points every 15 s: neither run starts on one
+    done = [Completion(now - 1793, queue_wait_s=0.0, service_s=2.0),
+            Completion(now - 1783, queue_wait_s=0.0, service_s=4.0),
+            Completion(now - 3, queue_wait_s=1.0, service_s=1.0)]
+    frame = latency_frame(done, now)
+    p50 = frame[frame["percentile"] == "p50"].set_index("time")["seconds"]
+    assert p50.index.is_monotonic_increasing
+    assert p50.index[-1] == pd.to_datetime(now, unit="s")
+    at = lambda t: p50[pd.to_datetime(t, unit="s")]  # noqa: E731
+    assert at(now - 1793) == 2.0  # from the first page read
+    assert at(now - 3) == at(now) == 2.0  # a page read 3 s ago is a line already
+    # idle time is a gap: two runs of values, none drawn across the 25 minutes between
+    runs = (p50.notna() & ~p50.notna().shift(fill_value=False)).sum()
+    assert runs == 2
+    assert p50[pd.to_datetime(now - 1000, unit="s"):pd.to_datetime(now - 300, unit="s")
+               ].isna().all()
 
 
 def test_history_keeps_the_last_window():
@@ -184,7 +205,7 @@ def test_an_empty_appliance_still_plots(appliance):
 
     view = dashboard_view(appliance)
     assert view.failures == "No failures."
-    assert view.latency.empty
+    assert view.latency["seconds"].isna().all()  # the hour, with no page in it
     for frame, y, color in ((view.latency, "seconds", "percentile"), (view.queue, "pages", "lane"),
                             (view.vram, "GiB", "series")):
         data = gr.LinePlot(x="time", y=y, color=color).postprocess(frame)
@@ -238,6 +259,14 @@ def test_dashboard_in_the_browser(tmp_path):
     from tests.browser import UI_TIMEOUT_MS, launched_chromium, screenshot_on_failure
     from tests.daemon import Daemon
 
+    with Daemon(tmp_path).running() as earlier:
+        read = earlier.upload(write_png(tmp_path / "earlier.png", ["Delivery note 11"]))
+        earlier.wait_final([read["id"]])
+    # as if read 20 minutes ago: the latency plot has a run then, and idle time since
+    with sqlite3.connect(earlier.data_dir / "appliance.db") as db:
+        db.execute("UPDATE pageresult SET started_at = started_at - 1200, "
+                   "finished_at = finished_at - 1200")
+        db.execute("UPDATE document SET created_at = created_at - 1200")
     daemon = Daemon(tmp_path).start()
     try:
         daemon.wait_ready()
@@ -259,7 +288,15 @@ def test_dashboard_in_the_browser(tmp_path):
             with screenshot_on_failure(page, tmp_path, daemon):
                 page.goto(f"http://127.0.0.1:{daemon.port}/",
                           wait_until="domcontentloaded")
-                page.get_by_role("tab", name="Dashboard").click()
+                dashboard = page.get_by_role("tab", name="Dashboard")
+                dashboard.click()
+                # the first drawing: a line per percentile in two runs (20 minutes ago,
+                # and from the page just read), a gap between them
+                lines = page.locator("#dashboard-latency g.mark-line path")
+                expect(lines).to_have_count(3)
+                for line in lines.all():
+                    runs = re.findall(r"M[^M]*", line.get_attribute("d"))
+                    assert len(runs) == 2 and all("L" in run for run in runs), runs
                 summary = page.locator("#dashboard-summary")
                 expect(summary).to_contain_text("1 pages in the last 15 min")
                 failures = page.locator("#dashboard-failures")
@@ -268,6 +305,12 @@ def test_dashboard_in_the_browser(tmp_path):
                 for plot in ("queue", "throughput", "latency", "vram", "ram"):
                     expect(page.locator(f"#dashboard-{plot} canvas, "
                                         f"#dashboard-{plot} svg").first).to_be_visible()
+                # one Dashboard tab, after a visit and a visit again
+                page.get_by_role("tab", name="Documents", exact=True).click()
+                dashboard.first.click()
+                expect(dashboard).to_have_count(1)
+                assert page.get_by_role("tab").all_inner_texts() == [
+                    "Documents", "Document", "Dashboard"]
                 page.wait_for_timeout(1500)  # an onerror or a script would have fired
                 assert dialogs == []
                 assert page.evaluate("typeof window.__xss") == "undefined"

@@ -128,6 +128,9 @@ def test_wrong_logins_fail_in_chromium(anna, tmp_path):
             for name, password in WRONG_LOGINS:
                 log_in(page, name, password)
                 expect(page.get_by_label("username")).to_be_visible()
+                # the name stays for the next try; the password is typed again
+                expect(page.get_by_label("username")).to_have_value(name)
+                expect(page.get_by_label("password")).to_have_value("")
                 page.wait_for_timeout(500)  # an app that appeared would have by now
                 assert page.locator("#status-line").count() == 0, (name, password)
             log_in(page, "anna", PASSWORD)

@@ -12,19 +12,24 @@ screenshots there.
 
 from __future__ import annotations
 
+import io
 import os
 import re
 import sqlite3
+import zipfile
 from pathlib import Path
 
 import pikepdf
 import pytest
+from PIL import Image
 from playwright.sync_api import Browser, Page, expect
 from sqlalchemy import text
 
+from appliance.export import FORMATS, SUFFIXES
 from appliance.measure.search_bench import generate_store, unique_word
 from appliance.security import ApiKeys
-from appliance.store import Database
+from appliance.store import Database, transitions
+from appliance.store.models import Document, Lane
 from appliance.users import Users
 from tests.browser import (
     UI_TIMEOUT_MS, list_row, open_document, page_body, screenshot_on_failure, search_documents,
@@ -32,6 +37,7 @@ from tests.browser import (
 )
 from tests.daemon import Daemon
 from tests.fixtures.documents import text_similarity, write_pdf
+from tests.fixtures.results import page_done
 
 PASSWORD = "correct horse battery"
 GENERATED = 1000
@@ -43,6 +49,21 @@ SCREENSHOTS = os.environ.get("APPLIANCE_SCREENSHOTS")
 
 
 pytestmark = pytest.mark.usefixtures("patient_expect")
+
+
+CANNA_TEXT = "美人蕉为多年生草本植物，植株高度一般为1.5米，花期很长"
+DOUBTFUL_TEXT = "Quittung Nr. 4711, Betrag dankend erhalten"
+
+
+def stored_document(db: Database, name: str, page_text: str, review: bool = False) -> str:
+    """A one-page document read as ``page_text`` (and waiting for review), stored before
+    the daemon starts; its id."""
+    doc = Document(name=name, sha256=name.ljust(64, "0")[:64], kind="png", size_bytes=10,
+                   source="upload", lane=Lane.INTERACTIVE)
+    transitions.submit_document(db, doc, 1)
+    claim = transitions.claim_next_page(db, "w1", lease_s=60)
+    transitions.complete_page(db, claim, page_done(page_text), review=review)
+    return doc.id
 
 
 @pytest.fixture(scope="module")
@@ -59,6 +80,8 @@ def daemon(tmp_path_factory):
     db = Database(d.data_dir / "appliance.db")
     try:
         generate_store(db, GENERATED)
+        d.canna_id = stored_document(db, "canna.pdf", CANNA_TEXT)
+        d.doubtful_id = stored_document(db, "doubtful.pdf", DOUBTFUL_TEXT, review=True)
         with db.write() as session:
             # as if exported long ago, and the queued pages given up on (their originals
             # are not there): the daemon finds nothing to do in them
@@ -132,7 +155,7 @@ def choose(page: Page, label: str, option: str) -> None:
 
 def test_search_finds_a_word_on_one_page_and_opens_the_document_there(ada, daemon):
     page = ada
-    total = GENERATED + 1
+    total = GENERATED + 3
     expect(count_line(page)).to_contain_text(f"1–50 of {total:,} documents")
     keep_screenshot(page, "documents-browser.png")
     # a page of document 123 that was read (a failed page, or one in review, has no text)
@@ -155,11 +178,11 @@ def test_search_finds_a_word_on_one_page_and_opens_the_document_there(ada, daemo
 
 def test_paging_reaches_the_oldest_document(ada, daemon):
     page = ada
-    total = GENERATED + 1
+    total = GENERATED + 3
     page.locator("#documents-next").click()
     expect(count_line(page)).to_contain_text(f"51–100 of {total:,}")
     page.locator("#documents-last").click()
-    expect(count_line(page)).to_contain_text(f"1,001–1,001 of {total:,}")
+    expect(count_line(page)).to_contain_text(f"1,001–{total:,} of {total:,}")
     expect(list_row(page, "scan-00000.pdf")).to_be_visible()
     page.locator("#documents-first").click()
     expect(count_line(page)).to_contain_text(f"1–50 of {total:,}")
@@ -320,3 +343,200 @@ def test_a_reviewer_is_not_offered_delete(browser, daemon, tmp_path):
         expect(page.locator("#document-retry")).to_be_visible()
         expect(page.locator("#document-delete")).to_be_hidden()
     page.context.close()
+
+
+def no_error_toast(page: Page) -> None:
+    """(The daemon's log is not checked here: the generated documents' originals are not
+    there, so the pages retried above fail with a traceback.)"""
+    expect(page.locator(".toast-body.error")).to_have_count(0)
+
+
+def test_the_ticked_documents_download_as_one_zip_of_their_outputs(ada, daemon):
+    page = ada
+    done = api_documents(daemon, status="done", limit=2)["documents"]  # newest first
+    choose(page, "Status", "done")
+    total = api_documents(daemon, status="done")["total"]
+    expect(count_line(page)).to_contain_text(f"1–50 of {total:,}")
+    for ticked, doc in enumerate(done, 1):
+        list_row(page, doc["name"]).get_by_role("checkbox").check()
+        expect(page.locator("#documents-picked")).to_contain_text(f"{ticked} document")
+    expect(page.locator("#documents-picked")).to_contain_text("2 documents ticked")
+    page.locator("#bulk-zip").click()
+    expect(page.locator("#documents-message")).to_contain_text(
+        "the outputs of 2 documents in one zip")
+    with page.expect_download() as download:
+        page.locator("#bulk-zip-file a").first.click()
+    with zipfile.ZipFile(download.value.path()) as archive:
+        names = archive.namelist()
+        for doc in done:  # each document's folder holds its result, as the API has it
+            stem = Path(doc["name"]).stem
+            markdown = archive.read(f"{stem}-{doc['id'][:8]}/{stem}.md").decode()
+            assert markdown == daemon.client.get(f"/api/v1/documents/{doc['id']}/result",
+                                                 params={"format": "md"}).text
+    assert {name.split("/")[0] for name in names} == {
+        f"{Path(doc['name']).stem}-{doc['id'][:8]}" for doc in done}, names
+    no_error_toast(page)
+
+
+def test_sign_out_is_in_the_same_tab_and_every_other_tab_goes_to_the_sign_in_page(
+        browser, daemon, tmp_path):
+    page = sign_in(browser, daemon, "ada")
+    other = page.context.new_page()
+    with screenshot_on_failure(page, tmp_path, daemon):
+        other.goto(f"http://127.0.0.1:{daemon.port}/", wait_until="domcontentloaded")
+        expect(other.locator("#workspace-user")).to_contain_text("Signed in as ada")
+        page.locator("#workspace-sign-out").click()
+        expect(page).to_have_url(re.compile(r"/login"))
+        expect(page.get_by_label("username")).to_be_visible()
+        assert len(page.context.pages) == 2  # no tab was opened
+        # the other tab's next call (its list refreshes every two seconds) answers 401
+        expect(other).to_have_url(re.compile(r"/login\?next=%2F$"))
+        expect(other.get_by_label("username")).to_be_visible()
+        # and signing in there goes back to the documents
+        other.get_by_label("username").fill("ada")
+        other.get_by_label("password").fill(PASSWORD)
+        other.get_by_role("button", name="Login").click()
+        expect(other.locator("#workspace-user")).to_contain_text("Signed in as ada")
+    page.context.close()
+
+
+def test_a_signed_in_user_reads_the_api_docs(browser, daemon, tmp_path):
+    page = sign_in(browser, daemon, "rita")  # a reviewer: no API key, no admin
+    with screenshot_on_failure(page, tmp_path, daemon):
+        expect(page.get_by_text("Use via API")).to_have_count(0)  # Gradio's empty page
+        with page.context.expect_page() as opened:
+            page.locator("#workspace-api-docs").click()
+        docs = opened.value
+        expect(docs).to_have_url(re.compile(r"/docs$"))
+        expect(docs.locator(".swagger-ui")).to_contain_text("OCR Appliance")
+        expect(docs.locator(".swagger-ui")).to_contain_text("/api/v1/documents")
+    page.context.close()
+    # without a session the docs still need a key
+    assert daemon.client.get("/docs", headers={"X-API-Key": ""}).status_code == 401
+
+
+def test_chinese_words_are_found_by_any_two_characters_or_more(ada, daemon):
+    page = ada
+    for words in ("植株高度", "株高", "多年生草本"):
+        search_documents(page, words)
+        expect(count_line(page)).to_contain_text("1–1 of 1 document")
+        expect(list_row(page, "canna.pdf").locator(".doc-hit mark")).to_have_text(words)
+    open_document(page, "canna.pdf")
+    expect(page_body(page)).to_contain_text("植株高度")
+    search_documents(page, "株度")  # the characters, not side by side
+    expect(count_line(page)).to_contain_text("No document matches.")
+    no_error_toast(page)
+
+
+def test_a_document_waiting_for_review_is_found_and_marked_not_reviewed(ada, daemon):
+    page = ada
+    search_documents(page, "Quittung")
+    row = list_row(page, "doubtful.pdf")
+    expect(row.locator(".doc-hit")).to_contain_text("page 1 (not reviewed yet):")
+    expect(row.locator(".doc-hit mark")).to_have_text("Quittung")
+    expect(row.locator(".doc-status")).to_have_text("review")
+    no_error_toast(page)
+
+
+def test_a_refused_document_says_why_in_full_and_is_not_retried(ada, daemon, tmp_path):
+    page = ada
+    name = "a-scanned-contract-from-the-legal-department-" + "x" * 120 + ".pdf"
+    upload_input(page).set_input_files([encrypted_pdf(tmp_path / name, ["Locked away"])])
+    row = page.get_by_role("grid", name="Last upload").get_by_role("row").filter(
+        has_text="a-scanned-contract")
+    # the whole message, its remedy and its reason code, in the upload's table
+    expect(row).to_contain_text("[encrypted_pdf]")
+    refused = next(doc for doc in api_documents(daemon, q="a-scanned-contract")["documents"])
+    message = refused["error"]["message"]
+    expect(row).to_contain_text(message)
+    search_documents(page, "a-scanned-contract")
+    listed = list_row(page, name)
+    expect(listed.locator(".doc-details")).to_have_attribute("title", re.compile(
+        re.escape(message)))
+    # the long name wraps inside the list: the table is no wider than its place
+    widths = page.locator("#documents-list").evaluate(
+        "(el) => [el.querySelector('table').scrollWidth, el.clientWidth]")
+    assert widths[0] <= widths[1], widths
+
+    open_document(page, name)
+    page.locator("#document-retry").click()
+    expect(page.locator("#document-message")).to_contain_text(
+        "it was refused when it was submitted, so it has no pages to read again")
+    expect(page.locator("#document-message")).to_contain_text("upload it again")
+    assert ("retried", "ada") not in events(daemon, refused["id"])
+    # another document opened: the message about this one goes
+    search_documents(page, "report.pdf")
+    open_document(page, "report.pdf")
+    expect(page.locator("#document-message")).to_have_text("")
+    no_error_toast(page)
+
+
+def filled(bar) -> float:
+    """The share of a progress bar's inside that is drawn in a colour (not the white
+    of the page), from a screenshot of it."""
+    with Image.open(io.BytesIO(bar.screenshot())) as shot:
+        inside = shot.convert("RGB").crop((3, 3, shot.width - 3, shot.height - 3))
+        pixels = list(inside.getdata())
+    return sum(1 for r, g, b in pixels if min(r, g, b) < 200) / len(pixels)
+
+
+def test_a_document_with_no_page_done_shows_an_empty_bar(ada, daemon):
+    page = ada
+    none_done = next(doc for doc in api_documents(daemon, status="failed", limit=50)["documents"]
+                     if doc["page_count"] > 1)
+    search_documents(page, none_done["name"])
+    expect(count_line(page)).to_contain_text("1–1 of 1 document")
+    row = list_row(page, none_done["name"])
+    expect(row.locator(".doc-pages")).to_contain_text(f"0/{none_done['page_count']} pages")
+    assert filled(row.locator("progress")) < 0.05
+    search_documents(page, "twelve percent")  # report.pdf, 2 of 2 pages done: a full bar
+    expect(count_line(page)).to_contain_text("1–1 of 1 document")
+    assert filled(list_row(page, "report.pdf").locator("progress")) > 0.9
+
+
+def test_a_search_lists_the_best_match_first_and_an_empty_one_the_newest(ada, daemon):
+    page = ada
+    sort = page.locator("#documents-sort input")
+    expect(sort).to_have_value("newest first")
+    search_documents(page, "twelve percent")
+    expect(sort).to_have_value("best match (when searching)")
+    expect(list_row(page, "report.pdf")).to_be_visible()
+    search_documents(page, "")
+    expect(sort).to_have_value("newest first")
+    expect(count_line(page)).to_contain_text(f"1–50 of")
+
+
+def test_a_generic_document_offers_no_key_fields(ada, daemon):
+    page = ada
+    search_documents(page, "report.pdf")
+    open_document(page, "report.pdf")
+    expect(page.get_by_role("button", name="Download text (.txt)")).to_be_enabled()
+    expect(page.get_by_role("button", name=re.compile("Download key fields"))).to_have_count(0)
+
+
+def test_the_api_names_its_pdf_after_the_document_and_says_what_it_waits_for(daemon):
+    pdf = daemon.client.get(f"/api/v1/documents/{daemon.report_id}/result",
+                            params={"format": "pdf"})
+    assert pdf.status_code == 200
+    assert pdf.headers["content-disposition"] == 'attachment; filename="report.pdf"'
+    waiting = daemon.client.get(f"/api/v1/documents/{daemon.doubtful_id}/result")
+    assert waiting.status_code == 409
+    assert "is waiting for a person to review some of its pages" in \
+        waiting.json()["error"]["message"]
+    assert api_documents(daemon, tag="BOARD")["documents"][0]["id"] == daemon.report_id
+
+
+def test_every_download_of_the_document_view_arrives_named_after_the_document(ada, daemon):
+    page = ada
+    search_documents(page, "report.pdf")
+    open_document(page, "report.pdf")
+    offered = [fmt for fmt in FORMATS if fmt != "fields.json"]  # a report has no fields
+    for fmt in offered:
+        with page.expect_download() as download:
+            page.locator(f"#download-{fmt.replace('.', '-')}").click()
+        assert download.value.suggested_filename == f"report{SUFFIXES[fmt]}"
+        content = Path(download.value.path()).read_bytes()
+        expected = daemon.client.get(f"/api/v1/documents/{daemon.report_id}/result",
+                                     params={"format": fmt}).content
+        assert content == expected if fmt != "pdf" else content.startswith(b"%PDF"), fmt
+    no_error_toast(page)
