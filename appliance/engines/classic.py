@@ -25,8 +25,7 @@ from rapidocr import RapidOCR
 
 from appliance.engines.base import Line, PageRequest, Recognition, timed_reading
 from appliance.errors import EngineError
-from appliance.reading.markdown import render
-from appliance.reading.order import read_order
+from appliance.reading import read_lines
 
 log = logging.getLogger(__name__)
 
@@ -111,13 +110,12 @@ class ClassicEngine:
                 if text.strip()
             ]
             lean = _lean(result.boxes)
-        blocks = read_order(lines, lean_deg=lean)
-        page = render(blocks)
+        reading = read_lines(lines, lean_deg=lean)
         log.debug(
-            "event=classic_recognize doc_type=%s lines=%d blocks=%d ms=%d",
-            request.doc_type, len(lines), len(blocks), (time.perf_counter() - started) * 1000,
+            "event=classic_recognize doc_type=%s lines=%d ms=%d",
+            request.doc_type, len(lines), (time.perf_counter() - started) * 1000,
         )
-        return Recognition(text=page.text, markdown=page.markdown, lines=page.lines)
+        return reading
 
     def close(self) -> None:
         self._ocr = None

@@ -269,7 +269,7 @@ class _Parts:
         for number in range(1, count + 1):
             tree = self.by_number.get(number)
             placed = _placed_lines(tree) if tree is not None else []
-            if placed and self.kind == "pdf" and _shows_text(base.pages[number - 1].obj):
+            if placed and self.kind == "pdf" and shows_text(base.pages[number - 1].obj):
                 without.append((number, OWN_TEXT))
             elif placed:
                 self.lines[number] = placed
@@ -278,7 +278,7 @@ class _Parts:
         self.plan = _Plan(sorted(self.lines), without)
 
 
-def _shows_text(page: pikepdf.Dictionary) -> bool:
+def shows_text(page: pikepdf.Dictionary) -> bool:
     """Whether the page's content, or a form it draws, shows a string: a text layer
     added to it would make its text extract twice."""
     import pikepdf

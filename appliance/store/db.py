@@ -78,6 +78,9 @@ MIGRATIONS: dict[str, list[str]] = {
     "7": [  # results that cannot be written end output_failed (the contenthold table is new)
         "ALTER TABLE document ADD COLUMN output_error VARCHAR",
     ],
+    "8": [  # born-digital pages read from their own text, asked per document
+        "ALTER TABLE document ADD COLUMN text_layer VARCHAR",
+    ],
 }
 
 
