@@ -9,7 +9,7 @@ VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 
-.PHONY: run test tesseract chromium systemd clean
+.PHONY: run test tesseract chromium systemd cjk-fonts clean
 
 # llama.cpp for any x86-64 CPU with AVX2 rather than for this CPU exactly: a native
 # build on a Xeon with AMX and AVX-512 segfaults on quantized models (seen with
@@ -39,7 +39,11 @@ chromium:
 systemd:
 	command -v systemd-analyze >/dev/null || (apt-get update && apt-get install -y --no-install-recommends systemd)
 
-test: $(STAMP) tesseract chromium systemd
+# Debian's Noto CJK fonts for the CJK page of make-eval-set's born-digital set (and its tests).
+cjk-fonts:
+	test -f /usr/share/fonts/opentype/noto/NotoSansCJK-Regular.ttc || (apt-get update && apt-get install -y --no-install-recommends fonts-noto-cjk)
+
+test: $(STAMP) tesseract chromium systemd cjk-fonts
 	$(BIN)/python -m pytest $(PYTEST_ARGS)
 
 clean:

@@ -32,7 +32,7 @@ def test_wal_mode_and_schema_version(db):
     with db.read() as session:
         mode = session.connection().exec_driver_sql("PRAGMA journal_mode").scalar()
     assert mode == "wal"
-    assert db.schema_version() == SCHEMA_VERSION == 8
+    assert db.schema_version() == SCHEMA_VERSION == 9
 
 
 def test_a_version_1_database_is_migrated_in_place(tmp_path):
@@ -50,6 +50,7 @@ def test_a_version_1_database_is_migrated_in_place(tmp_path):
                               ("pageresult", "signals"), ("pageresult", "reasons"),
                               ("document", "source_mtime_ns"), ("page", "crash_suspect"),
                               ("pageresult", "field_answer"), ("document", "output_error"),
+                              ("document", "text_layer"),
                               *(("document", f"pages_{s}") for s in PageStatus)):
             session.exec(text(f"ALTER TABLE {table} DROP COLUMN {column}"))
         session.exec(text("DROP TABLE idempotencykey"))
@@ -59,7 +60,7 @@ def test_a_version_1_database_is_migrated_in_place(tmp_path):
         session.get(SchemaMeta, "schema_version").value = "1"
     old.close()
     migrated = Database(tmp_path / "v1.db")
-    assert migrated.schema_version() == 8
+    assert migrated.schema_version() == 9
     claim = transitions.claim_next_page(migrated, "w1", lease_s=60)
     transitions.complete_page(migrated, claim, page_done("x"))
     assert status_of(migrated, doc.id) == DocStatus.DONE
