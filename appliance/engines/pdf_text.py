@@ -99,7 +99,6 @@ class Char:
 @dataclass
 class Picture:
     box: tuple[float, float, float, float]  # in the rendered page's pixels
-    share: float  # of the page's area
     image: Image.Image | None  # its own pixels, for OCR (pictures below scan size only)
 
 
@@ -230,7 +229,7 @@ def read_layer(path: Path, index: int, password: str | None, size: tuple[int, in
                     turns = page.get_rotation() // 90
                     if turns:
                         image = image.rotate(-90 * turns, expand=True)
-                pictures.append(Picture(box, share, image))
+                pictures.append(Picture(box, image))
         finally:
             textpage.close()
             page.close()
