@@ -27,7 +27,7 @@ from appliance.api_guards import RouteGuard, UploadBodyLimit, actor, error_respo
 from appliance.config import DOC_TYPES
 from appliance.daemon import Appliance
 from appliance.docintel.routes import install as install_docintel
-from appliance.engines import registry
+from appliance.engines import pdf_text, registry
 from appliance.errors import (
     ApplianceError, DuplicateDocument, HttpError, InvalidRequest, NotFound, QueueFull, TooLarge,
 )
@@ -226,6 +226,11 @@ def create_app(appliance: Appliance) -> FastAPI:
                         engine: Literal[("", *registry.names())] = Form(
                             "", description="empty: the engine the appliance runs"),
                         tags: str = Form("", description="comma-separated"),
+                        text_layer: Literal["", *pdf_text.MODES] = Form(
+                            "", description="a PDF page's own text: auto (read it where "
+                                            "its checks trust it), ignore (OCR every "
+                                            "page), prefer (trust any text that maps to "
+                                            "Unicode); empty: pdf.text_layer"),
                         webhook_url: str = Form(
                             "", max_length=2083,
                             description="an http(s) URL, POSTed to once the document is "
@@ -255,6 +260,7 @@ def create_app(appliance: Appliance) -> FastAPI:
         if key and (earlier := appliance.intake.replay(key, file.file)) is not None:
             return _existing(earlier.id, {"Idempotent-Replayed": "true"})
         options = SubmitOptions(source="api", lane=Lane(lane), doc_type=doc_type, engine=engine,
+                                text_layer=text_layer or None,
                                 tags=[t.strip() for t in tags.split(",") if t.strip()],
                                 webhook_url=webhook_url or None, pdf_password=password or None,
                                 skip_duplicates=on_duplicate == "skip", idempotency_key=key)

@@ -9,7 +9,7 @@ import sys
 from pathlib import Path
 
 from appliance.config import DOC_TYPES, OUTPUT_FORMATS, load_settings
-from appliance.engines import registry
+from appliance.engines import pdf_text, registry
 from appliance.gguf.families import FAMILIES
 from appliance.errors import ApplianceError, InvalidRequest
 
@@ -34,7 +34,7 @@ def cmd_ocr(args) -> int:
     settings = load_settings(args.config)
     configure_logging("WARNING")
     return run_once(settings, [Path(f) for f in args.files], args.format, args.output,
-                    doc_type=args.type)
+                    doc_type=args.type, text_layer=args.text_layer)
 
 
 def cmd_bench(args) -> int:
@@ -190,7 +190,8 @@ def _write_json(path: Path | None, result: dict) -> None:
 
 def cmd_eval(args) -> int:
     from appliance import models
-    from appliance.measure.evaluate import compare_models, format_table, run_eval
+    from appliance.measure.evaluate import (compare_models, format_comparison, format_table,
+                                            run_eval)
     from appliance.measure.release import contract_drift, release_gate, snapshot
 
     contract = baseline = None  # read first: a bad file must fail before a long run
@@ -199,10 +200,21 @@ def cmd_eval(args) -> int:
     if args.baseline:
         baseline = _read_json(args.baseline, "baseline report")
     settings = load_settings(args.config)
+    if len(args.model or []) > 1 and len(args.text_layer or []) > 1:
+        raise InvalidRequest("eval compares models or text-layer modes, not both at once")
     pairs = [models.pair_for(name, args.models_dir) for name in args.model or [None]]
     reports = [run_eval(settings, args.datasets, engine=args.engine, limit=args.limit,
-                        doc_type=args.doc_type, concurrency=args.concurrency, model=pair)
-               for pair in pairs]
+                        doc_type=args.doc_type, concurrency=args.concurrency, model=pair,
+                        text_layer=text_layer)
+               for pair in pairs for text_layer in args.text_layer or [None]]
+    if len(args.text_layer or []) > 1:  # the same pages read with each mode, side by side
+        text = format_comparison(reports, [f"text_layer={mode}" for mode in args.text_layer])
+        sys.stdout.write(text + "\n")
+        for path in args.report or []:
+            path.write_text(text + "\n" if path.suffix == ".md"
+                            else json.dumps({"compared": reports}, indent=2,
+                                            ensure_ascii=False) + "\n")
+        return 0
     if len(reports) > 1:  # models side by side, each later one gated against the first
         text, blocked = compare_models(reports, args.model)
         sys.stdout.write(text + "\n")
@@ -446,6 +458,10 @@ def build_parser() -> argparse.ArgumentParser:
                           "read, checked and given in the JSON")
     ocr.add_argument("-o", "--output", type=Path, metavar="OUT",
                      help="write the result to this file (one input file; needed for pdf)")
+    ocr.add_argument("--text-layer", choices=pdf_text.MODES,
+                     help="a PDF page's own text: auto (read it where its checks trust it), "
+                          "ignore (OCR every page), prefer (trust any text that maps to "
+                          "Unicode); default: the config's pdf.text_layer")
     ocr.set_defaults(func=cmd_ocr)
 
     bench = sub.add_parser("bench", parents=[common],
@@ -519,6 +535,10 @@ def build_parser() -> argparse.ArgumentParser:
                                "catalog name whose files are in --models-dir, or the two "
                                "paths; give it twice or more to compare the models side "
                                "by side, each gated against the first")
+    evaluate.add_argument("--text-layer", action="append", choices=pdf_text.MODES,
+                          help="read each PDF's own text so (default: pdf.text_layer); give "
+                               "it twice or more (--text-layer auto --text-layer ignore) to "
+                               "see the modes side by side on the same pages")
     evaluate.add_argument("--models-dir", type=Path, default=None,
                           help="where --model finds catalog pairs (default models/)")
     evaluate.add_argument("--report", type=Path, action="append",
@@ -537,7 +557,7 @@ def build_parser() -> argparse.ArgumentParser:
     make_set = sub.add_parser("make-eval-set",
                               help="write synthetic datasets with ground truth in reading order "
                                    "(columns, receipts, tables, degraded scans, receipts and invoices "
-                                   "with their key fields) for eval")
+                                   "with their key fields, born-digital PDFs) for eval")
     make_set.add_argument("dir", type=Path)
     make_set.add_argument("--pages", type=int, default=12, help="pages per dataset")
     make_set.add_argument("--seed", type=int, default=7)

@@ -148,6 +148,22 @@ class RasterSettings:
 
 
 @dataclass
+class PdfSettings:
+    """Born-digital PDF pages read from their own text (``engines.pdf_text``); the
+    measured reason for each limit is in config.toml."""
+
+    text_layer: Literal["auto", "ignore", "prefer"] = "auto"
+    max_unmapped_share: float = field(default=0.02, metadata={"min": 0.0, "max": 1.0})
+    max_outside_share: float = field(default=0.05, metadata={"min": 0.0, "max": 1.0})
+    max_duplicate_share: float = field(default=0.1, metadata={"min": 0.0, "max": 1.0})
+    invisible_sample_lines: int = field(default=8, metadata={"min": 1, "max": 100})
+    max_invisible_cer: float = field(default=0.25, metadata={"min": 0.0, "max": 1.0})
+    max_uncovered_ink: float = field(default=0.5, metadata={"min": 0.0, "max": 1.0})
+    min_picture_area: float = field(default=0.005, metadata={"min": 0.0, "max": 1.0})
+    scan_min_area: float = field(default=0.5, metadata={"min": 0.0, "max": 1.0})
+
+
+@dataclass
 class PreprocessSettings:
     # Page clean-up before recognition, the same for both engines. Each step can be
     # switched off; what each did is recorded in the page's provenance.
@@ -351,6 +367,7 @@ class Settings:
     workers: WorkerSettings = field(default_factory=WorkerSettings)
     output: OutputSettings = field(default_factory=OutputSettings)
     raster: RasterSettings = field(default_factory=RasterSettings)
+    pdf: PdfSettings = field(default_factory=PdfSettings)
     preprocess: PreprocessSettings = field(default_factory=PreprocessSettings)
     memory: MemorySettings = field(default_factory=MemorySettings)
     limits: LimitSettings = field(default_factory=LimitSettings)

@@ -64,6 +64,7 @@ def result_cache_dir(settings: Settings) -> Path | None:
 def _spec_options(settings: Settings) -> dict:
     """What every worker is built with besides its engine's own options."""
     return {"log_level": settings.logging.level, "preprocess": settings.preprocess,
+            "pdf": settings.pdf,
             "cache_dir": result_cache_dir(settings),
             "second_opinion_below": (settings.review.accept_from
                                      if settings.review.second_opinion else None),

@@ -386,7 +386,8 @@ class Dispatcher:
                           doc_type=claim.doc_type, engine=claim.engine, attempt=claim.attempt,
                           pdf_password=self.pdf_passwords.get(claim.watch_folder),
                           deadline_s=timeout_s, context=self._context(claim),
-                          resolution_boost=boost)
+                          resolution_boost=boost,
+                          text_layer=claim.text_layer or self.settings.pdf.text_layer)
                 try:
                     worker.send(job, claim, kill_after_s)
                 except (OSError, BrokenPipeError):

@@ -80,9 +80,9 @@ def _interruptible():
 
 
 def run_once(settings: Settings, files: list[Path], fmt: str, output: Path | None = None,
-             doc_type: str = "generic") -> int:
+             doc_type: str = "generic", text_layer: str | None = None) -> int:
     """Read ``files`` (as documents of ``doc_type``: a typed document's key fields are
-    in its JSON) with ``settings`` in a throw-away data directory; the results to
+    in its JSON; a PDF's own text as ``text_layer`` asks, else as the config does) with ``settings`` in a throw-away data directory; the results to
     stdout (or to ``output``, one file's: the PDF goes nowhere else), progress and
     problems to stderr. Answers the exit code."""
     if output is None and fmt == "pdf":
@@ -100,7 +100,7 @@ def run_once(settings: Settings, files: list[Path], fmt: str, output: Path | Non
             try:
                 appliance.start()
                 started = True
-                views = _read_all(appliance, files, doc_type, stop)
+                views = _read_all(appliance, files, doc_type, text_layer, stop)
                 return _report(appliance, views, fmt, output)
             finally:
                 if started:
@@ -110,13 +110,14 @@ def run_once(settings: Settings, files: list[Path], fmt: str, output: Path | Non
         return 128 + exc.signum
 
 
-def _read_all(appliance: Appliance, files: list[Path], doc_type: str,
+def _read_all(appliance: Appliance, files: list[Path], doc_type: str, text_layer: str | None,
               stop: _Stop) -> list[DocumentView]:
     """Submit ``files`` and wait, with a progress bar, until each is final."""
     docs = []
     for path in files:
         stop.check()
-        docs.append(appliance.submit_path(path, SubmitOptions(source="cli", doc_type=doc_type)))
+        docs.append(appliance.submit_path(path, SubmitOptions(source="cli", doc_type=doc_type,
+                                                              text_layer=text_layer)))
     total, shown = sum(d.page_count for d in docs), -1
     while True:
         stop.check()

@@ -1,5 +1,6 @@
 """Uploads through the web UI: the files dropped on the page, submitted with the options
-chosen beside them (document type, lane, tags, engine, an encrypted PDF's password),
+chosen beside them (document type, lane, tags, engine, a PDF's own text, an encrypted
+PDF's password),
 and what became of each.
 
 The password only travels in ``SubmitOptions.pdf_password`` to intake; it is never
@@ -24,6 +25,10 @@ log = logging.getLogger(__name__)
 UPLOAD_HEADERS = ["File", "Outcome", "Details"]
 LANE_CHOICES = [("interactive (read first)", Lane.INTERACTIVE.value),
                 ("batch (read when the interactive queue is empty)", Lane.BATCH.value)]
+TEXT_LAYER_CHOICES = [("as configured", ""),
+                      ("read it where it can be trusted (auto)", "auto"),
+                      ("always read by OCR (ignore)", "ignore"),
+                      ("trust any text that maps to Unicode (prefer)", "prefer")]
 INTERNAL_ERROR_TEXT = ("the file could not be accepted because of an internal error; "
                        "the server log has the details")
 
@@ -37,12 +42,14 @@ class UploadChoices:
     tags: str = ""  # comma-separated
     engine: str = ""  # "": the configured one
     pdf_password: str = ""  # an encrypted PDF's: handed to intake, never kept or logged
+    text_layer: str = ""  # a PDF's own text: auto, ignore or prefer; "": pdf.text_layer
 
     def submit_options(self) -> SubmitOptions:
         return SubmitOptions(source="upload", lane=Lane(self.lane or Lane.INTERACTIVE),
                              doc_type=self.doc_type or "generic", engine=self.engine or None,
                              tags=[t.strip() for t in self.tags.split(",") if t.strip()],
-                             pdf_password=self.pdf_password or None)
+                             pdf_password=self.pdf_password or None,
+                             text_layer=self.text_layer or None)
 
 
 @dataclass(frozen=True)

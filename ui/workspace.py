@@ -35,7 +35,8 @@ from ui.listing import (
     ANY, FIELDS_CHOICES, LIST_CSS, LIST_JS, NEWEST, PAGER_MOVES, SORT_CHOICES, SOURCE_CHOICES,
     Listed, browse_query, pager_offset, pager_text, results_html, search_sort,
 )
-from ui.upload import LANE_CHOICES, UPLOAD_HEADERS, UploadChoices, handle_upload, upload_rows
+from ui.upload import (LANE_CHOICES, TEXT_LAYER_CHOICES, UPLOAD_HEADERS, UploadChoices,
+                       handle_upload, upload_rows)
 
 REFRESH_S = 2.0
 PACE_PAGES = 50  # the pages read last, whose median service time paces the estimates
@@ -89,6 +90,9 @@ def workspace_tabs(appliance: Appliance, download_dir: Path) -> Iterator[None]:
                             engine = gr.Dropdown(label="Read with", value="", interactive=True,
                                                  choices=[("the configured engine", ""), *readings],
                                                  visible=len(readings) > 1, elem_id="upload-engine")
+                            text_layer = gr.Dropdown(label="A PDF's own text", value="",
+                                                     choices=TEXT_LAYER_CHOICES,
+                                                     elem_id="upload-text-layer")
                         with gr.Row():
                             tags = gr.Textbox(label="Tags (comma-separated)", elem_id="upload-tags")
                             password = gr.Textbox(label="Password of an encrypted PDF (used to "
@@ -232,9 +236,10 @@ def workspace_tabs(appliance: Appliance, download_dir: Path) -> Iterator[None]:
         return (gr.File(value=str(path) if path else None, visible=path is not None),
                 safe_markdown(text))
 
-    def on_upload(files, type_value, lane_value, tag_text, engine_name, secret):
+    def on_upload(files, type_value, lane_value, tag_text, engine_name, secret, own_text):
         uploaded = handle_upload(appliance, files, UploadChoices(
-            type_value, lane_value, tag_text or "", engine_name or "", secret or ""))
+            type_value, lane_value, tag_text or "", engine_name or "", secret or "",
+            own_text or ""))
         return upload_rows(appliance, uploaded), None, ""  # the password is not kept
 
     def on_load(request: gr.Request):
@@ -280,7 +285,7 @@ def workspace_tabs(appliance: Appliance, download_dir: Path) -> Iterator[None]:
                  ).then(**after_action)
     zip_button.click(on_zip, inputs=picked, outputs=[zip_file, message], trigger_mode="once",
                      concurrency_limit=2, concurrency_id="documents-zip", **private)
-    upload.upload(on_upload, inputs=[upload, doc_type, lane, tags, engine, password],
+    upload.upload(on_upload, inputs=[upload, doc_type, lane, tags, engine, password, text_layer],
                   outputs=[upload_results, upload, password], concurrency_limit=4,
                   **private).then(**refresh)
     gr.on(triggers=None, fn=on_load,

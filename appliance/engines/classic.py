@@ -25,9 +25,7 @@ from rapidocr import RapidOCR
 
 from appliance.engines.base import Line, PageRequest, Recognition, timed_reading
 from appliance.errors import EngineError
-from appliance.reading.doubt import LAYOUT_DOUBT, layout_doubt
-from appliance.reading.markdown import render
-from appliance.reading.order import read_order
+from appliance import reading
 
 log = logging.getLogger(__name__)
 
@@ -59,9 +57,6 @@ def bare_loop(pages: list[Path], *, threads: int = 2, **_engine_options) -> floa
     return timed_reading(pages, lambda image: ocr(image.convert("RGB")))
 
 
-# How lines become text and Markdown (appliance.reading): bump it when they change, so
-# the result cache does not serve the old rendering.
-RECIPE = "layout/v8"
 LEAN_MIN_ASPECT = 3.0
 
 
@@ -88,7 +83,7 @@ class ClassicEngine:
         return self.name, self.model_id
 
     def recipe(self, request: PageRequest) -> str:
-        return f"{RECIPE}/furniture-{request.page_furniture}"
+        return reading.recipe(request.page_furniture)
 
     def recognize(self, image: Image.Image, request: PageRequest) -> Recognition:
         if self._ocr is None:
@@ -112,16 +107,13 @@ class ClassicEngine:
                 if text.strip()
             ]
             lean = _lean(result.boxes)
-        blocks = read_order(lines, lean_deg=lean)
-        page = render(blocks, request.page_furniture)
-        doubt = layout_doubt(blocks)
+        recognition = reading.read_lines(lines, lean_deg=lean,
+                                         page_furniture=request.page_furniture)
         log.debug(
-            "event=classic_recognize doc_type=%s lines=%d blocks=%d ms=%d",
-            request.doc_type, len(lines), len(blocks), (time.perf_counter() - started) * 1000,
+            "event=classic_recognize doc_type=%s lines=%d ms=%d",
+            request.doc_type, len(lines), (time.perf_counter() - started) * 1000,
         )
-        return Recognition(text=page.text, markdown=page.markdown, lines=page.lines,
-                           flags=[LAYOUT_DOUBT] if doubt else [],
-                           provenance={LAYOUT_DOUBT: doubt} if doubt else {})
+        return recognition
 
     def close(self) -> None:
         self._ocr = None

@@ -28,8 +28,8 @@ from typing import TYPE_CHECKING, Callable
 import psutil
 from PIL import Image
 
-from appliance.config import PreprocessSettings, WorkerSettings
-from appliance.engines import create_engine, registry
+from appliance.config import PdfSettings, PreprocessSettings, WorkerSettings
+from appliance.engines import create_engine, pdf_text, registry
 from appliance.engines.base import Engine, PageRequest, Recognition
 from appliance.engines.vision import VisionEngine
 from appliance.engines.cache import CACHE_PROVENANCE, ResultCache, image_digest
@@ -63,6 +63,7 @@ class WorkerSpec:
     options: dict = field(default_factory=dict)
     log_level: str = "INFO"
     preprocess: PreprocessSettings = field(default_factory=PreprocessSettings)
+    pdf: PdfSettings = field(default_factory=PdfSettings)  # reading a PDF page's own text
     cache_dir: Path | None = None  # the result cache; None: every page is read
     # a reading whose confidence is under this gets a second opinion: a vision reading
     # the classic engine's, a classic reading Tesseract's (in these languages)
@@ -83,6 +84,7 @@ class PagePipeline:
     engine: Engine
     preprocess: PreprocessSettings
     cache: ResultCache | None = None
+    pdf: PdfSettings = field(default_factory=PdfSettings)
     classify_upside_down: Callable | None = None
     text_boxes: Callable | None = None  # the text detector that checks a page on its side
     second_opinion_below: float | None = None
@@ -116,31 +118,24 @@ def run_job(pipeline: PagePipeline, job: Job, background: ThreadPoolExecutor,
         dpi = float(image.info.get("dpi", (0, 0))[0])  # a TIFF's is a Fraction: not for JSON
         rendered = {"size": [image.width, image.height],
                     "dpi": round(dpi, 2) if plausible_dpi(dpi) else None}
-        start = time.perf_counter()
-        image, steps = preprocess(image, pipeline.preprocess, doc_type=job.doc_type,
-                                  max_pixels=job.max_pixels,
-                                  classify_upside_down=pipeline.classify_upside_down,
-                                  text_boxes=pipeline.text_boxes,
-                                  resolution_boost=job.resolution_boost)
-        timings["preprocess_ms"] = (time.perf_counter() - start) * 1000
-        # the page as the engine sees it serves review: write it while the engine works
-        saving = background.submit(save_page_image, image, job.page_image)
         request = PageRequest(doc_type=job.doc_type, engine=job.engine, attempt=job.attempt,
                               deadline=deadline, context=job.context, cancel=cancel,
                               page_furniture=pipeline.page_furniture)
-        start = time.perf_counter()
-        key = pipeline.cache.key(image_digest(image), engine, request) if pipeline.cache else None
-        recognition = pipeline.cache.get(key) if key else None
-        if recognition is None:
-            if cancel is not None and cancel.is_set():
-                raise PagePreempted("taken back before the engine read it")
-            recognition = engine.recognize(image, request)
-            timings["inference_ms"] = (time.perf_counter() - start) * 1000
-            if key:
-                pipeline.cache.put(key, recognition)
+        reader = engine.reader(request)
+        verdict = recognition = key = None
+        if job.kind == "pdf" and job.text_layer != pdf_text.IGNORE:
+            start = time.perf_counter()
+            verdict, recognition, key = _own_text(pipeline, job, image, request)
+            timings["text_layer_ms"] = (time.perf_counter() - start) * 1000
+        if recognition is not None:  # read from its own text: the page as rendered
+            steps = []
+            reader = (pdf_text.NAME, pdf_text.model_id())
+            saving = background.submit(save_page_image, image, job.page_image)
         else:
-            recognition.flags = [*recognition.flags, "cached"]
-            timings["cache_ms"] = (time.perf_counter() - start) * 1000
+            image, steps, recognition, key, saving = _ocr_reading(pipeline, job, image, request,
+                                                                 timings, background)
+            if verdict is not None:
+                recognition.provenance["text_layer"] = verdict
         start = time.perf_counter()
         postprocess(recognition)
         confidence = score_page(recognition, doc_type=request.doc_type)
@@ -164,7 +159,8 @@ def run_job(pipeline: PagePipeline, job: Job, background: ThreadPoolExecutor,
             place_text(recognition, classic.lines)
             timings["placement_ms"] = (time.perf_counter() - start) * 1000
         specs = pipeline.field_specs.get(request.doc_type)
-        if specs and isinstance(engine, VisionEngine) and request.engine != registry.FALLBACK:
+        if (specs and isinstance(engine, VisionEngine) and request.engine != registry.FALLBACK
+                and reader[0] != pdf_text.NAME):
             start = time.perf_counter()
             recognition.field_answer = _field_answer(engine, image, recognition, specs, request)
             timings["fields_ms"] = (time.perf_counter() - start) * 1000
@@ -187,8 +183,53 @@ def run_job(pipeline: PagePipeline, job: Job, background: ThreadPoolExecutor,
     finally:
         if saving is not None:
             wait_futures([saving])  # never leave a half-written page image behind a result
-    return PageDone(job.job_id, *engine.reader(request), timings, confidence.score,
+    return PageDone(job.job_id, *reader, timings, confidence.score,
                     {**confidence.signals, "penalties": confidence.penalties}, recognition)
+
+
+def _own_text(pipeline: PagePipeline, job: Job, image: Image.Image, request: PageRequest
+              ) -> tuple[dict, Recognition | None, str | None]:
+    """The page read from its own text (``engines.pdf_text``), with the verdict; None
+    for the reading where the page goes to OCR. Its quick OCR (the invisible layer's
+    sample, the pictures of a mixed page) is the classic reader's."""
+    quick = replace(request, engine=registry.FALLBACK)
+    reader = pdf_text.TextLayerReader(pipeline.pdf, job.text_layer,
+                                      pipeline.engine.reader(quick)[1])
+    return pdf_text.read_page(job.original, job.page_index, job.pdf_password, image,
+                              job.text_layer, pipeline.pdf,
+                              lambda picture: pipeline.engine.recognize(picture, quick),
+                              pipeline.cache, reader, request)
+
+
+def _ocr_reading(pipeline: PagePipeline, job: Job, image: Image.Image, request: PageRequest,
+                 timings: dict[str, float], background: ThreadPoolExecutor):
+    """Preprocess the page and read it with the engine (or find it in the cache): the
+    image the engine read, the preprocessing steps, the reading, its cache key and the
+    spool write of the image under way."""
+    engine, cancel = pipeline.engine, request.cancel
+    start = time.perf_counter()
+    image, steps = preprocess(image, pipeline.preprocess, doc_type=job.doc_type,
+                              max_pixels=job.max_pixels,
+                              classify_upside_down=pipeline.classify_upside_down,
+                              text_boxes=pipeline.text_boxes,
+                              resolution_boost=job.resolution_boost)
+    timings["preprocess_ms"] = (time.perf_counter() - start) * 1000
+    # the page as the engine sees it serves review: write it while the engine works
+    saving = background.submit(save_page_image, image, job.page_image)
+    start = time.perf_counter()
+    key = pipeline.cache.key(image_digest(image), engine, request) if pipeline.cache else None
+    recognition = pipeline.cache.get(key) if key else None
+    if recognition is None:
+        if cancel is not None and cancel.is_set():
+            raise PagePreempted("taken back before the engine read it")
+        recognition = engine.recognize(image, request)
+        timings["inference_ms"] = (time.perf_counter() - start) * 1000
+        if key:
+            pipeline.cache.put(key, recognition)
+    else:
+        recognition.flags = [*recognition.flags, "cached"]
+        timings["cache_ms"] = (time.perf_counter() - start) * 1000
+    return image, steps, recognition, key, saving
 
 
 def _second_reading(pipeline: PagePipeline, image: Image.Image, request: PageRequest,
@@ -244,6 +285,7 @@ def worker_main(spec: WorkerSpec, conn: Connection, parent_pid: int) -> None:
         engine = create_engine(spec.engine, spec.options)
         pipeline = PagePipeline(engine, spec.preprocess,
                                 ResultCache(spec.cache_dir) if spec.cache_dir else None,
+                                pdf=spec.pdf,
                                 second_opinion_below=spec.second_opinion_below,
                                 place_vision_text=spec.place_vision_text,
                                 page_furniture=spec.page_furniture,

@@ -39,6 +39,7 @@ class SubmitOptions:
     lane: Lane = Lane.INTERACTIVE
     doc_type: str = "generic"
     engine: str | None = None
+    text_layer: str | None = None  # a PDF's own text: auto | ignore | prefer; None: the config's
     tags: list[str] = field(default_factory=list)
     source_path: Path | None = None  # watched files only, with the mtime they were read at
     source_mtime_ns: int | None = None
@@ -151,7 +152,7 @@ class Intake:
                        options: SubmitOptions) -> Document:
         doc = Document(name=display_name(name), sha256=sent, size_bytes=size,
                        source=options.source, lane=options.lane, doc_type=options.doc_type,
-                       engine=options.engine, tags=options.tags,
+                       engine=options.engine, text_layer=options.text_layer, tags=options.tags,
                        source_path=str(options.source_path) if options.source_path else None,
                        source_mtime_ns=options.source_mtime_ns, watch_folder=options.watch_folder,
                        webhook_url=options.webhook_url)

@@ -192,9 +192,11 @@ def _page_record(sample: Sample, client: ApplianceClient, outcome: str | Rejecte
 
 def run_eval(settings: Settings, dataset_dirs: list[Path], *, engine: str | None = None,
              limit: int | None = None, doc_type: str | None = None,
-             concurrency: int = 4, model: tuple[Path, Path] | None = None) -> dict:
+             concurrency: int = 4, model: tuple[Path, Path] | None = None,
+             text_layer: str | None = None) -> dict:
     """Read the datasets' pages with a daemon of ``settings`` (its engine ``engine``,
-    its model pair ``model`` where given) and score them."""
+    its model pair ``model`` where given; each PDF's own text as ``text_layer`` asks,
+    else as the config does) and score them."""
     samples = load_samples(dataset_dirs, limit=limit, doc_type=doc_type)
     pair = {"model": str(model[0]), "mmproj": str(model[1])} if model else {}
     raw, settings = daemon_config(settings, name=engine, **pair)
@@ -205,7 +207,9 @@ def run_eval(settings: Settings, dataset_dirs: list[Path], *, engine: str | None
         ready = client.wait_ready()
         started = time.monotonic()
         outcomes = client.submit_all(
-            [(s.image, {"doc_type": s.doc_type, "lane": "batch"}) for s in samples], concurrency)
+            [(s.image, {"doc_type": s.doc_type, "lane": "batch",
+                        **({"text_layer": text_layer} if text_layer else {})})
+             for s in samples], concurrency)
         listing = client.wait_exported([o for o in outcomes if isinstance(o, str)])
         elapsed = time.monotonic() - started
         pages = [_page_record(sample, client, outcome, listing)
@@ -246,10 +250,11 @@ def format_table(report: dict) -> str:
             + (f"\n\nKey fields extracted:\n\n{format_fields(fields)}" if fields else ""))
 
 
-COMPARED = (("score", "score", "{:.2f}"), ("cer_nows", "CER no-ws", "{:.2%}"),
+COMPARED = (("score", "score", "{:.2f}"), ("cer", "CER", "{:.2%}"),
+            ("cer_nows", "CER no-ws", "{:.2%}"), ("reading_order", "order dist", "{:.3f}"),
             ("tables", "TEDS", "{:.3f}"), ("format_validity", "format ok", "{:.0%}"),
             ("auto_accepted", "auto-accepted", "{:.0%}"),
-            ("seconds_per_page", "s/page", "{:.2f}"))
+            ("seconds_per_page", "s/page", "{:.3f}"))
 
 
 def format_comparison(reports: list[dict], labels: list[str]) -> str:

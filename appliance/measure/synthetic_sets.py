@@ -17,6 +17,10 @@ Seven datasets in the plain layout (``<stem>.png`` beside ``<stem>.txt`` or ``.m
 - ``receipts-fields`` and ``invoices-fields`` (`synthetic_fields`): receipts and invoices
   of many layouts with their key fields as printed (``<stem>.fields.json``), for judging
   field extraction.
+- ``born-digital`` (`born_digital`): PDFs with text of their own (one and two
+  columns, tables with and without rules, CJK), and those whose text must not be
+  trusted (a font without ToUnicode, a wrong invisible OCR layer over a scan), a
+  document with a scanned page between born-digital ones, a stamp scanned over text.
 
 They are the measure for the layout work that real scans of these kinds need; real
 scans remain the check (`appliance eval` on FUNSD, SROIE, ...).
@@ -52,8 +56,9 @@ ITEMS = ("Paper A4 500 sheets", "Toner cartridge black", "Stapler", "Envelopes C
 
 
 def make_sets(root: Path, pages: int = 12, seed: int = 7) -> dict[str, int]:
-    """Write the seven datasets under ``root``; answers how many pages each got."""
+    """Write the datasets under ``root``; answers how many pages each got."""
     # imported here, not at the top: synthetic_fields imports this module
+    from appliance.measure.born_digital import make_born_digital
     from appliance.measure.synthetic_fields import make_field_sets
 
     makers = {"columns": ("report", columns_page), "columns-zh": ("report", _chinese_page),
@@ -61,7 +66,8 @@ def make_sets(root: Path, pages: int = 12, seed: int = 7) -> dict[str, int]:
               "tables": ("table", _table_page), "degraded": ("generic", _degraded_page)}
     counts = {name: write_set(root, name, doc_type, make, pages, seed)
               for name, (doc_type, make) in makers.items()}
-    return counts | make_field_sets(root, pages, seed)
+    return counts | make_field_sets(root, pages, seed) | {
+        "born-digital": make_born_digital(root, pages, seed)}
 
 
 def write_set(root: Path, name: str, doc_type: str,

@@ -63,7 +63,12 @@ page has its text) and, where there are such pages, a sentence in ``dc:descripti
 A PDF page that shows text of its own (a born-digital page, a scanner's OCR layer, a
 searchable PDF made before) keeps it and gets no text layer, so that its text does
 not extract twice (OCRmyPDF's ``--skip-text``); the report gives "own text" as the
-reason. Its recognised text is still in the other formats.
+reason. Its recognised text is still in the other formats. Except where the page was
+read by OCR (``PageTree.own_text`` false: its text layer was distrusted, or ignored)
+and all the text it shows is invisible (render mode 3: an earlier OCR's layer): that
+text is taken off the page and the appliance's reading put in its place (OCRmyPDF's
+``--redo-ocr``); the report lists such pages as ``replaced_text``. Visible text is
+never taken off a page.
 
 An encrypted PDF is opened with the password given; the output is NOT encrypted
 (PDF/A forbids encryption; a plain PDF is written without it too).
@@ -127,6 +132,7 @@ for _name, _level in _QUIET_LOGGERS.items():
 
 # the operators that show text, and how many forms a page's check looks into
 _SHOW_TEXT = "Tj TJ ' \""
+_INVISIBLE = 3  # the text render mode that neither fills nor strokes: an OCR layer's
 _MAX_FORMS = 256
 
 # EXIF orientations that mirror the image: a PDF page's /Rotate cannot say them
@@ -207,12 +213,14 @@ def searchable_pdf(original: Path, kind: str, pages: list[PageTree], *,
 class _Plan:
     with_text: list[int]
     without_text: list[tuple[int, str]]
+    replaced_text: list[int]  # of with_text: their invisible text taken off first
 
     def report(self, output_type: str, pdfa_error: str | None) -> dict:
         return {"output_type": output_type, "pdfa_error": pdfa_error,
                 "pages_with_text": list(self.with_text),
                 "pages_without_text": [{"page": number, "reason": reason}
-                                       for number, reason in self.without_text]}
+                                       for number, reason in self.without_text],
+                "replaced_text": list(self.replaced_text)}
 
     def description(self) -> str:
         return ", ".join(f"{number} ({reason})" for number, reason in self.without_text)
@@ -247,6 +255,8 @@ class _Parts:
             for text_page, number in zip(text.pages, sorted(self.lines)):
                 tree = self.by_number[number]
                 page = base.pages[number - 1]
+                if number in self.plan.replaced_text:
+                    _take_off_invisible_text(base, page)
                 _graft(base, page, text_page, _text_to_user(page.obj, tree))
         _write_metadata(base, self.plan)
         return base
@@ -266,19 +276,24 @@ class _Parts:
         if beyond:
             raise ValueError(f"page trees {beyond} are beyond the original's {count} pages")
         without: list[tuple[int, str]] = []
+        replaced: list[int] = []
         for number in range(1, count + 1):
             tree = self.by_number.get(number)
             placed = _placed_lines(tree) if tree is not None else []
-            if placed and self.kind == "pdf" and _shows_text(base.pages[number - 1].obj):
-                without.append((number, OWN_TEXT))
-            elif placed:
+            page = base.pages[number - 1].obj
+            if placed and self.kind == "pdf" and shows_text(page):
+                if tree.own_text or not _shows_invisible_text_only(page):
+                    without.append((number, OWN_TEXT))
+                    continue
+                replaced.append(number)
+            if placed:
                 self.lines[number] = placed
             else:
                 without.append((number, _why_no_text(tree)))
-        self.plan = _Plan(sorted(self.lines), without)
+        self.plan = _Plan(sorted(self.lines), without, replaced)
 
 
-def _shows_text(page: pikepdf.Dictionary) -> bool:
+def shows_text(page: pikepdf.Dictionary) -> bool:
     """Whether the page's content, or a form it draws, shows a string: a text layer
     added to it would make its text extract twice."""
     import pikepdf
@@ -293,16 +308,94 @@ def _shows_text(page: pikepdf.Dictionary) -> bool:
                     return True
         except pikepdf.PdfError:  # content pdfium still displays as far as it can
             log.info("event=unparsed_content page_text_check=skipped", exc_info=True)
-        resources = _inherited(container, "/Resources") if container is page \
-            else container.get("/Resources")
-        xobjects = resources.get("/XObject") if isinstance(resources, pikepdf.Dictionary) \
-            else None
-        for form in (xobjects.values() if isinstance(xobjects, pikepdf.Dictionary) else []):
-            if isinstance(form, pikepdf.Stream) and form.get("/Subtype") == "/Form" \
-                    and form.objgen not in seen and len(seen) < _MAX_FORMS:
+        for _name, form in _drawn_forms(container, page):
+            if form.objgen not in seen and len(seen) < _MAX_FORMS:
                 seen.add(form.objgen)
                 pending.append(form)
     return False
+
+
+def _drawn_forms(container: pikepdf.Object, page: pikepdf.Dictionary
+                 ) -> list[tuple[pikepdf.Name, pikepdf.Stream]]:
+    """The form XObjects the page's content (``container`` is ``page``) or a form's
+    content may draw, by their resource names."""
+    import pikepdf
+
+    resources = _inherited(container, "/Resources") if container is page \
+        else container.get("/Resources")
+    xobjects = resources.get("/XObject") if isinstance(resources, pikepdf.Dictionary) \
+        else None
+    return [(name, form)
+            for name, form in (xobjects.items() if isinstance(xobjects, pikepdf.Dictionary)
+                               else [])
+            if isinstance(form, pikepdf.Stream) and form.get("/Subtype") == "/Form"]
+
+
+def _text_modes(container: pikepdf.Object) -> list[tuple[object, int | None]]:
+    """Each instruction of the content with, where it shows a string, the text render
+    mode (Tr) it is shown in; Tr is graphics state, saved and restored by q and Q.
+    PdfError for content that cannot be parsed."""
+    import pikepdf
+
+    mode, saved, out = 0, [], []
+    for instruction in pikepdf.parse_content_stream(container):
+        operator, operands = str(instruction.operator), instruction.operands
+        if operator == "q":
+            saved.append(mode)
+        elif operator == "Q":
+            mode = saved.pop() if saved else 0
+        elif operator == "Tr" and operands:
+            mode = int(operands[0])
+        shown = operator in _SHOW_TEXT.split() and any(_has_string(o) for o in operands)
+        out.append((instruction, mode if shown else None))
+    return out
+
+
+def _shows_invisible_text_only(page: pikepdf.Dictionary) -> bool:
+    """Whether every string the page shows, in its content or the forms it draws, is
+    invisible (an earlier OCR's layer), and where ``_take_off_invisible_text`` can
+    take it off: in the page's content or a form the page itself draws."""
+    import pikepdf
+
+    try:
+        for container in (page, *(form for _name, form in _drawn_forms(page, page))):
+            if any(mode not in (None, _INVISIBLE) for _ins, mode in _text_modes(container)):
+                return False
+            if container is not page and any(shows_text(inner) for _name, inner
+                                             in _drawn_forms(container, page)):
+                return False  # a form within a form: not taken apart here
+    except pikepdf.PdfError:  # content that cannot be parsed is left as it is
+        return False
+    return True
+
+
+def _take_off_invisible_text(pdf: pikepdf.Pdf, page: pikepdf.Page) -> None:
+    """The page without its invisible text (``_shows_invisible_text_only`` holds): its
+    content is written anew, and each form it draws that shows text is replaced, in
+    resource dictionaries of the page's own, by a copy without it; what other pages
+    share is not touched."""
+    import pikepdf
+    from pikepdf import Dictionary, Name
+
+    def without(container) -> bytes:
+        return pikepdf.unparse_content_stream(
+            [instruction for instruction, mode in _text_modes(container) if mode is None])
+
+    page.obj[Name.Contents] = pdf.make_stream(without(page.obj))
+    forms = {name: form for name, form in _drawn_forms(page.obj, page.obj)
+             if shows_text(form)}
+    if not forms:
+        return
+    resources = Dictionary(dict(_inherited(page.obj, "/Resources").items()))
+    xobjects = Dictionary(dict(resources[Name.XObject].items()))
+    for name, form in forms.items():
+        copy = pdf.make_stream(without(form))
+        for key, value in form.stream_dict.items():
+            if key not in ("/Length", "/Filter", "/DecodeParms"):
+                copy[key] = value
+        xobjects[name] = copy
+    resources[Name.XObject] = xobjects
+    page.obj[Name.Resources] = resources
 
 
 def _has_string(operand) -> bool:

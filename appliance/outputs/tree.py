@@ -17,6 +17,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
+from appliance.engines.pdf_text import OCR
 from appliance.outputs.placement import Placed, align, union, words_of
 from appliance.raster.preprocess import to_original
 from appliance.reading.furniture import FOOTER, HEADER
@@ -76,6 +77,8 @@ class PageTree:
     slope: float = 0.0
     # a vision model's values for the document type's fields, as printed on this page
     field_answer: dict | None = None
+    # read from the PDF page's own text (engines.pdf_text), not by OCR
+    own_text: bool = False
 
     @property
     def matrix(self) -> np.ndarray:
@@ -156,6 +159,7 @@ def page_tree(number: int, result: PageResult, machine: PageResult | None = None
     tree.slope = _unstraightened_slope(steps)
     # a person's corrected text stands over what the model read on the machine's page
     tree.field_answer = machine.field_answer if result is machine else None
+    tree.own_text = (provenance.get("text_layer") or {}).get("reader", OCR) != OCR
     words = words_of(machine.lines or [])
     if not words:  # a reading without positions (a vision model's): the text stays unplaced
         tree.unplaced_text = result.text or ""

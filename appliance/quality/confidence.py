@@ -61,6 +61,7 @@ from rapidfuzz import fuzz
 
 from appliance.config import DOC_TYPES
 from appliance.engines.base import Recognition
+from appliance.engines.pdf_text import TEXT
 from appliance.quality.text_checks import (
     bad_chars, implausible_figures, repeated_lines, script_mix,
 )
@@ -302,7 +303,18 @@ def score_page(recognition: Recognition, *, doc_type: str,
         penalise("charset_anomaly", FOREIGN_SCRIPT_FACTOR)
 
     score = min(1.0, max(0.0, base * factor))
+    if own_text(recognition):
+        # the document's own characters, which passed the text layer's checks: nothing
+        # was misread, so nothing above lowers it (a short page, a date no calendar has
+        # are the document's, not the reading's)
+        signals["source"], signals["unapplied_penalties"] = "text_layer", penalties
+        score, penalties = 1.0, []
     return Confidence(score=round(score, 4), signals=signals, penalties=penalties)
+
+
+def own_text(recognition: Recognition) -> bool:
+    """Whether the page was read from its PDF's own text alone (``engines.pdf_text``)."""
+    return (recognition.provenance.get("text_layer") or {}).get("reader") == TEXT
 
 
 def needs_second_opinion(confidence: Confidence, accept_from: float) -> bool:

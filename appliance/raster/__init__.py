@@ -13,6 +13,7 @@ import logging
 import math
 import os
 import tempfile
+import threading
 from contextlib import contextmanager
 from pathlib import Path
 from typing import TYPE_CHECKING, Iterator
@@ -50,7 +51,7 @@ _TAIL_BYTES = 4096  # how far from the end an end marker is looked for (trailing
 def count_pages(path: Path, kind: str, max_pixels: int, password: str | None = None) -> int:
     """Number of pages, read from the structure only (no page is rendered or decoded)."""
     if kind == "pdf":
-        with _open_pdf(path, password) as pdf:
+        with open_pdf(path, password) as pdf:
             return len(pdf)
     with _open_image(path, kind, max_pixels) as image:
         return getattr(image, "n_frames", 1)
@@ -134,8 +135,19 @@ def decrypted_pdf(path: Path, password: str) -> bytes | None:
                           f"{_CORRUPT_HINT}") from exc
 
 
+# pdfium is not thread-safe: a worker reading several pages at once on threads (a
+# vision engine's slots) opens one PDF at a time
+_PDFIUM = threading.Lock()
+
+
 @contextmanager
-def _open_pdf(path: Path, password: str | None = None) -> Iterator[pdfium.PdfDocument]:
+def open_pdf(path: Path, password: str | None = None) -> Iterator[pdfium.PdfDocument]:
+    """The PDF opened by pdfium, held by this thread until the block ends."""
+    with _PDFIUM:
+        yield from _opened_pdf(path, password)
+
+
+def _opened_pdf(path: Path, password: str | None) -> Iterator[pdfium.PdfDocument]:
     # imported here: the engines import this package's submodules on a GPU measuring
     # host that has no pypdfium2 (scripts/gpu-check.sh)
     import pypdfium2 as pdfium
@@ -163,7 +175,7 @@ def _render_pdf_page(path: Path, index: int, dpi: int, max_pixels: int,
                      password: str | None) -> Image.Image:
     import pypdfium2 as pdfium
 
-    with _open_pdf(path, password) as pdf:
+    with open_pdf(path, password) as pdf:
         if not 0 <= index < len(pdf):
             raise IndexError(f"page {index} out of range: the PDF has {len(pdf)} pages")
         page = pdf[index]
@@ -298,7 +310,7 @@ def _render_image_frame(path: Path, kind: str, index: int, max_pixels: int) -> I
             _check_pixels(image, max_pixels)  # frames of a TIFF can differ in size
         image.load()
         ImageOps.exif_transpose(image, in_place=True)
-        page = _to_rgb(image)
+        page = to_rgb(image)
     except BaseException as exc:
         image.close()
         if isinstance(exc, Image.DecompressionBombError):
@@ -315,7 +327,7 @@ def _render_image_frame(path: Path, kind: str, index: int, max_pixels: int) -> I
     return page
 
 
-def _to_rgb(image: Image.Image) -> Image.Image:
+def to_rgb(image: Image.Image) -> Image.Image:
     """RGB with transparency flattened onto white, the colour of paper."""
     if image.mode in ("I;16", "I;16B", "I;16L", "I"):
         # 16-bit grey scans: scale to 8 bits instead of clipping to white.

@@ -1,1 +1,33 @@
 """How a page reads: reading order and structure from the boxes of recognised lines."""
+
+from __future__ import annotations
+
+from appliance.engines.base import Line, Recognition
+
+# How lines become text and Markdown: bump it when they change, so that the result
+# cache does not serve the old rendering to any reader of line boxes.
+RECIPE = "layout/v8"
+
+
+def recipe(page_furniture: str) -> str:
+    """The reading's part of a cache key: the rules and where the furniture goes."""
+    return f"{RECIPE}/furniture-{page_furniture}"
+
+
+def read_lines(lines: list[Line], lean_deg: float = 0.0,
+               page_furniture: str = "separate") -> Recognition:
+    """A page's reading from its line boxes, whoever found them (the classic engine,
+    a PDF's own text): its lines in reading order with their blocks and roles, its
+    text and its Markdown with the page furniture placed as ``page_furniture`` says
+    (``reading.order``, ``reading.markdown``), and the layout doubt of running text
+    read across a gutter (``reading.doubt``)."""
+    from appliance.reading.doubt import LAYOUT_DOUBT, layout_doubt
+    from appliance.reading.markdown import render
+    from appliance.reading.order import read_order
+
+    blocks = read_order(lines, lean_deg=lean_deg)
+    page = render(blocks, page_furniture)
+    doubt = layout_doubt(blocks)
+    return Recognition(text=page.text, markdown=page.markdown, lines=page.lines,
+                       flags=[LAYOUT_DOUBT] if doubt else [],
+                       provenance={LAYOUT_DOUBT: doubt} if doubt else {})

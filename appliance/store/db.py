@@ -87,6 +87,9 @@ MIGRATIONS: dict[str, list[str]] = {
         PAGETEXT_REVIEW_FILL,
         PAGEGRAMS_FILL,
     ],
+    "10": [  # born-digital pages read from their own text, asked per document
+        "ALTER TABLE document ADD COLUMN text_layer VARCHAR",
+    ],
 }
 
 

@@ -10,7 +10,7 @@ from enum import StrEnum
 from sqlalchemy import JSON, Column, Index
 from sqlmodel import Field, SQLModel
 
-SCHEMA_VERSION = 10
+SCHEMA_VERSION = 11
 
 
 class PageStatus(StrEnum):
@@ -68,6 +68,7 @@ class Document(SQLModel, table=True):
     lane: str = Lane.INTERACTIVE
     doc_type: str = "generic"
     engine: str | None = None  # requested engine; None means the configured default
+    text_layer: str | None = None  # a PDF's own text: auto | ignore | prefer; None: pdf.text_layer
     tags: list[str] = Field(default_factory=list, sa_column=Column(JSON))
     error_code: str | None = None  # set when intake itself failed (the document has no pages)
     error_message: str | None = None

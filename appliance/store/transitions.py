@@ -61,6 +61,7 @@ class Claim:
     claimed_at: float  # the attempt's start: queue wait before it, service time after
     options: dict  # a reviewer's rerun options (engine, resolution_boost); {} otherwise
     suspect: bool = False  # a crash suspect: its worker reads nothing else meanwhile
+    text_layer: str | None = None  # what the submitter asked of a PDF's own text, if anything
 
 
 def _event(session: Session, kind: str, document_id: str | None = None,
@@ -202,7 +203,7 @@ def claim_next_page(db: Database, owner: str, lease_s: float,
         options = page.options or {}
         return Claim(page.id, doc.id, page.index, page.attempts, owner, doc.sha256, doc.kind,
                      doc.doc_type, options.get("engine", doc.engine), doc.watch_folder, now,
-                     options, page.crash_suspect)
+                     options, page.crash_suspect, doc.text_layer)
 
 
 def _held_page(session: Session, claim: Claim) -> Page | None:

@@ -290,11 +290,13 @@ def test_sample_defaults():
 
 
 def test_synthetic_sets_load_as_plain_datasets_and_are_repeatable(tmp_path):
+    from appliance.measure import born_digital
     from appliance.measure.synthetic_sets import make_sets
 
     assert make_sets(tmp_path / "a", pages=2, seed=5) == {
         "columns": 2, "columns-zh": 2, "receipts": 2, "tables": 2, "degraded": 2,
-        "receipts-fields": 2, "invoices-fields": 2}
+        "receipts-fields": 2, "invoices-fields": 2,
+        "born-digital": len(born_digital.MAKERS)}
     make_sets(tmp_path / "b", pages=2, seed=5)
     found = {path.name: load_dataset(path) for path in find_datasets(tmp_path / "a")}
     assert {name: samples[0].dataset for name, samples in found.items()} == {
@@ -302,7 +304,8 @@ def test_synthetic_sets_load_as_plain_datasets_and_are_repeatable(tmp_path):
         "receipts": "synthetic-receipts",
         "tables": "synthetic-tables", "degraded": "synthetic-degraded",
         "receipts-fields": "synthetic-receipts-fields",
-        "invoices-fields": "synthetic-invoices-fields"}
+        "invoices-fields": "synthetic-invoices-fields",
+        "born-digital": "synthetic-born-digital"}
     assert all("| --- |" in s.markdown or "|---|" in s.markdown for s in found["tables"])
     assert found["receipts"][0].doc_type == "receipt" and len(found["columns"][0].units) > 20
     assert "年" in found["columns-zh"][0].text  # Chinese, in the CJK font the set-up installs

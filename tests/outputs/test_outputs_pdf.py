@@ -177,7 +177,7 @@ def test_image_page_text_lands_on_its_words_and_pixels_stay(png_page):
     data, report = searchable_pdf(path, "png", [tree])
 
     assert report == {"output_type": "pdfa-2", "pdfa_error": None, "pages_with_text": [1],
-                      "pages_without_text": []}
+                      "pages_without_text": [], "replaced_text": []}
     assert text_lines(page_texts(data)[0]) == lines
     assert_words_in_place(data, 0, tree)
     # the PNG's pixels, losslessly (Flate), at the image's own resolution
@@ -495,7 +495,8 @@ def test_failed_and_unplaced_pages_get_no_text_layer_and_the_metadata_says_so(tm
                           "pages_with_text": [1],
                           "pages_without_text": [{"page": 2, "reason": "failed"},
                                                  {"page": 3, "reason": "no positions"},
-                                                 {"page": 4, "reason": "no text"}]}
+                                                 {"page": 4, "reason": "no text"}],
+                          "replaced_text": []}
         texts = page_texts(data)
         assert text_lines(texts[0]) == pages[0]
         assert texts[1:] == ["", "", ""]
@@ -552,13 +553,64 @@ def test_a_searchable_pdf_made_before_keeps_its_layer_and_gets_no_second(png_pag
         pdf.save(both)
     trees = [tree_for(1, lines, image.size),
              tree_for(2, scanned_lines, render_page(both, "pdf", 1, DPI, MAX_PIXELS).size)]
+    trees[0].own_text = True  # read from that layer (engines.pdf_text trusted it)
 
     data, report = searchable_pdf(both, "pdf", trees)
     assert report["pages_with_text"] == [2]
     assert report["pages_without_text"] == [{"page": 1, "reason": "own text"}]
+    assert report["replaced_text"] == []
     texts = page_texts(data)
     assert text_lines(texts[0]) == lines  # once, not twice
     assert text_lines(texts[1]) == scanned_lines
+
+    # read by OCR instead (the layer distrusted, or ignored): the earlier invisible layer
+    # (in a form the page draws) gives way to this reading, which extracts once
+    again = sample_lines(32, count=len(lines))
+    trees[0] = tree_for(1, again, image.size)
+    data, report = searchable_pdf(both, "pdf", trees)
+    assert (report["pages_with_text"], report["replaced_text"]) == ([1, 2], [1])
+    assert report["pages_without_text"] == []
+    assert text_lines(page_texts(data)[0]) == again
+
+
+def test_a_wrong_invisible_ocr_layer_is_replaced_and_visible_text_never(tmp_path):
+    """A scan under a scanner's wrong invisible layer (in the page's own content), read
+    by OCR: the searchable PDF has the OCR reading in its place, the page's pixels as
+    they were. A page of visible text read by OCR (its font has no Unicode map) keeps
+    its text: nothing visible is taken off a page."""
+    import random
+
+    from appliance.measure import born_digital
+
+    for maker, name in ((lambda rng: born_digital.ocr_layer(rng, wrong=True), "layer"),
+                        (born_digital.without_tounicode, "visible")):
+        data, truth = maker(random.Random("1"))
+        path = tmp_path / f"{name}.pdf"
+        path.write_bytes(data)
+        lines = text_lines(next(iter(truth.values())))
+        before = page_texts(data)[0]
+        size = render_page(path, "pdf", 0, DPI, MAX_PIXELS).size
+        out, report = searchable_pdf(path, "pdf", [tree_for(1, lines, size)])
+        text = page_texts(out)[0]
+        if name == "layer":
+            assert (report["pages_with_text"], report["replaced_text"]) == ([1], [1])
+            # the reading's words (placed as a page of another layout would have them)
+            assert set(" ".join(lines).split()) <= set(text.split()), text
+            garbled = set(before.split()) - set(" ".join(lines).split())
+            assert garbled and not garbled & set(text.split()), text
+            # the scan is drawn as before
+            assert np.array_equal(np.asarray(render_page(path, "pdf", 0, 50, MAX_PIXELS)),
+                                  np.asarray(render_page(_saved(tmp_path, out), "pdf", 0, 50,
+                                                         MAX_PIXELS)))
+        else:
+            assert report["pages_without_text"] == [{"page": 1, "reason": "own text"}]
+            assert report["replaced_text"] == [] and text == before
+
+
+def _saved(tmp_path: Path, data: bytes) -> Path:
+    path = tmp_path / "out.pdf"
+    path.write_bytes(data)
+    return path
 
 
 # --- encrypted input; threads ------------------------------------------------------------

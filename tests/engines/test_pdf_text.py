@@ -1,0 +1,227 @@
+"""Born-digital PDF pages read from their own text (``engines.pdf_text``) through the
+worker's real page pipeline (``host.run_job``, the real classic engine): which reader
+each page gets and why, a PDF built to trip each check, the result cache, and a mixed
+document through a real daemon."""
+
+from __future__ import annotations
+
+import random
+import subprocess
+from concurrent.futures import ThreadPoolExecutor
+
+import pytest
+
+from appliance.config import PdfSettings, PreprocessSettings
+from appliance.engines import pdf_text
+from appliance.engines.cache import ResultCache
+from appliance.engines.classic import ClassicEngine
+from appliance.engines.host import PagePipeline, run_job
+from appliance.engines.messages import Job, PageDone
+from appliance.measure import born_digital
+from appliance.measure.evaluate import _tables
+from appliance.measure.metrics import cer, table_similarity
+from tests.daemon import Daemon
+from tests.fixtures.documents import write_png
+
+
+@pytest.fixture(scope="module")
+def engine():
+    engine = ClassicEngine(threads=2)
+    yield engine
+    engine.close()
+
+
+def _pdf(tmp_path, maker, name: str = "doc", seed: str = "1"):
+    data, truth = maker(random.Random(seed))
+    path = tmp_path / f"{name}.pdf"
+    path.write_bytes(data)
+    return path, next(iter(truth.values()))
+
+
+def _read(engine, path, *, page: int = 0, mode: str = "auto", cache=None,
+          kind: str = "pdf") -> PageDone:
+    pipeline = PagePipeline(engine, PreprocessSettings(), cache, pdf=PdfSettings())
+    job = Job(job_id=1, original=path, kind=kind, page_index=page, dpi=200,
+              max_pixels=40_000_000, page_image=path.with_suffix(f".{page}.seen.png"),
+              doc_type="report", engine=None, attempt=1, pdf_password=None, deadline_s=120,
+              text_layer=mode)
+    with ThreadPoolExecutor(1) as background:
+        done = run_job(pipeline, job, background)
+    assert isinstance(done, PageDone), done
+    return done
+
+
+def _verdict(done: PageDone) -> dict:
+    return done.recognition.provenance["text_layer"]
+
+
+@pytest.mark.parametrize("maker", [born_digital.one_column, born_digital.two_columns,
+                                   born_digital.cjk, born_digital.ocr_layer])
+def test_a_trusted_page_is_read_exactly_from_its_own_text(tmp_path, engine, maker):
+    path, truth = _pdf(tmp_path, maker)
+    done = _read(engine, path)
+    verdict = _verdict(done)
+    assert (verdict["reader"], verdict["reason"]) == ("text", "trusted"), verdict
+    assert all(check["passed"] for check in verdict["checks"].values())
+    assert (done.engine, done.model_id) == (pdf_text.NAME, pdf_text.model_id())
+    assert cer(truth, done.recognition.text) <= 0.002, done.recognition.text
+    # it needs no review, and every line has its words with boxes on the rendered page
+    assert done.confidence == 1.0 and done.signals["source"] == "text_layer"
+    width, height = done.recognition.provenance["rendered"]["size"]
+    assert done.recognition.provenance["preprocess"] == []
+    for line in done.recognition.lines:
+        assert line.words and 0 <= line.box[0] < line.box[2] <= width
+        assert 0 <= line.box[1] < line.box[3] <= height
+    assert "inference_ms" not in done.timings_ms and "text_layer_ms" in done.timings_ms
+
+
+def test_tables_and_headings_come_out_as_the_ocr_path_makes_them(tmp_path, engine):
+    for ruled in (True, False):
+        path, truth = _pdf(tmp_path, lambda rng: born_digital.table(rng, ruled=ruled),
+                           f"table-{ruled}")
+        done = _read(engine, path)
+        markdown = done.recognition.markdown
+        assert markdown.startswith("# "), markdown
+        assert table_similarity(_tables(truth), _tables(markdown)) >= 0.9, markdown
+        roles = {line.role for line in done.recognition.lines}
+        assert {"heading", "table"} <= roles
+
+
+@pytest.mark.parametrize("maker, check", [
+    (born_digital.without_tounicode, "unicode"),
+    (born_digital.type3, "unicode"),
+    (born_digital.off_page, "outside"),
+    (born_digital.stacked, "duplicates"),
+    (lambda rng: born_digital.ocr_layer(rng, wrong=True), "invisible_ocr"),
+])
+def test_a_layer_that_trips_a_check_is_read_by_ocr(tmp_path, engine, maker, check):
+    path, truth = _pdf(tmp_path, maker)
+    done = _read(engine, path)
+    verdict = _verdict(done)
+    assert (verdict["reader"], verdict["reason"]) == ("ocr", check), verdict
+    assert not verdict["checks"][check]["passed"]
+    assert verdict["checks"][check]["value"] > verdict["checks"][check]["limit"]
+    assert done.engine == "classic" and "inference_ms" in done.timings_ms
+    if truth.strip():  # the OCR reading, not the layer's (a wrong layer is replaced)
+        assert cer(truth, done.recognition.text) < 0.1, done.recognition.text
+    # "prefer" trusts what passes the Unicode check, and only that
+    preferred = _verdict(_read(engine, path, mode="prefer"))
+    assert list(preferred["checks"]) == ["unicode"]
+    assert preferred["reader"] == ("ocr" if check == "unicode" else "text")
+
+
+def test_ink_no_character_covers_distrusts_the_layer(tmp_path, engine):
+    """Text drawn as pictures of text (here a scan covering a third of the page) beside a
+    line of real text: most of the ink is not text, and the page is read by OCR."""
+    from fpdf import FPDF
+
+    image, placed = born_digital.scan_image(random.Random("ink"))
+    pdf = FPDF(unit="pt", format="A4")
+    pdf.set_auto_page_break(False)
+    pdf.add_page()
+    pdf.set_font("helvetica", size=10)
+    pdf.set_xy(56, 800)
+    pdf.cell(text="Page 1 of 1")
+    crop = image.crop((0, 0, image.width, image.height // 2))
+    pdf.image(crop, x=0, y=0, w=born_digital.A4[0])  # half the page: below scan size
+    path = tmp_path / "outlines.pdf"
+    path.write_bytes(bytes(pdf.output()))
+    settings = PdfSettings(min_picture_area=0.9)  # the picture is not read as a stamp is
+    pipeline = PagePipeline(engine, PreprocessSettings(), pdf=settings)
+    job = Job(1, path, "pdf", 0, 200, 40_000_000, tmp_path / "seen.png", "report", None, 1,
+              None, 120)
+    with ThreadPoolExecutor(1) as background:
+        done = run_job(pipeline, job, background)
+    verdict = _verdict(done)
+    assert (verdict["reader"], verdict["reason"]) == ("ocr", "ink"), verdict
+    assert placed[0][0].split()[0] in done.recognition.text
+
+
+def test_a_stamp_scanned_over_text_is_read_by_ocr_beside_the_text(tmp_path, engine):
+    path, truth = _pdf(tmp_path, born_digital.stamped)
+    done = _read(engine, path)
+    verdict = _verdict(done)
+    assert verdict["reader"] == "mixed" and verdict["ocr_lines"] >= 1, verdict
+    assert born_digital.STAMP in done.recognition.text
+    assert cer(truth, done.recognition.text) < 0.01, done.recognition.text
+    assert done.signals["source"] == "lines"  # the stamp's words are OCR's, scored as OCR's
+
+
+def test_scans_are_read_as_before(tmp_path, engine):
+    """An image page never looks for a text layer; a PDF of a scan has none, and auto
+    reads it exactly as ignore does."""
+    png = write_png(tmp_path / "scan.png", ["Invoice 4711", "Total 118.50 EUR"])
+    assert "text_layer" not in _read(engine, png, kind="png").recognition.provenance
+    path, _truth = _pdf(tmp_path, born_digital.mixed)
+    auto, ignored = _read(engine, path, page=1), _read(engine, path, page=1, mode="ignore")
+    assert (_verdict(auto)["reader"], _verdict(auto)["reason"]) == ("ocr", "no_text")
+    assert "text_layer" not in ignored.recognition.provenance
+    assert auto.recognition.text == ignored.recognition.text
+    assert [line.box for line in auto.recognition.lines] == \
+        [line.box for line in ignored.recognition.lines]
+
+
+def test_the_cache_keeps_text_and_ocr_readings_apart(tmp_path, engine):
+    path, _truth = _pdf(tmp_path, born_digital.one_column)
+    cache = ResultCache(tmp_path / "cache")
+    first = _read(engine, path, cache=cache)
+    ignored = _read(engine, path, mode="ignore", cache=cache)
+    again = _read(engine, path, cache=cache)
+    assert first.engine == pdf_text.NAME and "cached" not in first.recognition.flags
+    assert ignored.engine == "classic" and "cached" not in ignored.recognition.flags
+    assert "inference_ms" in ignored.timings_ms
+    assert again.engine == pdf_text.NAME and "cached" in again.recognition.flags
+    assert _read(engine, path, mode="ignore", cache=cache).engine == "classic"
+    assert again.recognition.text == first.recognition.text
+
+
+def test_a_mixed_document_reads_each_page_with_its_reader_through_the_daemon(tmp_path):
+    path, truth = _pdf(tmp_path, born_digital.mixed)
+    (tmp_path / "home").mkdir()
+    d = Daemon(tmp_path / "home").start()
+    try:
+        d.wait_ready()
+        auto = d.upload(path)["id"]
+        ignored = d.upload(path, text_layer="ignore")["id"]
+        layered, layer_truth = _pdf(tmp_path, lambda rng: born_digital.ocr_layer(rng, wrong=True),
+                                    "layered")
+        wrong_layer = d.upload(layered)["id"]
+        d.wait_final([auto, ignored, wrong_layer])
+        result = d.client.get(f"/api/v1/documents/{auto}/result",
+                              params={"format": "json"}).json()
+        readers = [page["provenance"]["text_layer"]["reader"] for page in result["pages"]]
+        assert readers == ["text", "ocr", "text"]
+        assert [page["provenance"]["engine"] for page in result["pages"]] == \
+            [pdf_text.NAME, "classic", pdf_text.NAME]
+        assert [page["status"] for page in result["pages"]] == ["done"] * 3
+        text = "\n".join(page["text"] for page in result["pages"])
+        assert cer(truth, text) < 0.02
+        other = d.client.get(f"/api/v1/documents/{ignored}/result",
+                             params={"format": "json"}).json()
+        assert all(page["provenance"]["engine"] == "classic" for page in other["pages"])
+        # hOCR carries the text pages' words; the searchable PDF adds no layer to them
+        hocr = d.client.get(f"/api/v1/documents/{auto}/result",
+                            params={"format": "hocr"}).text
+        assert result["pages"][0]["lines"][0]["words"][0]["text"] in hocr
+        searchable = d.client.get(f"/api/v1/documents/{auto}/result",
+                                  params={"format": "pdf"}).content
+        (tmp_path / "out.pdf").write_bytes(searchable)
+        import pikepdf
+        with pikepdf.open(tmp_path / "out.pdf") as out:
+            assert "1 (own text)" in str(out.docinfo["/OCRPagesWithoutText"])
+            assert "2 (" not in str(out.docinfo["/OCRPagesWithoutText"])
+        found = d.client.get("/api/v1/documents", params={"q": result["pages"][0]["text"].split()[0]})
+        assert auto in [doc["id"] for doc in found.json()["documents"]]
+        # a scanner's wrong invisible layer: read by OCR, and replaced by that reading in
+        # the searchable PDF (pdftotext, as an archive indexes it, finds it and not the old)
+        replaced = tmp_path / "replaced.pdf"
+        replaced.write_bytes(d.client.get(f"/api/v1/documents/{wrong_layer}/result",
+                                          params={"format": "pdf"}).content)
+        extracted = subprocess.run(["pdftotext", str(replaced), "-"], capture_output=True,
+                                   text=True, check=True).stdout
+        old_words = set(subprocess.run(["pdftotext", str(layered), "-"], capture_output=True,
+                                       text=True, check=True).stdout.split())
+        assert cer(layer_truth, extracted) < 0.1, extracted
+        assert not (old_words - set(layer_truth.split())) & set(extracted.split())
+    finally:
+        d.stop()
