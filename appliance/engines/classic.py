@@ -26,6 +26,7 @@ from rapidocr import RapidOCR
 from appliance.engines.base import Line, PageRequest, Recognition, timed_reading
 from appliance.errors import EngineError
 from appliance import reading
+from appliance.reading.vertical import is_column
 
 log = logging.getLogger(__name__)
 
@@ -101,7 +102,8 @@ class ClassicEngine:
             chars = result.word_results or [None] * len(result.txts)
             lines = [
                 Line(text=text.strip(), box=_quad_to_box(quad), score=float(score),
-                     words=_words(text, line_chars))
+                     words=_words(text, line_chars,
+                                  is_column(_quad_to_box(quad), text.strip())))
                 for quad, text, score, line_chars in zip(result.boxes, result.txts,
                                                          result.scores, chars)
                 if text.strip()
@@ -119,11 +121,13 @@ class ClassicEngine:
         self._ocr = None
 
 
-def _words(text: str, chars) -> list[dict] | None:
+def _words(text: str, chars, column: bool = False) -> list[dict] | None:
     """The line's words from its characters (text, confidence, quad each; spaces are
-    not among them): each word's box and its least sure character's confidence. None
-    when the characters do not match the text."""
-    words = text.split()
+    not among them): each word's box and its least sure character's confidence; in a
+    column of vertical text (``reading.vertical``) each character is a word, on its
+    own box, as hOCR, ALTO and the PDF's text layer place them. None when the
+    characters do not match the text."""
+    words = list("".join(text.split())) if column else text.split()
     if not chars or sum(len(word) for word in words) != len(chars):
         return None
     result, start = [], 0

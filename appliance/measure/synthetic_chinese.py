@@ -8,7 +8,9 @@ that counts words by spaces takes its lines for labels. The kinds of page:
 - one, two or three columns of running text under a title, sometimes a footer;
 - a book spread: two pages scanned side by side, each with its running header, its
   text and its page number (the truth reads the left page, then the right);
-- mixed Chinese and English (names of systems and products in Latin script).
+- mixed Chinese and English (names of systems and products in Latin script);
+- vertical text: a headline set in a column right of two columns of running text (a
+  newspaper's), or a classical page of columns read right to left.
 
 Rendered with Noto CJK (Debian's fonts-noto-cjk, installed by the set-up) and
 scanned mildly, as the Latin ``columns`` set is.
@@ -163,3 +165,39 @@ def book_spread(rng: random.Random, page_size: tuple[int, int]) -> tuple[Image.I
         draw.text((left + column_width // 2, height - margin), folio, font=small, fill="black")
         truth.append(folio)
     return spread, truth
+
+
+def vertical_page(rng: random.Random, page_size: tuple[int, int]) -> tuple[Image.Image, list[str]]:
+    """Vertical text, each character under the one before: a headline in a column
+    right of two columns of running text, or a classical page whose columns read right
+    to left (the truth: the headline, then the columns; or the columns, right first)."""
+    page = Image.new("RGB", page_size, "white")
+    draw = ImageDraw.Draw(page)
+    size = rng.choice((22, 24, 26))
+    font = _font(rng.choice(FONTS), size)
+    margin, pitch = 90, round(size * 1.6)
+    if rng.random() < 0.5:
+        headline = rng.choice(TITLES)
+        big = _font(BOLD, size * 2)
+        x, y = page_size[0] - margin - size * 2, margin
+        for character in headline:
+            draw.text((x, y), character, font=big, fill="black")
+            y += round(size * 2.3)
+        truth = [headline]
+        gutter = rng.choice((40, 52, 64))
+        width = (x - size * 2 - margin - gutter) // 2
+        for column in range(2):
+            truth += _column(draw, rng, font, margin + column * (width + gutter), margin,
+                             page_size[1] - margin, width, pitch, mixed=False)
+        return page, truth
+    step, spacing = round(size * 1.15), round(size * rng.choice((1.8, 2.2)))
+    per_column = (page_size[1] - 2 * margin) // step
+    text = _prose(rng, per_column * 40, mixed=False).replace("，", "").replace("。", "")
+    truth, x = [], page_size[0] - margin - size
+    while x >= margin and text:
+        column, text = text[:per_column], text[per_column:]
+        for row, character in enumerate(column):
+            draw.text((x, margin + row * step), character, font=font, fill="black")
+        truth.append(column)
+        x -= spacing
+    return page, truth

@@ -149,8 +149,11 @@ def columns_page(rng: random.Random) -> tuple[Image.Image, dict[str, str]]:
 
 def _chinese_page(rng: random.Random) -> tuple[Image.Image, dict[str, str]]:
     """A page of the Chinese set (``synthetic_chinese``): a book spread one time in
-    four, else a title over one to three columns; scanned mildly."""
-    make = synthetic_chinese.book_spread if rng.random() < 0.25 else synthetic_chinese.columns_page
+    four, a page of vertical text one in seven, else a title over one to three
+    columns; scanned mildly."""
+    draw = rng.random()
+    make = (synthetic_chinese.book_spread if draw < 0.25 else
+            synthetic_chinese.vertical_page if draw < 0.4 else synthetic_chinese.columns_page)
     image, truth = make(rng, PAGE)
     return _scan(image, rng, mild=True), {".txt": "\n".join(truth) + "\n"}
 

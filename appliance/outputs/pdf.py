@@ -96,6 +96,7 @@ from PIL import Image
 from appliance.errors import CorruptFile, EncryptedPdf
 from appliance.outputs.tree import UNKNOWN_DPI, PageTree
 from appliance.raster import plausible_dpi
+from appliance.reading.vertical import is_column
 
 if TYPE_CHECKING:
     import pikepdf
@@ -437,7 +438,9 @@ def _placed_lines(tree: PageTree) -> list[list[tuple[str, tuple[float, float, fl
                     box = (x0 - left, y0 - top, x1 - left, y1 - top)
                     words.append((text, _clipped(box, width, height),
                                   word.confidence))
-            if words:
+            if words and is_column(line.box, "".join(text for text, _box, _c in words)):
+                placed.extend([word] for word in words)  # each character where it stands
+            elif words:
                 placed.append(_spaced(words))
     return placed
 

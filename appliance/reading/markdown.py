@@ -69,8 +69,11 @@ def render(blocks: list[Block], furniture: str = "separate") -> Page:
     if not lines:
         return Page("", "", [])
     shown = blocks if furniture == "keep" else body
-    height = median_height(lines)
-    heading_sizes = _heading_sizes(body, height)
+    # print heights are those of the lines across: a column's height is its length
+    across = [block for block in body if not block.vertical]
+    height = median_height([line for block in blocks if not block.vertical
+                            for line in block.lines] or lines)
+    heading_sizes = _heading_sizes(across, height)
     parts: list[str] = []
     for block in shown:
         if parts:
@@ -78,20 +81,22 @@ def render(blocks: list[Block], furniture: str = "separate") -> Page:
         if block.role is None:
             for line in block.lines:
                 line.role = "text"
+        if block.role is None and not block.vertical:
             parts.extend(_block_markdown(block, height, heading_sizes))
-        else:
-            parts.extend(_furniture_markdown(block))
+        else:  # furniture, and vertical columns: a line each, as they stand
+            parts.extend(_rows_as_they_stand(block))
     if furniture == "separate" and edges:
         parts += ["", FURNITURE_HEADING, ""]
-        parts.extend(part for block in edges for part in _furniture_markdown(block))
+        parts.extend(part for block in edges for part in _rows_as_they_stand(block))
     written = shown + (edges if furniture == "separate" else [])
     text = "\n".join(" ".join(line.text for line in row) for block in written
                      for row in block.rows)
     return Page(text=text, markdown="\n".join(parts).strip("\n"), lines=lines)
 
 
-def _furniture_markdown(block: Block) -> list[str]:
-    """A header's or footer's rows, as they stand: no heading, list or table."""
+def _rows_as_they_stand(block: Block) -> list[str]:
+    """A header's or footer's rows, or a block's vertical columns, as they stand: no
+    heading, list or table."""
     return [escape_markdown(" ".join(line.text for line in row)) for row in block.rows]
 
 

@@ -22,6 +22,9 @@ gives line boxes can use it). A region of the page is cut
    centres lie within half a line height of the row's own centre, left to right;
    or, where it is a row of cards (an organisation chart's boxes, ``is_card_row``),
    one block per card, left to right.
+
+Columns of vertical text take no part in the cut: they are read as blocks of their
+own, right to left (``reading.vertical``).
 """
 
 from __future__ import annotations
@@ -36,6 +39,7 @@ from appliance.engines.base import Line
 from appliance.reading.columns import MIN_COLUMN_LINES, is_card_row, is_column_cut
 from appliance.reading.furniture import FOOTER, HEADER, find_furniture
 from appliance.reading.lines import centre, median_height, rows
+from appliance.reading.vertical import column_blocks, is_column
 
 # White across a region at least this many median line heights tall separates sections.
 # Under 0.9: a real brochure (OCRmyPDF's linn.png) has 0.75 between a bulleted list
@@ -60,11 +64,13 @@ MAX_SPANNER_SHARE = 0.2
 @dataclass
 class Block:
     """A region read as rows, in reading order: its rows, each left to right; ``role``
-    is the furniture's ("header", "footer"), None for the page's body."""
+    is the furniture's ("header", "footer"), None for the page's body. A block of
+    ``vertical`` text has a row for each column, right to left (``reading.vertical``)."""
 
     rows: list[list[Line]]
     order: int = 0
     role: str | None = None
+    vertical: bool = False
 
     @property
     def lines(self) -> list[Line]:
@@ -87,14 +93,30 @@ def read_order(lines: list[Line], lean_deg: float = 0.0) -> list[Block]:
     ``deskew_min_angle_deg`` alone. The lines keep their own boxes.
     """
     lines = [line for line in lines if line.box[3] > line.box[1] and line.box[2] > line.box[0]]
-    if not lines:
-        return []
-    with _levelled(lines, lean_deg):
-        height = median_height(lines)
-        blocks = [block for page in _pages(lines, height) for block in _page(page, height)]
+    columns = [line for line in lines if is_column(line.box, line.text)]
+    lines = [line for line in lines if not is_column(line.box, line.text)]
+    blocks = []
+    if lines:
+        with _levelled(lines, lean_deg):
+            height = median_height(lines)
+            blocks = [block for page in _pages(lines, height) for block in _page(page, height)]
+    for group in column_blocks(columns):
+        _place(blocks, Block(rows=[[column] for column in group], vertical=True))
     for number, block in enumerate(blocks):
         block.order = number
     return blocks
+
+
+def _place(blocks: list[Block], columns: Block) -> None:
+    """Put a block of vertical columns before the first body block that does not end
+    above its top (a headline right of the body it heads), or after the body."""
+    top = columns.box[1]
+    at = next((index for index, block in enumerate(blocks)
+               if block.role is None and block.box[3] > top), None)
+    if at is None:  # after the body, before a footer
+        at = next((index for index, block in enumerate(blocks) if block.role == FOOTER),
+                  len(blocks))
+    blocks.insert(at, columns)
 
 
 def _page(lines: list[Line], height: float) -> list[Block]:

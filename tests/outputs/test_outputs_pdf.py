@@ -412,6 +412,24 @@ def test_chinese_extracts_as_written(tmp_path):
     assert_words_in_place(data, 0, tree)
 
 
+def test_a_column_of_vertical_text_has_each_character_on_its_own(tmp_path):
+    """A column of CJK set vertically (its characters, each a word, one under the
+    other): each character's text lies on its box, not along one baseline."""
+    image = Image.new("RGB", (600, 900), "white")
+    path = tmp_path / "vertical.png"
+    image.save(path, format="PNG", dpi=(DPI, DPI))
+    characters = [Word(ch, (400.0, 100.0 + 60 * i, 448.0, 148.0 + 60 * i), 0.99)
+                  for i, ch in enumerate("床前明月光疑是地上霜")]
+    column = TextLine((400.0, 100.0, 448.0, 688.0), characters)
+    heading = TextLine((60.0, 100.0, 300.0, 136.0), [Word("静夜思", (60.0, 100.0, 300.0, 136.0))])
+    tree = PageTree(1, *image.size, DPI, "done", [TextBlock(column.box, [column]),
+                                                  TextBlock(heading.box, [heading])])
+    data, _report = searchable_pdf(path, "png", [tree])
+
+    assert "".join(page_texts(data)[0].split()) == "床前明月光疑是地上霜静夜思"
+    assert_words_in_place(data, 0, tree)
+
+
 # --- 5: PDF/A ----------------------------------------------------------------------------
 
 
