@@ -11,7 +11,9 @@
     (``1.``, ``2)``, ``a)``);
   - *tables*: ``MIN_TABLE_ROWS`` or more consecutive rows of two or more cells whose
     cells fall into the same columns (cells are the separate lines of a row; columns
-    are where the cells' horizontal extents overlap from row to row); the first row
+    are where the cells' horizontal extents overlap from row to row), and between
+    them rows of one cell within one column (a section's label, a wrapped line of a
+    cell: the other cells of that row are empty); the first row
     is the header unless it holds figures (item rows of a receipt: the header stays
     empty);
   - *paragraphs*: the rest, a blank line where the gap between rows is wider than
@@ -178,21 +180,32 @@ def _table_runs(rows: list[list[Line]], body: float
     runs: dict[int, tuple[int, list[list[float]]]] = {}
     index = 0
     while index < len(rows):
-        end = index
+        end = last = index  # last: after the last row of two cells or more
         columns: list[list[float]] = []
         while end < len(rows):
             cells = _cells(rows[end], body)
-            merged = _merge_columns(columns, cells) if len(cells) >= 2 else None
+            merged = _merge_columns(columns, cells) if len(cells) >= 2 or (
+                columns and _in_one_column(columns, cells)) else None
             if merged is None:
                 break
             columns = merged
             end += 1
+            if len(cells) >= 2:
+                last = end
+        end = last  # a table ends with a row of cells, not the text under it
         if end - index >= MIN_TABLE_ROWS:
             runs[index] = (end, columns)
             index = end
         else:
             index += 1
     return runs
+
+
+def _in_one_column(columns: list[list[float]], cells: list[list[Line]]) -> bool:
+    """Whether a row of one cell stands under one of the table's columns only: a row
+    of the table with one cell filled (a section's label, a cell's wrapped line)."""
+    x0, x1 = cells[0][0].box[0], cells[0][-1].box[2]
+    return len(cells) == 1 and sum(x0 < c1 and c0 < x1 for c0, c1 in columns) == 1
 
 
 def _cells(row: list[Line], body: float) -> list[list[Line]]:

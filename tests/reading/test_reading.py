@@ -345,6 +345,26 @@ def test_aligned_cells_become_a_table():
     assert page.text.split("\n")[1] == "Paper North 12.50"
 
 
+def test_a_table_keeps_its_rows_of_one_cell_and_ends_with_a_row_of_cells():
+    """A real statistics table (PubTabNet's): a section's label on a row of its own
+    and an item's name wrapped onto a second line stay rows of the one table; the
+    text under the table is not taken into it."""
+    grid = [["Variable", "Hazard ratio", "p value"], ["Age (median)", "", "0.716"],
+            ["≤69", "1.000", ""], ["Gender", "", ""], ["Male", "1.000", "0.142"],
+            ["Treatment with", "0.839", "0.310"], ["antipsychotic drugs", "", ""],
+            ["Female", "1.210", "0.042"]]
+    lines = [line(cell, 100 + 300 * c, 100 + 45 * r, 100 + 300 * c + 12 * len(cell))
+             for r, row in enumerate(grid) for c, cell in enumerate(row) if cell]
+    lines.append(line("Values are medians of the three trials", 100, 100 + 45 * len(grid)))
+    page = render(read_order(lines))
+    table = [row for row in page.markdown.split("\n") if row.startswith("|")]
+    assert table == ["| Variable | Hazard ratio | p value |", "|---|---|---|",
+                     "| Age (median) |  | 0.716 |", "| ≤69 | 1.000 |  |", "| Gender |  |  |",
+                     "| Male | 1.000 | 0.142 |", "| Treatment with | 0.839 | 0.310 |",
+                     "| antipsychotic drugs |  |  |", "| Female | 1.210 | 0.042 |"]
+    assert page.markdown.endswith("\n\nValues are medians of the three trials")
+
+
 def test_an_organisation_charts_boxes_are_read_box_by_box():
     # scribeocr's chart_01: rows of boxes, each a name, a title and a date
     people = [("Bo Hamilton (000131923)", "Field Sales Spec Pharma", "4/9/2012"),
