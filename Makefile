@@ -62,7 +62,12 @@ chromium:
 systemd:
 	command -v systemd-analyze >/dev/null || (apt-get update && apt-get install -y --no-install-recommends systemd)
 
-.PHONY: run test lock tesseract fonts chromium systemd poppler clean
+# Debian's poppler-utils: pdftotext reads the searchable PDFs back in tests (the text
+# layer an archive such as paperless-ngx indexes).
+poppler:
+	command -v pdftotext >/dev/null || (apt-get update && apt-get install -y --no-install-recommends poppler-utils)
+
+test: $(STAMP) tesseract fonts chromium systemd poppler
 	$(BIN)/python -m pytest $(PYTEST_ARGS)
 
 clean:
