@@ -167,12 +167,6 @@ def create_app(appliance: Appliance) -> FastAPI:
             response.headers["Retry-After"] = str(exc.retry_after_s)
         return response
 
-    @app.exception_handler(Exception)
-    async def _unexpected_error(request: Request, _exc: Exception):
-        # still JSON (an SDK parses every error body); the traceback goes to the log
-        return error_response(500, ApplianceError.code, "an unexpected error; the daemon's "
-                              "log has its details", path=request.url.path)
-
     @app.exception_handler(RequestValidationError)
     async def _validation_error(request: Request, exc: RequestValidationError):
         detail = "; ".join(f"{'.'.join(map(str, e['loc']))}: {e['msg']}" for e in exc.errors())

@@ -127,13 +127,6 @@ def _bench_parallel(args, settings, model: tuple[Path, Path] | None) -> int:
             raise InvalidRequest("bench --parallel needs a vision model: set engine.model and "
                                  "engine.mmproj, or pass --shape")
         model = (engine.model, engine.mmproj)
-    if args.docintel:
-        from appliance.measure.bench import format_docintel_report, run_docintel_bench
-
-        result = run_docintel_bench(settings, pages=pages, concurrency=args.concurrency,
-                                    dataset=args.dataset, report=args.report)
-        sys.stdout.write(format_docintel_report(result) + "\n")
-        return 0
     if args.inject_degenerate:  # a looping page beside healthy ones, at each N
         results = [run_looping_bench(*model, n, tokens=args.tokens or DEFAULT_TOKENS,
                                      pages=args.pages or 2 * n, threads=engine.threads,

@@ -503,7 +503,7 @@ def test_a_search_lists_the_best_match_first_and_an_empty_one_the_newest(ada, da
     expect(list_row(page, "report.pdf")).to_be_visible()
     search_documents(page, "")
     expect(sort).to_have_value("newest first")
-    expect(count_line(page)).to_contain_text(f"1–50 of")
+    expect(count_line(page)).to_contain_text("1–50 of")
 
 
 def test_a_generic_document_offers_no_key_fields(ada, daemon):
