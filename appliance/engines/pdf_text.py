@@ -272,22 +272,23 @@ def layer_lines(chars: list[Char]) -> list[Line]:
     """The characters as lines of words, in the order the PDF draws them (reading
     order comes after, from the boxes)."""
     lines, run = [], []
+    last: Char | None = None  # the run's last character that is not a space
     for char in chars:
         if char.generated and char.text in "\r\n":
             lines.append(run)
-            run = []
+            run, last = [], None
             continue
-        shown = [c for c in run if not c.space]
-        if shown and not char.space:
-            last = shown[-1]
+        if last is not None and not char.space:
             em = max(last.size, char.size, 1.0)
             same_row = abs((char.box[1] + char.box[3]) - (last.box[1] + last.box[3])) / 2 \
                 < 0.5 * em
             gap = char.box[0] - last.box[2]
             if not same_row or gap > LINE_GAP * em or gap < -0.5 * em:
                 lines.append(run)
-                run = []
+                run, last = [], None
         run.append(char)
+        if not char.space:
+            last = char
     lines.append(run)
     return [line for line in (_line(run) for run in lines) if line is not None]
 
@@ -397,7 +398,7 @@ def ink_check(shown: list[Char], pictures: list[Picture], image: Image.Image,
     and every picture read by OCR, judged at about ``_INK_DPI``."""
     dpi = float(image.info.get("dpi", (200, 200))[0]) or 200.0
     factor = max(1, round(dpi / _INK_DPI))
-    grey = np.asarray(image.convert("L").reduce(factor))
+    grey = np.asarray(image.reduce(factor).convert("L"))  # fewer pixels to convert
     ink = grey < INK_LEVEL
     total = int(ink.sum())
     if not total:
