@@ -447,7 +447,10 @@ def test_pdfa_is_declared_with_an_srgb_output_intent_and_validates(png_page, out
     assert intents[0]["icc"][36:40] == b"acsp" and intents[0]["icc"][16:20] == b"RGB "
     assert info[PAGES_WITHOUT_TEXT_KEY] == ""
     # validated again from the bytes, by pikepdf's PDF/A validator (veraPDF's rules)
-    assert pikepdf.pdfa.validate_written(io.BytesIO(data), f"{part}b").verdict == "pass"
+    validated = pikepdf.pdfa.validate_written(io.BytesIO(data), f"{part}b")
+    # (failed once in ~20 runs of the suite, not again in 400 runs of this step alone:
+    # the findings say which rule, the next time)
+    assert validated.verdict == "pass", validated.summary()
     with pikepdf.open(io.BytesIO(data)) as pdf:
         assert not pdf.is_encrypted
 
