@@ -100,14 +100,10 @@ class ClassicEngine:
         lines, lean = [], 0.0
         if result.boxes is not None and result.txts is not None:
             chars = result.word_results or [None] * len(result.txts)
-            lines = [
-                Line(text=text.strip(), box=_quad_to_box(quad), score=float(score),
-                     words=_words(text, line_chars,
-                                  is_column(_quad_to_box(quad), text.strip())))
-                for quad, text, score, line_chars in zip(result.boxes, result.txts,
-                                                         result.scores, chars)
-                if text.strip()
-            ]
+            lines = [_line(quad, text, score, line_chars)
+                     for quad, text, score, line_chars in zip(result.boxes, result.txts,
+                                                              result.scores, chars)
+                     if text.strip()]
             lean = _lean(result.boxes)
         recognition = reading.read_lines(lines, lean_deg=lean,
                                          page_furniture=request.page_furniture)
@@ -119,6 +115,12 @@ class ClassicEngine:
 
     def close(self) -> None:
         self._ocr = None
+
+
+def _line(quad, text: str, score, chars) -> Line:
+    box, text = _quad_to_box(quad), text.strip()
+    return Line(text=text, box=box, score=float(score),
+                words=_words(text, chars, is_column(box, text)))
 
 
 def _words(text: str, chars, column: bool = False) -> list[dict] | None:

@@ -92,10 +92,11 @@ def read_order(lines: list[Line], lean_deg: float = 0.0) -> list[Block]:
     sideways, enough to close a narrow gutter, and the preprocessor leaves leans under
     ``deskew_min_angle_deg`` alone. The lines keep their own boxes.
     """
-    lines = [line for line in lines if line.box[3] > line.box[1] and line.box[2] > line.box[0]]
-    columns = [line for line in lines if is_column(line.box, line.text)]
-    lines = [line for line in lines if not is_column(line.box, line.text)]
-    blocks = []
+    columns, across = [], []
+    for line in lines:
+        if line.box[3] > line.box[1] and line.box[2] > line.box[0]:
+            (columns if is_column(line.box, line.text) else across).append(line)
+    lines, blocks = across, []
     if lines:
         with _levelled(lines, lean_deg):
             height = median_height(lines)
