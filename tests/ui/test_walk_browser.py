@@ -114,13 +114,20 @@ def every_button(page: Page) -> dict[str, list[str]]:
 
 def watch_for_errors(page: Page) -> list[str]:
     """Every error toast the page shows from now on, however briefly, and every script
-    error: the list fills as they come."""
+    error: the list fills as they come. Once a click has begun to leave the page (a
+    sign-out, the way to the review console), Gradio says "Connection to the server was
+    lost" for an event its timer had in flight: that toast is the page going, not an
+    error, and is the one left out."""
     errors: list[str] = []
     page.on("pageerror", lambda exc: errors.append(f"script error: {exc}"))
     page.expose_function("reportToast", lambda text: errors.append(f"error toast: {text}"))
-    page.add_init_script("""new MutationObserver(() => {
+    page.add_init_script("""let leaving = false;
+    addEventListener("beforeunload", () => { leaving = true; });
+    new MutationObserver(() => {
         for (const toast of document.querySelectorAll(".toast-body.error:not([data-seen])")) {
             toast.dataset.seen = "1";
+            if (leaving && toast.innerText.includes("Connection to the server was lost"))
+                continue;
             window.reportToast(toast.innerText);
         }
     }).observe(document, {subtree: true, childList: true});""")

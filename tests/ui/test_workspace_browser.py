@@ -123,6 +123,9 @@ def sign_in(browser: Browser, daemon: Daemon, name: str) -> Page:
     page.get_by_role("button", name="Login").click()
     expect(upload_input(page)).to_be_attached()
     expect(page.locator("#workspace-user")).to_contain_text(f"Signed in as {name}")
+    # the first list: a pager click before it has nothing to page (and the list, when it
+    # comes, is the first page)
+    expect(count_line(page)).to_contain_text(re.compile(r" of [\d,]+ documents?|No document"))
     return page
 
 
