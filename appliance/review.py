@@ -32,7 +32,7 @@ from appliance.fields.validate import INVALID, MISSING
 from appliance.intake.spool import Spool
 from appliance.quality.markdown import markdown_to_text
 from appliance.quality.routing import review_reasons
-from appliance.raster import render_dpi
+from appliance.raster import ON_DEMAND, PAGE_IMAGE, render_dpi, write_page_image
 from appliance.raster.preprocess import to_original
 from appliance.reading.markdown import in_order, layout_blocks
 from appliance.store import Database, queries, reviews
@@ -259,11 +259,19 @@ def page_image(spool: Spool, settings: Settings, doc: Document, page: Page,
                result: PageResult | None) -> Path:
     """Where the worker kept the page as its accepted ``result`` read it: at the DPI the
     result records. A result stored before readings recorded it (or none yet) falls
-    back to the DPI the settings give now."""
-    dpi = (result.provenance or {}).get("page_image_dpi") if result is not None else None
+    back to the DPI the settings give now. A page whose image the worker left to be
+    made on demand (read from its own text) has it rendered here, the first time."""
+    provenance = (result.provenance or {}) if result is not None else {}
+    dpi = provenance.get("page_image_dpi")
     if dpi is None:
         dpi = render_dpi(settings.raster.pdf_dpi, (page.options or {}).get("resolution_boost", 0))
-    return spool.page_image_path(doc.sha256, page.index, dpi)
+    path = spool.page_image_path(doc.sha256, page.index, dpi)
+    if provenance.get(PAGE_IMAGE) == ON_DEMAND and doc.kind and not path.exists():
+        password = next((f.password for f in settings.watch if f.name == doc.watch_folder),
+                        None)
+        write_page_image(spool.original_path(doc.sha256), doc.kind, page.index, dpi,
+                         settings.limits.max_pixels, password, path)
+    return path
 
 
 def export_jsonl(db: Database, spool: Spool, settings: Settings, out: TextIO) -> int:

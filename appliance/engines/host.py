@@ -45,7 +45,8 @@ from appliance.errors import (
 from appliance.outputs.placement import place_text
 from appliance.quality.confidence import Confidence, needs_second_opinion, score_page
 from appliance.quality.postprocess import postprocess
-from appliance.raster import plausible_dpi, render_page, save_page_image
+from appliance.raster import (ON_DEMAND, PAGE_IMAGE, PageRendering, plausible_dpi,
+                              save_page_image)
 from appliance.raster.preprocess import preprocess
 from appliance.raster.synthetic import render_text_page
 
@@ -110,32 +111,36 @@ def run_job(pipeline: PagePipeline, job: Job, background: ThreadPoolExecutor,
     saving: Future | None = None
     try:
         deadline = time.monotonic() + job.deadline_s
-        start = time.perf_counter()
-        image = render_page(job.original, job.kind, job.page_index, job.dpi, job.max_pixels,
-                            job.pdf_password)
-        timings["raster_ms"] = (time.perf_counter() - start) * 1000
-        # the page as rendered, which hOCR, ALTO and text layers are placed on
-        dpi = float(image.info.get("dpi", (0, 0))[0])  # a TIFF's is a Fraction: not for JSON
-        rendered = {"size": [image.width, image.height],
-                    "dpi": round(dpi, 2) if plausible_dpi(dpi) else None}
+        page = PageRendering(job.original, job.kind, job.page_index, job.dpi, job.max_pixels,
+                             job.pdf_password)
         request = PageRequest(doc_type=job.doc_type, engine=job.engine, attempt=job.attempt,
                               deadline=deadline, context=job.context, cancel=cancel,
                               page_furniture=pipeline.page_furniture)
         reader = engine.reader(request)
-        verdict = recognition = key = None
+        verdict = recognition = key = image = None
         if job.kind == "pdf" and job.text_layer != pdf_text.IGNORE:
             start = time.perf_counter()
-            verdict, recognition, key = _own_text(pipeline, job, image, request)
+            page.size  # a PDF pdfium cannot open fails here, with its reason, as OCR would
+            verdict, recognition, key = _own_text(pipeline, job, page, request)
             timings["text_layer_ms"] = (time.perf_counter() - start) * 1000
-        if recognition is not None:  # read from its own text: the page as rendered
+        if recognition is not None:
+            # read from its own text: the page as rendered, whose image is written only
+            # when someone opens it (``review.page_image``)
             steps = []
             reader = (pdf_text.NAME, pdf_text.model_id())
-            saving = background.submit(save_page_image, image, job.page_image)
+            recognition.provenance[PAGE_IMAGE] = ON_DEMAND
         else:
-            image, steps, recognition, key, saving = _ocr_reading(pipeline, job, image, request,
-                                                                 timings, background)
+            start = time.perf_counter()
+            rendered_image = page.image
+            timings["raster_ms"] = (time.perf_counter() - start) * 1000
+            image, steps, recognition, key, saving = _ocr_reading(
+                pipeline, job, rendered_image, request, timings, background)
             if verdict is not None:
                 recognition.provenance["text_layer"] = verdict
+
+        def engine_image() -> Image.Image:
+            """The image the engine read; a page read from its text rendered only now."""
+            return page.image if image is None else image
         start = time.perf_counter()
         postprocess(recognition)
         confidence = score_page(recognition, doc_type=request.doc_type)
@@ -143,7 +148,7 @@ def run_job(pipeline: PagePipeline, job: Job, background: ThreadPoolExecutor,
         below, second = pipeline.second_opinion_below, None
         if below is not None and needs_second_opinion(confidence, below):
             start = time.perf_counter()
-            second = _second_reading(pipeline, image, request, confidence)
+            second = _second_reading(pipeline, engine_image(), request, confidence)
             timings["second_opinion_ms"] = (time.perf_counter() - start) * 1000
             if second is not None:
                 confidence = score_page(recognition, doc_type=request.doc_type,
@@ -154,25 +159,29 @@ def run_job(pipeline: PagePipeline, job: Job, background: ThreadPoolExecutor,
             # (the second opinion's, when one was read), after scoring, which they
             # must not change
             start = time.perf_counter()
-            classic = second or engine.recognize(image, replace(request,
-                                                                engine=registry.FALLBACK))
+            classic = second or engine.recognize(engine_image(),
+                                                 replace(request, engine=registry.FALLBACK))
             place_text(recognition, classic.lines)
             timings["placement_ms"] = (time.perf_counter() - start) * 1000
         specs = pipeline.field_specs.get(request.doc_type)
         if (specs and isinstance(engine, VisionEngine) and request.engine != registry.FALLBACK
                 and reader[0] != pdf_text.NAME):
             start = time.perf_counter()
-            recognition.field_answer = _field_answer(engine, image, recognition, specs, request)
+            recognition.field_answer = _field_answer(engine, engine_image(), recognition, specs,
+                                                      request)
             timings["fields_ms"] = (time.perf_counter() - start) * 1000
         if key:  # so that deleting the document can delete its cache entries too
             recognition.provenance[CACHE_PROVENANCE] = key
         recognition.provenance["preprocess"] = [step.to_dict() for step in steps]
-        recognition.provenance["image_size"] = [image.width, image.height]
-        recognition.provenance["rendered"] = rendered
+        recognition.provenance["image_size"] = list(page.size if image is None else image.size)
+        # the page as rendered, which hOCR, ALTO and text layers are placed on
+        recognition.provenance["rendered"] = {
+            "size": list(page.size), "dpi": round(page.dpi, 2) if plausible_dpi(page.dpi) else None}
         # where the image was kept depends on the DPI it was rendered at, which the
         # settings may change later: the page finds its image by this one
         recognition.provenance["page_image_dpi"] = job.dpi
-        saving.result()
+        if saving is not None:
+            saving.result()
     except ApplianceError as exc:
         return PageFailed(job.job_id, exc.code, exc.message, exc.retryable, timings)
     except Exception as exc:  # an engine bug must not kill the worker's loop
@@ -187,7 +196,7 @@ def run_job(pipeline: PagePipeline, job: Job, background: ThreadPoolExecutor,
                     {**confidence.signals, "penalties": confidence.penalties}, recognition)
 
 
-def _own_text(pipeline: PagePipeline, job: Job, image: Image.Image, request: PageRequest
+def _own_text(pipeline: PagePipeline, job: Job, page: PageRendering, request: PageRequest
               ) -> tuple[dict, Recognition | None, str | None]:
     """The page read from its own text (``engines.pdf_text``), with the verdict; None
     for the reading where the page goes to OCR. Its quick OCR (the invisible layer's
@@ -195,8 +204,7 @@ def _own_text(pipeline: PagePipeline, job: Job, image: Image.Image, request: Pag
     quick = replace(request, engine=registry.FALLBACK)
     reader = pdf_text.TextLayerReader(pipeline.pdf, job.text_layer,
                                       pipeline.engine.reader(quick)[1])
-    return pdf_text.read_page(job.original, job.page_index, job.pdf_password, image,
-                              job.text_layer, pipeline.pdf,
+    return pdf_text.read_page(page, job.text_layer, pipeline.pdf,
                               lambda picture: pipeline.engine.recognize(picture, quick),
                               pipeline.cache, reader, request)
 

@@ -56,7 +56,7 @@ from rapidfuzz.distance import Levenshtein
 from appliance.config import PdfSettings
 from appliance.engines.base import Line, PageRequest, Recognition
 from appliance.engines.cache import ResultCache, image_digest
-from appliance.raster import open_pdf, to_rgb
+from appliance.raster import PageRendering, open_pdf, to_rgb
 from appliance import reading
 
 AUTO, IGNORE, PREFER = "auto", "ignore", "prefer"
@@ -78,6 +78,7 @@ _INVISIBLE_SHARE = 0.5  # the layer counts as invisible when this share of it is
 _SAMPLE_MIN_CHARS = 3  # a sampled line has at least this many characters
 INK_LEVEL = 128  # a pixel this dark (0-255 grey) is ink
 _INK_DPI = 50  # the page is judged for ink at about this resolution
+_RULE_INCHES = 1.0  # a straight run of ink this long is a rule (no glyph stroke is)
 OCR_LINE_MIN_SCORE = 0.5  # a picture's OCR line below this is noise (a photo's texture)
 SAME_TEXT = 80  # a picture's line this similar (0-100) to the layer's text there is a twin
 
@@ -392,29 +393,35 @@ def invisible_check(lines: list[Line], image: Image.Image, settings: PdfSettings
                  settings.max_invisible_cer)
 
 
-def ink_check(shown: list[Char], pictures: list[Picture], image: Image.Image,
+def ink_check(shown: list[Char], pictures: list[Picture], page: PageRendering,
               settings: PdfSettings) -> Check:
     """The share of the page's ink outside every character box (a pixel around each)
-    and every picture read by OCR, judged at about ``_INK_DPI``."""
-    dpi = float(image.info.get("dpi", (200, 200))[0]) or 200.0
-    factor = max(1, round(dpi / _INK_DPI))
-    grey = np.asarray(image.reduce(factor).convert("L"))  # fewer pixels to convert
-    ink = grey < INK_LEVEL
+    and every picture read by OCR, judged on a rendering at about ``_INK_DPI``. Ruling
+    lines (a straight run of ink ``_RULE_INCHES`` long) are not text and not counted."""
+    import cv2
+
+    preview = page.preview(_INK_DPI)
+    dark = (np.asarray(preview.convert("L")) < INK_LEVEL).astype(np.uint8)
+    run = max(2, round(_RULE_INCHES * float(preview.info.get("dpi", (_INK_DPI,))[0])))
+    rules = (cv2.morphologyEx(dark, cv2.MORPH_OPEN, np.ones((1, run), np.uint8))
+             | cv2.morphologyEx(dark, cv2.MORPH_OPEN, np.ones((run, 1), np.uint8)))
+    ink = (dark & ~rules).astype(bool)
     total = int(ink.sum())
     if not total:
         return Check(0.0, settings.max_uncovered_ink)
     covered = np.zeros_like(ink)
+    sx, sy = ink.shape[1] / page.size[0], ink.shape[0] / page.size[1]
     boxes = [c.box for c in shown] + [p.box for p in pictures if p.image is not None]
     for x0, y0, x1, y1 in boxes:
-        covered[max(0, int(y0 / factor) - 1):int(y1 / factor) + 2,
-                max(0, int(x0 / factor) - 1):int(x1 / factor) + 2] = True
+        covered[max(0, int(y0 * sy) - 1):int(y1 * sy) + 2,
+                max(0, int(x0 * sx) - 1):int(x1 * sx) + 2] = True
     return Check(round(int((ink & ~covered).sum()) / total, 4), settings.max_uncovered_ink)
 
 
 # --- the page --------------------------------------------------------------------------
 
 
-def judge(layer: TextLayer, image: Image.Image, mode: str, settings: PdfSettings,
+def judge(layer: TextLayer, page: PageRendering, mode: str, settings: PdfSettings,
           ocr: Callable[[Image.Image], Recognition]) -> tuple[Verdict, list[Line]]:
     """The verdict on a page that shows text, and its layer's lines. The checks run in
     order of cost; the first that fails decides."""
@@ -428,9 +435,9 @@ def judge(layer: TextLayer, image: Image.Image, mode: str, settings: PdfSettings
         invisible = sum(char.invisible for char in shown) / len(shown) >= _INVISIBLE_SHARE
         checks += [("outside", lambda: outside_check(shown, layer.size, settings)),
                    ("duplicates", lambda: duplicates_check(shown, settings)),
-                   ("ink", lambda: ink_check(shown, layer.pictures, image, settings))]
+                   ("ink", lambda: ink_check(shown, layer.pictures, page, settings))]
         if invisible:
-            checks.append(("invisible_ocr", lambda: invisible_check(lines, image, settings, ocr)))
+            checks.append(("invisible_ocr", lambda: invisible_check(lines, page.image, settings, ocr)))
     for name, run in checks:
         verdict.checks[name] = check = run()
         if not check.passed:
@@ -474,27 +481,28 @@ def _in_layer(line: Line, lines: list[Line]) -> bool:
     return bool(there) and fuzz.partial_ratio(line.text, there) >= SAME_TEXT
 
 
-def read_page(path: Path, index: int, password: str | None, image: Image.Image, mode: str,
-              settings: PdfSettings, ocr: Callable[[Image.Image], Recognition],
-              cache: ResultCache | None, reader: TextLayerReader, request: PageRequest,
+def read_page(page: PageRendering, mode: str, settings: PdfSettings,
+              ocr: Callable[[Image.Image], Recognition], cache: ResultCache | None,
+              reader: TextLayerReader, request: PageRequest,
               ) -> tuple[dict, Recognition | None, str | None]:
-    """Page ``index`` of the PDF at ``path`` (rendered as ``image``) read from its own
-    text: the verdict (``Verdict.to_dict``), the reading (None where the page goes to
-    OCR) and its result cache key. ``ocr`` is the quick reader of the invisible
-    check's sample and of pictures. A reading is cached under the layer's characters
-    and the rendering's pixels with ``reader``'s recipe, never under an OCR reading's
-    key: ``ignore`` never gets a text-layer reading from the cache, nor ``auto`` an
-    OCR reading of a page it reads from its text."""
+    """The PDF ``page`` read from its own text: the verdict (``Verdict.to_dict``), the
+    reading (None where the page goes to OCR) and its result cache key. ``ocr`` is the
+    quick reader of the invisible check's sample and of pictures. Only that check
+    renders the page at full resolution. A reading is cached under the layer's
+    characters and a light rendering's pixels with ``reader``'s recipe, never under an
+    OCR reading's key: ``ignore`` never gets a text-layer reading from the cache, nor
+    ``auto`` an OCR reading of a page it reads from its text."""
+    path, index, password = page.path, page.index, page.password
     if not shows_text(path, index, password):
         return Verdict(OCR, "no_text", mode).to_dict(), None, None
-    layer = read_layer(path, index, password, image.size, settings.scan_min_area,
+    layer = read_layer(path, index, password, page.size, settings.scan_min_area,
                        settings.min_picture_area)
-    key = cache.key(f"{image_digest(image)}:{layer.digest()}", reader, request) \
-        if cache else None
+    key = cache.key(f"{image_digest(page.preview(_INK_DPI))}:{layer.digest()}", reader,
+                    request) if cache else None
     if key and (cached := cache.get(key)) is not None:
         cached.flags = [*cached.flags, "cached"]
         return cached.provenance["text_layer"], cached, key
-    verdict, lines = judge(layer, image, mode, settings, ocr)
+    verdict, lines = judge(layer, page, mode, settings, ocr)
     if verdict.reader == OCR:
         return verdict.to_dict(), None, None
     found = picture_lines(layer, lines, ocr)

@@ -173,8 +173,9 @@ def column_regions(layout: Layout, width: int, height: int) -> list[Box] | None:
     if not any(in_column):
         return None
     regions: list[list[float]] = []
+    joinable = False  # whether the region before was part of a column
     for box, part in zip(boxes, in_column):
-        if regions and part and joinable and _one_column(regions[-1], box):
+        if part and joinable and _one_column(regions[-1], box):
             regions[-1] = [min(regions[-1][0], box[0]), regions[-1][1],
                            max(regions[-1][2], box[2]), max(regions[-1][3], box[3])]
         else:

@@ -15,12 +15,14 @@ import os
 import tempfile
 import threading
 from contextlib import contextmanager
+from functools import cached_property
 from pathlib import Path
 from typing import TYPE_CHECKING, Iterator
 
 from PIL import Image, ImageOps
 
-from appliance.errors import CorruptFile, EncryptedPdf, TooManyPixels, TruncatedFile
+from appliance.errors import (ApplianceError, CorruptFile, EncryptedPdf, TooManyPixels,
+                              TruncatedFile)
 
 if TYPE_CHECKING:
     import pypdfium2 as pdfium
@@ -83,6 +85,56 @@ def render_page(path: Path, kind: str, index: int, dpi: int, max_pixels: int,
     return _render_image_frame(path, kind, index, max_pixels)
 
 
+# a page's result provenance: PAGE_IMAGE is ON_DEMAND where the worker did not keep the
+# page's image (a page read from its own text), which ``write_page_image`` makes on demand
+PAGE_IMAGE, ON_DEMAND = "page_image", "on_demand"
+
+
+class PageRendering:
+    """Page ``index`` (0-based) of a document as a worker reads it at ``dpi``: its pixels
+    (``image``) rendered once, when first asked for. A PDF page also gives its size in
+    those pixels and a light rendering of itself (``preview``) without them: a page
+    read from its own text needs no more."""
+
+    def __init__(self, path: Path, kind: str, index: int, dpi: int, max_pixels: int,
+                 password: str | None = None):
+        self.path, self.kind, self.index = path, kind, index
+        self.dpi_asked, self.max_pixels, self.password = dpi, max_pixels, password
+        self._previews: dict[int, Image.Image] = {}
+
+    @cached_property
+    def image(self) -> Image.Image:
+        return render_page(self.path, self.kind, self.index, self.dpi_asked, self.max_pixels,
+                           self.password)
+
+    @cached_property
+    def _measured(self) -> tuple[tuple[int, int], float]:
+        """(size, dpi) of ``image``, as pdfium sizes a rendering (ceil of each side)."""
+        if self.kind != "pdf" or "image" in self.__dict__:
+            return self.image.size, float(self.image.info.get("dpi", (0, 0))[0])
+        with open_pdf(self.path, self.password) as pdf, _pdf_page(pdf, self.index) as page:
+            scale = _page_scale(page, self.index, self.dpi_asked, self.max_pixels)
+            width_pt, height_pt = page.get_size()
+        return (math.ceil(width_pt * scale), math.ceil(height_pt * scale)), scale * 72
+
+    @property
+    def size(self) -> tuple[int, int]:
+        return self._measured[0]
+
+    @property
+    def dpi(self) -> float:
+        """The resolution of ``image`` (a PDF's after any pixel cap; an image's own)."""
+        return self._measured[1]
+
+    def preview(self, dpi: int) -> Image.Image:
+        """The PDF page rendered at about ``dpi`` (never finer than ``image``), once."""
+        if dpi not in self._previews:
+            self._previews[dpi] = _render_pdf_page(self.path, self.index,
+                                                   min(dpi, self.dpi_asked), self.max_pixels,
+                                                   self.password)
+        return self._previews[dpi]
+
+
 def save_page_image(image: Image.Image, dest: Path) -> None:
     """Write ``image`` as PNG so that ``dest`` is either absent or complete, even after a crash.
 
@@ -110,6 +162,21 @@ PASSWORD_HINT = (" Upload it again with its password (the web UI's password fiel
                  "`password` form field), drop it into a watched folder configured with its "
                  "password, or remove the password (for example with `qpdf --decrypt "
                  "--password=PASSWORD in.pdf out.pdf`).")
+
+
+def write_page_image(path: Path, kind: str, index: int, dpi: int, max_pixels: int,
+                     password: str | None, dest: Path) -> bool:
+    """Render page ``index`` as a worker would have and keep it at ``dest`` (for a page
+    whose image was left ``ON_DEMAND``); False where the original is gone (purged, or
+    deleted meanwhile) or no longer renders."""
+    if not path.exists():
+        return False
+    try:
+        save_page_image(render_page(path, kind, index, dpi, max_pixels, password), dest)
+    except (ApplianceError, OSError, IndexError) as exc:
+        log.warning("event=page_image_unrendered page=%d reason=%s", index + 1, exc)
+        return False
+    return True
 
 
 def decrypted_pdf(path: Path, password: str) -> bytes | None:
@@ -175,31 +242,39 @@ def _render_pdf_page(path: Path, index: int, dpi: int, max_pixels: int,
                      password: str | None) -> Image.Image:
     import pypdfium2 as pdfium
 
-    with open_pdf(path, password) as pdf:
-        if not 0 <= index < len(pdf):
-            raise IndexError(f"page {index} out of range: the PDF has {len(pdf)} pages")
-        page = pdf[index]
+    with open_pdf(path, password) as pdf, _pdf_page(pdf, index) as page:
+        scale = _page_scale(page, index, dpi, max_pixels)
         try:
-            width_pt, height_pt = page.get_size()
-            scale = _pdf_scale(width_pt, height_pt, dpi, max_pixels)
-            if scale < dpi / 72:
-                log.info(
-                    "event=pdf_render_capped page=%d dpi=%d effective_dpi=%.0f max_pixels=%d",
-                    index, dpi, scale * 72, max_pixels,
-                )
-            try:
-                bitmap = page.render(scale=scale)
-            except (pdfium.PdfiumError, ValueError) as exc:  # ValueError: a zero-size page
-                raise CorruptFile(f"Page {index + 1} of the PDF cannot be rendered "
-                                  f"({_detail(exc, path)}). {_CORRUPT_HINT}") from exc
-            try:
-                image = bitmap.to_pil().convert("RGB")
-            finally:
-                bitmap.close()
-            image.info["dpi"] = (scale * 72, scale * 72)  # as rendered, after any cap
-            return image
+            bitmap = page.render(scale=scale)
+        except (pdfium.PdfiumError, ValueError) as exc:  # ValueError: a zero-size page
+            raise CorruptFile(f"Page {index + 1} of the PDF cannot be rendered "
+                              f"({_detail(exc, path)}). {_CORRUPT_HINT}") from exc
+        try:
+            image = bitmap.to_pil().convert("RGB")
         finally:
-            page.close()
+            bitmap.close()
+        image.info["dpi"] = (scale * 72, scale * 72)  # as rendered, after any cap
+        return image
+
+
+@contextmanager
+def _pdf_page(pdf: pdfium.PdfDocument, index: int) -> Iterator[pdfium.PdfPage]:
+    if not 0 <= index < len(pdf):
+        raise IndexError(f"page {index} out of range: the PDF has {len(pdf)} pages")
+    page = pdf[index]
+    try:
+        yield page
+    finally:
+        page.close()
+
+
+def _page_scale(page: pdfium.PdfPage, index: int, dpi: int, max_pixels: int) -> float:
+    width_pt, height_pt = page.get_size()
+    scale = _pdf_scale(width_pt, height_pt, dpi, max_pixels)
+    if scale < dpi / 72:
+        log.info("event=pdf_render_capped page=%d dpi=%d effective_dpi=%.0f max_pixels=%d",
+                 index, dpi, scale * 72, max_pixels)
+    return scale
 
 
 def _pdf_scale(width_pt: float, height_pt: float, dpi: int, max_pixels: int) -> float:

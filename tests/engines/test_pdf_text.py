@@ -10,8 +10,9 @@ import subprocess
 from concurrent.futures import ThreadPoolExecutor
 
 import pytest
+from PIL import Image, ImageChops
 
-from appliance.config import PdfSettings, PreprocessSettings
+from appliance.config import PdfSettings, PreprocessSettings, load_settings
 from appliance.engines import pdf_text
 from appliance.engines.cache import ResultCache
 from appliance.engines.classic import ClassicEngine
@@ -19,7 +20,11 @@ from appliance.engines.host import PagePipeline, run_job
 from appliance.engines.messages import Job, PageDone
 from appliance.measure import born_digital
 from appliance.measure.evaluate import _tables
+from appliance.intake.spool import Spool
+from appliance.library import Library
 from appliance.measure.metrics import cer, table_similarity
+from appliance.raster import render_page
+from appliance.store import Database
 from tests.daemon import Daemon
 from tests.fixtures.documents import write_png
 
@@ -182,6 +187,8 @@ def test_a_mixed_document_reads_each_page_with_its_reader_through_the_daemon(tmp
     try:
         d.wait_ready()
         auto = d.upload(path)["id"]
+        d.wait_final([auto])
+        _page_images_wait_for_the_viewer(d, auto)  # before "ignore" reads the same pages
         ignored = d.upload(path, text_layer="ignore")["id"]
         layered, layer_truth = _pdf(tmp_path, lambda rng: born_digital.ocr_layer(rng, wrong=True),
                                     "layered")
@@ -225,3 +232,23 @@ def test_a_mixed_document_reads_each_page_with_its_reader_through_the_daemon(tmp
         assert not (old_words - set(layer_truth.split())) & set(extracted.split())
     finally:
         d.stop()
+
+
+def _page_images_wait_for_the_viewer(d: Daemon, document_id: str) -> None:
+    """The worker kept the image of the scanned page it read (page 2) and not those of
+    the pages read from their own text; opening one renders it, as the worker would
+    have, where the OCR page's image would be."""
+    settings = load_settings(d.config_path)
+    library = Library(settings, Database(settings.paths.data_dir / "appliance.db"),
+                      Spool(settings.paths.data_dir / "spool"))
+    view = library.document(document_id)
+    spool_image = [library.spool.page_image_path(view.doc.sha256, page.index, 200)
+                   for page in view.pages]
+    assert [path.exists() for path in spool_image] == [False, True, False]
+    opened = library.page_images(document_id)
+    assert opened == spool_image
+    drawn = render_page(library.spool.original_path(view.doc.sha256), "pdf", 0, 200,
+                        settings.limits.max_pixels)
+    with Image.open(opened[0]) as kept:
+        assert kept.size == drawn.size
+        assert ImageChops.difference(kept.convert("RGB"), drawn).getbbox() is None

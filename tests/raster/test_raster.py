@@ -6,7 +6,8 @@ import pytest
 from PIL import Image, ImageStat
 
 from appliance.errors import CorruptFile, EncryptedPdf, TooManyPixels
-from appliance.raster import count_pages, decrypted_pdf, render_page, save_page_image
+from appliance.raster import (PageRendering, count_pages, decrypted_pdf, render_page,
+                              save_page_image)
 from tests.fixtures.documents import (
     render_text_page,
     write_encrypted_pdf,
@@ -154,3 +155,26 @@ def test_save_page_image_is_atomic_and_lossless(tmp_path):
     assert [p.name for p in dest.parent.iterdir()] == ["page-0001.png"]
     with Image.open(dest) as reloaded:
         assert reloaded.tobytes() == image.tobytes()
+
+
+@pytest.mark.parametrize("rotate, crop, dpi, max_pixels", [
+    (0, None, 200, MAX_PIXELS), (90, None, 200, MAX_PIXELS), (270, (30.5, 40, 500.3, 700), 150,
+                                                              MAX_PIXELS),
+    (0, None, 600, 1_000_000)])
+def test_a_pdf_page_knows_its_rendered_size_without_rendering(tmp_path, rotate, crop, dpi,
+                                                                max_pixels):
+    """What the worker records for a page read from its own text (the size hOCR and ALTO
+    are placed on) is the size its rendering has: turned, cropped, or capped."""
+    import pikepdf
+
+    path = write_pdf(tmp_path / "plain.pdf", [["sized"]], dpi=150)
+    with pikepdf.open(path, allow_overwriting_input=True) as pdf:
+        pdf.pages[0].obj.Rotate = rotate
+        if crop:
+            pdf.pages[0].obj.CropBox = pikepdf.Array(crop)
+        pdf.save(path)
+    page = PageRendering(path, "pdf", 0, dpi, max_pixels)
+    size, at = page.size, page.dpi
+    assert "image" not in page.__dict__  # measured, not rendered
+    assert page.image.size == size and page.image.info["dpi"][0] == pytest.approx(at)
+    assert (size[0] > size[1]) == (rotate in (90, 270))
