@@ -382,6 +382,13 @@ class Settings:
     logging: LoggingSettings = field(default_factory=LoggingSettings)
     source: Path | None = None  # the file these settings came from; not a TOML key
 
+    def pdf_password(self, watch_folder: str | None) -> str | None:
+        """The password of the PDFs of the [[watch]] folder named so (None: no folder, or
+        none set). The only secret a page needs: it stays in the config, never in the
+        store."""
+        return next((f.password for f in self.watch if f.name == watch_folder and f.password),
+                    None)
+
 
 def config_path(explicit: str | Path | None = None) -> Path:
     """--config wins, then $APPLIANCE_CONFIG, then the config.toml shipped at the top."""

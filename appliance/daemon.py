@@ -162,7 +162,7 @@ class Appliance:
         self.spool = Spool(settings.paths.spool)
         self.intake = Intake(settings, self.db, self.spool)
         self.exporter = Exporter(self.db, self.spool, settings.paths.output_dir, settings.output,
-                                 lambda folder: self.dispatcher.pdf_passwords.get(folder))
+                                 lambda folder: self.dispatcher.settings.pdf_password(folder))
         # this host's engine (None: only remote endpoints), and the endpoints' workers
         self.worker_spec, self.engine_notice = resolve_engine(settings)
         self.remote_specs = remote_specs(settings)

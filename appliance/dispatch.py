@@ -113,8 +113,6 @@ class Dispatcher:
     def reload(self, settings: Settings) -> None:
         """Take what a reload may change ([[watch]], [review]) from new settings."""
         self.settings = settings
-        # the only secret a page needs: it stays in the config, never in the store
-        self.pdf_passwords = {f.name: f.password for f in settings.watch if f.password}
         self.routing_rules = routing_rules(settings.review)
 
     def start(self) -> None:
@@ -384,7 +382,7 @@ class Dispatcher:
                           page_image=self.spool.page_image_path(claim.sha256, claim.page_index,
                                                                 dpi),
                           doc_type=claim.doc_type, engine=claim.engine, attempt=claim.attempt,
-                          pdf_password=self.pdf_passwords.get(claim.watch_folder),
+                          pdf_password=self.settings.pdf_password(claim.watch_folder),
                           deadline_s=timeout_s, context=self._context(claim),
                           resolution_boost=boost,
                           text_layer=claim.text_layer or self.settings.pdf.text_layer)

@@ -267,10 +267,9 @@ def page_image(spool: Spool, settings: Settings, doc: Document, page: Page,
         dpi = render_dpi(settings.raster.pdf_dpi, (page.options or {}).get("resolution_boost", 0))
     path = spool.page_image_path(doc.sha256, page.index, dpi)
     if provenance.get(PAGE_IMAGE) == ON_DEMAND and doc.kind and not path.exists():
-        password = next((f.password for f in settings.watch if f.name == doc.watch_folder),
-                        None)
         write_page_image(spool.original_path(doc.sha256), doc.kind, page.index, dpi,
-                         settings.limits.max_pixels, password, path)
+                         settings.limits.max_pixels, settings.pdf_password(doc.watch_folder),
+                         path)
     return path
 
 
