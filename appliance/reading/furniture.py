@@ -7,6 +7,10 @@ top and at its bottom, up to ``EDGE_ROWS`` rows that are not its body:
 - a **page number**: a row of one line that is a number as pages are numbered
   ("12", "- 12 -", "Page 3 of 10", "iv", "第 3 页"), at either edge, however close it
   stands to the body, and on any page (a form's "Page 2 of 3" too);
+- a **numbered running header or footer**: on a typeset page, a row with the page
+  number at its outer end and small print beside it ("44 | 中西比较美术学",
+  "Chapter 2 | 45"), however close it stands to the body, unless the row next to it
+  is numbered so too (a transcript's line numbers);
 - a **header** or **footer**: on a typeset page, rows set apart from the body by
   white (``HEADER_GAP`` line heights below a header, ``FOOTER_GAP`` above a footer)
   whose print is no taller than the body's by ``HEADING_RATIO`` (a title is no
@@ -59,6 +63,12 @@ def is_page_number(text: str) -> bool:
     return bool(_PAGE_NUMBER.match(text.strip()))
 
 
+def running_lines(lines: list[Line]) -> list[Line]:
+    """The lines of running text among ``lines`` (PROSE_WORDS words or more): a page
+    with TYPESET_LINES of them is typeset."""
+    return [line for line in lines if word_count(line.text) >= PROSE_WORDS]
+
+
 def find_furniture(lines: list[Line]) -> dict[str, dict[int, str]]:
     """The page's furniture at its top (HEADER) and its bottom (FOOTER): for each,
     {id(line): role} of the lines there that are a header, a footer or a page number
@@ -69,7 +79,7 @@ def find_furniture(lines: list[Line]) -> dict[str, dict[int, str]]:
     page_rows = rows(lines, height)
     if len(page_rows) < 3:
         return {HEADER: {}, FOOTER: {}}
-    typeset = sum(word_count(line.text) >= PROSE_WORDS for line in lines) >= TYPESET_LINES
+    typeset = len(running_lines(lines)) >= TYPESET_LINES
     top, bottom = _text(page_rows[0]), _text(page_rows[-1])
     return {HEADER: _edge(page_rows, bottom, height, typeset, HEADER, HEADER_GAP),
             FOOTER: _edge(page_rows[::-1], top, height, typeset, FOOTER, FOOTER_GAP)}
@@ -87,6 +97,9 @@ def _edge(page_rows: list[list[Line]], other_edge: str, height: float, typeset: 
         row = page_rows[index]
         if len(row) == 1 and is_page_number(row[0].text):
             found[id(row[0])] = PAGE_NUMBER
+        elif typeset and _numbered_running_row(row, page_rows[index + 1], height):
+            found.update({id(line): PAGE_NUMBER if is_page_number(line.text) else role
+                          for line in row})
         elif _text(row) == other_edge:
             found.update({id(line): role for line in row})
         else:
@@ -103,6 +116,20 @@ def _edge(page_rows: list[list[Line]], other_edge: str, height: float, typeset: 
                 found[id(line)] = PAGE_NUMBER if is_page_number(line.text) else role
             break
     return found
+
+
+def _numbered_running_row(row: list[Line], neighbour: list[Line], height: float) -> bool:
+    """A running header or footer with the page number at its outer end ("44 |
+    Chapter title", "Book title | 45"): a page number first or last in the row, the
+    rest small print, and the next row towards the body not numbered so too (a
+    transcript's or a list's numbered lines)."""
+    rest = [line for line in row if not _numbered_end(row, line)]
+    return (len(rest) < len(row) and bool(rest) and _small_print(rest, height)
+            and not any(_numbered_end(neighbour, line) for line in neighbour))
+
+
+def _numbered_end(row: list[Line], line: Line) -> bool:
+    return line in (row[0], row[-1]) and is_page_number(line.text)
 
 
 def _small_print(row: list[Line], height: float) -> bool:

@@ -102,6 +102,54 @@ def test_chinese_furniture_and_a_book_spread_each_page_its_own():
     assert roles["企业档案管理实务"] == "header"
 
 
+def open_spread() -> list[dict]:
+    """A Chinese book spread as books set it: lines 0.75 line heights apart, and a
+    running footer with the page number at its outer end ("44 | 书名", "章名 | 45")."""
+    pages = []
+    for number, x in enumerate((80, 1000)):
+        # white of 0.67 or 0.9 line heights under a line (OCR's boxes vary):
+        # at SECTION_GAP alone the page fell into sections of two to five lines
+        tops = [40.0]
+        for i in range(13):
+            tops.append(tops[-1] + 30 + (27 if i in (1, 3, 8, 11) else 20))
+        body = [line(f"{'左右'[number]}{t}", x, top, x + 380)
+                for top, t in zip(tops, ZH + ZH[:6])]
+        foot = tops[-1] + 30 + 36  # 1.2 line heights under the last line, no more
+        footer = [line("44", x, foot, x + 30, h=36), line("中西比较美术学", x + 60, foot, x + 260)]
+        if number:
+            footer = [line("第二章 中西比较美术学本体论", x + 40, foot, x + 340),
+                      line("45", x + 360, foot, x + 390, h=36)]
+        pages.append({"body": body, "footer": footer})
+    return pages
+
+
+def test_a_numbered_running_footer_of_a_spread_with_open_leading():
+    """Each page read whole (at 0.7 line heights of white every line was a section of
+    its own, and the spread was read line by line across its spine), and each page's
+    footer is furniture: the page number at its outer end, its title beside it."""
+    pages = open_spread()
+    result = render(read_order([l for page in pages for l in lines_of(page)][::-1]), "separate")
+    assert result.text.splitlines() == [
+        *(l.text for page in pages for l in page["body"]),
+        "44 中西比较美术学", "第二章 中西比较美术学本体论 45"]
+    roles = {l.text: l.role for l in result.lines}
+    assert roles["44"] == roles["45"] == "page_number"
+    assert roles["中西比较美术学"] == roles["第二章 中西比较美术学本体论"] == "footer"
+
+
+def test_a_transcripts_numbered_lines_are_no_running_header():
+    """Every row of a transcript starts with its line number: the first row under the
+    page number is testimony, not a header numbered as pages are."""
+    page_number = line("177", 100, 20, 140)
+    answers = ["A. That was the basement.", *(f"{t} said the witness" for t in PROSE + PROSE)]
+    testimony = [[line(str(i), 60, 30 + 40 * i, 80), line(text, 120, 30 + 40 * i, 700)]
+                 for i, text in enumerate(answers, 1)]
+    lines = [page_number, *(l for row in testimony for l in row)]
+    roles = {l.text: l.role for l in render(read_order(lines), "separate").lines}
+    assert roles.pop("177") == "page_number"
+    assert not set(roles.values()) & {"header", "footer", "page_number"}
+
+
 @pytest.mark.parametrize("text", ["7", "- 12 -", "Page 3 of 10", "3 / 10", "iv", "第 3 页",
                                   "第3页 共10页", "PAGE 1 of 4"])
 def test_page_numbers_as_pages_are_numbered(text):
