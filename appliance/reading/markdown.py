@@ -42,6 +42,9 @@ PARAGRAPH_GAP = 1.2  # line heights of white between rows that start a paragraph
 HEADING_MAX_WORDS = 12
 MIN_TABLE_ROWS = 3
 TABLE_CELL_GAP = 1.0  # line heights between two lines of a row for them to be two cells
+# A cell may reach this many line heights into the next column ("Amount due" under
+# "Unit price", 4 px into the amounts' column) and still stand in its own.
+COLUMN_SLACK = 0.25
 
 _BULLET = re.compile(r"^\s*([•●▪■◦○‣∙·*+\-–])\s*(?=\S)")
 _ENUMERATOR = re.compile(r"^\s*(\(?\d{1,3}[.)]|\(?[a-zA-Z][.)])\s+(?=\S)")
@@ -115,10 +118,10 @@ def _block_markdown(block: Block, body: float, heading_sizes: list[float]) -> li
                 and out and out[-1] != "":
             out.append("")
         if index in tables:
-            end, columns = tables[index]
+            end, columns, apart = tables[index]
             if out and out[-1] != "":
                 out.append("")
-            out.extend(_table(rows[index:end], columns, body))
+            out.extend(_table(rows[index:end], columns, body, apart))
             out.append("")
             previous_bottom = None
             index = end
@@ -174,31 +177,45 @@ def _heading_level(row: list[Line], body: float, sizes: list[float]) -> int:
 
 
 def _table_runs(rows: list[list[Line]], body: float
-                ) -> dict[int, tuple[int, list[list[float]]]]:
+                ) -> dict[int, tuple[int, list[list[float]], bool]]:
     """Runs of rows that form a table: {first row index: (index after the last, the
-    table's columns as x extents)}."""
-    runs: dict[int, tuple[int, list[list[float]]]] = {}
+    table's columns as x extents, whether each line is a cell of its own)}.
+
+    Each line is tried as a cell of its own first: a table's columns may stand closer
+    than TABLE_CELL_GAP ("Mean | SD | Median" a fifth of a line height apart), and
+    lines that align down the rows are cells wherever they stand. Else lines closer
+    than that are one cell (a sentence the detector split in two)."""
+    runs: dict[int, tuple[int, list[list[float]], bool]] = {}
     index = 0
     while index < len(rows):
-        end = last = index  # last: after the last row of two cells or more
-        columns: list[list[float]] = []
-        while end < len(rows):
-            cells = _cells(rows[end], body)
-            merged = _merge_columns(columns, cells) if len(cells) >= 2 or (
-                columns and _in_one_column(columns, cells)) else None
-            if merged is None:
-                break
-            columns = merged
-            end += 1
-            if len(cells) >= 2:
-                last = end
-        end = last  # a table ends with a row of cells, not the text under it
+        (end, columns), apart = max(
+            ((_table_run(rows, index, body, apart), apart) for apart in (True, False)),
+            key=lambda run: run[0][0])
         if end - index >= MIN_TABLE_ROWS:
-            runs[index] = (end, columns)
+            runs[index] = (end, columns, apart)
             index = end
         else:
             index += 1
     return runs
+
+
+def _table_run(rows: list[list[Line]], index: int, body: float, apart: bool
+               ) -> tuple[int, list[list[float]]]:
+    """The rows from ``index`` on that fit one table's columns: (index after the last
+    row of two cells or more, the columns)."""
+    end = last = index
+    columns: list[list[float]] = []
+    while end < len(rows):
+        cells = _cells(rows[end], body, apart)
+        merged = _merge_columns(columns, cells) if len(cells) >= 2 or (
+            columns and _in_one_column(columns, cells)) else None
+        if merged is None:
+            break
+        columns = merged
+        end += 1
+        if len(cells) >= 2:
+            last = end
+    return last, columns  # a table ends with a row of cells, not the text under it
 
 
 def _in_one_column(columns: list[list[float]], cells: list[list[Line]]) -> bool:
@@ -208,9 +225,12 @@ def _in_one_column(columns: list[list[float]], cells: list[list[Line]]) -> bool:
     return len(cells) == 1 and sum(x0 < c1 and c0 < x1 for c0, c1 in columns) == 1
 
 
-def _cells(row: list[Line], body: float) -> list[list[Line]]:
-    """A row's lines grouped into cells: lines closer than TABLE_CELL_GAP line heights
-    are one cell (a sentence split in two by the detector)."""
+def _cells(row: list[Line], body: float, apart: bool = False) -> list[list[Line]]:
+    """A row's lines grouped into cells: each line a cell where ``apart``, else lines
+    closer than TABLE_CELL_GAP line heights are one cell (a sentence split in two by
+    the detector)."""
+    if apart:
+        return [[line] for line in row]
     cells = [[row[0]]]
     for line in row[1:]:
         if line.box[0] - cells[-1][-1].box[2] < TABLE_CELL_GAP * body:
@@ -226,10 +246,11 @@ def _merge_columns(columns: list[list[float]], cells: list[list[Line]]) -> list[
     spans = [[cell[0].box[0], cell[-1].box[2]] for cell in cells]
     if not columns:
         return spans
+    slack = COLUMN_SLACK * median_height([line for cell in cells for line in cell])
     merged = [list(column) for column in columns]
     used: set[int] = set()
     for x0, x1 in spans:
-        hits = [i for i, (c0, c1) in enumerate(merged) if x0 < c1 and c0 < x1]
+        hits = [i for i, (c0, c1) in enumerate(merged) if _overlap(x0, x1, c0, c1) > slack]
         if len(hits) > 1 or (hits and hits[0] in used):
             return None
         if hits:
@@ -240,18 +261,23 @@ def _merge_columns(columns: list[list[float]], cells: list[list[Line]]) -> list[
             merged.append([x0, x1])
     merged.sort()
     # a new column must not overlap a neighbour either
-    if any(a[1] > b[0] for a, b in zip(merged, merged[1:])):
+    if any(a[1] - b[0] > slack for a, b in zip(merged, merged[1:])):
         return None
     return merged
 
 
-def _table(rows: list[list[Line]], columns: list[list[float]], body: float) -> list[str]:
+def _overlap(x0: float, x1: float, c0: float, c1: float) -> float:
+    return min(x1, c1) - max(x0, c0)
+
+
+def _table(rows: list[list[Line]], columns: list[list[float]], body: float,
+           apart: bool) -> list[str]:
     grid = []
     for row in rows:
         cells = [""] * len(columns)
-        for cell in _cells(row, body):
+        for cell in _cells(row, body, apart):
             x0, x1 = cell[0].box[0], cell[-1].box[2]
-            column = next(i for i, (c0, c1) in enumerate(columns) if x0 < c1 and c0 < x1)
+            column = max(range(len(columns)), key=lambda i: _overlap(x0, x1, *columns[i]))
             cells[column] = escape_markdown(" ".join(line.text for line in cell))
             for line in cell:
                 line.role = "table"

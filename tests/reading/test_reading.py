@@ -365,6 +365,27 @@ def test_a_table_keeps_its_rows_of_one_cell_and_ends_with_a_row_of_cells():
     assert page.markdown.endswith("\n\nValues are medians of the three trials")
 
 
+def test_a_tables_columns_a_fifth_of_a_line_apart_are_its_cells():
+    """A real table (PubTabNet's): "Mean", "SD" and "Median" stand 7 to 17 px apart
+    at 33 px lines, closer than two lines of one sentence may (TABLE_CELL_GAP); lines
+    that align down the rows are cells all the same. A totals row whose label reaches
+    4 px into the amounts' column stays in the table."""
+    edges = [(0, 220), (234, 297), (304, 343), (360, 441), (449, 520)]
+    grid = [["Type of delay", "Mean", "SD", "Median", "IQR"],
+            ["Patient delay", "55.3", "40.0", "59", "5-123"],
+            ["Healthcare services delay", "76.5", "91.2", "45", "38-128"],
+            ["Total diagnostic delay", "131.4", "94.3", "104", "17-187"]]
+    lines = [line(cell, x0, 2 + 37 * r, x1, h=33) for r, row in enumerate(grid)
+             for (x0, x1), cell in zip(edges, row)]
+    lines += [line("All patients", 356, 150, 453, h=33), line("402.5", 462, 150, 520, h=33)]
+    table = [row for row in render(read_order(lines)).markdown.split("\n") if row.startswith("|")]
+    assert table == ["| Type of delay | Mean | SD | Median | IQR |", "|---|---|---|---|---|",
+                     "| Patient delay | 55.3 | 40.0 | 59 | 5-123 |",
+                     "| Healthcare services delay | 76.5 | 91.2 | 45 | 38-128 |",
+                     "| Total diagnostic delay | 131.4 | 94.3 | 104 | 17-187 |",
+                     "|  |  |  | All patients | 402.5 |"]
+
+
 def test_an_organisation_charts_boxes_are_read_box_by_box():
     # scribeocr's chart_01: rows of boxes, each a name, a title and a date
     people = [("Bo Hamilton (000131923)", "Field Sales Spec Pharma", "4/9/2012"),
