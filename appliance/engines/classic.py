@@ -106,7 +106,8 @@ class ClassicEngine:
                      if text.strip()]
             lean = _lean(result.boxes)
         recognition = reading.read_lines(lines, lean_deg=lean,
-                                         page_furniture=request.page_furniture)
+                                         page_furniture=request.page_furniture,
+                                         page_height=image.height)
         log.debug(
             "event=classic_recognize doc_type=%s lines=%d ms=%d",
             request.doc_type, len(lines), (time.perf_counter() - started) * 1000,

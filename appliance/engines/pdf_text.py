@@ -508,7 +508,8 @@ def read_page(page: PageRendering, mode: str, settings: PdfSettings,
     found = picture_lines(layer, lines, ocr)
     if found:
         verdict.reader, verdict.ocr_lines = MIXED, len(found)
-    recognition = reading.read_lines(lines + found, page_furniture=request.page_furniture)
+    recognition = reading.read_lines(lines + found, page_furniture=request.page_furniture,
+                                     page_height=page.size[1])
     recognition.provenance["text_layer"] = verdict.to_dict()
     if key:
         cache.put(key, recognition)

@@ -15,17 +15,19 @@ def recipe(page_furniture: str) -> str:
 
 
 def read_lines(lines: list[Line], lean_deg: float = 0.0,
-               page_furniture: str = "separate") -> Recognition:
+               page_furniture: str = "separate",
+               page_height: float | None = None) -> Recognition:
     """A page's reading from its line boxes, whoever found them (the classic engine,
     a PDF's own text): its lines in reading order with their blocks and roles, its
     text and its Markdown with the page furniture placed as ``page_furniture`` says
     (``reading.order``, ``reading.markdown``), and the layout doubt of running text
-    read across a gutter (``reading.doubt``)."""
+    read across a gutter (``reading.doubt``). ``page_height``: the page's, in the
+    lines' pixels, where the caller knows it."""
     from appliance.reading.doubt import LAYOUT_DOUBT, layout_doubt
     from appliance.reading.markdown import render
     from appliance.reading.order import read_order
 
-    blocks = read_order(lines, lean_deg=lean_deg)
+    blocks = read_order(lines, lean_deg=lean_deg, page_height=page_height)
     page = render(blocks, page_furniture)
     doubt = layout_doubt(blocks)
     return Recognition(text=page.text, markdown=page.markdown, lines=page.lines,

@@ -46,6 +46,11 @@ PROSE_WORDS = 5
 # a letter's signature stands further from its last paragraph, so a footer needs more.
 HEADER_GAP = 1.2
 FOOTER_GAP = 2.5
+# Furniture stands in the page's margins: where the page's height is known, a row that
+# reaches further than this share of it from its edge is none (the captions under a
+# picture at the top of a book page end 0.29 down it; the headers and footers found
+# on the 250 real and built pages measured end within 0.14 of their edge).
+EDGE_BAND = 0.2
 
 # "12", "- 12 -", "Page 3", "Page 3 of 10", "3 / 10", "iv", "第 3 页", "第3页 共10页":
 # not "0", "C", "x" or "4/79" (a form's codes, ticks and dates), nor 4-digit numbers
@@ -69,10 +74,12 @@ def running_lines(lines: list[Line]) -> list[Line]:
     return [line for line in lines if word_count(line.text) >= PROSE_WORDS]
 
 
-def find_furniture(lines: list[Line]) -> dict[str, dict[int, str]]:
+def find_furniture(lines: list[Line], page_height: float | None = None
+                   ) -> dict[str, dict[int, str]]:
     """The page's furniture at its top (HEADER) and its bottom (FOOTER): for each,
     {id(line): role} of the lines there that are a header, a footer or a page number
-    (see the module docstring)."""
+    (see the module docstring), within EDGE_BAND of the page's edges where
+    ``page_height`` (in the lines' pixels) is known."""
     if len(lines) < 3:
         return {HEADER: {}, FOOTER: {}}
     height = median_height(lines)
@@ -81,8 +88,15 @@ def find_furniture(lines: list[Line]) -> dict[str, dict[int, str]]:
         return {HEADER: {}, FOOTER: {}}
     typeset = len(running_lines(lines)) >= TYPESET_LINES
     top, bottom = _text(page_rows[0]), _text(page_rows[-1])
-    return {HEADER: _edge(page_rows, bottom, height, typeset, HEADER, HEADER_GAP),
-            FOOTER: _edge(page_rows[::-1], top, height, typeset, FOOTER, FOOTER_GAP)}
+    edges = {HEADER: _edge(page_rows, bottom, height, typeset, HEADER, HEADER_GAP),
+             FOOTER: _edge(page_rows[::-1], top, height, typeset, FOOTER, FOOTER_GAP)}
+    if page_height:
+        by_id = {id(line): line for line in lines}
+        inside = {HEADER: lambda line: line.box[3] <= EDGE_BAND * page_height,
+                  FOOTER: lambda line: line.box[1] >= (1 - EDGE_BAND) * page_height}
+        edges = {edge: {key: role for key, role in found.items() if inside[edge](by_id[key])}
+                 for edge, found in edges.items()}
+    return edges
 
 
 def _edge(page_rows: list[list[Line]], other_edge: str, height: float, typeset: bool,

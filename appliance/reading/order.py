@@ -94,7 +94,8 @@ class Block:
                 max(b[2] for b in boxes), max(b[3] for b in boxes)]
 
 
-def read_order(lines: list[Line], lean_deg: float = 0.0) -> list[Block]:
+def read_order(lines: list[Line], lean_deg: float = 0.0,
+               page_height: float | None = None) -> list[Block]:
     """The page's blocks in reading order (see the module docstring).
 
     ``lean_deg``: the angle by which the page's text lines descend to the right (image
@@ -102,6 +103,9 @@ def read_order(lines: list[Line], lean_deg: float = 0.0) -> list[Block]:
     turned level: half a degree over a 1600-pixel column moves its lines 14 pixels
     sideways, enough to close a narrow gutter, and the preprocessor leaves leans under
     ``deskew_min_angle_deg`` alone. The lines keep their own boxes.
+
+    ``page_height``: the page's height in the lines' pixels, where the caller knows it
+    (its furniture stands in its margins, ``reading.furniture``).
     """
     columns, across = [], []
     for line in lines:
@@ -113,7 +117,7 @@ def read_order(lines: list[Line], lean_deg: float = 0.0) -> list[Block]:
             height = median_height(lines)
             gap = _section_gap(lines, height)
             blocks = [block for page in _pages(lines, height, gap)
-                      for block in _page(page, height, gap)]
+                      for block in _page(page, height, gap, page_height)]
     for group in column_blocks(columns):
         _place(blocks, Block(rows=[[column] for column in group], vertical=True))
     for number, block in enumerate(blocks):
@@ -133,11 +137,12 @@ def _place(blocks: list[Block], columns: Block) -> None:
     blocks.insert(at, columns)
 
 
-def _page(lines: list[Line], height: float, gap: float) -> list[Block]:
+def _page(lines: list[Line], height: float, gap: float,
+          page_height: float | None) -> list[Block]:
     """One page's blocks: its header (``reading.furniture``, found before the body is
     cut, so that no rule takes it for a banner or a spanner), its body, its footer. The
     lines' ``role`` is their furniture role, None in the body."""
-    edges = find_furniture(lines)
+    edges = find_furniture(lines, page_height)
     roles = {**edges[HEADER], **edges[FOOTER]}
     body = [line for line in lines if id(line) not in roles]
     blocks = [Block(rows=rows(region, height)) for region in _cut(body, height, gap) if region]

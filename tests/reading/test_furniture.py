@@ -150,6 +150,24 @@ def test_a_transcripts_numbered_lines_are_no_running_header():
     assert not set(roles.values()) & {"header", "footer", "page_number"}
 
 
+def test_captions_under_a_picture_at_the_top_of_a_page_are_no_header():
+    """A book page with a photograph at its top (no text: the lines do not show it):
+    the captions under it are the first rows, in small print, set apart from the
+    body, and end 0.29 down the page. Where the page's height is known they are not
+    its margin; a running header there still is."""
+    captions = [line("(a) 初始状态", 260, 560, 400), line("(b) 最终状态", 860, 560, 1000),
+                line("图 3 水松生长情况对比", 560, 620, 800)]
+    body = [line(t + t, 100, 700 + 40 * i, 1100) for i, t in enumerate(ZH + ZH[:6])]
+    page = [*captions, *body]
+    roles = {l.text: l.role for l in render(read_order(page, page_height=2070), "separate").lines}
+    assert not {roles[c.text] for c in captions} & {"header", "footer", "page_number"}
+    assert render(read_order(page, page_height=2070)).text.splitlines()[:2] == [
+        "(a) 初始状态 (b) 最终状态", "图 3 水松生长情况对比"]
+    header = line("园林植物栽培试验", 100, 150, 400)
+    roles = {l.text: l.role for l in render(read_order([header, *body], page_height=2070)).lines}
+    assert roles[header.text] == "header"
+
+
 @pytest.mark.parametrize("text", ["7", "- 12 -", "Page 3 of 10", "3 / 10", "iv", "第 3 页",
                                   "第3页 共10页", "PAGE 1 of 4"])
 def test_page_numbers_as_pages_are_numbered(text):
