@@ -56,6 +56,11 @@ def rows(lines: list[Line], height: float | None = None) -> list[list[Line]]:
     return [sorted(row, key=lambda item: item.box[0]) for row in result]
 
 
+def overlap(x0: float, x1: float, c0: float, c1: float) -> float:
+    """How far the spans [x0, x1] and [c0, c1] overlap (negative: the gap between)."""
+    return min(x1, c1) - max(x0, c0)
+
+
 def centre(line: Line) -> float:
     return (line.box[1] + line.box[3]) / 2
 

@@ -30,7 +30,7 @@ from dataclasses import dataclass
 
 from appliance.engines.base import Line
 from appliance.quality.markdown import escape_markdown
-from appliance.reading.lines import HEADING_RATIO, median_height
+from appliance.reading.lines import HEADING_RATIO, median_height, overlap
 from appliance.reading.lines import rows as row_groups
 from appliance.reading.furniture import FOOTER, HEADER, PAGE_NUMBER
 from appliance.reading.order import Block
@@ -222,7 +222,7 @@ def _in_one_column(columns: list[list[float]], cells: list[list[Line]]) -> bool:
     """Whether a row of one cell stands under one of the table's columns only: a row
     of the table with one cell filled (a section's label, a cell's wrapped line)."""
     x0, x1 = cells[0][0].box[0], cells[0][-1].box[2]
-    return len(cells) == 1 and sum(x0 < c1 and c0 < x1 for c0, c1 in columns) == 1
+    return len(cells) == 1 and sum(overlap(x0, x1, c0, c1) > 0 for c0, c1 in columns) == 1
 
 
 def _cells(row: list[Line], body: float, apart: bool = False) -> list[list[Line]]:
@@ -250,7 +250,7 @@ def _merge_columns(columns: list[list[float]], cells: list[list[Line]]) -> list[
     merged = [list(column) for column in columns]
     used: set[int] = set()
     for x0, x1 in spans:
-        hits = [i for i, (c0, c1) in enumerate(merged) if _overlap(x0, x1, c0, c1) > slack]
+        hits = [i for i, (c0, c1) in enumerate(merged) if overlap(x0, x1, c0, c1) > slack]
         if len(hits) > 1 or (hits and hits[0] in used):
             return None
         if hits:
@@ -266,10 +266,6 @@ def _merge_columns(columns: list[list[float]], cells: list[list[Line]]) -> list[
     return merged
 
 
-def _overlap(x0: float, x1: float, c0: float, c1: float) -> float:
-    return min(x1, c1) - max(x0, c0)
-
-
 def _table(rows: list[list[Line]], columns: list[list[float]], body: float,
            apart: bool) -> list[str]:
     grid = []
@@ -277,7 +273,7 @@ def _table(rows: list[list[Line]], columns: list[list[float]], body: float,
         cells = [""] * len(columns)
         for cell in _cells(row, body, apart):
             x0, x1 = cell[0].box[0], cell[-1].box[2]
-            column = max(range(len(columns)), key=lambda i: _overlap(x0, x1, *columns[i]))
+            column = max(range(len(columns)), key=lambda i: overlap(x0, x1, *columns[i]))
             cells[column] = escape_markdown(" ".join(line.text for line in cell))
             for line in cell:
                 line.role = "table"

@@ -40,7 +40,7 @@ import numpy as np
 from appliance.engines.base import Line
 from appliance.reading.columns import MIN_COLUMN_LINES, is_card_row, is_column_cut
 from appliance.reading.furniture import FOOTER, HEADER, TYPESET_LINES, find_furniture, running_lines
-from appliance.reading.lines import centre, median_height, rows
+from appliance.reading.lines import centre, median_height, overlap, rows
 from appliance.reading.vertical import column_blocks, is_column
 
 # White across a region at least this many median line heights tall separates sections.
@@ -379,9 +379,9 @@ def _line_spacing(lines: list[Line], height: float) -> float | None:
         for below in running[index + 1:]:
             if below.box[1] > line.box[3] + SPACING_REACH * height:
                 break
-            overlap = min(line.box[2], below.box[2]) - max(line.box[0], below.box[0])
+            shared = overlap(line.box[0], line.box[2], below.box[0], below.box[2])
             if below.box[1] >= line.box[3] - 0.3 * height \
-                    and overlap > 0.5 * min(width, below.box[2] - below.box[0]):
+                    and shared > 0.5 * min(width, below.box[2] - below.box[0]):
                 white.append((below.box[1] - line.box[3]) / height)
                 break
     return statistics.median(white) if len(white) >= SPACING_PAIRS else None
