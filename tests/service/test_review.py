@@ -19,7 +19,7 @@ from appliance.export import Exporter, document_json
 from appliance.intake.spool import Spool
 from appliance.review import ReviewService, export_jsonl
 from appliance.store import Database, queries, transitions
-from appliance.store.models import Document, Lane, PageStatus, ReviewAction
+from appliance.store.models import Document, Lane, Page, PageStatus, ReviewAction
 from appliance.store.reviews import ReviewFilter
 from appliance.users import (
     LOCKOUT_S, MAX_FAILED_LOGINS, Users, hash_password, verify_password,
@@ -100,10 +100,13 @@ def test_two_reviewers_never_get_the_same_page(setup):
 def test_an_expired_lock_frees_its_page(setup):
     service, db, settings, *_ = setup
     in_review(db)
-    settings.review.lock_minutes = 0.3 / 60  # 0.3 s
+    before = time.time()
     page = service.next_page("anna")
     assert service.next_page("ben") is None
-    time.sleep(0.4)
+    with db.write() as session:  # the minute of review.lock_minutes passes
+        held = session.get(Page, page.item.page_id)
+        assert before + 60 <= held.review_lock_expires_at <= time.time() + 60
+        held.review_lock_expires_at = time.time() - 0.01
     assert service.next_page("ben").item.page_id == page.item.page_id
     with pytest.raises(LockLost, match="expired or another reviewer"):
         service.approve("anna", page.item.page_id)
