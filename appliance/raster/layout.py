@@ -180,32 +180,41 @@ def _glyph_size(stats: np.ndarray, vertical: bool) -> float:
     return float(across[order][np.searchsorted(cumulative, cumulative[-1] / 2)])
 
 
-def _projection_score(xs: np.ndarray, ys: np.ndarray, angle_deg: float) -> float:
+def _projection_score(xs: np.ndarray, ys: np.ndarray, angle_deg: float,
+                      bins: int) -> float:
     """How peaky the projection across lines of direction ``angle_deg`` is: the sum of
-    squared bin counts, relative to what evenly spread points would give (1.0)."""
+    squared bin counts, relative to what points spread evenly over ``bins`` bins would
+    give (1.0)."""
     a = math.radians(angle_deg)
     coord = xs * math.sin(a) + ys * math.cos(a)
     coord -= coord.min()
     hist = np.bincount(coord.astype(np.int32))
     total = float(len(xs))
-    return float(np.dot(hist, hist)) * len(hist) / (total * total)
+    return float(np.dot(hist, hist)) * bins / (total * total)
 
 
 def _best_angle(xs: np.ndarray, ys: np.ndarray, axis_deg: float) -> tuple[float, float]:
     """(angle, score) of the sharpest projection within MAX_SKEW_DEG of ``axis_deg``;
-    angles in the convention of ``_projection_score`` (0 = horizontal lines)."""
+    angles in the convention of ``_projection_score`` (0 = horizontal lines).
+
+    Every angle is scored against the evenly spread points of the level projection: a
+    tilted one spreads over more bins, and scored against its own extent a wide, short
+    table gained a bonus at the angle where its cells line up diagonally (a straight
+    table was turned by 14 degrees)."""
+    level = xs if axis_deg else ys
+    bins = int(level.max() - level.min()) + 1
     coarse_x, coarse_y = xs[::2], ys[::2]
     coarse = np.arange(-MAX_SKEW_DEG, MAX_SKEW_DEG + 0.5, 1.0) + axis_deg
-    scores = [_projection_score(coarse_x, coarse_y, angle) for angle in coarse]
+    scores = [_projection_score(coarse_x, coarse_y, angle, bins) for angle in coarse]
     peak = int(np.argmax(scores))
     if peak in (0, len(coarse) - 1):
         # No peak inside the range, only a slope towards its edge: specks of scanner
         # noise outnumber the glyphs, and a steeper projection merely spreads them
         # thinner. Taking the edge for a lean turned such pages by 16 degrees.
-        return axis_deg, _projection_score(xs, ys, axis_deg)
+        return axis_deg, _projection_score(xs, ys, axis_deg, bins)
     centre = float(coarse[peak])
     fine = np.arange(centre - 1.0, centre + 1.05, 0.1)
-    scores = [_projection_score(xs, ys, angle) for angle in fine]
+    scores = [_projection_score(xs, ys, angle, bins) for angle in fine]
     best = int(np.argmax(scores))
     return float(fine[best]), float(scores[best])
 
