@@ -33,6 +33,15 @@ def word_count(text: str) -> int:
     return count
 
 
+def first_word(text: str) -> str:
+    """The first word of ``text``: up to its first space, or its first character in a
+    script without spaces."""
+    words = text.split()
+    if not words:
+        return ""
+    return words[0][:1] if _UNSPACED.match(words[0]) else words[0]
+
+
 def rows(lines: list[Line], height: float | None = None) -> list[list[Line]]:
     """Lines grouped into rows, top to bottom, each row left to right.
 

@@ -13,7 +13,8 @@
     cells fall into the same columns (cells are the separate lines of a row; columns
     are where the cells' horizontal extents overlap from row to row), and between
     them rows of one cell within one column (a section's label, a wrapped line of a
-    cell: the other cells of that row are empty); the first row
+    cell: the other cells of that row are empty); a row that holds the wrapped lines
+    of the cells above it (``_wraps_on``) is joined to them; the first row
     is the header unless it holds figures (item rows of a receipt: the header stays
     empty);
   - *paragraphs*: the rest, a blank line where the gap between rows is wider than
@@ -30,7 +31,7 @@ from dataclasses import dataclass
 
 from appliance.engines.base import Line
 from appliance.quality.markdown import escape_markdown
-from appliance.reading.lines import HEADING_RATIO, median_height, overlap
+from appliance.reading.lines import HEADING_RATIO, first_word, median_height, overlap
 from appliance.reading.lines import rows as row_groups
 from appliance.reading.furniture import FOOTER, HEADER, PAGE_NUMBER
 from appliance.reading.order import Block
@@ -45,6 +46,7 @@ TABLE_CELL_GAP = 1.0  # line heights between two lines of a row for them to be t
 # A cell may reach this many line heights into the next column ("Amount due" under
 # "Unit price", 4 px into the amounts' column) and still stand in its own.
 COLUMN_SLACK = 0.25
+WRAP_GAP = 0.2  # line heights between a cell's line and its wrapped continuation: single-spaced
 
 _BULLET = re.compile(r"^\s*([•●▪■◦○‣∙·*+\-–])\s*(?=\S)")
 _ENUMERATOR = re.compile(r"^\s*(\(?\d{1,3}[.)]|\(?[a-zA-Z][.)])\s+(?=\S)")
@@ -268,20 +270,73 @@ def _merge_columns(columns: list[list[float]], cells: list[list[Line]]) -> list[
 
 def _table(rows: list[list[Line]], columns: list[list[float]], body: float,
            apart: bool) -> list[str]:
-    grid = []
+    grid: list[list[list[Line]]] = []  # row, column: the lines of that cell
     for row in rows:
-        cells = [""] * len(columns)
+        cells: list[list[Line]] = [[] for _ in columns]
         for cell in _cells(row, body, apart):
             x0, x1 = cell[0].box[0], cell[-1].box[2]
             column = max(range(len(columns)), key=lambda i: overlap(x0, x1, *columns[i]))
-            cells[column] = escape_markdown(" ".join(line.text for line in cell))
+            cells[column] = cell
             for line in cell:
                 line.role = "table"
-        grid.append(cells)
-    if any(ch.isdigit() for cell in grid[0] for ch in cell):  # data, not column names
-        grid.insert(0, [""] * len(columns))
-    out = ["| " + " | ".join(grid[0]) + " |", "|" + "---|" * len(columns)]
-    return out + ["| " + " | ".join(cells) + " |" for cells in grid[1:]]
+        if grid and _wraps_on(grid[-1], cells, columns, body):
+            for above, below in zip(grid[-1], cells):
+                above.extend(below)
+        else:
+            grid.append(cells)
+    text = [[escape_markdown(" ".join(line.text for line in cell)) for cell in cells]
+            for cells in grid]
+    if any(ch.isdigit() for cell in text[0] for ch in cell):  # data, not column names
+        text.insert(0, [""] * len(columns))
+    out = ["| " + " | ".join(text[0]) + " |", "|" + "---|" * len(columns)]
+    return out + ["| " + " | ".join(cells) + " |" for cells in text[1:]]
+
+
+def _wraps_on(above: list[list[Line]], below: list[list[Line]], columns: list[list[float]],
+              body: float) -> bool:
+    """Whether the row ``below`` holds the wrapped lines of the cells of the row
+    ``above``: it fills some of the columns ``above`` fills and no other, and in each
+    the line above it is as wide as its column allows, so that the first word under it
+    would not have fitted (the line was wrapped, not ended), and stands no more than
+    WRAP_GAP line heights over it; and each holds a word, since figures do not wrap
+    ("2008 | 120.9" under "2007 | 148.8 | 142.3"); one that starts with a capital
+    letter continues only a cell left open (``_left_open``: "Monoprix 28; Casino 25;"
+    over "Intermarche 23;"), for a capital more often starts a cell ("Matthew Harrison"
+    under "David.Risinger@morganstanley.com", a section's label "Staff"). A row that fills every column of the
+    one above is a row of its own, as is one under a short cell ("Total" under "Tax")."""
+    filled = [i for i, cell in enumerate(below) if cell]
+    if not filled or len(filled) == sum(1 for cell in above if cell):
+        return False
+    for i in filled:
+        if not above[i]:
+            return False
+        last, first = above[i][-1], below[i][0]
+        letters = [ch for line in below[i] for ch in line.text if ch.isalpha()]
+        if not letters or (letters[0].isupper() and not _left_open(last.text)):
+            return False
+        if first.box[1] - last.box[3] > WRAP_GAP * body:
+            return False
+        width = columns[i][1] - columns[i][0]
+        if (last.box[2] - last.box[0]) + _first_word_width(first) <= width:
+            return False
+    return True
+
+
+def _left_open(text: str) -> bool:
+    """Whether a cell's line ends mid-clause: on a comma, semicolon, colon, dash or
+    slash, or inside a bracket ("200 (as" over "BTEX)")."""
+    text = text.rstrip()
+    return text.endswith((",", ";", ":", "-", "–", "/", "&")) or any(
+        text.count(opening) > text.count(closing) for opening, closing in ("()", "[]"))
+
+
+def _first_word_width(line: Line) -> float:
+    """About how wide the first word of ``line`` is with the space before it: its share
+    of the line's characters (one character in a script without spaces)."""
+    text = line.text.strip()
+    if not text:
+        return 0.0
+    return (line.box[2] - line.box[0]) * (len(first_word(text)) + 1) / len(text)
 
 
 def layout_blocks(lines: list[dict]) -> list[dict]:

@@ -386,6 +386,56 @@ def test_a_tables_columns_a_fifth_of_a_line_apart_are_its_cells():
                      "|  |  |  | All patients | 402.5 |"]
 
 
+def test_a_cells_wrapped_lines_stay_in_its_row():
+    """A real table of release thresholds (ICDAR 2013's eu-001), its rows set
+    single-spaced: a pollutant's name wrapped onto a second line ("(as HCl)") is the
+    same cell, as the first word under it would not have fitted beside the line
+    above it. A name short enough to have taken the next word ("Methane (CH4)" under
+    "compounds (NMVOC)"), and a row that fills every column, are rows of their own."""
+    grid = [["Pollutant", "to air", "to water"], ["Ammonia (NH3)", "10 000", "50"],
+            ["Chlorine and inorganic compounds", "10 000", "2 000"], ["(as HCl)", "", ""],
+            ["Halons", "1", "1"], ["Non-methane volatile organic", "100 000", "5"],
+            ["compounds (NMVOC)", "", ""], ["Methane (CH4)", "", "1 000"]]
+    lines = [line(cell, (100, 520, 720)[c], 100 + 32 * r, (100, 520, 720)[c] + 12 * len(cell))
+             for r, row in enumerate(grid) for c, cell in enumerate(row) if cell]
+    table = [row for row in render(read_order(lines)).markdown.split("\n") if row.startswith("|")]
+    assert table == ["| Pollutant | to air | to water |", "|---|---|---|",
+                     "| Ammonia (NH3) | 10 000 | 50 |",
+                     "| Chlorine and inorganic compounds (as HCl) | 10 000 | 2 000 |",
+                     "| Halons | 1 | 1 |",
+                     "| Non-methane volatile organic compounds (NMVOC) | 100 000 | 5 |",
+                     "| Methane (CH4) |  | 1 000 |"]
+
+
+def test_figures_under_a_row_are_a_row_of_their_own():
+    # ICDAR 2013's eu-002: the last year has no figures for two quarters; figures do
+    # not wrap, however full the cells above them are
+    grid = [["Year", "Q1", "Q2", "Q3", "Total"], ["2006", "74.7", "84.1", "96.5", "367.1"],
+            ["2007", "148.8", "142.3", "156.7", "633.9"], ["2008", "120.9", "106", "", "226.8"]]
+    lines = [line(cell, 100 + 150 * c, 100 + 32 * r) for r, row in enumerate(grid)
+             for c, cell in enumerate(row) if cell]
+    table = [row for row in render(read_order(lines)).markdown.split("\n") if row.startswith("|")]
+    assert table[-2:] == ["| 2007 | 148.8 | 142.3 | 156.7 | 633.9 |",
+                          "| 2008 | 120.9 | 106 |  | 226.8 |"]
+
+
+def test_a_capital_starts_a_cell_unless_the_cell_above_is_left_open():
+    # a research report's analysts (a name under the colleague's e-mail address), and
+    # ICDAR 2013's eu-004 (a list of retailers wrapped after a semicolon)
+    grid = [["Analyst", "Phone"], ["David.Risinger@morganstanley.com", "+1 212 761-6494"],
+            ["Matthew Harrison", ""], ["Matthew.Harrison@morganstanley.com", "+1 212 761-8055"],
+            ["France Monoprix 28; Casino 25;", "18.2"], ["Intermarche 23; Auchan 19", ""],
+            ["Germany Aldi 90; Metro 33", "12.6"]]
+    lines = [line(cell, (100, 600)[c], 100 + 32 * r, (100, 600)[c] + 12 * len(cell))
+             for r, row in enumerate(grid) for c, cell in enumerate(row) if cell]
+    table = [row for row in render(read_order(lines)).markdown.split("\n") if row.startswith("|")]
+    assert table[2:] == ["| David.Risinger@morganstanley.com | \\+1 212 761-6494 |",
+                         "| Matthew Harrison |  |",
+                         "| Matthew.Harrison@morganstanley.com | \\+1 212 761-8055 |",
+                         "| France Monoprix 28; Casino 25; Intermarche 23; Auchan 19 | 18.2 |",
+                         "| Germany Aldi 90; Metro 33 | 12.6 |"]
+
+
 def test_an_organisation_charts_boxes_are_read_box_by_box():
     # scribeocr's chart_01: rows of boxes, each a name, a title and a date
     people = [("Bo Hamilton (000131923)", "Field Sales Spec Pharma", "4/9/2012"),
