@@ -302,8 +302,9 @@ def _wraps_on(above: list[list[Line]], below: list[list[Line]], columns: list[li
     ("2008 | 120.9" under "2007 | 148.8 | 142.3"); one that starts with a capital
     letter continues only a cell left open (``_left_open``: "Monoprix 28; Casino 25;"
     over "Intermarche 23;"), for a capital more often starts a cell ("Matthew Harrison"
-    under "David.Risinger@morganstanley.com", a section's label "Staff"). A row that fills every column of the
-    one above is a row of its own, as is one under a short cell ("Total" under "Tax")."""
+    under "David.Risinger@morganstanley.com", a section's label "Staff"). A row that
+    fills every column of the one above is a row of its own, as is one under a short
+    cell ("Total" under "Tax")."""
     filled = [i for i, cell in enumerate(below) if cell]
     if not filled or len(filled) == sum(1 for cell in above if cell):
         return False
