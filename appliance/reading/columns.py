@@ -96,6 +96,8 @@ def is_column_cut(left: list[Line], right: list[Line]) -> bool:
            and (len(rows(side)) != len(rows(other)) or _marked_labels(other))
            for side, other in ((left, right), (right, left))):
         return True
+    if _row_labels(left, right):
+        return False
     return any(_reads_alone(side, other) and len(other) >= SIDEBAR_LINES
                and _figure_share(other) <= MAX_FIGURE_SHARE
                for side, other in ((left, right), (right, left)))
@@ -118,6 +120,22 @@ def _reads_alone(lines: list[Line], other: list[Line]) -> bool:
     rows_ = rows(lines)
     going_on = sum(_goes_on(row, beyond, height) for row in rows_)
     return going_on < TABLE_ROW_SHARE * len(rows_) or _fills_with_text(other, lines)
+
+
+def _row_labels(labels: list[Line], lines: list[Line]) -> bool:
+    """Whether ``labels``, left of the gutter, are the first column of the table that
+    ``lines`` are the rest of: ``lines`` are mostly a table's rows (a label and its figures: "Count 20
+    56 391"), and nearly all (TABLE_ROW_SHARE) of the rows of ``labels``, which are
+    no prose, stand in one of them. Where a label spans two of the table's rows
+    ("Alcohol use" over "Count" and "Percentage"), half of the table's rows have no
+    line beside them, so the table alone reads as a column."""
+    table_rows = rows(lines)
+    if _prose(labels) or 2 * sum(map(_table_row, table_rows)) < len(table_rows):
+        return False
+    height = median_height(lines)
+    beside = [centre(line) for line in lines]
+    label_rows = rows(labels)
+    return sum(_goes_on(row, beside, height) for row in label_rows) >= TABLE_ROW_SHARE * len(label_rows)
 
 
 def _fills_with_text(lines: list[Line], other: list[Line]) -> bool:

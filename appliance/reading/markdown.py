@@ -42,6 +42,10 @@ FURNITURE_HEADING = "## Page furniture"
 PARAGRAPH_GAP = 1.2  # line heights of white between rows that start a paragraph
 HEADING_MAX_WORDS = 12
 MIN_TABLE_ROWS = 3
+# Two rows are a table where each holds this many cells in the same columns (a header
+# over one row of figures: "Products | Butter | Margarine | Low fat products" over
+# "Turnover Ffr. m. | 6028 | 1385 | 836"); two rows of two cells may be anything.
+SHORT_TABLE_CELLS = 3
 TABLE_CELL_GAP = 1.0  # line heights between two lines of a row for them to be two cells
 # A cell may reach this many line heights into the next column ("Amount due" under
 # "Unit price", 4 px into the amounts' column) and still stand in its own.
@@ -83,34 +87,59 @@ def render(blocks: list[Block], furniture: str = "separate") -> Page:
     heading_sizes = _heading_sizes(across, height)
     parts: list[str] = []
     for block in shown:
-        if parts:
-            parts.append("")
         if block.role is None:
             for line in block.lines:
                 line.role = "text"
-        if block.role is None and not block.vertical:
-            parts.extend(_block_markdown(block, height, heading_sizes))
-        else:  # furniture, and vertical columns: a line each, as they stand
-            parts.extend(_rows_as_they_stand(block))
+    for rows, tables in _body_parts(shown, height):
+        if parts:
+            parts.append("")
+        parts.extend(_block_markdown(rows, tables, height, heading_sizes))
     if furniture == "separate" and edges:
         parts += ["", FURNITURE_HEADING, ""]
-        parts.extend(part for block in edges for part in _rows_as_they_stand(block))
+        parts.extend(part for block in edges for part in _rows_as_they_stand(block.rows))
     written = shown + (edges if furniture == "separate" else [])
     text = "\n".join(" ".join(line.text for line in row) for block in written
                      for row in block.rows)
     return Page(text=text, markdown="\n".join(parts).strip("\n"), lines=lines)
 
 
-def _rows_as_they_stand(block: Block) -> list[str]:
+def _rows_as_they_stand(rows: list[list[Line]]) -> list[str]:
     """A header's or footer's rows, or a block's vertical columns, as they stand: no
     heading, list or table."""
-    return [escape_markdown(" ".join(line.text for line in row)) for row in block.rows]
+    return [escape_markdown(" ".join(line.text for line in row)) for row in rows]
 
 
-def _block_markdown(block: Block, body: float, heading_sizes: list[float]) -> list[str]:
+def _body_parts(blocks: list[Block], body: float
+                ) -> list[tuple[list[list[Line]], dict[int, tuple[int, list[list[float]], bool]]]]:
+    """The blocks as parts of Markdown: each block's rows with its table runs; or the
+    rows of a run of blocks that one table goes on through (``_joined``: the reading
+    order cut a table where white stood between its rows). Furniture and vertical
+    columns have no runs: a line each, as they stand."""
+    parts: list[tuple[list[list[Line]], dict]] = []
+    for block in blocks:
+        if block.role is not None or block.vertical:
+            parts.append((block.rows, None))
+            continue
+        tables = _table_runs(block.rows, body)
+        if parts and parts[-1][1] and tables:
+            rows, above = parts[-1]
+            below = {start + len(rows): (end + len(rows), columns, apart)
+                     for start, (end, columns, apart) in tables.items()}
+            joined = _joined({**above, **below})
+            if len(joined) < len(above) + len(below):  # the table goes on into this block
+                parts[-1] = (rows + block.rows, joined)
+                continue
+        parts.append((block.rows, tables))
+    return parts
+
+
+def _block_markdown(rows: list[list[Line]],
+                    tables: dict[int, tuple[int, list[list[float]], bool]] | None,
+                    body: float, heading_sizes: list[float]) -> list[str]:
+    """A part's Markdown (``_body_parts``); rows as they stand where it has no runs."""
+    if tables is None:
+        return _rows_as_they_stand(rows)
     out: list[str] = []
-    rows = block.rows
-    tables = _table_runs(rows, body)
     index = 0
     previous_bottom: float | None = None
     while index < len(rows):
@@ -193,12 +222,36 @@ def _table_runs(rows: list[list[Line]], body: float
         (end, columns), apart = max(
             ((_table_run(rows, index, body, apart), apart) for apart in (True, False)),
             key=lambda run: run[0][0])
-        if end - index >= MIN_TABLE_ROWS:
+        if end - index >= MIN_TABLE_ROWS or (end - index == 2 and all(
+                len(_cells(row, body, apart)) >= SHORT_TABLE_CELLS for row in rows[index:end])):
+            end = _wrapped_tail(rows, end, columns, body, apart)
             runs[index] = (end, columns, apart)
             index = end
         else:
             index += 1
-    return runs
+    return _joined(runs)
+
+
+def _joined(runs: dict[int, tuple[int, list[list[float]], bool]]
+            ) -> dict[int, tuple[int, list[list[float]], bool]]:
+    """The runs with each run that starts where the one above ends, in the same
+    columns (as many, each under the one above), made one table: a row that would
+    have widened a column into its neighbour (a cell's long wrapped line) ended the
+    first, and the rest of the table started the next."""
+    joined: dict[int, tuple[int, list[list[float]], bool]] = {}
+    previous = None
+    for start in sorted(runs):
+        end, columns, apart = runs[start]
+        if previous is not None:
+            first_end, first_columns, first_apart = joined[previous]
+            if first_end == start and first_apart == apart and len(first_columns) == len(columns) \
+                    and all(overlap(*above, *below) > 0 for above, below in zip(first_columns, columns)):
+                joined[previous] = (end, [[min(a[0], b[0]), max(a[1], b[1])]
+                                          for a, b in zip(first_columns, columns)], apart)
+                continue
+        joined[start] = (end, columns, apart)
+        previous = start
+    return joined
 
 
 def _table_run(rows: list[list[Line]], index: int, body: float, apart: bool
@@ -218,6 +271,31 @@ def _table_run(rows: list[list[Line]], index: int, body: float, apart: bool
         if len(cells) >= 2:
             last = end
     return last, columns  # a table ends with a row of cells, not the text under it
+
+
+def _wrapped_tail(rows: list[list[Line]], end: int, columns: list[list[float]], body: float,
+                  apart: bool) -> int:
+    """The index after the table's last row and the rows under it that hold its wrapped
+    lines (``_wraps_on``: "Tea, Herb Tea" under "Budget Coefficient for Coffee,")."""
+    above = _grid_row(rows[end - 1], columns, body, apart)
+    while end < len(rows) and _in_one_column(columns, _cells(rows[end], body, apart)):
+        below = _grid_row(rows[end], columns, body, apart)
+        if not _wraps_on(above, below, columns, body):
+            break
+        above = [cell + more for cell, more in zip(above, below)]
+        end += 1
+    return end
+
+
+def _grid_row(row: list[Line], columns: list[list[float]], body: float, apart: bool
+              ) -> list[list[Line]]:
+    """A table's row as the lines of each of its columns (a column it leaves empty,
+    empty): each cell in the column it overlaps most."""
+    cells: list[list[Line]] = [[] for _ in columns]
+    for cell in _cells(row, body, apart):
+        x0, x1 = cell[0].box[0], cell[-1].box[2]
+        cells[max(range(len(columns)), key=lambda i: overlap(x0, x1, *columns[i]))] = cell
+    return cells
 
 
 def _in_one_column(columns: list[list[float]], cells: list[list[Line]]) -> bool:
@@ -272,24 +350,45 @@ def _table(rows: list[list[Line]], columns: list[list[float]], body: float,
            apart: bool) -> list[str]:
     grid: list[list[list[Line]]] = []  # row, column: the lines of that cell
     for row in rows:
-        cells: list[list[Line]] = [[] for _ in columns]
-        for cell in _cells(row, body, apart):
-            x0, x1 = cell[0].box[0], cell[-1].box[2]
-            column = max(range(len(columns)), key=lambda i: overlap(x0, x1, *columns[i]))
-            cells[column] = cell
-            for line in cell:
-                line.role = "table"
+        cells = _grid_row(row, columns, body, apart)
+        for line in row:
+            line.role = "table"
         if grid and _wraps_on(grid[-1], cells, columns, body):
             for above, below in zip(grid[-1], cells):
                 above.extend(below)
         else:
             grid.append(cells)
+    _join_header(grid, body)
     text = [[escape_markdown(" ".join(line.text for line in cell)) for cell in cells]
             for cells in grid]
     if any(ch.isdigit() for cell in text[0] for ch in cell):  # data, not column names
         text.insert(0, [""] * len(columns))
     out = ["| " + " | ".join(text[0]) + " |", "|" + "---|" * len(columns)]
     return out + ["| " + " | ".join(cells) + " |" for cells in text[1:]]
+
+
+def _join_header(grid: list[list[list[Line]]], body: float) -> None:
+    """Make the table's first rows one header row where they are the lines of its
+    column names: rows whose first cell (the head of the row labels' column) is
+    empty, each within WRAP_GAP line heights under the one above, over a row whose
+    first cell is filled ("population | number of" over "(mn) | enterprises" over
+    "| (000)", then "EU15 | 372.3 | 2553"). A header of two rows whose first cell is
+    filled stays two ("Country" beside a row of sub-headings)."""
+    head = 1
+    while head < len(grid) and not grid[head][0] and not grid[0][0] and \
+            _top(grid[head]) - _bottom(grid[head - 1]) <= WRAP_GAP * body:
+        head += 1
+    if 1 < head < len(grid) and grid[head][0]:
+        grid[:head] = [[[line for row in grid[:head] for line in row[i]]
+                        for i in range(len(grid[0]))]]
+
+
+def _top(cells: list[list[Line]]) -> float:
+    return min(line.box[1] for cell in cells for line in cell)
+
+
+def _bottom(cells: list[list[Line]]) -> float:
+    return max(line.box[3] for cell in cells for line in cell)
 
 
 def _wraps_on(above: list[list[Line]], below: list[list[Line]], columns: list[list[float]],

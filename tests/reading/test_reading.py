@@ -436,6 +436,66 @@ def test_a_capital_starts_a_cell_unless_the_cell_above_is_left_open():
                          "| Germany Aldi 90; Metro 33 | 12.6 |"]
 
 
+def test_a_header_over_one_row_of_figures_is_a_table_and_its_wrapped_line_stays_in_it():
+    # ICDAR 2013's eu-007: a table of two rows, the second's label wrapped onto a line
+    # under it; two rows of two lines stay text (they may be anything)
+    grid = [["Years", "1990", "1992", "1993"], ["Budget Coefficient for Coffee,", "0.323", "0.272", "0.265"],
+            ["Tea, Herb Tea", "", "", ""]]
+    lines = [line(cell, (100, 560, 700, 840)[c], 100 + 32 * r) for r, row in enumerate(grid)
+             for c, cell in enumerate(row) if cell]
+    lines.append(line("Source: national accounts", 100, 300))
+    table = [row for row in render(read_order(lines)).markdown.split("\n") if row.startswith("|")]
+    assert table[2:] == ["| Years | 1990 | 1992 | 1993 |",
+                         "| Budget Coefficient for Coffee, Tea, Herb Tea | 0.323 | 0.272 | 0.265 |"]
+    pairs = [line("Name", 100, 100), line("Ann Smith", 600, 100),
+             line("Phone", 100, 145), line("555 0101", 600, 145)]
+    assert "|" not in render(read_order(pairs)).markdown
+
+
+def test_a_tables_row_labels_are_not_cut_off_as_a_column():
+    # ICDAR 2013's eu-021: each label stands beside two rows of figures ("Count",
+    # "Percentage"), so half of the table's rows have nothing left of the gutter and
+    # the table alone reads as a column; every label stands in one of its rows
+    lines, order = [], []
+    for i, label in enumerate(["Alcohol use", "Allergies", "Chronic illness", "Drug use",
+                               "Eating disorder", "Injury", "Harassment", "Stress"]):
+        top = 100 + 64 * i
+        lines.append(line(label, 100, top, 320))
+        order.append(label)
+        for j, (name, figures) in enumerate((("Count", ("20", "56", "391")),
+                                             ("Percentage", ("4.3%", "12.0%", "83.7%")))):
+            row = [line(name, 420, top + 32 * j, 560)] + [
+                line(figure, 640 + 140 * k, top + 32 * j, 700 + 140 * k) for k, figure in enumerate(figures)]
+            lines += row
+            order += [cell.text for cell in row]
+    assert order_of(lines[::-1]) == order
+    table = [row for row in render(read_order(lines)).markdown.split("\n") if row.startswith("|")]
+    assert table[2:4] == ["| Alcohol use | Count | 20 | 56 | 391 |", "|  | Percentage | 4.3% | 12.0% | 83.7% |"]
+
+
+def test_a_table_cut_where_white_stands_between_its_rows_is_one_table():
+    # ICDAR 2013's eu-007: a group's brands under its totals, then white before the next
+    # group; the reading order cuts the table there, and its Markdown is one table
+    groups = [("Astra Calve", "Total: 0%", "Total: 47%"), ("Besnier", "Total: 18.1%", "Total: 0%"),
+              ("Vedial", "Total: 0%", "Total: 19%")]
+    lines, top = [line("Groups", 100, 40, 260), line("Butter", 400, 40, 520),
+                  line("Margarine", 700, 40, 860), line("Low fat", 1000, 40, 1100)], 72
+    for name, butter, margarine in groups:
+        lines += [line(name, 100, top, 260), line(butter, 400, top, 560),
+                  line(margarine, 700, top, 860), line("Total: 9.5%", 1000, top, 1160)]
+        lines += [cell for i in (1, 2) for cell in (line(f"(Brand {i},", 700, top + 32 * i, 860),
+                                                     line(f"Brand {i} (8.4%)", 1000, top + 32 * i, 1200))]
+        top += 200
+    blocks = read_order(lines)
+    assert len(blocks) == 3
+    markdown = render(blocks).markdown.split("\n")
+    assert all(row.startswith("|") for row in markdown)
+    assert markdown[:4] == ["| Groups | Butter | Margarine | Low fat |", "|---|---|---|---|",
+                            "| Astra Calve | Total: 0% | Total: 47% | Total: 9.5% |",
+                            "|  |  | (Brand 1, | Brand 1 (8.4%) |"]
+    assert len(markdown) == 2 + 3 * 3
+
+
 def test_an_organisation_charts_boxes_are_read_box_by_box():
     # scribeocr's chart_01: rows of boxes, each a name, a title and a date
     people = [("Bo Hamilton (000131923)", "Field Sales Spec Pharma", "4/9/2012"),
