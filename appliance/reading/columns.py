@@ -124,9 +124,9 @@ def _reads_alone(lines: list[Line], other: list[Line]) -> bool:
 
 def _row_labels(labels: list[Line], lines: list[Line]) -> bool:
     """Whether ``labels``, left of the gutter, are the first column of the table that
-    ``lines`` are the rest of: ``lines`` are mostly a table's rows (a label and its figures: "Count 20
-    56 391"), and nearly all (TABLE_ROW_SHARE) of the rows of ``labels``, which are
-    no prose, stand in one of them. Where a label spans two of the table's rows
+    ``lines`` are the rest of: ``lines`` are mostly a table's rows (a label and its
+    figures: "Count 20 56 391"), and nearly all (TABLE_ROW_SHARE) of the rows of
+    ``labels``, which are no prose, stand in one of them. Where a label spans two of the table's rows
     ("Alcohol use" over "Count" and "Percentage"), half of the table's rows have no
     line beside them, so the table alone reads as a column."""
     table_rows = rows(lines)
@@ -135,7 +135,8 @@ def _row_labels(labels: list[Line], lines: list[Line]) -> bool:
     height = median_height(lines)
     beside = [centre(line) for line in lines]
     label_rows = rows(labels)
-    return sum(_goes_on(row, beside, height) for row in label_rows) >= TABLE_ROW_SHARE * len(label_rows)
+    standing = sum(_goes_on(row, beside, height) for row in label_rows)
+    return standing >= TABLE_ROW_SHARE * len(label_rows)
 
 
 def _fills_with_text(lines: list[Line], other: list[Line]) -> bool:
