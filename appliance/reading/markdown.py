@@ -9,12 +9,12 @@
     tallest size on the page, ``##`` for the next, ``###`` below;
   - *lists*: rows that start with a bullet (``•``, ``-``, ``*`` ...) or an enumerator
     (``1.``, ``2)``, ``a)``);
-  - *tables*: ``MIN_TABLE_ROWS`` or more consecutive rows of two or more cells whose
+  - *tables* (``reading.tables``): ``MIN_TABLE_ROWS`` or more consecutive rows of two or more cells whose
     cells fall into the same columns (cells are the separate lines of a row; columns
     are where the cells' horizontal extents overlap from row to row), and between
     them rows of one cell within one column (a section's label, a wrapped line of a
     cell: the other cells of that row are empty); a row that holds the wrapped lines
-    of the cells above it (``_wraps_on``) is joined to them; the first row
+    of the cells above it is joined to them; the first row
     is the header unless it holds figures (item rows of a receipt: the header stays
     empty);
   - *paragraphs*: the rest, a blank line where the gap between rows is wider than
@@ -31,26 +31,17 @@ from dataclasses import dataclass
 
 from appliance.engines.base import Line
 from appliance.quality.markdown import escape_markdown
-from appliance.reading.lines import HEADING_RATIO, first_word, median_height, overlap
+from appliance.reading.lines import HEADING_RATIO, median_height
 from appliance.reading.lines import rows as row_groups
 from appliance.reading.furniture import FOOTER, HEADER, PAGE_NUMBER
 from appliance.reading.order import Block
+from appliance.reading.tables import Runs, joined, table_markdown, table_runs
 
 # What the body's Markdown is followed by, with ``furniture="separate"``: the running
 # headers, footers and page numbers, one row a line.
 FURNITURE_HEADING = "## Page furniture"
 PARAGRAPH_GAP = 1.2  # line heights of white between rows that start a paragraph
 HEADING_MAX_WORDS = 12
-MIN_TABLE_ROWS = 3
-# Two rows are a table where each holds this many cells in the same columns (a header
-# over one row of figures: "Products | Butter | Margarine | Low fat products" over
-# "Turnover Ffr. m. | 6028 | 1385 | 836"); two rows of two cells may be anything.
-SHORT_TABLE_CELLS = 3
-TABLE_CELL_GAP = 1.0  # line heights between two lines of a row for them to be two cells
-# A cell may reach this many line heights into the next column ("Amount due" under
-# "Unit price", 4 px into the amounts' column) and still stand in its own.
-COLUMN_SLACK = 0.25
-WRAP_GAP = 0.2  # line heights between a cell's line and its wrapped continuation: single-spaced
 
 _BULLET = re.compile(r"^\s*([•●▪■◦○‣∙·*+\-–])\s*(?=\S)")
 _ENUMERATOR = re.compile(r"^\s*(\(?\d{1,3}[.)]|\(?[a-zA-Z][.)])\s+(?=\S)")
@@ -110,32 +101,31 @@ def _rows_as_they_stand(rows: list[list[Line]]) -> list[str]:
 
 
 def _body_parts(blocks: list[Block], body: float
-                ) -> list[tuple[list[list[Line]], dict[int, tuple[int, list[list[float]], bool]]]]:
+                ) -> list[tuple[list[list[Line]], Runs | None]]:
     """The blocks as parts of Markdown: each block's rows with its table runs; or the
-    rows of a run of blocks that one table goes on through (``_joined``: the reading
-    order cut a table where white stood between its rows). Furniture and vertical
+    rows of a run of blocks that one table goes on through (``tables.joined``: the
+    reading order cut a table where white stood between its rows). Furniture and vertical
     columns have no runs: a line each, as they stand."""
-    parts: list[tuple[list[list[Line]], dict]] = []
+    parts: list[tuple[list[list[Line]], Runs | None]] = []
     for block in blocks:
         if block.role is not None or block.vertical:
             parts.append((block.rows, None))
             continue
-        tables = _table_runs(block.rows, body)
+        tables = table_runs(block.rows, body)
         if parts and parts[-1][1] and tables:
             rows, above = parts[-1]
             below = {start + len(rows): (end + len(rows), columns, apart)
                      for start, (end, columns, apart) in tables.items()}
-            joined = _joined({**above, **below})
-            if len(joined) < len(above) + len(below):  # the table goes on into this block
-                parts[-1] = (rows + block.rows, joined)
+            runs = joined({**above, **below})
+            if len(runs) < len(above) + len(below):  # the table goes on into this block
+                parts[-1] = (rows + block.rows, runs)
                 continue
         parts.append((block.rows, tables))
     return parts
 
 
-def _block_markdown(rows: list[list[Line]],
-                    tables: dict[int, tuple[int, list[list[float]], bool]] | None,
-                    body: float, heading_sizes: list[float]) -> list[str]:
+def _block_markdown(rows: list[list[Line]], tables: Runs | None, body: float,
+                    heading_sizes: list[float]) -> list[str]:
     """A part's Markdown (``_body_parts``); rows as they stand where it has no runs."""
     if tables is None:
         return _rows_as_they_stand(rows)
@@ -152,7 +142,7 @@ def _block_markdown(rows: list[list[Line]],
             end, columns, apart = tables[index]
             if out and out[-1] != "":
                 out.append("")
-            out.extend(_table(rows[index:end], columns, body, apart))
+            out.extend(table_markdown(rows[index:end], columns, body, apart))
             out.append("")
             previous_bottom = None
             index = end
@@ -205,238 +195,6 @@ def _heading_level(row: list[Line], body: float, sizes: list[float]) -> int:
     if not _heading_candidate(row, body):
         return 0
     return min(3, sizes.index(round(median_height(row))) + 1)
-
-
-def _table_runs(rows: list[list[Line]], body: float
-                ) -> dict[int, tuple[int, list[list[float]], bool]]:
-    """Runs of rows that form a table: {first row index: (index after the last, the
-    table's columns as x extents, whether each line is a cell of its own)}.
-
-    Each line is tried as a cell of its own first: a table's columns may stand closer
-    than TABLE_CELL_GAP ("Mean | SD | Median" a fifth of a line height apart), and
-    lines that align down the rows are cells wherever they stand. Else lines closer
-    than that are one cell (a sentence the detector split in two)."""
-    runs: dict[int, tuple[int, list[list[float]], bool]] = {}
-    index = 0
-    while index < len(rows):
-        (end, columns), apart = max(
-            ((_table_run(rows, index, body, apart), apart) for apart in (True, False)),
-            key=lambda run: run[0][0])
-        if end - index >= MIN_TABLE_ROWS or (end - index == 2 and all(
-                len(_cells(row, body, apart)) >= SHORT_TABLE_CELLS for row in rows[index:end])):
-            end = _wrapped_tail(rows, end, columns, body, apart)
-            runs[index] = (end, columns, apart)
-            index = end
-        else:
-            index += 1
-    return _joined(runs)
-
-
-def _joined(runs: dict[int, tuple[int, list[list[float]], bool]]
-            ) -> dict[int, tuple[int, list[list[float]], bool]]:
-    """The runs with each run that starts where the one above ends, in the same
-    columns (as many, each under the one above), made one table: a row that would
-    have widened a column into its neighbour (a cell's long wrapped line) ended the
-    first, and the rest of the table started the next."""
-    joined: dict[int, tuple[int, list[list[float]], bool]] = {}
-    previous = None
-    for start in sorted(runs):
-        end, columns, apart = runs[start]
-        if previous is not None:
-            first_end, first_columns, first_apart = joined[previous]
-            if first_end == start and first_apart == apart and len(first_columns) == len(columns) \
-                    and all(overlap(*above, *below) > 0 for above, below in zip(first_columns, columns)):
-                joined[previous] = (end, [[min(a[0], b[0]), max(a[1], b[1])]
-                                          for a, b in zip(first_columns, columns)], apart)
-                continue
-        joined[start] = (end, columns, apart)
-        previous = start
-    return joined
-
-
-def _table_run(rows: list[list[Line]], index: int, body: float, apart: bool
-               ) -> tuple[int, list[list[float]]]:
-    """The rows from ``index`` on that fit one table's columns: (index after the last
-    row of two cells or more, the columns)."""
-    end = last = index
-    columns: list[list[float]] = []
-    while end < len(rows):
-        cells = _cells(rows[end], body, apart)
-        merged = _merge_columns(columns, cells) if len(cells) >= 2 or (
-            columns and _in_one_column(columns, cells)) else None
-        if merged is None:
-            break
-        columns = merged
-        end += 1
-        if len(cells) >= 2:
-            last = end
-    return last, columns  # a table ends with a row of cells, not the text under it
-
-
-def _wrapped_tail(rows: list[list[Line]], end: int, columns: list[list[float]], body: float,
-                  apart: bool) -> int:
-    """The index after the table's last row and the rows under it that hold its wrapped
-    lines (``_wraps_on``: "Tea, Herb Tea" under "Budget Coefficient for Coffee,")."""
-    above = _grid_row(rows[end - 1], columns, body, apart)
-    while end < len(rows) and _in_one_column(columns, _cells(rows[end], body, apart)):
-        below = _grid_row(rows[end], columns, body, apart)
-        if not _wraps_on(above, below, columns, body):
-            break
-        above = [cell + more for cell, more in zip(above, below)]
-        end += 1
-    return end
-
-
-def _grid_row(row: list[Line], columns: list[list[float]], body: float, apart: bool
-              ) -> list[list[Line]]:
-    """A table's row as the lines of each of its columns (a column it leaves empty,
-    empty): each cell in the column it overlaps most."""
-    cells: list[list[Line]] = [[] for _ in columns]
-    for cell in _cells(row, body, apart):
-        x0, x1 = cell[0].box[0], cell[-1].box[2]
-        cells[max(range(len(columns)), key=lambda i: overlap(x0, x1, *columns[i]))] = cell
-    return cells
-
-
-def _in_one_column(columns: list[list[float]], cells: list[list[Line]]) -> bool:
-    """Whether a row of one cell stands under one of the table's columns only: a row
-    of the table with one cell filled (a section's label, a cell's wrapped line)."""
-    x0, x1 = cells[0][0].box[0], cells[0][-1].box[2]
-    return len(cells) == 1 and sum(overlap(x0, x1, c0, c1) > 0 for c0, c1 in columns) == 1
-
-
-def _cells(row: list[Line], body: float, apart: bool = False) -> list[list[Line]]:
-    """A row's lines grouped into cells: each line a cell where ``apart``, else lines
-    closer than TABLE_CELL_GAP line heights are one cell (a sentence split in two by
-    the detector)."""
-    if apart:
-        return [[line] for line in row]
-    cells = [[row[0]]]
-    for line in row[1:]:
-        if line.box[0] - cells[-1][-1].box[2] < TABLE_CELL_GAP * body:
-            cells[-1].append(line)
-        else:
-            cells.append([line])
-    return cells
-
-
-def _merge_columns(columns: list[list[float]], cells: list[list[Line]]) -> list[list[float]] | None:
-    """The table's columns (x extents) with this row's cells added; None when a cell
-    would overlap two columns or two cells one column: the row does not fit."""
-    spans = [[cell[0].box[0], cell[-1].box[2]] for cell in cells]
-    if not columns:
-        return spans
-    slack = COLUMN_SLACK * median_height([line for cell in cells for line in cell])
-    merged = [list(column) for column in columns]
-    used: set[int] = set()
-    for x0, x1 in spans:
-        hits = [i for i, (c0, c1) in enumerate(merged) if overlap(x0, x1, c0, c1) > slack]
-        if len(hits) > 1 or (hits and hits[0] in used):
-            return None
-        if hits:
-            column = merged[hits[0]]
-            column[0], column[1] = min(column[0], x0), max(column[1], x1)
-            used.add(hits[0])
-        else:
-            merged.append([x0, x1])
-    merged.sort()
-    # a new column must not overlap a neighbour either
-    if any(a[1] - b[0] > slack for a, b in zip(merged, merged[1:])):
-        return None
-    return merged
-
-
-def _table(rows: list[list[Line]], columns: list[list[float]], body: float,
-           apart: bool) -> list[str]:
-    grid: list[list[list[Line]]] = []  # row, column: the lines of that cell
-    for row in rows:
-        cells = _grid_row(row, columns, body, apart)
-        for line in row:
-            line.role = "table"
-        if grid and _wraps_on(grid[-1], cells, columns, body):
-            for above, below in zip(grid[-1], cells):
-                above.extend(below)
-        else:
-            grid.append(cells)
-    _join_header(grid, body)
-    text = [[escape_markdown(" ".join(line.text for line in cell)) for cell in cells]
-            for cells in grid]
-    if any(ch.isdigit() for cell in text[0] for ch in cell):  # data, not column names
-        text.insert(0, [""] * len(columns))
-    out = ["| " + " | ".join(text[0]) + " |", "|" + "---|" * len(columns)]
-    return out + ["| " + " | ".join(cells) + " |" for cells in text[1:]]
-
-
-def _join_header(grid: list[list[list[Line]]], body: float) -> None:
-    """Make the table's first rows one header row where they are the lines of its
-    column names: rows whose first cell (the head of the row labels' column) is
-    empty, each within WRAP_GAP line heights under the one above, over a row whose
-    first cell is filled ("population | number of" over "(mn) | enterprises" over
-    "| (000)", then "EU15 | 372.3 | 2553"). A header of two rows whose first cell is
-    filled stays two ("Country" beside a row of sub-headings)."""
-    head = 1
-    while head < len(grid) and not grid[head][0] and not grid[0][0] and \
-            _top(grid[head]) - _bottom(grid[head - 1]) <= WRAP_GAP * body:
-        head += 1
-    if 1 < head < len(grid) and grid[head][0]:
-        grid[:head] = [[[line for row in grid[:head] for line in row[i]]
-                        for i in range(len(grid[0]))]]
-
-
-def _top(cells: list[list[Line]]) -> float:
-    return min(line.box[1] for cell in cells for line in cell)
-
-
-def _bottom(cells: list[list[Line]]) -> float:
-    return max(line.box[3] for cell in cells for line in cell)
-
-
-def _wraps_on(above: list[list[Line]], below: list[list[Line]], columns: list[list[float]],
-              body: float) -> bool:
-    """Whether the row ``below`` holds the wrapped lines of the cells of the row
-    ``above``: it fills some of the columns ``above`` fills and no other, and in each
-    the line above it is as wide as its column allows, so that the first word under it
-    would not have fitted (the line was wrapped, not ended), and stands no more than
-    WRAP_GAP line heights over it; and each holds a word, since figures do not wrap
-    ("2008 | 120.9" under "2007 | 148.8 | 142.3"); one that starts with a capital
-    letter continues only a cell left open (``_left_open``: "Monoprix 28; Casino 25;"
-    over "Intermarche 23;"), for a capital more often starts a cell ("Matthew Harrison"
-    under "David.Risinger@morganstanley.com", a section's label "Staff"). A row that
-    fills every column of the one above is a row of its own, as is one under a short
-    cell ("Total" under "Tax")."""
-    filled = [i for i, cell in enumerate(below) if cell]
-    if not filled or len(filled) == sum(1 for cell in above if cell):
-        return False
-    for i in filled:
-        if not above[i]:
-            return False
-        last, first = above[i][-1], below[i][0]
-        letters = [ch for line in below[i] for ch in line.text if ch.isalpha()]
-        if not letters or (letters[0].isupper() and not _left_open(last.text)):
-            return False
-        if first.box[1] - last.box[3] > WRAP_GAP * body:
-            return False
-        width = columns[i][1] - columns[i][0]
-        if (last.box[2] - last.box[0]) + _first_word_width(first) <= width:
-            return False
-    return True
-
-
-def _left_open(text: str) -> bool:
-    """Whether a cell's line ends mid-clause: on a comma, semicolon, colon, dash or
-    slash, or inside a bracket ("200 (as" over "BTEX)")."""
-    text = text.rstrip()
-    return text.endswith((",", ";", ":", "-", "–", "/", "&")) or any(
-        text.count(opening) > text.count(closing) for opening, closing in ("()", "[]"))
-
-
-def _first_word_width(line: Line) -> float:
-    """About how wide the first word of ``line`` is with the space before it: its share
-    of the line's characters (one character in a script without spaces)."""
-    text = line.text.strip()
-    if not text:
-        return 0.0
-    return (line.box[2] - line.box[0]) * (len(first_word(text)) + 1) / len(text)
 
 
 def layout_blocks(lines: list[dict]) -> list[dict]:
