@@ -4,6 +4,7 @@ events (choosing a page, zooming, the actions on this one document)."""
 
 from __future__ import annotations
 
+import threading
 from pathlib import Path
 
 import gradio as gr
@@ -26,9 +27,23 @@ ZOOM_JS = ("(percent) => { const el = document.getElementById('document-image');
            "if (el) el.style.setProperty('--page-zoom', String(percent / 100)); return []; }")
 
 
+class LatestOpen:
+    """The document a browser session opened last, and the lock its drawing events take.
+    Gradio runs a session's events side by side, each with the states it read as it began:
+    a tick that began before a click would draw the document it read over the one the
+    click opened, and leave that one open."""
+
+    def __init__(self) -> None:
+        self.lock = threading.Lock()
+        self.document_id: str | None = None
+
+    def __deepcopy__(self, memo) -> LatestOpen:  # gr.State copies its value for each session
+        return LatestOpen()
+
+
 class DocumentTab:
-    """Built inside the tab it fills; ``open`` and ``refresh`` give the updates of
-    ``outputs`` for a document."""
+    """Built inside the tab it fills; ``open``, ``redraw`` and ``refresh`` give the updates
+    of ``outputs`` for a document."""
 
     def __init__(self, appliance: Appliance, download_dir: Path):
         self.appliance = appliance
@@ -90,6 +105,7 @@ class DocumentTab:
                                         interactive=False, wrap=True, max_height=400,
                                         column_count=len(HISTORY_HEADERS),
                                         elem_id="document-history")
+        self.latest = gr.State(LatestOpen())
         self.document_id = gr.State(None)
         self.page_index = gr.State(0)
         self.shown_key = gr.State("")
@@ -106,8 +122,34 @@ class DocumentTab:
         return [index, gr.Dropdown(value=index), shown.image, safe_markdown(shown.facts),
                 safe_markdown(shown.doubts), safe_markdown(shown.markdown), shown.text]
 
-    def open(self, document_id: str | None, index: int = 0) -> list:
-        """Every output for the document at page ``index`` (0-based)."""
+    def open(self, latest: LatestOpen, document_id: str | None, index: int = 0) -> list:
+        """Every output for the document at page ``index`` (0-based), which the session
+        has open from now on."""
+        with latest.lock:
+            latest.document_id = document_id
+            return self._drawn(document_id, index)
+
+    def redraw(self, latest: LatestOpen, document_id: str | None, index: int) -> list:
+        """The document drawn again, unless the session has opened another since."""
+        with latest.lock:
+            if not document_id or document_id != latest.document_id:
+                return [gr.skip()] * len(self.outputs)
+            return self._drawn(document_id, index)
+
+    def refresh(self, latest: LatestOpen, document_id: str | None, index: int,
+                shown_key: str) -> list:
+        """``redraw`` when the document changed since it was shown; else nothing."""
+        if not document_id:
+            return [gr.skip()] * len(self.outputs)
+        try:
+            current = view_key(self.library.document(document_id))
+        except NotFound:  # deleted: say so once
+            current = ""
+        if current == shown_key:
+            return [gr.skip()] * len(self.outputs)
+        return self.redraw(latest, document_id, index)
+
+    def _drawn(self, document_id: str | None, index: int) -> list:
         panel = show_document(self.appliance, document_id, self.download_dir)
         pages = self.library.document(document_id).doc.page_count if panel.key else 0
         index = min(max(0, index), max(0, pages - 1))
@@ -126,18 +168,6 @@ class DocumentTab:
                 gr.Gallery(value=shown, visible=bool(shown)), thumb_pages, *page, gr.Accordion(visible=fields is not None),
                 fields or [], history]
 
-    def refresh(self, document_id: str | None, index: int, shown_key: str) -> list:
-        """``open`` again when the document changed since it was shown; else nothing."""
-        if not document_id:
-            return [gr.skip()] * len(self.outputs)
-        try:
-            current = view_key(self.library.document(document_id))
-        except NotFound:  # deleted: say so once
-            current = ""
-        if current == shown_key:
-            return [gr.skip()] * len(self.outputs)
-        return self.open(document_id, index)
-
     def _wire(self, zoom: gr.Slider) -> None:
         def on_thumbnail(thumb_pages, document_id, evt: gr.SelectData):
             return self.page_updates(document_id, thumb_pages[evt.index])
@@ -145,17 +175,18 @@ class DocumentTab:
         def on_page(index, document_id):
             return self.page_updates(document_id, int(index or 0))
 
-        def acted(action: str, document_id: str | None, index: int, username: str | None
-                  ) -> list:
-            """The action's message, and the document (or that it is gone) shown again."""
-            message = perform(self.appliance, action, [document_id] if document_id else [],
-                              username)
-            return [safe_markdown(message), *self.open(document_id, index)]
-
         def action_handler(action: str):
-            def handler(document_id, index, request: gr.Request):
-                return acted(action, document_id, index, getattr(request, "username", None))
+            def handler(latest, document_id, index, request: gr.Request):
+                """The action's message, and the document shown again."""
+                message = perform(self.appliance, action, [document_id] if document_id else [],
+                                  getattr(request, "username", None))
+                return [safe_markdown(message), *self.redraw(latest, document_id, index)]
             return handler
+
+        def deleted(ids: list[str], username: str | None) -> list:
+            """Delete asked and answered: its message, and the document shown gone."""
+            message = perform(self.appliance, "delete", ids, username)
+            return [safe_markdown(message), *self._drawn(ids[0] if ids else None, 0)]
 
         private = dict(api_visibility="private")
         self.thumbs.select(on_thumbnail, inputs=[self.thumb_pages, self.document_id],
@@ -165,11 +196,12 @@ class DocumentTab:
         zoom.change(None, inputs=zoom, js=ZOOM_JS, **private)
         for action, button in self.actions.items():
             if action != "delete":  # Delete asks first
-                button.click(action_handler(action), inputs=[self.document_id, self.page_index],
+                button.click(action_handler(action),
+                             inputs=[self.latest, self.document_id, self.page_index],
                              outputs=[self.message, *self.outputs], trigger_mode="once",
                              concurrency_limit=4, concurrency_id="document-actions", **private)
         self.confirm.wire(
             self.actions["delete"], [self.document_id],
             lambda document_id: [document_id] if document_id else [], self.message,
-            lambda ids, username: acted("delete", ids[0] if ids else None, 0, username),
+            deleted,
             [self.message, *self.outputs])

@@ -210,13 +210,13 @@ def workspace_tabs(appliance: Appliance, download_dir: Path) -> Iterator[None]:
     def on_refresh(rows: Listed):
         return run(rows.query)
 
-    def on_tick(rows, known, document_id, index, shown):
-        return [*redrawn(rows, known), *document.refresh(document_id, index, shown)]
+    def on_tick(rows, known, latest, document_id, index, shown):
+        return [*redrawn(rows, known), *document.refresh(latest, document_id, index, shown)]
 
-    def on_open(evt: gr.EventData):
+    def on_open(latest, evt: gr.EventData):
         """The document in its tab, without the message about the one open before."""
         return [gr.Tabs(selected="document"), "",
-                *document.open(str(evt.document), int(getattr(evt, "page", 0) or 0))]
+                *document.open(latest, str(evt.document), int(getattr(evt, "page", 0) or 0))]
 
     def on_pick(evt: gr.EventData):
         chosen = [str(d) for d in getattr(evt, "documents", None) or []]
@@ -261,12 +261,13 @@ def workspace_tabs(appliance: Appliance, download_dir: Path) -> Iterator[None]:
         button.click(pager_handler(move), inputs=listed, outputs=list_outputs, **private)
     refresh_button.click(on_refresh, inputs=listed, outputs=list_outputs, **private)
     gr.Timer(REFRESH_S).tick(
-        on_tick, inputs=[listed, list_key, document.document_id, document.page_index,
-                         document.shown_key],
+        on_tick, inputs=[listed, list_key, document.latest, document.document_id,
+                         document.page_index, document.shown_key],
         outputs=[*list_outputs, *document.outputs], show_progress="hidden",
         trigger_mode="once", concurrency_limit=8, concurrency_id="documents-refresh",
         **private)
-    results.open(on_open, outputs=[tabs, document.message, *document.outputs], **private)
+    results.open(on_open, inputs=document.latest,
+                 outputs=[tabs, document.message, *document.outputs], **private)
     # every tick runs, in order (one at a time), each with the whole choice: Gradio
     # runs a deferred "always_last" event without its data, and a quick second tick
     # was lost

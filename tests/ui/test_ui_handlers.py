@@ -3,11 +3,13 @@ RapidOCR worker), and the Markdown component's sanitising of untrusted OCR text.
 
 from __future__ import annotations
 
+import copy
 import json
 import time
 from html.parser import HTMLParser
 from pathlib import Path
 
+import gradio as gr
 import pytest
 
 from appliance.config import settings_from_dict
@@ -15,10 +17,12 @@ from appliance.daemon import Appliance
 from appliance.export import FORMATS, SUFFIXES
 from appliance.library import DocumentQuery
 from tests.fixtures.documents import text_similarity, write_pdf, write_png
+from ui.actions import perform
+from ui.document_tab import DocumentTab
 from ui.document_view import WAITING_TEXT, show_document, show_page
 from ui.listing import list_details
 from ui.upload import UploadChoices, handle_upload, upload_rows
-from ui.components import safe_markdown, safe_markdown_view
+from ui.components import escape_markdown_text, safe_markdown, safe_markdown_view
 
 PAGE_A = ["Invoice number 4711", "Delivery of office chairs", "Total amount 118.50 EUR"]
 PAGE_B = ["Quarterly report", "Revenue grew by twelve percent", "Signed by the board"]
@@ -212,6 +216,32 @@ def test_an_upload_may_pick_an_engine_the_workers_run_and_no_other(tmp_path):
         assert appliance.library.document(picked.document_id).doc.engine == "classic"
     finally:
         appliance.db.close()
+
+
+def test_a_tick_begun_before_a_click_does_not_draw_over_the_document_it_opened(tmp_path):
+    """Gradio runs a session's tick and its click side by side, each with the states it
+    read as it began. A tick that read the receipt, whose view then changed, must not draw
+    the receipt over the report the click opened meanwhile (it did, and left it open)."""
+    appliance = make_appliance(tmp_path)
+    folder = uploads(tmp_path)
+    receipt, report = (upload.document_id for upload in handle_upload(appliance, [
+        write_png(folder / "receipt.png", PAGE_C), write_pdf(folder / "report.pdf", [PAGE_B])]))
+    with gr.Blocks():
+        tab = DocumentTab(appliance, tmp_path / "downloads")
+    title = tab.outputs.index(tab.title)
+    latest = copy.deepcopy(tab.latest.value)  # as Gradio starts each session's state
+    shown = tab.open(latest, receipt)
+    tick_read = (latest, receipt, 0, shown[tab.outputs.index(tab.shown_key)])
+    assert "cancelled" in perform(appliance, "cancel", [receipt], None)  # its view changes
+
+    clicked = tab.open(latest, report)
+    late_tick = tab.refresh(*tick_read)
+
+    assert escape_markdown_text("report.pdf") in clicked[title]
+    assert late_tick == [gr.skip()] * len(tab.outputs)
+    # the receipt opened again, the same tick shows its change
+    tab.open(latest, receipt)
+    assert escape_markdown_text("receipt.png") in tab.refresh(*tick_read)[title]
 
 
 def test_markdown_component_sanitises_untrusted_html():
