@@ -16,7 +16,7 @@
     cell: the other cells of that row are empty); a row that holds the wrapped lines
     of the cells above it is joined to them; the first row
     is the header unless it holds figures (item rows of a receipt: the header stays
-    empty);
+    empty; a year or a name such as "Q1" names a column);
   - *paragraphs*: the rest, a blank line where the gap between rows is wider than
     ``PARAGRAPH_GAP`` line heights and between blocks.
 

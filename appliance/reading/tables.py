@@ -10,6 +10,8 @@ rows (``_join_header``).
 
 from __future__ import annotations
 
+import re
+
 from appliance.engines.base import Line
 from appliance.quality.markdown import escape_markdown
 from appliance.reading.lines import first_word, median_height, overlap
@@ -27,6 +29,8 @@ TABLE_CELL_GAP = 1.0  # line heights between two lines of a row for them to be t
 # A cell may reach this many line heights into the next column ("Amount due" under
 # "Unit price", 4 px into the amounts' column) and still stand in its own.
 COLUMN_SLACK = 0.25
+# a year or a span of years names a column ("1995*", "1996/7", "FY2008"), as a header does
+YEAR_LABEL = re.compile(r"(?:FY\s?)?(?:1[89]|20)\d\d(?:\s*[-/–]\s*(?:\d\d?|\d{4}))?[*†']*")
 WRAP_GAP = 0.2  # line heights between a cell's line and its wrapped continuation: single-spaced
 
 
@@ -180,12 +184,21 @@ def table_markdown(rows: list[list[Line]], columns: list[list[float]], body: flo
         else:
             grid.append(cells)
     _join_header(grid, body)
-    text = [[escape_markdown(" ".join(line.text for line in cell)) for cell in cells]
-            for cells in grid]
-    if any(ch.isdigit() for cell in text[0] for ch in cell):  # data, not column names
+    text = [[" ".join(line.text for line in cell) for cell in cells] for cells in grid]
+    if any(map(_is_figure, text[0])):  # data, not column names
         text.insert(0, [""] * len(columns))
+    text = [[escape_markdown(cell) for cell in cells] for cells in text]
     out = ["| " + " | ".join(text[0]) + " |", "|" + "---|" * len(columns)]
     return out + ["| " + " | ".join(cells) + " |" for cells in text[1:]]
+
+
+def _is_figure(cell: str) -> bool:
+    """Whether a cell holds a value rather than a name: mostly digits ("48.70", "RM48.70",
+    "12%", "15-24"), and not a year ("1994", which heads a column of that year's
+    figures). "Q1", "EU-15", "population 1995 (mn)" and "1st year" are names."""
+    text = cell.replace(" ", "")
+    digits = sum(ch.isdigit() for ch in text)
+    return digits * 2 > len(text) and not YEAR_LABEL.fullmatch(cell.strip())
 
 
 def _join_header(grid: list[list[list[Line]]], body: float) -> None:

@@ -9,6 +9,7 @@ import math
 import pytest
 
 from appliance.engines.base import Line
+from appliance.quality.markdown import escape_markdown
 from appliance.reading.markdown import in_order, render
 from appliance.reading.lines import rows
 from appliance.reading.order import read_order
@@ -445,8 +446,8 @@ def test_a_header_over_one_row_of_figures_is_a_table_and_its_wrapped_line_stays_
              for c, cell in enumerate(row) if cell]
     lines.append(line("Source: national accounts", 100, 300))
     table = [row for row in render(read_order(lines)).markdown.split("\n") if row.startswith("|")]
-    assert table[2:] == ["| Years | 1990 | 1992 | 1993 |",
-                         "| Budget Coefficient for Coffee, Tea, Herb Tea | 0.323 | 0.272 | 0.265 |"]
+    assert table == ["| Years | 1990 | 1992 | 1993 |", "|---|---|---|---|",
+                     "| Budget Coefficient for Coffee, Tea, Herb Tea | 0.323 | 0.272 | 0.265 |"]
     pairs = [line("Name", 100, 100), line("Ann Smith", 600, 100),
              line("Phone", 100, 145), line("555 0101", 600, 145)]
     assert "|" not in render(read_order(pairs)).markdown
@@ -523,6 +524,21 @@ def test_empty_page():
     assert read_order([]) == []
     page = render([])
     assert (page.text, page.markdown, page.lines) == ("", "", [])
+
+
+def test_column_names_with_digits_stay_the_header():
+    # quarters, years and names like "EU-15" head their columns as words do (a digit in
+    # the first row took it for data, and an empty header went over it)
+    for names in (["Q1", "Q2", "Q3", "Q4"], ["1995*", "1996/7", "2007-08", "FY2009"],
+                  ["EU-15", "EU-25", "Finland", "Sweden"]):
+        grid = [["", *names], ["Sales", "12.0", "13.5", "14.1", "15.0"],
+                ["Costs", "10.2", "11.0", "11.9", "12.3"], ["Staff", "120", "118", "121", "125"]]
+        lines = [line(cell, 100 + 150 * c, 100 + 40 * r, 160 + 150 * c)
+                 for r, row in enumerate(grid) for c, cell in enumerate(row) if cell]
+        table = render(read_order(lines)).markdown.split("\n")
+        assert table[:3] == ["|  | " + " | ".join(map(escape_markdown, names)) + " |",
+                             "|---|---|---|---|---|",
+                             "| Sales | 12.0 | 13.5 | 14.1 | 15.0 |"]
 
 
 def test_item_rows_with_figures_get_an_empty_header():
