@@ -13,6 +13,8 @@ import re
 
 import gradio as gr
 
+from appliance.quality.html_tables import HTML_TABLE, read_table, spans, table_lines
+
 # A "<" that can open raw HTML (a tag, closing tag, comment, declaration or
 # processing instruction; an autolink too) and is not backslash-escaped already.
 _RAW_HTML_OPEN = re.compile(r"(?<!\\)((?:\\\\)*)<(?=[A-Za-z/!?])")
@@ -23,6 +25,7 @@ _LINK_OPEN = re.compile(r"\]\(")  # inline link or image: [text](dest), ![alt](s
 _LINK_DEFINITION = re.compile(r"\]:")  # reference definition: [label]: dest
 _MERMAID_FENCE = re.compile(r"^([ \t>]*(?:`{3,}|~{3,})[ \t]*)mermaid", re.IGNORECASE | re.MULTILINE)
 _ASCII_PUNCTUATION = re.compile(r"([!-/:-@\[-`{-~])")
+_KEPT_TABLE = re.compile(r"\x00(\d+)\x00")  # where a table whose cells span was set aside
 
 
 def escape_markdown_text(text: str) -> str:
@@ -42,6 +45,9 @@ def safe_markdown(markdown: str) -> str:
     - the page markers written by the exporter become visible italic notes;
     - every unescaped ``<`` that could open a tag, comment or autolink becomes
       ``&lt;``, so raw HTML (``<script>``, ``<img onerror=...>``) shows as text;
+      the one HTML the format allows, a table whose cells span, is written again
+      from its cells (``quality.html_tables``: table tags, spans and escaped text,
+      nothing else);
     - inline links and images lose their destination syntax and reference
       definitions are broken, so no ``javascript:`` URL or remote image survives;
     - Mermaid code fences are shown as plain code instead of being drawn.
@@ -50,11 +56,22 @@ def safe_markdown(markdown: str) -> str:
     escaped ``<`` shows as ``&lt;``; that cosmetic cost is accepted rather than
     guessing where code spans are (a wrong guess would let HTML through).
     """
-    text = _PAGE_COMMENT.sub(_page_note, markdown)
+    kept: list[str] = []
+
+    def set_aside(match: re.Match) -> str:
+        rows = read_table(match.group())
+        if not spans(rows):
+            return match.group()  # escaped below, as any other HTML
+        kept.append("\n".join(table_lines(rows)))
+        return f"\x00{len(kept) - 1}\x00"
+
+    text = HTML_TABLE.sub(set_aside, markdown.replace("\x00", ""))
+    text = _PAGE_COMMENT.sub(_page_note, text)
     text = _RAW_HTML_OPEN.sub(r"\1&lt;", text)
     text = _LINK_OPEN.sub(r"]\\(", text)
     text = _LINK_DEFINITION.sub(r"]\\:", text)
-    return _MERMAID_FENCE.sub(r"\1text", text)
+    text = _MERMAID_FENCE.sub(r"\1text", text)
+    return _KEPT_TABLE.sub(lambda match: kept[int(match.group(1))], text)
 
 
 def safe_markdown_view(**kwargs) -> gr.Markdown:

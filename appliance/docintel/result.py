@@ -24,7 +24,8 @@ from appliance.docintel.errors import service_error
 from appliance.errors import InvalidRequest
 from appliance.export import document_error
 from appliance.outputs.tree import Box, PageTree, Word, page_trees
-from appliance.quality.blocks import parse_blocks
+from appliance.quality.blocks import Block, parse_blocks
+from appliance.quality.html_tables import Cell, placed
 from appliance.quality.markdown import escape_markdown
 from appliance.reading.furniture import FOOTER, HEADER, PAGE_NUMBER, is_page_number
 from appliance.store import Database, queries
@@ -260,7 +261,7 @@ def _find_run(words: list[Located], tokens: list[str], start: int) -> tuple[int,
 
 
 def _tables(readings: list[PageReading]) -> list[dict]:
-    """The pipe tables of the pages' Markdown, each cell placed on the words it holds."""
+    """The tables of the pages' Markdown, each cell placed on the words it holds."""
     tables = []
     for reading in readings:
         cursor = 0
@@ -268,28 +269,44 @@ def _tables(readings: list[PageReading]) -> list[dict]:
         for block in parse_blocks(markdown or ""):
             if block.kind != "table" or not block.rows:
                 continue
-            rows = block.rows if any(block.rows[0]) else block.rows[1:]  # no empty header
-            header = bool(any(block.rows[0]))
-            cells, placed = [], []
-            for r, row in enumerate(rows):
-                for c, text in enumerate(row):
-                    cell = {"rowIndex": r, "columnIndex": c, "content": text, "spans": []}
-                    if r == 0 and header:
-                        cell["kind"] = "columnHeader"
-                    if text.split() and (run := _find_run(reading.words, text.split(), cursor)):
-                        words = reading.words[run[0]:run[1]]
-                        cursor = run[1]
-                        placed.extend(words)
-                        cell["spans"] = _span(words)
-                        cell["boundingRegions"] = [reading.region(_union(
-                            [w.word.box for w in words]))]
-                    cells.append(cell)
-            table = {"rowCount": len(rows), "columnCount": max(len(row) for row in rows),
-                     "cells": cells, "spans": _span(sorted(placed, key=lambda w: w.start))}
-            if placed:
-                table["boundingRegions"] = [reading.region(_union([w.word.box for w in placed]))]
+            header = bool(block.spans or any(block.rows[0]))
+            cells, held = [], []
+            grid = _table_cells(block)
+            for r, c, text, row_span, column_span in grid:
+                cell = {"rowIndex": r, "columnIndex": c, "content": text, "spans": []}
+                if row_span > 1:
+                    cell["rowSpan"] = row_span
+                if column_span > 1:
+                    cell["columnSpan"] = column_span
+                if r == 0 and header:
+                    cell["kind"] = "columnHeader"
+                if text.split() and (run := _find_run(reading.words, text.split(), cursor)):
+                    words = reading.words[run[0]:run[1]]
+                    cursor = run[1]
+                    held.extend(words)
+                    cell["spans"] = _span(words)
+                    cell["boundingRegions"] = [reading.region(_union(
+                        [w.word.box for w in words]))]
+                cells.append(cell)
+            table = {"rowCount": max((r + n for r, _, _, n, _ in grid), default=0),
+                     "columnCount": max((c + n for _, c, _, _, n in grid), default=0),
+                     "cells": cells, "spans": _span(sorted(held, key=lambda w: w.start))}
+            if held:
+                table["boundingRegions"] = [reading.region(_union([w.word.box for w in held]))]
             tables.append(table)
     return tables
+
+
+def _table_cells(block: Block) -> list[tuple[int, int, str, int, int]]:
+    """(row, column, text, rows spanned, columns spanned) of each cell of a table block:
+    an HTML table's as a browser lays them out, a pipe table's without its empty header
+    row."""
+    if block.spans:
+        rows = [[Cell(text, *span) for text, span in zip(texts, spans)]
+                for texts, spans in zip(block.rows, block.spans)]
+        return [(r, c, cell.text, cell.rowspan, cell.colspan) for r, c, cell in placed(rows)]
+    rows = block.rows if any(block.rows[0]) else block.rows[1:]
+    return [(r, c, text, 1, 1) for r, row in enumerate(rows) for c, text in enumerate(row)]
 
 
 def _sections(paragraphs: list[dict], tables: list[dict]) -> list[dict]:

@@ -6,7 +6,8 @@ formats of their own. `to_markdown(output_format, answer)` converts one answer; 
 format names and where each comes from:
 
 - ``markdown``: Gemma 3 / Gemma 4 asked for Markdown. The answer is kept as it is,
-  except that an HTML ``<table>`` left in it becomes a pipe table.
+  except that an HTML ``<table>`` left in it becomes a pipe table (HTML rebuilt from
+  its cells where they span).
 - ``html_markdown``: Markdown or plain text with HTML tables and LaTeX, the latter
   often in ``\[ \]`` / ``\( \)`` delimiters. LightOnOCR-1/2 (image only, no prompt;
   lightonai/LightOnOCR README: "Markdown: HTML tables, LaTeX math"), GLM-OCR
@@ -26,82 +27,37 @@ format names and where each comes from:
   to markdown.`` answer: Markdown blocks, each led by
   ``<|ref|>label<|/ref|><|det|>[[x1, y1, x2, y2]]<|/det|>``.
 
-Spanned table cells are left blank rather than repeated: each text appears once, so a
-merged value does not read as two data points.
+A table whose cells span columns or rows (an HTML or an OTSL table) is HTML, rebuilt
+from its cells by ``quality.html_tables``: a pipe table cannot hold a span, and a
+merged value repeated in each of its cells would read as two data points.
 """
 
 from __future__ import annotations
 
 import json
 import re
-from html.parser import HTMLParser
+
+from appliance.quality.html_tables import MAX_SPAN, Cell, read_table, spans, table_lines
 
 # --- tables ---------------------------------------------------------------------------
 
 _TABLE_TAG = re.compile(r"<table\b|</table\s*>", re.IGNORECASE)
-_MAX_SPAN = 100  # a runaway rowspan/colspan from a looping model must not blow up the table
-
-
-class _TableReader(HTMLParser):
-    """Rows of (text, rowspan, colspan) cells of one HTML table; text inside a nested
-    table belongs to the outer cell."""
-
-    def __init__(self) -> None:
-        super().__init__(convert_charrefs=True)
-        self.rows: list[list[list]] = []
-        self._cell: list | None = None
-        self._depth = 0
-
-    def handle_starttag(self, tag, attrs):
-        if tag == "table":
-            self._depth += 1
-        elif self._depth == 1 and tag == "tr":
-            self.rows.append([])
-        elif self._depth == 1 and tag in ("td", "th"):
-            if not self.rows:
-                self.rows.append([])
-            spans = dict(attrs)
-            self._cell = [[], _span(spans.get("rowspan")), _span(spans.get("colspan"))]
-            self.rows[-1].append(self._cell)
-        elif self._cell is not None and tag in ("br", "td", "th", "tr", "p", "div", "li"):
-            self._cell[0].append(" ")  # <br> and nested blocks separate words
-
-    def handle_endtag(self, tag):
-        if tag == "table":
-            self._depth -= 1
-        elif self._depth == 1 and tag in ("td", "th"):
-            self._cell = None
-
-    def handle_data(self, data):
-        if self._cell is not None:
-            self._cell[0].append(data)
-
-
-def _span(value: str | None) -> int:
-    try:
-        return min(max(int(value or 1), 1), _MAX_SPAN)
-    except ValueError:
-        return 1
 
 
 def _html_table(source: str) -> str:
-    reader = _TableReader()
-    # A cut-off answer can end inside a tag ("<t"); the parser would keep it as text.
-    reader.feed(re.sub(r"<[^>]*$", "", source))
-    reader.close()
-    placed: dict[tuple[int, int], str] = {}
-    for r, row in enumerate(reader.rows):
-        c = 0
-        for parts, rowspan, colspan in row:
-            while (r, c) in placed:
-                c += 1
-            for dr in range(min(rowspan, len(reader.rows) - r)):
-                for dc in range(colspan):
-                    placed[r + dr, c + dc] = "".join(parts) if dr == dc == 0 else ""
-            c += colspan
-    width = max((c for _, c in placed), default=-1) + 1
-    return _pipe_table([[placed.get((r, c), "") for c in range(width)]
-                        for r in range(len(reader.rows))])
+    """A model's HTML table, as ``_table`` writes it."""
+    return _table(read_table(source))
+
+
+def _table(rows: list[list[Cell]]) -> str:
+    """A pipe table; HTML rebuilt from the cells where they span
+    (``quality.html_tables``), which pipes cannot hold."""
+    for row in rows:
+        for cell in row:
+            cell.text = _cell_math(cell.text)
+    if spans(rows):
+        return "\n".join(table_lines(rows))
+    return _pipe_table([[cell.text for cell in row] for row in rows])
 
 
 def _pipe_table(rows: list[list[str]]) -> str:
@@ -120,9 +76,12 @@ _CELL_MATH = re.compile(r"\$\$(.+?)\$\$|\\\[(.+?)\\\]|\\\((.+?)\\\)")
 
 
 def _cell(text: str) -> str:
-    text = _CELL_MATH.sub(lambda m: f"${next(g for g in m.groups() if g is not None).strip()}$",
+    return _cell_math(text).replace("|", "\\|")
+
+
+def _cell_math(text: str) -> str:
+    return _CELL_MATH.sub(lambda m: f"${next(g for g in m.groups() if g is not None).strip()}$",
                           " ".join(text.split()))
-    return text.replace("|", "\\|")
 
 
 def _tables(text: str) -> str:
@@ -180,6 +139,7 @@ def _html_markdown(answer: str) -> str:
 
 
 _OTSL_TOKEN = re.compile(r"<(fcel|ecel|lcel|ucel|xcel|ched|rhed|srow|nl)>")
+_OTSL_SPANNED = ("lcel", "ucel", "xcel")  # the slots a cell's span covers
 _CHART_DELIMITER = re.compile(r"^[\s|:-]+$")
 
 
@@ -190,20 +150,38 @@ def _paddleocr_vl(answer: str) -> str:
 
 
 def _otsl_table(answer: str) -> str:
-    """OTSL as a pipe table: every cell token opens a cell, text runs to the next
-    token; <lcel>/<ucel>/<xcel> are the blank slots of a span."""
-    rows: list[list[str]] = [[]]
+    """OTSL as a table: every cell token opens a slot, its text runs to the next token;
+    <lcel> widens the span of the cell left of it, <ucel> of the cell above, <xcel>
+    both. A pipe table where no cell spans, else HTML (``_html_table``)."""
+    slots: list[list[list[str]]] = [[]]  # rows of [token, text]
     for i, part in enumerate(_OTSL_TOKEN.split(answer)):
         if i % 2:  # a token name
             if part == "nl":
-                rows.append([])
+                slots.append([])
             else:
-                rows[-1].append("")
+                slots[-1].append([part, ""])
         elif part.strip():
-            if not rows[-1]:
-                rows[-1].append("")
-            rows[-1][-1] += part
-    return _pipe_table([row for row in rows if row])
+            if not slots[-1]:
+                slots[-1].append(["fcel", ""])
+            slots[-1][-1][1] += part
+    slots = [row for row in slots if row]
+    rows = []
+    for r, row in enumerate(slots):
+        cells = []
+        for c, (token, text) in enumerate(row):
+            if token in _OTSL_SPANNED:
+                if text.strip() and cells:  # text the model put in a span's slot
+                    cells[-1].text += " " + text
+                continue
+            colspan = next((n for n in range(1, len(row) - c) if row[c + n][0] != "lcel"),
+                           len(row) - c)
+            rowspan = next((n for n in range(1, len(slots) - r)
+                            if c >= len(slots[r + n]) or slots[r + n][c][0] != "ucel"),
+                           len(slots) - r)
+            cells.append(Cell(" ".join(text.split()), min(rowspan, MAX_SPAN),
+                              min(colspan, MAX_SPAN), header=token == "ched"))
+        rows.append(cells)
+    return _table(rows)
 
 
 def _chart_table(answer: str) -> str:

@@ -4,7 +4,8 @@
 with rows and cells, ...) for the JSON output and the evaluation. `format_problems`
 lists what breaks the format contract: unclosed fences, ragged or unparsed pipe
 tables, unbalanced display math, an answer wrapped in a ```markdown fence, and HTML
-tables where a Markdown table belongs. Both read the same markdown-it token stream,
+tables where a Markdown table belongs (an HTML table is one only where a cell spans
+columns or rows, which a pipe table cannot hold). Both read the same markdown-it token stream,
 so "is this a table" has one answer across the appliance.
 """
 
@@ -16,6 +17,8 @@ from dataclasses import asdict, dataclass
 
 from markdown_it import MarkdownIt
 from markdown_it.token import Token
+
+from appliance.quality.html_tables import Cell, read_table, spans
 
 MARKDOWN_PARSER = MarkdownIt("commonmark").enable("table")
 
@@ -40,6 +43,8 @@ class Block:
     level: int | None = None  # heading level 1-6
     rows: list[list[str]] | None = None  # table only: header row first, then body rows
     line: int = 0  # 0-based first source line
+    # an HTML table whose cells span: [rows, columns] each cell of ``rows`` spans
+    spans: list[list[list[int]]] | None = None
 
     def to_dict(self) -> dict:
         return {key: value for key, value in asdict(self).items() if value is not None}
@@ -62,7 +67,7 @@ def format_problems(markdown: str) -> list[str]:
         *_ragged_tables(tokens, lines),
         *_unparsed_tables(lines, code | _covered(tokens, {"html_block", "table_open"})),
         *_unbalanced_math(lines, code),
-        *_html_tables(lines, code),
+        *_html_tables(lines, code | _spanning_tables(tokens)),
     ]
     return [message for _, message in sorted(found, key=lambda item: item[0])]
 
@@ -70,12 +75,12 @@ def format_problems(markdown: str) -> list[str]:
 def page_tail(markdown: str, max_chars: int = 600) -> str:
     """The end of a page, as context for reading the next one (seed 003 §5.3).
 
-    A page that ends in a table yields the table's header, delimiter row and last two
-    rows, so the next page can continue the table with the same columns; any other
-    page yields its last lines, up to ``max_chars``.
+    A page that ends in a pipe table yields the table's header, delimiter row and last
+    two rows, so the next page can continue the table with the same columns; any other
+    page (an HTML table whose cells span too) yields its last lines, up to ``max_chars``.
     """
     blocks = parse_blocks(markdown)
-    if blocks and blocks[-1].kind == "table" and blocks[-1].rows:
+    if blocks and blocks[-1].kind == "table" and blocks[-1].rows and not blocks[-1].spans:
         rows = blocks[-1].rows
         header, body = rows[0], rows[1:][-2:]
         lines = ["| " + " | ".join(header) + " |", "|" + "---|" * len(header),
@@ -122,6 +127,12 @@ def _block(group: list[Token]) -> Block:
     if first.type in _CODE_TOKENS:
         return Block("code", first.content.rstrip("\n"), line=line)
     if first.type == "html_block":
+        table = _spanning_table(first.content)
+        if table is not None:
+            rows = [[cell.text for cell in row] for row in table]
+            return Block("table", "\n".join(" | ".join(row) for row in rows), rows=rows,
+                         line=line, spans=[[[cell.rowspan, cell.colspan] for cell in row]
+                                           for row in table])
         return Block("html", _html_text(first.content), line=line)
     if first.type == "hr":
         return Block("rule", "", line=line)
@@ -165,6 +176,15 @@ def _nested_text(group: list[Token]) -> str:
         elif token.type == "html_block":
             texts.append(_html_text(token.content))
     return "\n".join(text for text in texts if text)
+
+
+def _spanning_table(source: str) -> list[list[Cell]] | None:
+    """An HTML block that is a table where a cell spans columns or rows (the tables
+    Markdown's pipes cannot hold): its rows; None for any other HTML."""
+    if not _HTML_TABLE.match(source.lstrip()):
+        return None
+    rows = read_table(source)
+    return rows if spans(rows) else None
 
 
 def _html_text(source: str) -> str:
@@ -255,6 +275,13 @@ def _unbalanced_math(lines: list[str], skip: set[int]):
         # Paired in order, the last delimiter is the one left open.
         last = delimiters[-1]
         yield last, f"line {last + 1}: unbalanced display math ({len(delimiters)} $$ delimiters)"
+
+
+def _spanning_tables(tokens: list[Token]) -> set[int]:
+    """The lines of HTML tables where a cell spans columns or rows: tables that Markdown's
+    pipes cannot hold."""
+    return {i for token in tokens if token.type == "html_block" and token.map
+            and _spanning_table(token.content) is not None for i in range(*token.map)}
 
 
 def _html_tables(lines: list[str], skip: set[int]):

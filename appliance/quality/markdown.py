@@ -5,6 +5,8 @@ from __future__ import annotations
 
 import re
 
+from appliance.quality.html_tables import HTML_TABLE, read_table
+
 _TABLE_SEPARATOR = re.compile(r"^\s*\|?\s*:?-+:?\s*(\|\s*:?-+:?\s*)*\|?\s*$")
 _HEADING = re.compile(r"^\s{0,3}#{1,6}\s+")
 _BULLET = re.compile(r"^(\s*)[-*+]\s+")
@@ -20,8 +22,11 @@ _LEADING_ORDERED = re.compile(r"^(\d{1,9})([.)])(?=\s|$)")  # "12." opens a list
 
 
 def markdown_to_text(markdown: str) -> str:
-    """Drop the markup, keep the words: table cells become tab-separated, separator
-    rows, heading marks, bullets and emphasis go, escapes are resolved."""
+    """Drop the markup, keep the words: table cells become tab-separated (an HTML
+    table's too), separator rows, heading marks, bullets and emphasis go, escapes are
+    resolved."""
+    markdown = HTML_TABLE.sub(lambda table: "\n".join(
+        "\t".join(cell.text for cell in row) for row in read_table(table.group())), markdown)
     lines = []
     for line in markdown.splitlines():
         if _TABLE_SEPARATOR.match(line) and "-" in line:

@@ -16,7 +16,9 @@
     cell: the other cells of that row are empty); a row that holds the wrapped lines
     of the cells above it is joined to them; the first row
     is the header unless it holds figures (item rows of a receipt: the header stays
-    empty; a year or a name such as "Q1" names a column);
+    empty; a year or a name such as "Q1" names a column); names of groups of columns
+    over the table head it too, and the table is HTML, its cells spanning (a pipe
+    table cannot);
   - *paragraphs*: the rest, a blank line where the gap between rows is wider than
     ``PARAGRAPH_GAP`` line heights and between blocks.
 

@@ -5,7 +5,8 @@ Cells are the separate lines of a row (or lines closer than TABLE_CELL_GAP, wher
 that reads the run longer); columns are where the cells' horizontal extents overlap
 from row to row. Rows that hold the wrapped lines of the cells above them
 (``_wraps_on``) are joined to them, and so are the lines of a header set on several
-rows (``_join_header``).
+rows (``_join_header``). Names of groups of columns over a table (``_group_head``)
+head it, and the table is then HTML, each name's cell spanning its group's columns.
 """
 
 from __future__ import annotations
@@ -13,8 +14,9 @@ from __future__ import annotations
 import re
 
 from appliance.engines.base import Line
+from appliance.quality.html_tables import Cell, table_lines
 from appliance.quality.markdown import escape_markdown
-from appliance.reading.lines import first_word, median_height, overlap
+from appliance.reading.lines import first_word, median_height, overlap, word_count
 
 # {first row index: (index after the last, the table's columns as x extents, whether
 # each line is a cell of its own)}
@@ -29,8 +31,14 @@ TABLE_CELL_GAP = 1.0  # line heights between two lines of a row for them to be t
 # A cell may reach this many line heights into the next column ("Amount due" under
 # "Unit price", 4 px into the amounts' column) and still stand in its own.
 COLUMN_SLACK = 0.25
-# a year or a span of years names a column ("1995*", "1996/7", "FY2008"), as a header does
-YEAR_LABEL = re.compile(r"(?:FY\s?)?(?:1[89]|20)\d\d(?:\s*[-/–]\s*(?:\d\d?|\d{4}))?[*†']*")
+# a year or a span of years names a column ("1995*", "1996/7", "FY2008"), as a header
+# does, and so does a band of ages or sizes ("15-24")
+COLUMN_LABEL = re.compile(r"(?:FY\s?)?(?:1[89]|20)\d\d(?:\s*[-/–]\s*(?:\d\d?|\d{4}))?[*†']*"
+                          r"|\d{1,3}\s*[-–]\s*\d{1,3}")
+HEAD_GAP = 1.0  # line heights between a row of column groups and the row under it
+# a cell that ends so, in this many words or more, ends a sentence: no group's name
+SENTENCE_ENDS = (".", "!", "?", "。", "！", "？")
+SENTENCE_WORDS = 4
 WRAP_GAP = 0.2  # line heights between a cell's line and its wrapped continuation: single-spaced
 
 
@@ -43,16 +51,17 @@ def table_runs(rows: list[list[Line]], body: float) -> Runs:
     lines that align down the rows are cells wherever they stand. Else lines closer
     than that are one cell (a sentence the detector split in two)."""
     runs: Runs = {}
-    index = 0
+    index = floor = 0
     while index < len(rows):
         (end, columns), apart = max(
             ((_table_run(rows, index, body, apart), apart) for apart in (True, False)),
             key=lambda run: run[0][0])
         if end - index >= MIN_TABLE_ROWS or (end - index == 2 and all(
                 len(_cells(row, body, apart)) >= SHORT_TABLE_CELLS for row in rows[index:end])):
+            start = _group_head(rows, floor, index, columns, body, apart)
             end = _wrapped_tail(rows, end, columns, body, apart)
-            runs[index] = (end, columns, apart)
-            index = end
+            runs[start] = (end, columns, apart)
+            index = floor = end
         else:
             index += 1
     return joined(runs)
@@ -96,6 +105,94 @@ def _table_run(rows: list[list[Line]], index: int, body: float, apart: bool
         if len(cells) >= 2:
             last = end
     return last, columns  # a table ends with a row of cells, not the text under it
+
+
+def _group_head(rows: list[list[Line]], floor: int, start: int, columns: list[list[float]],
+                body: float, apart: bool) -> int:
+    """The index of the table's first row with the rows of column groups over it (rows
+    from ``floor`` on, each within HEAD_GAP line heights over the next): names that each
+    stand over two columns or more ("Finland" over "Female | Male | Total", "Course
+    year" over "1st | 2nd | 3rd-5th"), which ended the table, for its columns cannot
+    hold them."""
+    while start > floor and (found := _group_row(rows[start - 1], columns, body, apart)) and \
+            _heads(found, rows[start], columns, body, apart) and \
+            min(line.box[1] for line in rows[start]) - \
+            max(line.box[3] for line in rows[start - 1]) <= HEAD_GAP * body:
+        start -= 1
+    return start
+
+
+def _heads(groups: list[tuple[list[int], list[Line]]], below: list[Line],
+           columns: list[list[float]], body: float, apart: bool) -> bool:
+    """Whether each group stands over a name in each of its columns in the row ``below``:
+    the columns' names (words, not figures), or the groups of a row of groups; and the
+    row labels' column is filled in one of the two rows at most (the head of the row
+    labels stands once). A form's title or a long value over a table has no name under
+    each of its columns, and a form's label ("Name:") has another label under it."""
+    cells = _grid_row(below, columns, body, apart)
+    under = _group_row(below, columns, body, apart)
+    if under:
+        named = {i for hits, _ in under for i in hits}
+    else:
+        named = {i for i, cell in enumerate(cells)
+                 if cell and not _is_figure(" ".join(line.text for line in cell))}
+    labelled = any(hits == [0] for hits, _ in groups)
+    return all(set(hits) <= named for hits, _ in groups if len(hits) > 1) and not (
+        labelled and cells[0])
+
+
+def _group_row(row: list[Line], columns: list[list[float]], body: float, apart: bool
+               ) -> list[tuple[list[int], list[Line]]] | None:
+    """The row as names of groups of the table's columns, each with the columns it
+    stands over; None where it is not such a row. Each cell stands within its columns,
+    one over two or more, none over another's, none over the row labels' column and
+    another (a caption or a line of text does that), and none ends a sentence (the last
+    line of a paragraph over a form)."""
+    slack = COLUMN_SLACK * body
+    groups: list[tuple[list[int], list[Line]]] = []
+    taken: set[int] = set()
+    for cell in _cells(row, body, apart):
+        text = " ".join(line.text for line in cell).rstrip()
+        if text.endswith(SENTENCE_ENDS) and word_count(text) >= SENTENCE_WORDS:
+            return None
+        x0, x1 = cell[0].box[0], cell[-1].box[2]
+        hits = [i for i, (c0, c1) in enumerate(columns) if overlap(x0, x1, c0, c1) > slack]
+        if not hits or taken & set(hits) or (len(hits) > 1 and hits[0] == 0) or \
+                x0 < columns[hits[0]][0] - slack or x1 > columns[hits[-1]][1] + slack:
+            return None
+        taken.update(hits)
+        groups.append((hits, cell))
+    if not any(len(hits) > 1 for hits, _ in groups):
+        return None
+    return [(_centred_span(hits, (cell[0].box[0] + cell[-1].box[2]) / 2, columns, taken, body),
+             cell) for hits, cell in groups]
+
+
+def _centred_span(hits: list[int], centre: float, columns: list[list[float]],
+                  taken: set[int], body: float) -> list[int]:
+    """The columns of a group whose name stands centred over them: the columns its name
+    covers, and the free ones beside them while its middle stays within a line height
+    of the name's ("Finland" over the middle two of "Female | Male | Total | 15-24").
+    The row labels' column is no group's."""
+    first, last = hits[0], hits[-1]
+
+    def off(a: int, b: int) -> float:
+        return abs((columns[a][0] + columns[b][1]) / 2 - centre)
+
+    def free(i: int) -> bool:
+        return 0 < i < len(columns) and i not in taken
+
+    while True:
+        wider = [(a, b) for a, b in ((first - 1, last + 1), (first - 1, last), (first, last + 1))
+                 if (a == first or free(a)) and (b == last or free(b))]
+        if not wider:
+            break
+        a, b = min(wider, key=lambda span: (off(*span), span[0] - span[1]))
+        if off(a, b) > max(off(first, last), body):
+            break
+        taken.update(range(a, b + 1))
+        first, last = a, b
+    return list(range(first, last + 1))
 
 
 def _wrapped_tail(rows: list[list[Line]], end: int, columns: list[list[float]], body: float,
@@ -172,12 +269,20 @@ def _merge_columns(columns: list[list[float]], cells: list[list[Line]]) -> list[
 
 
 def table_markdown(rows: list[list[Line]], columns: list[list[float]], body: float,
-           apart: bool) -> list[str]:
+                   apart: bool) -> list[str]:
+    """The table as Markdown: a pipe table; an HTML table where names of column groups
+    stand over it, each cell spanning the columns of its group (a pipe table cannot)."""
+    groups: list[list[tuple[list[int], list[Line]]]] = []  # rows of groups (``_group_head``)
+    while len(groups) + 1 < len(rows) and (
+            found := _group_row(rows[len(groups)], columns, body, apart)) and \
+            _heads(found, rows[len(groups) + 1], columns, body, apart):
+        groups.append(found)
     grid: list[list[list[Line]]] = []  # row, column: the lines of that cell
     for row in rows:
-        cells = _grid_row(row, columns, body, apart)
         for line in row:
             line.role = "table"
+    for row in rows[len(groups):]:
+        cells = _grid_row(row, columns, body, apart)
         if grid and _wraps_on(grid[-1], cells, columns, body):
             for above, below in zip(grid[-1], cells):
                 above.extend(below)
@@ -185,20 +290,43 @@ def table_markdown(rows: list[list[Line]], columns: list[list[float]], body: flo
             grid.append(cells)
     _join_header(grid, body)
     text = [[" ".join(line.text for line in cell) for cell in cells] for cells in grid]
-    if any(map(_is_figure, text[0])):  # data, not column names
-        text.insert(0, [""] * len(columns))
+    named = not any(map(_is_figure, text[0]))  # column names, not data
+    if groups:
+        return _html_table(groups, text, named, len(columns))
     text = [[escape_markdown(cell) for cell in cells] for cells in text]
+    if not named:
+        text.insert(0, [""] * len(columns))
     out = ["| " + " | ".join(text[0]) + " |", "|" + "---|" * len(columns)]
     return out + ["| " + " | ".join(cells) + " |" for cells in text[1:]]
 
 
+def _html_table(groups: list[list[tuple[list[int], list[Line]]]], text: list[list[str]],
+                named: bool, width: int) -> list[str]:
+    """The table as HTML: the rows of column groups, and the row of column names where
+    there is one, head it."""
+    head = []
+    for found in groups:
+        cells: list[Cell] = []
+        column = 0
+        for hits, lines in found:
+            cells += [Cell("", header=True) for _ in range(hits[0] - column)]
+            cells.append(Cell(" ".join(line.text for line in lines), colspan=len(hits),
+                              header=True))
+            column = hits[-1] + 1
+        head.append(cells + [Cell("", header=True) for _ in range(width - column)])
+    if named:
+        head.append([Cell(cell, header=True) for cell in text[0]])
+    return table_lines(head + [[Cell(cell) for cell in cells]
+                               for cells in text[1 if named else 0:]])
+
+
 def _is_figure(cell: str) -> bool:
     """Whether a cell holds a value rather than a name: mostly digits ("48.70", "RM48.70",
-    "12%", "15-24"), and not a year ("1994", which heads a column of that year's
-    figures). "Q1", "EU-15", "population 1995 (mn)" and "1st year" are names."""
+    "12%"), and not a year or a band (``COLUMN_LABEL``: "1994", "15-24", which head
+    columns of figures). "Q1", "EU-15", "population 1995 (mn)" and "1st year" are names."""
     text = cell.replace(" ", "")
     digits = sum(ch.isdigit() for ch in text)
-    return digits * 2 > len(text) and not YEAR_LABEL.fullmatch(cell.strip())
+    return digits * 2 > len(text) and not COLUMN_LABEL.fullmatch(cell.strip())
 
 
 def _join_header(grid: list[list[list[Line]]], body: float) -> None:

@@ -32,7 +32,8 @@ from appliance.store import Database, queries
 from appliance.users import Users
 from tests.daemon import Daemon
 from tests.fixtures.documents import (
-    write_jpeg, write_multipage_tiff, write_pdf, write_png,
+    GROUPED, GROUPS, write_grouped_table_png, write_jpeg, write_multipage_tiff, write_pdf,
+    write_png,
 )
 
 POLL_S = 0.05  # the SDK's polling interval here (paperless-ngx keeps its default, 1 s)
@@ -199,6 +200,22 @@ def test_layout_with_markdown_finds_the_heading_and_the_table(service, tmp_path)
     assert grid == [header, *body]
     assert result.sections and "/tables/0" in result.sections[0].elements + \
         [e for s in result.sections for e in s.elements]
+
+
+def test_layout_gives_the_cells_that_span_columns_their_span(service, tmp_path):
+    daemon, client = service
+    result_id, result = analyze(client, "prebuilt-layout",
+                                write_grouped_table_png(tmp_path / "grouped.png"))
+    assert native_result(daemon, result_id)["pages"][0]["markdown"].startswith("<table>")
+    (table,) = result.tables
+    assert (table.row_count, table.column_count) == (len(GROUPED) + 1, len(GROUPED[0]))
+    assert {(cell.row_index, cell.column_index, cell.column_span): cell.content
+            for cell in table.cells if cell.column_span} == {
+        (0, 1, 2): GROUPS[0], (0, 3, 2): GROUPS[1]}
+    grid = [[None] * table.column_count for _ in range(table.row_count)]
+    for cell in table.cells:
+        grid[cell.row_index][cell.column_index] = cell.content
+    assert grid[1:] == GROUPED
 
 
 def test_receipt_and_invoice_fields_typed_as_the_sdk_parses_them(service, pages):

@@ -18,8 +18,8 @@ FIGURE_1 = "Figure 1: Four examples of complex page layouts across different doc
 
 def convert(output_format: str, fixture: str) -> list:
     markdown = to_markdown(output_format, (FIXTURES / fixture).read_text(encoding="utf-8"))
-    assert format_problems(markdown) == []
-    assert "<table" not in markdown and "<|" not in markdown
+    assert format_problems(markdown) == []  # an HTML table only where its cells span
+    assert "<|" not in markdown
     return parse_blocks(markdown)
 
 
@@ -85,11 +85,13 @@ def test_dots_table_loop_cut_mid_tag_keeps_both_tables():
 
 
 @pytest.mark.parametrize("output_format", ["markdown", "html_markdown"])
-def test_dots_table_colspan_blanks_the_spanned_cells(output_format):
-    [table] = tables(convert(output_format, "dots_ocr-table-colspan.txt"))
-    assert shape(table) == (4, {8})
-    assert table[0] == HEADER + HEADER
-    assert table[3] == ["金额合计(大写) 贰拾伍元整", "", "", "", "(小写)25.00", "", "", ""]
+def test_dots_table_colspan_stays_a_table_whose_cells_span(output_format):
+    [table] = [block for block in convert(output_format, "dots_ocr-table-colspan.txt")
+               if block.kind == "table"]
+    assert shape(table.rows) == (4, {8, 4})
+    assert table.rows[0] == HEADER + HEADER
+    assert table.rows[3] == ["金额合计(大写) 贰拾伍元整", "", "(小写)25.00", ""]
+    assert table.spans[3] == [[1, 1], [1, 3], [1, 1], [1, 3]]
 
 
 def test_deepseek_grounding_table_with_rowspan_and_colspan():
@@ -99,13 +101,14 @@ def test_deepseek_grounding_table_with_rowspan_and_colspan():
     assert headings(blocks) == [(3, "5.1 Hyper Parameter Optimization"),
                                 (3, "5.2 Quantitative Results")]
     assert blocks[3].text.startswith("Table 1. HPO performed in OTSL and HTML")  # the caption
-    [table] = tables(blocks)
-    assert shape(table) == (10, {8})
-    assert table[0][:7] == ["# enc-layers", "# dec-layers", "Language", "TEDs", "", "",
-                            "mAP (0.75)"]
-    assert table[1] == ["", "", "", "simple", "complex", "all", "", ""]
-    assert table[2] == ["6", "6", "OTSL", "0.965", "0.934", "0.955", "0.88", "2.73"]
-    assert table[3][:3] == ["", "", "HTML"]  # under the rowspan="2" cells
+    table = blocks[4]
+    assert len(table.rows) == 10
+    assert table.rows[0] == ["# enc-layers", "# dec-layers", "Language", "TEDs", "mAP (0.75)",
+                             "Inference time (secs)"]
+    assert table.spans[0] == [[2, 1], [2, 1], [2, 1], [1, 3], [2, 1], [2, 1]]
+    assert table.rows[1] == ["simple", "complex", "all"]
+    assert table.rows[2] == ["6", "6", "OTSL", "0.965", "0.934", "0.955", "0.88", "2.73"]
+    assert table.rows[3][0] == "HTML"  # beside the rowspan="2" cells
     assert "$2x$ speed up" in blocks[2].text  # \( \) became $ $
 
 
@@ -227,19 +230,36 @@ def test_dots_categories():
         ("math", "a^2 + b^2 = c^2"), ("list", "no marker")]
 
 
-def test_html_table_cells_are_escaped_and_spans_blanked():
-    answer = ('<table><tr><th rowspan="2">a|b</th><th colspan="2">x<br>y</th></tr>'
-              '<tr><td>\\(z\\)</td><td>w</td></tr><tr><td>1</td></tr></table>')
+def test_a_spanning_html_table_is_rebuilt_from_its_cells():
+    # a model's HTML is never passed on: the tags and spans are written again, the
+    # text escaped, every other attribute and element dropped
+    answer = ('<table><tr><th rowspan="2" onclick="alert(1)">a|b<script>x</script></th>'
+              '<th colspan="2">x<br>y &lt;img src=x onerror=alert(1)&gt;</th></tr>'
+              '<tr><td>\\(z\\)</td><td style="color:red">w</td></tr><tr><td>1</td></tr></table>')
     markdown = to_markdown("markdown", answer)
-    assert markdown.splitlines()[0] == "| a\\|b | x y |  |"
+    assert markdown.splitlines() == [
+        "<table>", "<thead>",
+        '<tr><th rowspan="2">a|bx</th><th colspan="2">x y &lt;img src=x onerror=alert(1)&gt;</th></tr>',
+        "</thead>", "<tbody>", "<tr><td>$z$</td><td>w</td></tr>", "<tr><td>1</td></tr>",
+        "</tbody>", "</table>"]
+    assert format_problems(markdown) == []
     [table] = tables(parse_blocks(markdown))
-    assert table == [["a|b", "x y", ""], ["", "$z$", "w"], ["1", "", ""]]
+    assert table == [["a|bx", "x y <img src=x onerror=alert(1)>"], ["$z$", "w"], ["1"]]
+    # without a span it is a pipe table, as before
+    assert to_markdown("markdown", "<table><tr><th>a|b</th><th>c</th></tr>"
+                                   "<tr><td>1</td><td>2</td></tr></table>").splitlines() == [
+        "| a\\|b | c |", "| --- | --- |", "| 1 | 2 |"]
 
 
-def test_otsl_spans_are_blank_cells():
-    [table] = tables(parse_blocks(to_markdown(
-        "paddleocr_vl", "<fcel>H<lcel><fcel>A<nl><fcel>R<fcel>1<fcel>2<nl><ucel><xcel><ecel><nl>")))
-    assert table == [["H", "", "A"], ["R", "1", "2"], ["", "", ""]]
+def test_otsl_spans_are_the_spans_of_an_html_table():
+    [table] = [block for block in parse_blocks(to_markdown(
+        "paddleocr_vl", "<fcel>H<lcel><fcel>A<nl><fcel>R<fcel>1<fcel>2<nl><ucel><ecel><ecel><nl>"))
+        if block.kind == "table"]
+    assert table.rows == [["H", "A"], ["R", "1", "2"], ["", ""]]
+    assert table.spans == [[[1, 2], [1, 1]], [[2, 1], [1, 1], [1, 1]], [[1, 1], [1, 1]]]
+    # without a span, a pipe table
+    [plain] = tables(parse_blocks(to_markdown("paddleocr_vl", "<fcel>a<fcel>b<nl><fcel>1<ecel><nl>")))
+    assert plain == [["a", "b"], ["1", ""]]
 
 
 def test_bracket_escapes_in_running_text_are_not_math():

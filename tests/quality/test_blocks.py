@@ -1,6 +1,7 @@
 from __future__ import annotations
 
 from appliance.quality.blocks import Block, format_problems, parse_blocks
+from appliance.quality.markdown import markdown_to_text
 
 CLEAN = """# Invoice *No.* 42
 
@@ -54,6 +55,17 @@ def test_html_table_is_html_block_and_a_problem():
     html = parse_blocks(source)[1]
     assert (html.kind, html.rows, html.text) == ("html", None, "1 | &2\n3")
     assert format_problems(source) == ["line 3: HTML table instead of a Markdown table"]
+
+
+def test_an_html_table_whose_cells_span_is_a_table_and_no_problem():
+    # the one HTML the format allows: a pipe table cannot hold a cell over two columns
+    source = ('Intro\n\n<table>\n<tr><th></th><th colspan="2">Finland</th></tr>\n'
+              '<tr><td>1995</td><td>15.1</td><td>&amp;7</td></tr>\n</table>\n')
+    table = parse_blocks(source)[1]
+    assert (table.kind, table.rows) == ("table", [["", "Finland"], ["1995", "15.1", "&7"]])
+    assert table.spans == [[[1, 1], [1, 2]], [[1, 1], [1, 1], [1, 1]]]
+    assert format_problems(source) == []
+    assert markdown_to_text(source) == "Intro\n\n\tFinland\n1995\t15.1\t&7"
 
 
 def test_ragged_table_rows_are_reported_from_source():

@@ -9,6 +9,7 @@ import math
 import pytest
 
 from appliance.engines.base import Line
+from appliance.quality.blocks import format_problems, parse_blocks
 from appliance.quality.markdown import escape_markdown
 from appliance.reading.markdown import in_order, render
 from appliance.reading.lines import rows
@@ -539,6 +540,26 @@ def test_column_names_with_digits_stay_the_header():
         assert table[:3] == ["|  | " + " | ".join(map(escape_markdown, names)) + " |",
                              "|---|---|---|---|---|",
                              "| Sales | 12.0 | 13.5 | 14.1 | 15.0 |"]
+
+
+def test_names_over_groups_of_columns_head_an_html_table_whose_cells_span():
+    # ICDAR 2013's eu-012: "Finland", "EU-15" centred each over four columns of
+    # "Female | Male | Total | 15-24"; they fit none of its columns, ended the table and
+    # stood over it as a line of text; a pipe table cannot hold a cell over four columns
+    x = [100] + [300 + 110 * i for i in range(8)]
+    rows = [["", "Female", "Male", "Total", "15-24", "Female", "Male", "Total", "15-24"],
+            ["1995", "15.1", "15.7", "15.4", "29.7", "12.0", "8.7", "10.1", "21.1"],
+            ["2000", "10.6", "9.1", "9.8", "21.4", "9.3", "6.4", "7.7", "15.3"],
+            ["2005", "8.6", "8.2", "8.4", "20.1", "8.9", "7.0", "7.9", "16.7"]]
+    lines = [line("Finland", 460, 100, 560), line("EU-15", 900, 100, 980)]
+    lines += [line(cell, x[c], 140 + 40 * r, x[c] + 80) for r, row in enumerate(rows)
+              for c, cell in enumerate(row) if cell]
+    markdown = render(read_order(lines)).markdown
+    [table] = [block for block in parse_blocks(markdown) if block.kind == "table"]
+    assert markdown.startswith("<table>") and format_problems(markdown) == []
+    assert table.rows[0] == ["", "Finland", "EU-15"] and table.rows[1] == rows[0]
+    assert [span for _, span in table.spans[0]] == [1, 4, 4]
+    assert table.rows[2:] == rows[1:]
 
 
 def test_item_rows_with_figures_get_an_empty_header():

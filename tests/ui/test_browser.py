@@ -20,7 +20,9 @@ from tests.browser import (
     search_documents, upload_input,
 )
 from tests.daemon import Daemon
-from tests.fixtures.documents import text_similarity, write_pdf, write_png
+from tests.fixtures.documents import (
+    GROUPS, text_similarity, write_grouped_table_png, write_pdf, write_png,
+)
 
 # Generous: two cores, OCR of a page takes 1-3 s, and the list refreshes every two seconds.
 DONE_TIMEOUT_MS = 180_000
@@ -160,6 +162,19 @@ def test_hostile_text_and_names_cannot_run_script(page, daemon, tmp_path):
         page.wait_for_timeout(1500)  # time for an onerror or a script to have fired
         assert dialogs == []
         assert page.evaluate("typeof window.__xss") == "undefined"
+
+
+def test_a_table_whose_cells_span_columns_is_drawn_as_one(page, daemon, tmp_path):
+    """The one HTML a page's Markdown may hold, rebuilt from its cells on the server,
+    passes the browser's sanitiser too: the names of the column groups each span two
+    columns of the table on screen."""
+    with screenshot_on_failure(page, tmp_path, daemon):
+        open_ui(page, daemon)
+        upload_input(page).set_input_files([write_grouped_table_png(tmp_path / "grouped.png")])
+        wait_status(page, "grouped.png", "done")
+        open_document(page, "grouped.png")
+        spanning = page_body(page).locator('table th[colspan="2"]')
+        expect(spanning).to_have_text(GROUPS)
 
 
 @pytest.fixture(scope="module")

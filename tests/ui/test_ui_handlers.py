@@ -196,6 +196,9 @@ Total <script>alert('x')</script> due
 |---|---|
 | <b onclick=alert(8)>x</b> | 1 < 2 |
 
+<table><tr><th colspan="2" onmouseover="alert(9)">Group <img src=x onerror=alert(10)></th></tr>
+<tr><td style="color:red">3</td><td><script>alert(11)</script>4</td></tr></table>
+
 ```mermaid
 graph TD; A-->B
 ```
@@ -266,6 +269,8 @@ def test_markdown_component_sanitises_untrusted_html():
                   "Page 2 failed (page_timeout): the page took <longer> than 120 s"):
         assert words in text, (words, text)
     assert {"table", "td"} <= tags  # ordinary Markdown still renders
+    # and a table whose cells span, written again from its cells: its span and no more
+    assert ("th", {"colspan": "2"}) in parser.tags and "Group" in text
 
 
 def test_safe_markdown_is_idempotent_and_keeps_escapes():
