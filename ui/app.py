@@ -23,7 +23,7 @@ from fastapi import FastAPI
 
 from appliance.daemon import Appliance
 from ui.auth import Sessions, mount_sign_in, mount_signed_in
-from ui.components import escape_markdown_text
+from ui.components import MARKDOWN_VIEW_CSS, escape_markdown_text
 from ui.dashboard import dashboard_tab
 from ui.document_status import NO_REVIEWER_TEXT
 from ui.page_image import ZOOM_CSS
@@ -82,4 +82,4 @@ def mount_ui(app: FastAPI, appliance: Appliance) -> None:
                     # Gradio's "Use via API" would show an empty page: the
                     # workspace links the REST API's docs instead
                     footer_links=["settings"], run_history=False,
-                    ssr_mode=False, mcp_server=False, css=ZOOM_CSS)
+                    ssr_mode=False, mcp_server=False, css=ZOOM_CSS + MARKDOWN_VIEW_CSS)

@@ -10,6 +10,7 @@ before the value leaves the server, so no single layer has to be perfect.
 from __future__ import annotations
 
 import re
+from pathlib import Path
 
 import gradio as gr
 
@@ -25,6 +26,8 @@ _LINK_OPEN = re.compile(r"\]\(")  # inline link or image: [text](dest), ![alt](s
 _LINK_DEFINITION = re.compile(r"\]:")  # reference definition: [label]: dest
 _MERMAID_FENCE = re.compile(r"^([ \t>]*(?:`{3,}|~{3,})[ \t]*)mermaid", re.IGNORECASE | re.MULTILINE)
 _ASCII_PUNCTUATION = re.compile(r"([!-/:-@\[-`{-~])")
+# the CSS the apps that hold Markdown views load (a wide table scrolls)
+MARKDOWN_VIEW_CSS = (Path(__file__).parent / "markdown_view.css").read_text()
 _KEPT_TABLE = re.compile(r"\x00(\d+)\x00")  # where a table whose cells span was set aside
 
 
@@ -78,8 +81,9 @@ def safe_markdown_view(**kwargs) -> gr.Markdown:
     """A Markdown view for untrusted text. Values sent to it must go through
     ``safe_markdown`` first; the browser-side sanitiser stays on as a second layer.
 
-    LaTeX rendering is off (OCR text with dollar signs is not math, and KaTeX is one
-    more interpreter of untrusted input). A plain function, not a component subclass:
+    The app that holds it loads MARKDOWN_VIEW_CSS. LaTeX rendering is off (OCR text
+    with dollar signs is not math, and KaTeX is one more interpreter of untrusted
+    input). A plain function, not a component subclass:
     Gradio writes a .pyi stub beside every subclass at import time, which fails on
     a read-only installation.
     """

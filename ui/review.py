@@ -43,7 +43,7 @@ from appliance.quality.routing import REVIEW_CODES
 from appliance.review import ReviewFilter, ReviewPage, ReviewService
 from ui import fields_form
 from ui.auth import LOGOUT_PATH, Sessions, mount_signed_in
-from ui.components import escape_markdown_text, safe_markdown, safe_markdown_view
+from ui.components import MARKDOWN_VIEW_CSS, escape_markdown_text, safe_markdown, safe_markdown_view
 from ui.page_image import ZOOM_CSS, ZOOMABLE, annotate_page
 
 if TYPE_CHECKING:
@@ -486,7 +486,8 @@ def build_review_ui(appliance: Appliance) -> gr.Blocks:
                 note = gr.Textbox(label="Why unreadable (optional, kept with a rejection)",
                                   lines=1, max_lines=2, elem_id="review-note")
             with gr.Column(scale=4):
-                gr.Markdown("**Preview** (as the result will read; HTML is shown as text)")
+                gr.Markdown("**Preview** (as the result will read; HTML is shown as text, but "
+                            "for a table whose cells span)")
                 preview = safe_markdown_view(container=True,
                                              padding=True, max_height=900,
                                              elem_id="review-preview")
@@ -662,4 +663,4 @@ def mount_review(app: FastAPI, appliance: Appliance, sessions: Sessions) -> None
     mount_signed_in(app, blocks, MOUNT_PATH, sessions,
                     footer_links=["settings"], run_history=False, ssr_mode=False,
                     show_error=False,  # a clerk sees our messages, never an exception's
-                    mcp_server=False, css=CSS + ZOOM_CSS, js=shortcuts_js())
+                    mcp_server=False, css=CSS + ZOOM_CSS + MARKDOWN_VIEW_CSS, js=shortcuts_js())

@@ -5,8 +5,8 @@ with rows and cells, ...) for the JSON output and the evaluation. `format_proble
 lists what breaks the format contract: unclosed fences, ragged or unparsed pipe
 tables, unbalanced display math, an answer wrapped in a ```markdown fence, and HTML
 tables where a Markdown table belongs (an HTML table is one only where a cell spans
-columns or rows, which a pipe table cannot hold). Both read the same markdown-it token stream,
-so "is this a table" has one answer across the appliance.
+columns or rows, which a pipe table cannot hold). Both read the same markdown-it
+token stream, so "is this a table" has one answer across the appliance.
 """
 
 from __future__ import annotations
