@@ -152,7 +152,7 @@ def _paddleocr_vl(answer: str) -> str:
 def _otsl_table(answer: str) -> str:
     """OTSL as a table: every cell token opens a slot, its text runs to the next token;
     <lcel> widens the span of the cell left of it, <ucel> of the cell above, <xcel>
-    both. A pipe table where no cell spans, else HTML (``_html_table``)."""
+    both. Written as ``_table`` writes a table."""
     slots: list[list[list[str]]] = [[]]  # rows of [token, text]
     for i, part in enumerate(_OTSL_TOKEN.split(answer)):
         if i % 2:  # a token name

@@ -68,6 +68,10 @@ class _TableReader(HTMLParser):
         if self._parts is not None:
             self._parts.append(data)
 
+    def close(self) -> None:
+        super().close()
+        self._end_cell()  # a cut-off table's last cell
+
     def _end_cell(self) -> None:
         if self._parts is not None:
             self.rows[-1][-1].text = " ".join("".join(self._parts).split())
@@ -88,7 +92,6 @@ def read_table(source: str) -> list[list[Cell]]:
     # A cut-off answer can end inside a tag ("<t"); the parser would keep it as text.
     reader.feed(re.sub(r"<[^>]*$", "", source))
     reader.close()
-    reader._end_cell()
     return [row for row in reader.rows if row]
 
 
