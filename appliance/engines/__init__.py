@@ -1,15 +1,20 @@
 """Engines: the recognizers, and the worker processes that host them.
 
 Nothing outside this package imports an engine library (rapidocr, llama_cpp);
-``registry`` declares each engine and what it can do.
+``registry`` declares each engine and what it can do. Before anything else, ``native``
+loads the native libraries in the order they must load.
 """
 
 from __future__ import annotations
 
-from pathlib import Path
+from appliance.engines import native
 
-from appliance.engines import registry
-from appliance.engines.base import Engine, Line, PageRequest, Recognition
+native.load_first()
+
+from pathlib import Path  # noqa: E402
+
+from appliance.engines import registry  # noqa: E402
+from appliance.engines.base import Engine, Line, PageRequest, Recognition  # noqa: E402
 
 __all__ = ["Engine", "Line", "PageRequest", "Recognition", "bare_loop", "create_engine"]
 

@@ -35,6 +35,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
+from appliance.engines import native
 from appliance.engines.llama.sequence import Decoding, Sequence, score_tokens
 from appliance.engines.llama.template import ChatTemplate
 from appliance.engines.vision import Generation
@@ -92,6 +93,8 @@ def load_model(path: str, n_gpu_layers: int):
     """The model's weights, ``n_gpu_layers`` of them offloaded (-1: all)."""
     import llama_cpp as L
 
+    native.require_first()
+    route_native_logs()
     L.llama_backend_init()
     params = L.llama_model_default_params()
     params.n_gpu_layers = ALL_LAYERS if n_gpu_layers < 0 else n_gpu_layers
@@ -131,7 +134,6 @@ class BatchedDecoder:
         self._L, self._mtmd = L, mtmd_cpp
         self.n_ctx = n_ctx  # per slot
         self._n_batch = n_batch
-        route_native_logs()
         self._model = load_model(model, n_gpu_layers)
         params = context_params(slots=slots, n_ctx=n_ctx, n_batch=n_batch, threads=threads,
                                 flash_attn=flash_attn)

@@ -21,6 +21,7 @@ from pathlib import Path
 
 from PIL import Image
 
+from appliance.engines import native
 from appliance.engines.base import PageRequest, Recognition, timed_reading
 from appliance.engines.chat import page_messages
 from appliance.engines.llama.batched import BatchedDecoder, route_native_logs
@@ -41,6 +42,7 @@ def load_llama(model: str, mmproj: str, *, n_ctx: int, n_batch: int, n_gpu_layer
     from llama_cpp import Llama
     from llama_cpp.llama_chat_format import MTMDChatHandler
 
+    native.require_first()
     route_native_logs()
     return Llama(model_path=str(model),
                  chat_handler=MTMDChatHandler(clip_model_path=str(mmproj), verbose=False),
