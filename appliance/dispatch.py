@@ -30,7 +30,7 @@ from typing import Callable
 from appliance import systemd
 from appliance.config import Settings
 from appliance.engines import registry
-from appliance.engines.host import WorkerHandle, WorkerState
+from appliance.engines.host import WorkerHandle, WorkerState, how_it_ended
 from appliance.fields.document import read_document_fields
 from appliance.fields.schema import schemas
 from appliance.engines.messages import Availability, Job, PageDone, PageFailed, Ready, StartFailed
@@ -224,6 +224,7 @@ class Dispatcher:
 
     def _on_death(self, worker: WorkerHandle) -> None:
         exitcode = worker.process.exitcode
+        ended = how_it_ended(exitcode)
         was = worker.state
         jobs = worker.take_jobs()
         worker.kill()  # reaps it
@@ -232,7 +233,7 @@ class Dispatcher:
             log.error("worker died mid-page slot=%d exitcode=%s doc=%s page=%d", worker.slot,
                       exitcode, claim.document_id, claim.page_index)
             self._record_failure(claim, Outcome.CRASHED, WorkerCrashed.code,
-                                 f"the engine process died on this page (exit code {exitcode})",
+                                 f"the engine process died on this page ({ended})",
                                  retryable=True)
         elif jobs:  # which page killed it is unknown: charge none, read each alone
             log.error("worker died with pages in flight slot=%d exitcode=%s pages=%d; each is "
@@ -240,12 +241,12 @@ class Dispatcher:
             for job in jobs:
                 transitions.release_claim(
                     self.db, job.claim, CrashSuspect(
-                        f"the engine process died (exit code {exitcode}) while it read this "
+                        f"the engine process died ({ended}) while it read this "
                         f"page with others; read again alone"), suspect=True)
         elif was == WorkerState.STARTING:
             self._start_failed(worker, StartFailed(
                 EngineUnavailable.code,
-                f"the engine process died while starting (exit code {exitcode})"))
+                f"the engine process died while starting ({ended})"))
         else:
             log.error("idle worker died slot=%d exitcode=%s", worker.slot, exitcode)
 

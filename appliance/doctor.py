@@ -6,16 +6,21 @@ works, but worse than it could (no GPU: the classic engine runs on the CPU, and 
 would the vision model, slowly). The checks only look: nothing is created except a
 temporary file in each directory the daemon writes to, and each [[engine.remote]]
 endpoint that pages go to reads one small test page (its API key is sent, never shown).
+A configured vision model is loaded in a worker process started as the daemon starts
+one, which reads its warm-up page and exits: a native crash there is reported as a
+failed check, not suffered.
 """
 
 from __future__ import annotations
 
 import importlib.metadata
 import importlib.util
+import re
 import shutil
 import tempfile
+import time
 from concurrent.futures import ThreadPoolExecutor
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, replace
 from pathlib import Path
 from typing import Literal
 
@@ -26,7 +31,7 @@ from appliance.gguf.pair import inspect_model, ModelInfo
 from appliance.engines.tesseract import tesseract_problem
 from appliance.errors import ModelError
 from appliance.gpu import MemoryDevice, NvmlDevice, open_device
-from appliance.memory_plan import plan_for
+from appliance.memory_plan import MemoryPlan, plan_for
 
 Status = Literal["ok", "warn", "FAIL"]
 
@@ -61,21 +66,23 @@ def exit_code(checks: list[Check]) -> int:
 
 
 def doctor(settings: Settings, model: Path | None = None, mmproj: Path | None = None,
-           device: MemoryDevice | None = None) -> list[Check]:
+           device: MemoryDevice | None = None, load: bool = True) -> list[Check]:
     """Every check, in order. ``model`` / ``mmproj`` override ``engine.model`` / ``.mmproj``;
     ``device`` is the memory the plan is made against (default: the daemon's, the card
-    memory.device_index or host memory)."""
+    memory.device_index or host memory); ``load`` False leaves the model unloaded."""
     engine = settings.engine
-    model = model if model is not None else engine.model
-    mmproj = mmproj if mmproj is not None else engine.mmproj
+    settings = replace(settings, engine=replace(
+        engine, model=model if model is not None else engine.model,
+        mmproj=mmproj if mmproj is not None else engine.mmproj))
+    engine = settings.engine
     wanted = registry.configured(engine.name)
-    uses_vlm = wanted.model_files and (registry.strict(engine.name) or model is not None)
+    uses_vlm = wanted.model_files and (registry.strict(engine.name) or engine.model is not None)
     checks = [Check("ok", "config", f"{settings.source or 'built-in defaults'}, "
                                     f"engine.name = {engine.name}")]
     gpu_checks, gpus = _gpus()
     checks += gpu_checks
     checks.append(_llama_build(bool(gpus), uses_vlm))
-    checks += _model(settings, wanted, model, mmproj, device)
+    checks += _model(settings, wanted, device, load)
     checks += _remote(settings)
     checks.append(_classic(registry.may_run_fallback(engine.name)))
     checks.append(_second_opinion(settings))
@@ -128,21 +135,30 @@ def _llama_build(have_gpu: bool, uses_vlm: bool) -> Check:
         return Check(status, "llama.cpp", f"llama-cpp-python cannot be loaded ({exc}); "
                                           f"the vision model cannot run: reinstall it")
     version = getattr(llama_cpp, "__version__", "?")
+    backends = " and ".join(_backends(llama_cpp.llama_print_system_info()))
     if llama_cpp.llama_supports_gpu_offload():
-        return Check("ok", "llama.cpp", f"llama-cpp-python {version} can offload to a GPU")
+        return Check("ok", "llama.cpp", f"llama-cpp-python {version} ({backends}) can offload "
+                                        f"to a GPU")
     if have_gpu:
         return Check("warn", "llama.cpp",
-                     f"llama-cpp-python {version} is a CPU-only build although a GPU is "
+                     f"llama-cpp-python {version} ({backends}) is a CPU-only build although a GPU is "
                      f"present: reinstall it with CUDA (CMAKE_ARGS=\"-DGGML_CUDA=on\" pip "
                      f"install --force-reinstall --no-cache-dir llama-cpp-python=={version})")
     return Check("warn" if uses_vlm else "ok", "llama.cpp",
-                 f"llama-cpp-python {version} is a CPU-only build"
+                 f"llama-cpp-python {version} ({backends}) is a CPU-only build"
                  + ("; the vision model runs on the CPU (slow)" if uses_vlm else ""))
 
 
-def _model(settings: Settings, wanted: registry.EngineEntry, model: Path | None,
-           mmproj: Path | None, device: MemoryDevice | None) -> list[Check]:
+def _backends(system_info: bytes) -> list[str]:
+    """The ggml backends a llama.cpp build was made with, from its system line
+    (``CUDA : ARCHS = 900 | ... | CPU : SSE3 = 1 | ...``)."""
+    return re.findall(r"(\w+) : ", system_info.decode(errors="replace")) or ["no backend"]
+
+
+def _model(settings: Settings, wanted: registry.EngineEntry, device: MemoryDevice | None,
+           load: bool) -> list[Check]:
     name = settings.engine.name
+    model, mmproj = settings.engine.model, settings.engine.mmproj
     if not wanted.model_files:
         return [Check("ok", "model", f"engine.name = {name}: the vision model is not used")]
     if model is None:
@@ -162,23 +178,55 @@ def _model(settings: Settings, wanted: registry.EngineEntry, model: Path | None,
         info = inspect_model(model, mmproj)
     except ModelError as exc:
         return [Check("FAIL", "model", f"({exc.code}) {exc.message}")]
-    return [Check("ok", "model", f"{info.summary()}; checksums: `appliance models verify`"),
-            _memory(settings, wanted, info, device)]
-
-
-def _memory(settings: Settings, wanted: registry.EngineEntry, info: ModelInfo,
-            device: MemoryDevice | None) -> Check:
-    """The daemon's memory plan: workers, pages read at once, what they take."""
     opened = device is None
     device = device or open_device(settings.memory.device_index)
     try:
-        sample = device.sample()
+        memory, plan = _memory(settings, wanted, info, device)
+        checks = [Check("ok", "model", f"{info.summary()}; checksums: `appliance models verify`"),
+                  memory]
+        if load and memory.status != "FAIL":
+            checks.append(_load(settings, plan, device))
+        return checks
     finally:
         if opened and isinstance(device, NvmlDevice):
             device.close()
-    plan = plan_for(settings, info, sample, parallel_slots=wanted.parallel_slots)
+
+
+def _memory(settings: Settings, wanted: registry.EngineEntry, info: ModelInfo,
+            device: MemoryDevice) -> tuple[Check, MemoryPlan]:
+    """The daemon's memory plan: workers, pages read at once, what they take."""
+    plan = plan_for(settings, info, device.sample(), parallel_slots=wanted.parallel_slots)
     status = "FAIL" if plan.refused else "warn" if plan.short else "ok"
-    return Check(status, "memory", f"{device.name}: {plan.message}")
+    return Check(status, "memory", f"{device.name}: {plan.message}"), plan
+
+
+def _load(settings: Settings, plan: MemoryPlan, device: MemoryDevice) -> Check:
+    """The model loaded and its warm-up page read in a worker process started as the
+    daemon starts one, reading as many pages at once as the plan gives it."""
+    from appliance.daemon import resolve_engine
+    from appliance.engines.host import WorkerHandle
+    from appliance.engines.messages import StartFailed
+
+    # no result cache: the doctor only looks, and the cache would make the data directory
+    spec, _notice = resolve_engine(replace(settings, engine=replace(
+        settings.engine, parallel=plan.slots, result_cache=False)))
+    before = device.sample()
+    worker = WorkerHandle(0, spec)
+    started = time.monotonic()
+    worker.start()
+    try:
+        ready = worker.wait_ready(settings.workers.warmup_timeout_s)
+        after = device.sample()
+    finally:
+        worker.stop()
+    if isinstance(ready, StartFailed):
+        return Check("FAIL", "load", f"({ready.code}) {ready.message}; the daemon's workers "
+                                     f"would fail the same way: check the llama.cpp build "
+                                     f"(above) and the model files")
+    grown = human_size(max(0, after.used_bytes - before.used_bytes))
+    return Check("ok", "load", f"{ready.model_id} loaded and read its warm-up page in "
+                               f"{time.monotonic() - started:.1f} s, {ready.slots} page(s) at "
+                               f"once; {after.label} in use grew by {grown}")
 
 
 def _remote(settings: Settings) -> list[Check]:

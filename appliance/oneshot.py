@@ -3,7 +3,9 @@
 A throw-away data directory holds one ``Appliance`` for the run. Nobody is there to
 review, so no page waits for review: each is scored and routed as the daemon would,
 and those that would have gone to review are named on stderr with their reasons
-(exit code 3). SIGINT and SIGTERM unwind the run, so its temporary data goes too.
+(exit code 3). An engine that cannot start ends the run with its reason, where the
+daemon would try again. SIGINT and SIGTERM unwind the run, so its temporary data goes
+too.
 """
 
 from __future__ import annotations
@@ -18,7 +20,7 @@ from pathlib import Path
 
 from appliance.config import Settings
 from appliance.daemon import Appliance
-from appliance.errors import InvalidRequest
+from appliance.errors import EngineUnavailable, InvalidRequest
 from appliance.export import write_atomic
 from appliance.intake import SubmitOptions
 from appliance.quality.routing import review_reasons
@@ -121,6 +123,10 @@ def _read_all(appliance: Appliance, files: list[Path], doc_type: str, text_layer
     total, shown = sum(d.page_count for d in docs), -1
     while True:
         stop.check()
+        if not appliance.ready and (failed := appliance.dispatcher.last_start_error):
+            # a daemon tries again and again; nobody waits on a one-shot run that long
+            raise EngineUnavailable(f"the engine could not start ({failed['code']}): "
+                                    f"{failed['message']}; `appliance doctor` says more")
         views = [queries.get_document(appliance.db, d.id) for d in docs]
         done = sum(1 for v in views for p in v.pages if p.status in ("done", "failed"))
         if done != shown:

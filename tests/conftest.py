@@ -54,6 +54,14 @@ def tiny_model(tmp_path_factory) -> tuple[Path, Path]:
 
 
 @pytest.fixture(scope="session")
+def aborting_model(tmp_path_factory) -> tuple[Path, Path]:
+    """A tiny pair that passes the pair's checks and aborts llama.cpp at its first decode."""
+    from tests.fixtures.gguf_files import write_aborting_model
+
+    return write_aborting_model(tmp_path_factory.mktemp("aborting-model"))
+
+
+@pytest.fixture(scope="session")
 def llama_cpp_server(tiny_model, tmp_path_factory):
     """llama-cpp-python's OpenAI-compatible server with the tiny model, shared by the
     tests that only read through it (a test that kills a server starts its own)."""

@@ -15,6 +15,7 @@ from __future__ import annotations
 import logging
 import multiprocessing as mp
 import os
+import signal
 import threading
 import time
 from concurrent.futures import Future, ThreadPoolExecutor
@@ -22,6 +23,7 @@ from concurrent.futures import wait as wait_futures
 from dataclasses import dataclass, field, replace
 from enum import StrEnum
 from multiprocessing.connection import Connection
+from multiprocessing.connection import wait as wait_connections
 from pathlib import Path
 from typing import TYPE_CHECKING, Callable
 
@@ -40,7 +42,7 @@ from appliance.fields.model import parse_answer, question
 from appliance.fields.schema import FieldSpec
 from appliance.errors import (
     ApplianceError, DegenerateOutput, EndpointUnavailable, EngineError, EngineUnavailable,
-    PagePreempted,
+    PagePreempted, WarmupTimeout,
 )
 from appliance.outputs.placement import place_text
 from appliance.quality.confidence import Confidence, needs_second_opinion, score_page
@@ -56,6 +58,16 @@ if TYPE_CHECKING:
 log = logging.getLogger(__name__)
 
 PARENT_CHECK_S = 1.0
+
+
+def how_it_ended(exitcode: int | None) -> str:
+    """A dead worker's exit code in words: a native crash names its signal."""
+    if exitcode is not None and exitcode < 0:
+        try:
+            return f"killed by {signal.Signals(-exitcode).name}"
+        except ValueError:
+            pass
+    return f"exit code {exitcode}"
 
 
 @dataclass(frozen=True)
@@ -453,6 +465,28 @@ class WorkerHandle:
         self.info = None
         log.info("worker started slot=%d pid=%d engine=%s", self.slot, self.process.pid,
                  self.spec.engine)
+
+    def wait_ready(self, timeout_s: float) -> Ready | StartFailed:
+        """Block until the started worker is ready, for a tool that drives one worker
+        itself (`doctor`, the parallel bench): its Ready, or a StartFailed for a start
+        that failed, a process that died (and how) or a warm-up past ``timeout_s``."""
+        deadline = time.monotonic() + timeout_s
+        while (left := deadline - time.monotonic()) > 0:
+            message = self.receive()
+            if isinstance(message, Ready):
+                self.on_ready(message)
+                return message
+            if isinstance(message, StartFailed):
+                self.kill()
+                return message
+            if not self.is_alive():
+                ended = how_it_ended(self.process.exitcode)
+                self.kill()
+                return StartFailed(EngineUnavailable.code,
+                                   f"the engine process died while starting ({ended})")
+            wait_connections([self.conn, self.process.sentinel], timeout=min(left, 1.0))
+        self.kill()
+        return StartFailed(WarmupTimeout.code, "the engine did not finish its warm-up in time")
 
     def on_ready(self, ready: Ready) -> None:
         self.info = ready

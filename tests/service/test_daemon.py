@@ -176,6 +176,24 @@ def test_cli_ocr_one_shot(tmp_path):
     assert not list((tmp_path / "tmp").glob("appliance-*"))  # one-shot: nothing left behind
 
 
+def test_cli_ocr_ends_with_the_reason_when_its_engine_cannot_start(tmp_path, aborting_model,
+                                                                   monkeypatch):
+    """A model that kills its worker at the warm-up: the daemon would start it again and
+    again; a one-shot run ends at once, saying how, and leaves nothing behind."""
+    # ggml prints a crash's backtrace through gdb where gdb is installed; a gdb left
+    # attaching to the dead worker would hold the output pipes open
+    monkeypatch.setenv("GGML_NO_BACKTRACE", "1")
+    png = write_png(tmp_path / "memo.png", PAGE_B)
+    model, mmproj = aborting_model
+    run = run_ocr(tmp_path, png, engine={"name": "llama", "model": str(model),
+                                         "mmproj": str(mmproj), "threads": 1})
+    _out, stderr = run.communicate(timeout=120)
+    assert run.returncode == 2, stderr
+    assert ("error (engine_unavailable): the engine could not start (engine_unavailable): "
+            "the engine process died while starting (killed by SIGABRT)") in stderr
+    assert not list((tmp_path / "tmp").glob("appliance-*"))
+
+
 def test_cli_ocr_writes_the_searchable_pdf_to_a_file_never_to_the_terminal(tmp_path):
     png = write_png(tmp_path / "memo.png", PAGE_B)
     refused = run_ocr(tmp_path, png, fmt="pdf")

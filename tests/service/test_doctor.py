@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import re
 import subprocess
 import sys
@@ -35,8 +36,12 @@ def write_config(tmp_path: Path, paths: dict | None = None, **engine) -> Path:
 
 def run_doctor(config: Path) -> tuple[int, dict[str, str], list[str]]:
     """Exit code, {check name: its whole line}, and the lines in order."""
+    # ggml prints a crash's backtrace through gdb where gdb is installed; a gdb left
+    # attaching to the dead worker would hold the output pipes open
+    env = {**os.environ, "GGML_NO_BACKTRACE": "1"}
     done = subprocess.run([sys.executable, "-m", "appliance.cli", "doctor", "--config",
-                           str(config)], cwd=ROOT, capture_output=True, text=True, timeout=120)
+                           str(config)], cwd=ROOT, capture_output=True, text=True, timeout=120,
+                          env=env)
     lines = done.stdout.splitlines()
     assert lines, done.stderr
     for line in lines:
@@ -62,11 +67,24 @@ def test_a_configured_tiny_model_passes(tmp_path, pair):
     assert checks["memory"].startswith(("ok   memory: host: 1 worker(s) x",
                                         "ok   memory: gpu0 "))
     assert "slot(s)" in checks["memory"] and "per slot" in checks["memory"]
+    # loaded in a worker process as the daemon's, which read its warm-up page and left
+    assert checks["load"].startswith("ok   load: tiny-gemma3")
+    assert "read its warm-up page in" in checks["load"]
     for name in ("data_dir", "output_dir"):
         assert checks[name].startswith(f"ok   {name}: {tmp_path / 'var'}")
         assert "writable" in checks[name] and "(created at first start)" in checks[name]
     assert not (tmp_path / "var").exists()  # doctor only looks
     assert not list(tmp_path.glob(".appliance-doctor-*"))  # its probe file is gone
+
+
+def test_a_model_that_crashes_its_worker_is_a_failed_check_with_how(tmp_path, aborting_model):
+    code, checks, lines = run_doctor(write_config(tmp_path, model=str(aborting_model[0]),
+                                                  mmproj=str(aborting_model[1])))
+    assert code == 1
+    assert checks["model"].startswith("ok   model:")  # its files pass every check
+    assert checks["load"].startswith("FAIL load: (engine_unavailable) the engine process "
+                                     "died while starting (killed by SIGABRT)")
+    assert lines[-1].startswith("ok   output_dir:")  # the doctor itself went on to the end
 
 
 def test_no_model_is_a_warning_for_auto_and_a_failure_for_llama(tmp_path):
@@ -121,7 +139,7 @@ def test_the_second_reader_is_checked_with_its_languages(tmp_path):
 
 
 def memory_check(settings, pair, device):
-    checks = doctor(settings, model=pair[0], mmproj=pair[1], device=device)
+    checks = doctor(settings, model=pair[0], mmproj=pair[1], device=device, load=False)
     return next(c for c in checks if c.name == "memory"), exit_code(checks)
 
 
