@@ -1,7 +1,7 @@
 """REST API (FastAPI): documents in, status and results out, health and readiness.
 
 Access (API keys, allow-list, rate limits, CORS) is the ``AccessGuard`` middleware's
-job (appliance/security.py): routes here never check it themselves.
+job (appliance/api_guards.py): routes here never check it themselves.
 
 Every error leaves as ``{"error": {"code": ..., "message": ...}}`` with the status
 its class carries; under ``/documentintelligence`` (the Document Intelligence API,
@@ -19,11 +19,12 @@ from fastapi.exceptions import RequestValidationError
 from fastapi.middleware.cors import CORSMiddleware
 from fastapi.responses import JSONResponse, Response
 from fastapi_offline import FastAPIOffline
+from prometheus_client.exposition import choose_encoder
 from pydantic import BaseModel
 from starlette.exceptions import HTTPException as StarletteHTTPException
 
 from appliance import docintel
-from appliance.api_guards import RouteGuard, UploadBodyLimit, actor, error_response
+from appliance.api_guards import AccessGuard, RouteGuard, UploadBodyLimit, actor, error_response
 from appliance.config import DOC_TYPES
 from appliance.daemon import Appliance
 from appliance.docintel.routes import install as install_docintel
@@ -33,8 +34,7 @@ from appliance.errors import (
 )
 from appliance.export import FORMATS, SUFFIXES, document_json, safe_stem
 from appliance.intake import SubmitOptions
-from appliance.metrics import install_metrics
-from appliance.security import AccessGuard
+from appliance.metrics import metrics_for
 from appliance.store.models import DocStatus, Lane
 from appliance.store.search import SORTS, DocumentQuery
 
@@ -204,7 +204,15 @@ def create_app(appliance: Appliance) -> FastAPI:
         status = appliance.status()
         return JSONResponse(status, status_code=200 if status["ready"] else 503)
 
-    install_metrics(app, appliance, responses=errors())  # GET /metrics
+    metrics = metrics_for(appliance)
+
+    @app.get("/metrics", tags=["health"], responses={
+        200: {"content": {"text/plain": {}, "application/openmetrics-text": {}},
+              "description": "the metrics"}, **errors()})
+    def prometheus_metrics(request: Request) -> Response:  # sync: read in the thread pool
+        """Prometheus metrics: the text format, or OpenMetrics when the scraper asks."""
+        encoder, content_type = choose_encoder(request.headers.get("accept", ""))
+        return Response(encoder(metrics.registry), headers={"Content-Type": content_type})
 
     @app.post(UPLOAD_PATH, status_code=201, tags=["documents"],
               operation_id="submit_document", responses={

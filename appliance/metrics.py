@@ -1,4 +1,5 @@
-"""Prometheus metrics at ``/metrics``, and the figures the dashboard plots.
+"""Prometheus metrics (``appliance.api`` serves them at ``/metrics``), and the figures the
+dashboard plots.
 
 Most figures are read from the store when they are asked for, so they survive a
 restart and cannot disagree with it: documents per source, pages in flight per
@@ -38,15 +39,12 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
 import psutil
-from fastapi import FastAPI, Request
-from fastapi.responses import Response
 from prometheus_client import (
     CollectorRegistry, PlatformCollector, ProcessCollector, generate_latest,
 )
 from prometheus_client.core import (
     CounterMetricFamily, GaugeMetricFamily, HistogramMetricFamily, Metric,
 )
-from prometheus_client.exposition import choose_encoder
 from prometheus_client.utils import floatToGoString
 
 from appliance.engines.messages import PageDone, PageFailed
@@ -566,17 +564,3 @@ def metrics_for(appliance: Appliance) -> ApplianceMetrics:
                                         id="metrics-history", replace_existing=True,
                                         max_instances=1, coalesce=True)
         return metrics
-
-
-def install_metrics(app: FastAPI, appliance: Appliance, responses: dict) -> None:
-    """Serve the appliance's metrics at ``/metrics`` in Prometheus' text format
-    (``responses``: the OpenAPI description of its refusals)."""
-    metrics = metrics_for(appliance)
-
-    @app.get("/metrics", tags=["health"], responses={
-        200: {"content": {"text/plain": {}, "application/openmetrics-text": {}},
-              "description": "the metrics"}, **responses})
-    def prometheus_metrics(request: Request) -> Response:  # sync: read in the thread pool
-        """Prometheus metrics: the text format, or OpenMetrics when the scraper asks."""
-        encoder, content_type = choose_encoder(request.headers.get("accept", ""))
-        return Response(encoder(metrics.registry), headers={"Content-Type": content_type})

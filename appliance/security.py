@@ -18,9 +18,9 @@
 - **Rate limit** per key: a token bucket of ``rate_per_minute`` requests (the key's
   own, else ``auth.rate_per_minute``); over it, 429 with Retry-After.
 
-The guard is plain ASGI middleware, so it sees every request, including the mounted
-UI's, before any route does. Its refusals are written as the route would write them
-(``api_guards.error_response``): the Document Intelligence API's in that service's shape.
+The guard that enforces them is ``api_guards.AccessGuard``, plain ASGI middleware in front
+of every route; this module has no part of the web stack, so the daemon's core runs
+without it.
 """
 
 from __future__ import annotations
@@ -28,7 +28,6 @@ from __future__ import annotations
 import hashlib
 import hmac
 import ipaddress
-import math
 import re
 import secrets
 import threading
@@ -36,27 +35,11 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
-from starlette.requests import HTTPConnection
-
-from appliance.api_guards import error_response
-from appliance.config import AuthSettings
-from appliance.errors import (
-    ConfigError, ForbiddenAddress, InvalidRequest, RateLimited, Unauthorized,
-)
+from appliance.errors import ConfigError, InvalidRequest
 from appliance.private_file import PrivateTomlFile
 
 KEY_PREFIX = "ocr_"
 NAME_PATTERN = re.compile(r"^[a-z][a-z0-9._-]{1,31}$")
-OPEN_PATHS = ("/healthz",)
-# Routes that answer machines: they need an API key. Everything else is the web UI.
-KEY_PATHS = ("/api/", "/readyz", "/metrics", "/docs", "/redoc", "/openapi.json",
-             "/documentintelligence")
-# the headers a key may come in, besides Authorization: Bearer
-KEY_HEADERS = (b"x-api-key", b"ocp-apim-subscription-key")
-# ... of which these are for people too: a signed-in user of the web UI reads them
-# without a key (the UI's mount sets ``app.state.signed_in``, its session check; the
-# library never imports its UI)
-DOCS_PATHS = ("/docs", "/redoc", "/openapi.json")
 
 
 def loopback(host: str) -> bool:
@@ -155,82 +138,3 @@ class RateLimiter:
                 return 0.0
             self._buckets[key] = (tokens, now)
             return (1 - tokens) * 60 / rate
-
-
-class AccessGuard:
-    """ASGI middleware: allow-list, API keys and rate limits (see the module docstring)."""
-
-    def __init__(self, app, settings: AuthSettings, keys: ApiKeys, auth_on):
-        self.app = app
-        self.settings = settings
-        self.keys = keys
-        self.auth_on = auth_on  # callable: is auth configured right now
-        self.networks = [ipaddress.ip_network(n, strict=False) for n in settings.allow_from]
-        self.limiter = RateLimiter()
-
-    async def __call__(self, scope, receive, send):
-        if scope["type"] not in ("http", "websocket") or scope["path"] in OPEN_PATHS:
-            return await self.app(scope, receive, send)
-        refusal = self._refusal(scope)
-        if refusal is None:
-            return await self.app(scope, receive, send)
-        if scope["type"] == "websocket":
-            return await send({"type": "websocket.close", "code": 1008})
-        await refusal(scope, receive, send)
-
-    def _refusal(self, scope):
-        client = (scope.get("client") or ("", 0))[0]
-        path = scope["path"]
-
-        def _error(status: int, code: str, message: str, headers: dict | None = None):
-            return error_response(status, code, message, headers, path)
-
-        if self.networks and not self._allowed(client):
-            return _error(ForbiddenAddress.http_status, ForbiddenAddress.code,
-                          f"requests from {client} are not allowed; add the address to "
-                          f"auth.allow_from")
-        if not path.startswith(KEY_PATHS) or not self.auth_on():
-            return None  # the web UI: Gradio's login guards it
-        if scope.get("method") == "OPTIONS":
-            return None  # a CORS preflight carries no key and changes nothing
-        headers = dict(scope.get("headers") or [])
-        # header bytes are Latin-1 by HTTP's rules: any bytes decode (and a key with odd
-        # ones simply matches none)
-        presented = next((value for name in KEY_HEADERS if (value := headers.get(name, b""))),
-                         b"").decode("latin-1")
-        bearer = headers.get(b"authorization", b"").decode("latin-1")
-        if not presented and bearer.lower().startswith("bearer "):
-            presented = bearer[7:].strip()
-        if not presented and self._signed_in_to_docs(scope):
-            return None
-        if not presented:
-            return _error(Unauthorized.http_status, Unauthorized.code,
-                          "this route needs an API key: send it in the X-API-Key (or "
-                          "Ocp-Apim-Subscription-Key) header (`appliance keys add NAME`)",
-                          {"www-authenticate": "Bearer"})
-        key = self.keys.find(presented)
-        if key is None:
-            return _error(Unauthorized.http_status, Unauthorized.code, "the API key is not valid",
-                          {"www-authenticate": "Bearer"})
-        rate = key.rate_per_minute or self.settings.rate_per_minute
-        wait_s = self.limiter.take(key.name, rate)
-        if wait_s:
-            return _error(RateLimited.http_status, RateLimited.code,
-                          f"key '{key.name}' is over its limit of {rate} requests a minute; "
-                          f"retry later",
-                          {"retry-after": str(math.ceil(wait_s))})
-        scope.setdefault("state", {})["api_key"] = key.name
-        return None
-
-    @staticmethod
-    def _signed_in_to_docs(scope) -> bool:
-        signed_in = getattr(getattr(scope.get("app"), "state", None), "signed_in", None)
-        return (scope["path"].startswith(DOCS_PATHS) and signed_in is not None
-                and signed_in(HTTPConnection(scope)) is not None)
-
-    def _allowed(self, client: str) -> bool:
-        try:
-            address = ipaddress.ip_address(client)
-        except ValueError:
-            return False
-        return any(address in network for network in self.networks)

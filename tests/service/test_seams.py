@@ -26,3 +26,11 @@ def test_the_library_does_not_import_its_ui(module):
 
 def test_intake_does_not_bring_in_the_metrics_server():
     assert imported_after("appliance.intake", ("prometheus_client", "fastapi")) == []
+
+
+@pytest.mark.parametrize("module", ["appliance.daemon", "appliance.oneshot", "appliance.doctor",
+                                    "appliance.engines.host",
+                                    "appliance.engines.llama.parallel_bench"])
+def test_the_daemon_and_its_workers_run_without_the_web_stack(module):
+    """What a GPU host's check carries (scripts/make-gpu-kit.sh) has no web stack."""
+    assert imported_after(module, ("fastapi", "starlette", "uvicorn", "gradio")) == []
