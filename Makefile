@@ -16,7 +16,7 @@ PIP_VERSION := 26.3
 UV_VERSION := 0.13.9
 LOCK_VENV := .venv-lock
 
-.PHONY: run test lock tesseract fonts chromium systemd poppler clean
+.PHONY: run test lock tesseract fonts chromium systemd poppler clean llama-cmake-args
 
 # llama.cpp for any x86-64 CPU with AVX2 rather than for this CPU exactly: a native
 # build on a Xeon with AMX and AVX-512 segfaults on quantized models (seen with
@@ -72,3 +72,7 @@ test: $(STAMP) tesseract fonts chromium systemd poppler
 
 clean:
 	rm -rf $(VENV)
+
+# The same CPU flags for scripts/gpu-check.sh's CUDA build on a GPU host.
+llama-cmake-args:
+	@echo $(LLAMA_CMAKE_ARGS)

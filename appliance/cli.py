@@ -114,8 +114,9 @@ def _shaped_model(name: str, settings) -> tuple[Path, Path]:
 
 
 def _bench_parallel(args, settings, model: tuple[Path, Path] | None) -> int:
-    """The engine at N pages at once, in this process, against the raw decode loop (and
-    llama-server): no daemon. The engine settings give threads, context and offload."""
+    """The engine at N pages at once, in the daemon's worker process, against the raw
+    decode loop (and llama-server). The engine settings give threads, context and
+    offload."""
     from appliance.engines.llama.looping_bench import format_looping_report, run_looping_bench
     from appliance.engines.llama.parallel_bench import (
         DEFAULT_TOKENS, format_report, run_parallel_bench,
@@ -136,9 +137,8 @@ def _bench_parallel(args, settings, model: tuple[Path, Path] | None) -> int:
         _write_json(args.report, results)
         sys.stdout.write("\n".join(map(format_looping_report, results)) + "\n")
         return 0
-    result = run_parallel_bench(*model, args.parallel, tokens=args.tokens or DEFAULT_TOKENS,
-                                pages=args.pages, threads=engine.threads, n_ctx=engine.n_ctx,
-                                n_gpu_layers=engine.n_gpu_layers, flash_attn=engine.flash_attn,
+    result = run_parallel_bench(settings, *model, args.parallel,
+                                tokens=args.tokens or DEFAULT_TOKENS, pages=args.pages,
                                 server=args.against_llama_server,
                                 log_dir=settings.paths.data_dir / "bench-logs")
     _write_json(args.report, result)

@@ -1,5 +1,5 @@
-"""The parallel decoding bench on the tiny model: its report, the raw loop, llama-server's
-plumbing, and the promise that it runs on a GPU host without the daemon's packages."""
+"""The parallel decoding bench on the tiny model, read in the daemon's own worker: its
+report, each N's line as it is measured, the raw loop and llama-server's plumbing."""
 
 from __future__ import annotations
 
@@ -9,7 +9,6 @@ import json
 import os
 import subprocess
 import sys
-import textwrap
 import threading
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
@@ -17,7 +16,8 @@ from pathlib import Path
 import pytest
 from PIL import Image
 
-from appliance.config import dump_toml
+from appliance.config import Settings, dump_toml, settings_from_dict
+from appliance.errors import EngineUnavailable
 from appliance.engines.llama.llama_server import LlamaServer, chat_request, complete
 from appliance.engines.llama import parallel_bench
 from appliance.engines.llama.looping_bench import format_looping_report, run_looping_bench
@@ -62,10 +62,18 @@ def test_bench_parallel_one_page_at_a_time(tiny_model, tmp_path):
     assert "   1     4" in run.stdout  # the table's row for N = 1, 4 pages
 
 
-def test_bench_parallel_two_pages_at_once(tiny_model):
+def tiny_settings(tmp_path: Path) -> Settings:
+    return settings_from_dict({"engine": {"threads": 1, "n_ctx": 1024},
+                               "paths": {"data_dir": str(tmp_path / "data")}}, tmp_path)
+
+
+def test_bench_parallel_two_pages_at_once(tiny_model, tmp_path):
     model, mmproj = tiny_model
-    result = run_parallel_bench(model, mmproj, [2, 1], tokens=TOKENS, threads=1, n_ctx=1024)
+    lines = []
+    result = run_parallel_bench(tiny_settings(tmp_path), model, mmproj, [2, 1], tokens=TOKENS,
+                                on_run=lambda run: lines.append(json.dumps(run)))
     one, two = result["runs"]  # in order of N
+    assert [json.loads(line) for line in lines] == [one, two]  # each as it was measured
     assert (one["parallel"], two["parallel"]) == (1, 2)
     for run in (one, two):
         check_engine_figures(run, pages=4)
@@ -78,6 +86,13 @@ def test_bench_parallel_two_pages_at_once(tiny_model):
     assert two["vram_plan_mb"] > one["vram_plan_mb"] > 0  # a KV cache per slot
     assert two["ratio_to_n1"] == pytest.approx(two["engine"]["tokens_per_s"]
                                                / one["engine"]["tokens_per_s"])
+    # the worker's own stages, as the daemon times them
+    assert one["engine"]["stages_ms"]["inference_ms"] > 0
+
+
+def test_a_worker_that_crashes_at_start_stops_the_bench_with_how(aborting_model, tmp_path):
+    with pytest.raises(EngineUnavailable, match="died while starting .killed by SIGABRT"):
+        run_parallel_bench(tiny_settings(tmp_path), *aborting_model, [1], tokens=TOKENS)
 
 
 def test_a_looping_page_beside_healthy_ones_is_measured(tiny_model):
@@ -207,49 +222,3 @@ def test_a_llama_server_that_exits_at_start_is_reported(tmp_path):
             pass
     assert server.process.returncode == 1
     assert "-np 2 -c 2048" in " ".join(server.command)
-
-
-# The GPU host has llama-cpp-python, gguf, numpy and Pillow (and what they import), and
-# none of the daemon's packages; OpenCV, psutil and NVML's bindings may be missing too.
-BLOCKED = ("fastapi starlette uvicorn pydantic sqlmodel sqlalchemy gradio gradio_client rapidocr "
-           "rapidocr_onnxruntime onnxruntime pypdfium2 watchdog apscheduler httpx rapidfuzz "
-           "apted cv2 psutil pynvml tqdm requests").split()
-# yaml: gguf imports it; defusedxml: Pillow imports it where it is installed
-IMPORTED_OK = {"numpy", "PIL", "gguf", "yaml", "defusedxml"}
-# llama-cpp-python's own imports (chat templates, its cache), brought in the GPU kit
-LLAMA_CPP_OK = {"llama_cpp", "jinja2", "markupsafe", "diskcache", "typing_extensions"}
-ISOLATED = textwrap.dedent("""
-    import importlib.abc, sys
-
-    class Refuse(importlib.abc.MetaPathFinder):
-        def find_spec(self, name, path=None, target=None):
-            if name.partition(".")[0] in sys.argv[1].split(","):
-                raise ModuleNotFoundError(f"{name} is not on the GPU host")
-
-    sys.meta_path.insert(0, Refuse())
-
-    def third_party():
-        return sorted({name.partition(".")[0] for name, module in list(sys.modules.items())
-                       if "-packages" in (getattr(module, "__file__", None) or "")
-                       and not name.startswith("_")})
-
-    from appliance.engines.llama import parallel_bench
-    print("imported", *third_party())
-    parallel_bench.main(sys.argv[2:])
-    print("ran", *third_party())
-""")
-
-
-def test_the_bench_imports_and_runs_without_the_daemons_packages(tiny_model):
-    model, mmproj = tiny_model
-    run = subprocess.run([sys.executable, "-c", ISOLATED, ",".join(BLOCKED), "--model",
-                          str(model), "--mmproj", str(mmproj), "--parallel", "1", "--tokens",
-                          str(TOKENS), "--threads", "1", "--n-ctx", "1024"],
-                         capture_output=True, text=True, timeout=300)
-    assert run.returncode == 0, run.stderr[-3000:]
-    lines = {line.split()[0]: set(line.split()[1:]) for line in run.stdout.splitlines()
-             if line.startswith(("imported", "ran"))}
-    assert lines["imported"] <= IMPORTED_OK, lines["imported"] - IMPORTED_OK
-    assert lines["ran"] <= IMPORTED_OK | LLAMA_CPP_OK, lines["ran"] - IMPORTED_OK - LLAMA_CPP_OK
-    assert "llama_cpp" in lines["ran"]
-    assert "   1     4" in run.stdout

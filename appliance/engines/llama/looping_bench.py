@@ -6,9 +6,8 @@ One engine with N slots. N - 1 client threads read healthy pages, each answer ex
 model reads greedily with the repetition guard on. A random-weight model loops, so
 that page runs until its guard stops it. The healthy pages' latency and the engine's
 tokens/s are set side by side: the looping page may cost its own slot and its own
-tokens (the guard's cost), nothing else.
-
-Like ``parallel_bench``, it needs llama-cpp-python, gguf, numpy and Pillow alone.
+tokens (the guard's cost), nothing else. The engine runs in this process: the bench
+reaches into its decoder to queue the looping page first.
 """
 
 from __future__ import annotations

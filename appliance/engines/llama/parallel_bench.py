@@ -1,29 +1,37 @@
-"""Parallel decoding, measured: the llama engine at N pages at once, against the raw
-batched-decode loop and, optionally, llama.cpp's own ``llama-server``.
+"""Parallel decoding, measured: the llama engine at N pages at once in the daemon's own
+worker process, against the raw batched-decode loop and, optionally, llama.cpp's own
+``llama-server``.
 
-For each N, N client threads call ``LlamaEngine.recognize`` on their own pages (page i
-goes to thread i mod N), every answer exactly ``tokens`` tokens long (the engine's
-``fixed_tokens``). The report gives generated tokens/s, pages/min, P50/P95 page latency,
-peak RSS, peak GPU memory where NVML answers (against what ``appliance.gpu`` plans),
-the ratio to N = 1, and from the engine's ``decode_stats``: the share of time its loop
-sat idle, and its generation rate (tokens over the loop's busy time less prompts and
-images). That rate is held against the raw loop (``raw_decode``) at B = N on the same
-model, threads and context per page: the engine's own per-step cost is the gap. With
-``--against-llama-server BIN`` the same pages go through llama-server with N slots, and
-the engine's end-to-end figures are set beside its.
+For each N a worker is started as the daemon starts one: the daemon's settings (its
+config file) give ``daemon.resolve_engine`` the worker's spec, and ``host.WorkerHandle``
+spawns it (the worker's entry point, imports, model load and warm-up). It gets
+``engine.parallel = N`` and N pages kept in flight (the next goes as one is answered),
+every answer exactly ``tokens`` tokens long (``engine.fixed_tokens``). What would measure
+something besides the model is off: the result cache, the second opinion and the
+classic engine's word placement; greedy decoding only, no tiling.
 
-It imports and runs with llama-cpp-python, gguf, numpy and Pillow alone, as on the bare
-GPU host of ``scripts/gpu-check.sh``; pynvml and ``appliance.memory_plan`` (psutil) are
-used where present.
+The report gives generated tokens/s, pages/min, P50/P95 page latency (sent to answered),
+the worker's peak RSS, the card's peak GPU memory above what was in use before the
+worker started where NVML answers (against what ``appliance.memory_plan`` plans), the
+ratio to N = 1, and from the engine's decode-loop counters (in each page's provenance)
+the share of time the loop sat idle and its generation rate. That rate is held against
+the raw loop (``raw_decode``) at B = N on the same model, threads and context per page:
+the engine's own per-step cost is the gap. With ``--against-llama-server BIN`` the same
+pages go through llama-server with N slots. Each N's figures are written as a JSON
+line as soon as they are measured (``--jsonl``), so a run cut short still reports.
 
     python -m appliance.engines.llama.parallel_bench --model M --mmproj P \\
-        --parallel 1,2,4,8 --tokens 64 [--pages 8] [--threads 2] [--n-gpu-layers -1] \\
-        [--against-llama-server BIN] [--json out.json]
+        --parallel 1,2,4,8 --tokens 64 [--pages 8] [--config FILE] \\
+        [--against-llama-server BIN] [--json out.json] [--jsonl runs.jsonl]
+
+Threads, context per page, offload and flash attention are the config's ``[engine]``
+keys; ``--threads``, ``--n-ctx`` and ``--n-gpu-layers`` override them.
 """
 
 from __future__ import annotations
 
 import argparse
+import itertools
 import json
 import logging
 import os
@@ -32,18 +40,24 @@ import sys
 import tempfile
 import threading
 import time
+from collections.abc import Callable
+from dataclasses import replace
 from pathlib import Path
-from typing import Callable
 
 from PIL import Image
 
-from appliance.engines.base import PageRequest
-from appliance.engines.llama.engine import LlamaEngine
+from appliance.config import EngineSettings, Settings, load_settings
+from appliance.daemon import resolve_engine
+from appliance.engines import registry
+from appliance.engines.host import WorkerHandle
 from appliance.engines.llama.llama_server import LlamaServer, chat_request, complete
-from appliance.engines.prompts import prompt_for
 from appliance.engines.llama.raw_decode import RawDecoder
-from appliance.gguf.pair import inspect_model, ModelInfo
+from appliance.engines.messages import Job, PageDone, StartFailed
+from appliance.engines.prompts import prompt_for
+from appliance.gguf.pair import ModelInfo, inspect_model
+from appliance.errors import EngineUnavailable
 from appliance.measure.stats import percentiles
+from appliance.memory_plan import estimate_worker_bytes
 from appliance.raster.synthetic import render_text_page, sample_lines
 
 try:
@@ -54,7 +68,6 @@ except ImportError:  # no nvidia-ml-py: no GPU memory figures
 log = logging.getLogger(__name__)
 
 DEFAULT_TOKENS = 64
-DEFAULT_N_CTX = 4096  # per page, the engine's default
 TEMPLATE_TOKENS = 12  # the chat turn's markup and the image's start and end markers
 MIB = 2**20
 VRAM_SAMPLE_S = 0.05
@@ -180,16 +193,10 @@ class ProcessPeaks:
                 "vram_peak_mb": self.vram_peak_mb}
 
 
-def planned_vram_mb(info: ModelInfo, *, parallel: int, n_ctx: int,
-                    n_gpu_layers: int) -> float | None:
+def planned_vram_mb(info: ModelInfo, engine: EngineSettings, parallel: int) -> float:
     """What the daemon's memory plan reserves for one worker reading ``parallel`` pages
-    at once. None where ``appliance.memory_plan`` cannot be imported (through
-    ``appliance.gpu`` it needs psutil)."""
-    try:
-        from appliance.memory_plan import estimate_worker_bytes
-    except ImportError:
-        return None
-    estimate = estimate_worker_bytes(info, n_ctx=n_ctx, n_gpu_layers=n_gpu_layers)
+    at once."""
+    estimate = estimate_worker_bytes(info, n_ctx=engine.n_ctx, n_gpu_layers=engine.n_gpu_layers)
     return estimate.at(parallel).total_bytes / MIB
 
 
@@ -213,26 +220,109 @@ def _decode_share(before: dict, after: dict) -> dict:
             "loop_tokens_per_s": d["generated_tokens"] / generating if generating > 0 else None}
 
 
-def run_engine(model: Path, mmproj: Path, pages: list[Image.Image], *, warmup: Image.Image,
-               parallel: int, tokens: int, threads: int, n_ctx: int, n_gpu_layers: int,
-               flash_attn: bool) -> dict:
-    """One engine with ``parallel`` slots reads ``pages`` from as many client threads."""
-    with ProcessPeaks(os.getpid()) as peaks:
-        engine = LlamaEngine(str(model), str(mmproj), parallel=parallel, n_ctx=n_ctx,
-                             threads=threads, n_gpu_layers=n_gpu_layers, flash_attn=flash_attn,
-                             fixed_tokens=tokens, auto_tiling=False, retry_ladder=["greedy"])
-        try:
-            request = PageRequest(doc_type=PROMPT.doc_type, attempt=1)
-            engine.recognize(warmup, request)  # as a worker's
-            before = engine.decode_stats()
-            results, latencies, elapsed = fan_out(
-                len(pages), parallel, lambda page: engine.recognize(pages[page], request))
-            after = engine.decode_stats()
-        finally:
-            engine.close()
-    generated = sum(len(result.tokens) for result in results)
-    return {**_throughput(generated, len(pages), elapsed, latencies),
-            **peaks.report(), "decode": _decode_share(before, after)}
+def bench_settings(settings: Settings, model: Path, mmproj: Path, *, parallel: int,
+                   tokens: int) -> Settings:
+    """The daemon's settings with the engine under measure: the model engine reading
+    ``parallel`` pages at once, every answer ``tokens`` long, greedy and untiled; no
+    result cache, second opinion or word placement (each would measure something else)."""
+    engine = replace(settings.engine, name=registry.model_engine().name, model=model,
+                     mmproj=mmproj, parallel=parallel, fixed_tokens=tokens,
+                     retry_ladder=["greedy"], auto_tiling=False, result_cache=False)
+    return replace(settings, engine=engine,
+                   review=replace(settings.review, second_opinion=False),
+                   output=replace(settings.output, place_vision_text=False))
+
+
+def write_pages(images: list[Image.Image], directory: Path) -> list[Path]:
+    """The page images as PNG files, which a worker's jobs name."""
+    directory.mkdir(parents=True, exist_ok=True)
+    paths = [directory / f"page-{index:03d}.png" for index in range(len(images))]
+    for image, path in zip(images, paths):
+        image.save(path)
+    return paths
+
+
+class WorkerPages:
+    """One engine worker, started as the daemon starts it, fed page files as jobs."""
+
+    def __init__(self, settings: Settings, spool: Path):
+        spec, _notice = resolve_engine(settings)
+        self.settings, self.spool = settings, spool
+        self.handle = WorkerHandle(0, spec)
+        self._job_ids = itertools.count(1)
+
+    def start(self) -> None:
+        self.handle.start()
+        ready = self.handle.wait_ready(self.settings.workers.warmup_timeout_s)
+        if isinstance(ready, StartFailed):
+            raise EngineUnavailable(f"the worker did not start ({ready.code}): {ready.message}")
+
+    def job(self, page: Path) -> Job:
+        job_id = next(self._job_ids)
+        return Job(job_id=job_id, original=page, kind="png", page_index=0,
+                   dpi=self.settings.raster.pdf_dpi, max_pixels=self.settings.limits.max_pixels,
+                   page_image=self.spool / f"read-{job_id}.png", doc_type=PROMPT.doc_type,
+                   engine=None, attempt=1, pdf_password=None,
+                   deadline_s=self.settings.workers.page_timeout_s)
+
+    def read(self, pages: list[Path], parallel: int) -> tuple[list[PageDone], list[float], float]:
+        """Every page, ``parallel`` in flight (the next sent as one is answered): the
+        answers and per-page seconds in page order, and the seconds from the first send
+        to the last answer."""
+        answers: list[PageDone | None] = [None] * len(pages)
+        latencies, sent = [0.0] * len(pages), {}
+        waiting = list(enumerate(pages))
+        started = time.perf_counter()
+
+        def send_next() -> None:
+            index, page = waiting.pop(0)
+            job = self.job(page)
+            sent[job.job_id] = (index, time.perf_counter())
+            self.handle.send(job, None, job.deadline_s)
+
+        for _ in range(min(parallel, len(waiting))):
+            send_next()
+        while sent:
+            if not self.handle.conn.poll(self.settings.workers.page_timeout_s):
+                raise EngineUnavailable("the worker answered no page in workers.page_timeout_s")
+            answer = self.handle.conn.recv()
+            self.handle.finish(answer.job_id)
+            index, began = sent.pop(answer.job_id)
+            if not isinstance(answer, PageDone):
+                raise EngineUnavailable(f"page {index} failed ({answer.code}): {answer.message}")
+            answers[index], latencies[index] = answer, time.perf_counter() - began
+            if waiting:
+                send_next()
+        return answers, latencies, time.perf_counter() - started
+
+    def stop(self) -> None:
+        self.handle.stop()
+
+
+def _decode_loop(answer: PageDone) -> dict:
+    """The engine's decode-loop counters as this page ended."""
+    return answer.recognition.provenance["decode_loop"]
+
+
+def run_engine(settings: Settings, pages: list[Path], *, warmup: Path, spool: Path) -> dict:
+    """The daemon's worker with ``engine.parallel`` slots reads ``pages``, that many in
+    flight."""
+    parallel = settings.engine.parallel
+    worker = WorkerPages(settings, spool)
+    vram_before = _vram_used_bytes()
+    worker.start()
+    try:
+        with ProcessPeaks(worker.handle.process.pid, vram_before) as peaks:
+            [warm], _, _ = worker.read([warmup], 1)  # none of the measured pages
+            answers, latencies, elapsed = worker.read(pages, parallel)
+    finally:
+        worker.stop()
+    generated = sum(len(answer.recognition.tokens) for answer in answers)
+    last = max((_decode_loop(answer) for answer in answers), key=lambda loop: loop["wall_s"])
+    stages = {stage: _mean([a.timings_ms.get(stage) for a in answers])
+              for stage in ("preprocess_ms", "inference_ms", "postprocess_ms")}
+    return {**_throughput(generated, len(pages), elapsed, latencies), **peaks.report(),
+            "decode": _decode_share(_decode_loop(warm), last), "stages_ms": stages}
 
 
 def run_server(binary: Path, model: Path, mmproj: Path, info: ModelInfo,
@@ -271,61 +361,73 @@ def _ratio(a: float | None, b: float | None) -> float | None:
     return a / b if a and b else None
 
 
-def run_parallel_bench(model: Path, mmproj: Path, parallels: list[int], *,
-                       tokens: int = DEFAULT_TOKENS, pages: int | None = None, threads: int = 2,
-                       n_ctx: int = DEFAULT_N_CTX, n_gpu_layers: int = -1, flash_attn: bool = True,
-                       server: Path | None = None, log_dir: Path | None = None) -> dict:
-    """Engine, raw loop and (with ``server``) llama-server at each N; see the module.
-    ``log_dir`` keeps llama-server's output, one file per N."""
+def run_parallel_bench(settings: Settings, model: Path, mmproj: Path, parallels: list[int], *,
+                       tokens: int = DEFAULT_TOKENS, pages: int | None = None,
+                       server: Path | None = None, log_dir: Path | None = None,
+                       on_run: Callable[[dict], None] | None = None) -> dict:
+    """Engine (in the daemon's worker), raw loop and (with ``server``) llama-server at
+    each N, smallest N first; see the module. ``settings`` are the daemon's: their
+    ``[engine]`` gives threads, context per page, offload and flash attention.
+    ``log_dir`` keeps llama-server's output, one file per N; ``on_run`` is handed each
+    N's figures as soon as they are measured."""
     info = inspect_model(model, mmproj)
+    engine = settings.engine
     parallels = sorted(set(parallels))
     # the warm-up page is none of the measured ones: llama-server would answer it again
     # from its slot's cache
     *images, warmup = render_pages(max(page_count(n, pages) for n in parallels) + 1)
-    common = {"warmup": warmup, "tokens": tokens, "threads": threads, "n_ctx": n_ctx,
-              "n_gpu_layers": n_gpu_layers, "flash_attn": flash_attn}
-    runs = {n: {"parallel": n, "engine": run_engine(model, mmproj, images[:page_count(n, pages)],
-                                                    parallel=n, **common)}
-            for n in parallels}
-
-    decoder = RawDecoder(str(model), threads=threads, n_ctx=n_ctx, n_gpu_layers=n_gpu_layers,
-                         flash_attn=flash_attn)
-    try:
-        prompt_tokens = info.image_tokens + decoder.count_tokens(PROMPT.text) + TEMPLATE_TOKENS
-        for n, run in runs.items():
-            raw = decoder.run(n, prompt_tokens=prompt_tokens, steps=tokens)
-            run["raw"] = {"batch": n, "prompt_tokens": prompt_tokens, "steps": tokens,
-                          "tokens_per_s": raw.tokens_per_s}
-    finally:
-        decoder.close()
-
-    if server:
-        if log_dir:
-            log_dir.mkdir(parents=True, exist_ok=True)
-        for n, run in runs.items():
-            log_path = log_dir / f"llama-server-np{n}.log" if log_dir else None
-            run["server"] = run_server(server, model, mmproj, info,
-                                       images[:page_count(n, pages)], parallel=n,
-                                       log_path=log_path, **common)
-
-    first = runs.get(1)
-    for n, run in runs.items():
-        engine, decode = run["engine"], run["engine"]["decode"]
-        run["ratio_to_n1"] = _ratio(engine["tokens_per_s"],
-                                    first and first["engine"]["tokens_per_s"])
-        run["engine_over_raw"] = _ratio(decode["loop_tokens_per_s"], run["raw"]["tokens_per_s"])
-        run["vram_plan_mb"] = planned_vram_mb(info, parallel=n, n_ctx=n_ctx,
-                                              n_gpu_layers=n_gpu_layers)
-        if server:
-            run["engine_over_server"] = _ratio(engine["tokens_per_s"],
-                                               run["server"]["tokens_per_s"])
-            run["server"]["ratio_to_n1"] = _ratio(run["server"]["tokens_per_s"],
-                                                  first and first["server"]["tokens_per_s"])
+    common = {"tokens": tokens, "threads": engine.threads, "n_ctx": engine.n_ctx,
+              "n_gpu_layers": engine.n_gpu_layers, "flash_attn": engine.flash_attn}
+    if server and log_dir:
+        log_dir.mkdir(parents=True, exist_ok=True)
+    runs: list[dict] = []
+    with tempfile.TemporaryDirectory(prefix="parallel-bench-") as tmp:
+        *files, warmup_file = write_pages([*images, warmup], Path(tmp) / "pages")
+        decoder = RawDecoder(str(model), threads=engine.threads, n_ctx=engine.n_ctx,
+                             n_gpu_layers=engine.n_gpu_layers, flash_attn=engine.flash_attn)
+        try:
+            prompt_tokens = (info.image_tokens + decoder.count_tokens(PROMPT.text)
+                             + TEMPLATE_TOKENS)
+            for n in parallels:
+                count = page_count(n, pages)
+                run = {"parallel": n, "engine": run_engine(
+                    bench_settings(settings, model, mmproj, parallel=n, tokens=tokens),
+                    files[:count], warmup=warmup_file, spool=Path(tmp) / "spool")}
+                raw = decoder.run(n, prompt_tokens=prompt_tokens, steps=tokens)
+                run["raw"] = {"batch": n, "prompt_tokens": prompt_tokens, "steps": tokens,
+                              "tokens_per_s": raw.tokens_per_s}
+                if server:
+                    log_path = log_dir / f"llama-server-np{n}.log" if log_dir else None
+                    run["server"] = run_server(server, model, mmproj, info, images[:count],
+                                               warmup=warmup, parallel=n, log_path=log_path,
+                                               **common)
+                _compare(run, runs[0] if runs and runs[0]["parallel"] == 1 else run)
+                run["vram_plan_mb"] = planned_vram_mb(info, engine, n)
+                runs.append(run)
+                if on_run:
+                    on_run(run)
+        finally:
+            decoder.close()
     return {"model": str(model), "mmproj": str(mmproj), "model_name": info.name,
             "quant": info.quant, "image_tokens": info.image_tokens, "tokens_per_page": tokens,
-            "threads": threads, "n_ctx_per_page": n_ctx, "n_gpu_layers": n_gpu_layers,
-            "cpu_count": os.cpu_count(),
-            "llama_server": str(server) if server else None, "runs": list(runs.values())}
+            "threads": engine.threads, "n_ctx_per_page": engine.n_ctx,
+            "n_gpu_layers": engine.n_gpu_layers, "cpu_count": os.cpu_count(),
+            "llama_server": str(server) if server else None, "runs": runs}
+
+
+def _compare(run: dict, first: dict) -> None:
+    """A run's ratios: to N = 1 (``first``, the run itself when it is N = 1), to the raw
+    loop and to llama-server."""
+    engine = run["engine"]
+    n1 = first["parallel"] == 1
+    run["ratio_to_n1"] = _ratio(engine["tokens_per_s"],
+                                first["engine"]["tokens_per_s"]) if n1 else None
+    run["engine_over_raw"] = _ratio(engine["decode"]["loop_tokens_per_s"],
+                                    run["raw"]["tokens_per_s"])
+    if "server" in run:
+        run["engine_over_server"] = _ratio(engine["tokens_per_s"], run["server"]["tokens_per_s"])
+        run["server"]["ratio_to_n1"] = _ratio(run["server"]["tokens_per_s"],
+                                              first["server"]["tokens_per_s"]) if n1 else None
 
 
 def _f(value: float | None, spec: str = ".1f") -> str:
@@ -381,32 +483,48 @@ def main(argv: list[str] | None = None) -> int:
     source.add_argument("--shape", help="build and use a random-weight model of this shape "
                                         "(gemma3-4b, gemma3-1b, gemma3-mini)")
     parser.add_argument("--mmproj", type=Path)
+    parser.add_argument("--config", type=Path, help="the daemon's config (default: as serve)")
     parser.add_argument("--cache-dir", type=Path,
                         default=Path(tempfile.gettempdir()) / "appliance-bench-models",
                         help="where --shape builds its model once")
     parser.add_argument("--parallel", type=parse_parallel, default=[1, 2, 4, 8])
     parser.add_argument("--tokens", type=int, default=DEFAULT_TOKENS, help="per page, fixed")
     parser.add_argument("--pages", type=int, help="pages per N (default 2 N, at least 4)")
-    parser.add_argument("--threads", type=int, default=2)
-    parser.add_argument("--n-ctx", type=int, default=DEFAULT_N_CTX, help="context per page")
-    parser.add_argument("--n-gpu-layers", type=int, default=-1)
+    parser.add_argument("--threads", type=int, help="engine.threads")
+    parser.add_argument("--n-ctx", type=int, help="engine.n_ctx, the context per page")
+    parser.add_argument("--n-gpu-layers", type=int, help="engine.n_gpu_layers")
     parser.add_argument("--against-llama-server", type=Path, metavar="BIN")
     parser.add_argument("--server-logs", type=Path, help="folder for llama-server's output")
     parser.add_argument("--json", type=Path, help="also write the result as JSON here")
+    parser.add_argument("--jsonl", type=Path, help="append each N's figures here as measured")
     args = parser.parse_args(argv)
     logging.basicConfig(level=logging.WARNING, format="%(levelname)s %(name)s: %(message)s")
     if args.model and not args.mmproj:
         parser.error("--model needs --mmproj")
+    settings = load_settings(args.config)
+    overrides = {key: value for key, value in (("threads", args.threads), ("n_ctx", args.n_ctx),
+                                               ("n_gpu_layers", args.n_gpu_layers))
+                 if value is not None}
+    settings = replace(settings, engine=replace(settings.engine, **overrides))
     model, mmproj = (args.model, args.mmproj) if args.model else shaped_model(args.shape,
                                                                                 args.cache_dir)
-    result = run_parallel_bench(model, mmproj, args.parallel, tokens=args.tokens,
-                                pages=args.pages, threads=args.threads, n_ctx=args.n_ctx,
-                                n_gpu_layers=args.n_gpu_layers, server=args.against_llama_server,
-                                log_dir=args.server_logs)
+    result = run_parallel_bench(settings, model, mmproj, args.parallel, tokens=args.tokens,
+                                pages=args.pages, server=args.against_llama_server,
+                                log_dir=args.server_logs,
+                                on_run=(lambda run: append_line(args.jsonl, run))
+                                if args.jsonl else None)
     if args.json:
         args.json.write_text(json.dumps(result, indent=2) + "\n")
     sys.stdout.write(format_report(result) + "\n")
     return 0
+
+
+def append_line(path: Path, record: dict) -> None:
+    """``record`` as one more JSON line of ``path``, on disk before this returns."""
+    with path.open("a", encoding="utf-8") as out:
+        out.write(json.dumps(record) + "\n")
+        out.flush()
+        os.fsync(out.fileno())
 
 
 def shaped_model(name: str, cache_dir: Path) -> tuple[Path, Path]:
