@@ -4,7 +4,7 @@ Retention (seed 000 §4.2): the original and the page images of content whose ev
 document is finished with it (read to the end, exported, its watched file disposed
 of: ``queries.purgeable``) and older than ``retention.hot_days`` are deleted, and so
 are result-cache entries of that age. A document with failed pages keeps its original
-until it is retried or deleted. The results in the database, the content hashes,
+until it is retried or deleted, and a document refused at intake until it is deleted. The results in the database, the content hashes,
 the exports and the audit trail stay: a purged document can still be listed,
 fetched and audited, only not read again. The purge runs every
 ``retention.interval_hours`` from the daemon's scheduler.

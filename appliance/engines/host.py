@@ -15,6 +15,7 @@ from __future__ import annotations
 import logging
 import multiprocessing as mp
 import os
+import re
 import signal
 import threading
 import time
@@ -58,6 +59,8 @@ if TYPE_CHECKING:
 log = logging.getLogger(__name__)
 
 PARENT_CHECK_S = 1.0
+# an absolute path in an exception's text (not one inside a URL)
+_SERVER_PATH = re.compile(r"(?<![\w.:/])/(?:[^\s'\"/]+/)*[^\s'\"/]+")
 
 
 def how_it_ended(exitcode: int | None) -> str:
@@ -199,13 +202,20 @@ def run_job(pipeline: PagePipeline, job: Job, background: ThreadPoolExecutor,
     except Exception as exc:  # an engine bug must not kill the worker's loop
         log.exception("page failed in engine %s", engine.name)
         return PageFailed(job.job_id, EngineError.code,
-                          f"the engine failed on this page ({type(exc).__name__}: {exc})",
+                          f"the engine failed on this page ({_described(exc)})",
                           retryable=True, timings_ms=timings)
     finally:
         if saving is not None:
             wait_futures([saving])  # never leave a half-written page image behind a result
     return PageDone(job.job_id, *reader, timings, confidence.score,
                     {**confidence.signals, "penalties": confidence.penalties}, recognition)
+
+
+def _described(exc: Exception) -> str:
+    """An unexpected failure in words for whoever sent the page, without the paths it
+    names (the server's layout is none of their business; the log has them)."""
+    text = exc.strerror if isinstance(exc, OSError) and exc.strerror else str(exc)
+    return f"{type(exc).__name__}: {_SERVER_PATH.sub('a file on the server', text)}"
 
 
 def _own_text(pipeline: PagePipeline, job: Job, page: PageRendering, request: PageRequest

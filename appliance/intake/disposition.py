@@ -6,7 +6,9 @@
     keep    left where it is; the ledger of kept files stops it coming back
 
 Nothing is moved or deleted before the document is final: by then the spool copy
-was fsynced and the document row committed long ago.
+was fsynced and the document row committed long ago. A refused file is never deleted,
+whatever the disposition, whether it was refused before it was stored or after: it is
+set aside with its reason (``set_aside``).
 """
 
 from __future__ import annotations
@@ -58,11 +60,20 @@ def error_report(view: DocumentView) -> str:
 
 
 def dispose(db: Database, view: DocumentView, folder: WatchFolder) -> None:
-    """Apply the folder's disposition to the document's original; record it once."""
+    """Apply the folder's disposition to the document's original; record it once. A
+    document refused after its file was stored (encrypted, too many pages, ...) is set
+    aside as a file refused before storing is, not deleted: the user's file may be the
+    only copy there is of something the appliance could not read."""
     doc: Document = view.doc
     source = Path(doc.source_path)
-    target = None
-    if folder.disposition == "move":
+    target, disposition = None, folder.disposition
+    if doc.error_code and disposition == "delete":
+        target = set_aside(folder, source, error_report(view))
+        disposition = "keep" if target == source else "move"
+        if target == source:  # left where it is: not offered again unless it changes
+            transitions.record_kept_file(db, folder.name, str(source), doc.size_bytes,
+                                         doc.source_mtime_ns, doc.sha256)
+    elif disposition == "move":
         failed = view.status != DocStatus.DONE
         directory = folder.failed_dir if failed else folder.processed_dir
         directory.mkdir(parents=True, exist_ok=True)
@@ -73,21 +84,34 @@ def dispose(db: Database, view: DocumentView, folder: WatchFolder) -> None:
             shutil.move(source, target)
         else:
             target = None
-    elif folder.disposition == "delete":
+    elif disposition == "delete":
         source.unlink(missing_ok=True)
-    transitions.mark_disposed(db, doc.id, folder.disposition, str(target) if target else None)
+    transitions.mark_disposed(db, doc.id, disposition, str(target) if target else None)
     log.info("watched original disposed doc=%s folder=%s disposition=%s status=%s", doc.id,
-             folder.name, folder.disposition, view.status)
+             folder.name, disposition, view.status)
+
+
+def set_aside(folder: WatchFolder, source: Path, report: str) -> Path:
+    """A refused file, to failed_dir where there is one, else left where it is, with
+    ``<name>.error.txt`` (``report``) beside it; where it now is."""
+    target = source
+    if folder.failed_dir is not None:
+        folder.failed_dir.mkdir(parents=True, exist_ok=True)
+        target = _free_name(folder.failed_dir, source.name, os.urandom(4).hex())
+    # first, so a refused file never sits anywhere without its reason
+    write_atomic(report_path(target), report)
+    if target != source and source.exists():
+        shutil.move(source, target)
+    return target
 
 
 def dispose_refused(folder: WatchFolder, source: Path, error: ApplianceError) -> None:
     """A watched file refused before it became a document (too large, a duplicate).
 
     Nothing of a refused file is stored, so it is never deleted, whatever the
-    disposition: it goes to failed_dir where there is one, else it stays where it is
-    (the caller records it, so that it is not offered again unchanged), with
-    ``<name>.error.txt`` beside it. Only a duplicate, whose content a document already
-    holds, goes as the folder's disposition says."""
+    disposition: it is set aside (``set_aside``; the caller records one left where it
+    is, so that it is not offered again unchanged). Only a duplicate, whose content a
+    document already holds, goes as the folder's disposition says."""
     if isinstance(error, DuplicateDocument):
         if folder.disposition == "move":
             folder.processed_dir.mkdir(parents=True, exist_ok=True)
@@ -96,13 +120,6 @@ def dispose_refused(folder: WatchFolder, source: Path, error: ApplianceError) ->
         elif folder.disposition == "delete":
             source.unlink(missing_ok=True)
     else:
-        target = source
-        if folder.failed_dir is not None:
-            folder.failed_dir.mkdir(parents=True, exist_ok=True)
-            target = _free_name(folder.failed_dir, source.name, os.urandom(4).hex())
-        # first, so a refused file never sits anywhere without its reason
-        write_atomic(report_path(target), f"{error.code}: {error.message}\n")
-        if target != source:
-            shutil.move(source, target)
+        set_aside(folder, source, f"{error.code}: {error.message}\n")
     log.info("watched file refused folder=%s file=%s code=%s", folder.name, source.name,
              error.code)

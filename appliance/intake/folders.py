@@ -170,11 +170,12 @@ class WatchService:
         """A final document's file changed after it was read: a writer that paused
         longer than ``stability_s`` and went on, or a new file saved under the same
         name; the appliance cannot tell which. A read that failed as a half-written file
-        fails is forgotten. Any other reading (done, partly failed, reviewed, corrected)
-        is kept: its document is disposed of without touching the file, which is read
-        as a new document once it is stable."""
+        fails, with nothing read (``_read_nothing``) and nothing a person did to it, is
+        forgotten. Any other reading (done, partly failed, reviewed, corrected) is kept:
+        its document is disposed of without touching the file, which is read as a new
+        document once it is stable."""
         doc = view.doc
-        if _may_be_half_written(view):
+        if _read_nothing(view) and not queries.touched_by_a_person(self.db, doc.id):
             self._forget(doc, "changed_after_read")
             return Disposal.FORGOTTEN
         transitions.mark_disposed(self.db, doc.id, "replaced", None)
@@ -233,5 +234,17 @@ def _changed(path: Path, signature: tuple[int, int] | None) -> bool:
 
 
 def _may_be_half_written(view: DocumentView) -> bool:
+    """Whether the document, or a page of it, failed the way a half-written file fails
+    (truncated, corrupt, empty): its disposal waits for the file to stay unchanged."""
     codes = [view.doc.error_code] + [p.error_code for p in view.pages]
     return any(code and error_class_for(code).may_be_partial for code in codes)
+
+
+def _read_nothing(view: DocumentView) -> bool:
+    """Whether the document failed as a half-written file fails with nothing read: refused
+    so at intake, or every page failed so. A page read is a reading to keep."""
+    if view.doc.error_code:
+        return error_class_for(view.doc.error_code).may_be_partial
+    return bool(view.pages) and all(page.error_code
+                                    and error_class_for(page.error_code).may_be_partial
+                                    for page in view.pages)

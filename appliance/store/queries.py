@@ -210,6 +210,17 @@ def watched_document(db: Database, source_path: str) -> DocumentView | None:
     return get_document(db, doc_id) if doc_id else None
 
 
+def touched_by_a_person(db: Database, document_id: str) -> bool:
+    """Whether a person acted on the document: a review action on one of its pages
+    (approve, correct, reorder, reject, rerun) or a correction of its fields."""
+    with db.read() as session:
+        return (session.exec(select(ReviewAction.id).where(
+                    ReviewAction.document_id == document_id)).first() is not None
+                or session.exec(select(FieldSet.id).where(
+                    FieldSet.document_id == document_id,
+                    FieldSet.source == "corrected")).first() is not None)
+
+
 def same_content(db: Database, sha256: str) -> Document | None:
     """The newest document with this content that is read, or being read, successfully:
     what a new copy would duplicate. Failed ones do not count, so a retry gets through."""
@@ -263,9 +274,11 @@ def purge_candidates(db: Database, cutoff: float) -> list[str]:
 
 def purgeable(session: Session, hashes: set[str], cutoff: float) -> set[str]:
     """Those of ``hashes`` whose every document is older than ``cutoff`` and finished
-    with them: final, exported (or refused at intake), its watched original disposed
-    of, and no page failed (a retry reads the original again). No submission in
-    flight may hold them either (``ContentHold``)."""
+    with them: final, exported, its watched original disposed of, and no page failed (a
+    retry reads the original again). A document refused at intake is never finished
+    with its content: the spool copy may be the only one left, and stays until someone
+    deletes the document. No submission in flight may hold them either
+    (``ContentHold``)."""
     if not hashes:
         return set()
     docs = session.exec(select(Document).where(Document.sha256.in_(hashes))).all()
@@ -277,8 +290,8 @@ def purgeable(session: Session, hashes: set[str], cutoff: float) -> set[str]:
 
 
 def _finished(doc: Document, counts: Counter) -> bool:
-    if doc.error_code:  # refused at intake: nothing to read again
-        return True
+    if doc.error_code:  # refused at intake: kept until the document is deleted
+        return False
     return (derive_status(doc, counts) == DocStatus.DONE and doc.exported_at is not None
             and (doc.source_path is None or doc.disposed_at is not None))
 

@@ -28,7 +28,7 @@ from appliance.store.models import (
     Document, Lane, Outcome, Page, PageResult, PageStatus, ReviewAction,
 )
 from appliance.store.search import index_page
-from appliance.store.transitions import _event
+from appliance.store.transitions import _event, require_original
 
 
 @dataclass
@@ -186,6 +186,7 @@ def rerun(db: Database, page_id: int, reviewer: str, options: dict) -> str:
     new reading is routed afresh."""
     with db.write() as session:
         page = _locked_page(session, page_id, reviewer)
+        require_original(session.get(Document, page.document_id), f"page {page.index + 1}")
         markdown = session.get(PageResult, page.result_id).markdown
         page.options = {**(page.options or {}), **options}
         page.attempts = 0  # a new reading, not a retry: the engine starts from its first rung

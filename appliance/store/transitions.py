@@ -422,6 +422,16 @@ def cancel_document(db: Database, document_id: str, actor: str = "api") -> int:
         return len(pages)
 
 
+def require_original(doc: Document, what: str) -> None:
+    """Refuse (OriginalPurged) to read ``what`` of ``doc`` again once retention deleted
+    its original: nothing would be left to read, and the failure would replace what
+    was read before."""
+    if doc.purged_at is not None:
+        raise OriginalPurged(f"the original of document {doc.id} was deleted by retention "
+                             f"(retention.hot_days) after it was read, so {what} cannot be "
+                             f"read again; submit the file again")
+
+
 def retry_failed_pages(db: Database, document_id: str, actor: str) -> int:
     """Queue the document's failed pages again with a fresh count of attempts (cancelled
     ones too); its results are written again once they are read. Returns how many."""
@@ -429,10 +439,8 @@ def retry_failed_pages(db: Database, document_id: str, actor: str) -> int:
         pages = session.exec(select(Page).where(Page.document_id == document_id,
                                                 Page.status == PageStatus.FAILED)).all()
         doc = session.get(Document, document_id)
-        if pages and doc.purged_at is not None:
-            raise OriginalPurged(f"the original of document {document_id} was deleted by "
-                                 f"retention (retention.hot_days) after it was read, so its "
-                                 f"failed pages cannot be read again; submit the file again")
+        if pages:
+            require_original(doc, "its failed pages")
         for page in pages:
             page.status = PageStatus.QUEUED
             page.attempts = 0

@@ -207,3 +207,25 @@ def test_vision_pages_are_read_in_order_with_the_previous_page_s_end(tmp_path, d
             assert page["provenance"]["context_chars"] > 0
     assert any(p["provenance"]["context_chars"] for p in pages[1:])
     assert pages[0]["provenance"]["model_sha256"] and pages[0]["provenance"]["mmproj_sha256"]
+
+
+def test_an_unexpected_failure_reaches_the_sender_without_a_server_path(tmp_path):
+    """A PDF whose spool copy is gone: pdfium's error names the file; the page's
+    message must not carry the server's layout (the log has it)."""
+    from concurrent.futures import ThreadPoolExecutor
+
+    from appliance.config import PreprocessSettings
+    from appliance.engines import create_engine
+    from appliance.engines.host import PagePipeline, run_job
+    from appliance.engines.messages import Job, PageFailed
+
+    missing = tmp_path / "spool" / "originals" / "ab" / "abcdef.pdf"
+    pipeline = PagePipeline(create_engine("classic", {"threads": 1}), PreprocessSettings())
+    job = Job(job_id=1, original=missing, kind="pdf", page_index=0, dpi=100,
+              max_pixels=10**8, page_image=tmp_path / "page.png", doc_type="generic",
+              engine=None, attempt=1, pdf_password=None, deadline_s=60)
+    with ThreadPoolExecutor(1) as background:
+        answer = run_job(pipeline, job, background)
+    assert isinstance(answer, PageFailed) and answer.code == "engine_error"
+    assert answer.message == ("the engine failed on this page (FileNotFoundError: a file "
+                              "on the server)")

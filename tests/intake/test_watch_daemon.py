@@ -6,9 +6,15 @@ from __future__ import annotations
 import re
 import time
 
+from PIL import Image
+
+from appliance.daemon import Appliance
+from appliance.store import queries
+from tests.conftest import make_settings
 from tests.daemon import Daemon
 from appliance.raster.synthetic import render_text_page
-from tests.fixtures.documents import write_encrypted_pdf, write_pdf, write_png
+from tests.fixtures.documents import (write_encrypted_pdf, write_multipage_tiff, write_pdf,
+                                      write_png)
 
 LINES = ["Packing list 77", "Two pallets of paper"]
 
@@ -124,10 +130,92 @@ def test_a_folder_password_opens_encrypted_pdfs(tmp_path):
         docs = {d["name"]: d for d in documents(daemon)}
         assert docs["payslip.pdf"]["status"] == "done"
         assert docs["payslip-elsewhere.pdf"]["error"]["code"] == "encrypted_pdf"
-        wait_for(lambda: not list(locked.iterdir()) and not list(other.iterdir()),
-                 timeout_s=10, what="disposition: delete")  # runs just after the final page
+        wait_for(lambda: not list(locked.iterdir()), timeout_s=10,
+                 what="disposition: delete")  # runs just after the final page
+        # the refused one is never deleted: it stays, with its reason beside it
+        assert sorted(p.name for p in other.iterdir()) == ["payslip-elsewhere.pdf",
+                                                           "payslip-elsewhere.pdf.error.txt"]
     finally:
         daemon.stop()
+
+
+def test_a_file_refused_after_it_was_stored_is_never_deleted_nor_purged(tmp_path):
+    """A delete folder: an encrypted PDF without its password is stored, then refused.
+    Its file stays where it was, with its reason, and is not read again; a retention
+    tick that takes every finished original leaves its spool copy, the only other one."""
+    inbox = tmp_path / "inbox"
+    inbox.mkdir()
+    appliance = Appliance(make_settings(
+        tmp_path, watch=[{"path": str(inbox), "mode": "events", "stability_s": 0.5,
+                          "disposition": "delete"}],
+        retention={"hot_days": 0}))
+    appliance.start()
+    try:
+        write_encrypted_pdf(inbox / "payslip.pdf")
+        wait_for(lambda: queries.watched_document(appliance.db, str(inbox / "payslip.pdf"))
+                 is None and len(queries.list_documents(appliance.db)) == 1,
+                 what="the refusal's disposition")
+        [view] = queries.list_documents(appliance.db)
+        doc = view.doc
+        assert doc.error_code == "encrypted_pdf"
+        assert (inbox / "payslip.pdf").exists()
+        assert "encrypted_pdf" in (inbox / "payslip.pdf.error.txt").read_text()
+        assert appliance.purge()["contents"] == 0
+        assert appliance.spool.original_path(doc.sha256).exists()
+        time.sleep(1.5)  # a second document from the same file would show up now
+        assert len(queries.list_documents(appliance.db)) == 1
+    finally:
+        appliance.stop()
+
+
+def write_tiff_with_a_corrupt_second_frame(path) -> None:
+    write_multipage_tiff(path, [LINES, LINES[::-1]])
+    with Image.open(path) as image:
+        image.seek(1)
+        start = image.tag_v2[273][0]  # the second frame's first strip
+    data = bytearray(path.read_bytes())
+    data[start + 2:start + 66] = b"\x55" * 64  # scrambled, every byte still there
+    path.write_bytes(bytes(data))
+
+
+def test_a_reviewers_correction_stays_when_its_watched_file_is_replaced(tmp_path):
+    """Page 1 read and corrected by a reviewer, page 2 corrupt: the document waits out
+    failed_hold_s before its disposal, and its file is overwritten meanwhile. The
+    document, its correction and its readings stay; the new file is a new document."""
+    inbox = tmp_path / "inbox"
+    inbox.mkdir()
+    appliance = Appliance(make_settings(
+        tmp_path, watch=[{"path": str(inbox), "mode": "events", "stability_s": 0.5,
+                          "failed_hold_s": 60, "processed_dir": str(tmp_path / "done"),
+                          "failed_dir": str(tmp_path / "failed")}],
+        review={"enabled": True, "review_below": 1.0, "accept_from": 1.0}))
+    appliance.start()
+    try:
+        write_tiff_with_a_corrupt_second_frame(inbox / "contract.tif")
+        wait_for(lambda: view(appliance) and [p.status for p in view(appliance).pages]
+                 == ["review", "failed"], what="page 1 in review, page 2 failed")
+        first = appliance.review.next_page("alice").item  # as the console opens it
+        appliance.review.correct("alice", first.page_id, "# Contract 77\n\nCorrected by Alice")
+        original = view(appliance).doc
+        wait_for(lambda: view(appliance).is_final, what="the document final")
+        write_png(inbox / "contract.tif", ["A new scan under the same name"])
+        wait_for(lambda: len(queries.list_documents(appliance.db)) == 2,
+                 what="the new file read as a new document")
+        kept = queries.get_document(appliance.db, original.id)
+        assert kept is not None and kept.pages[0].status == "done"
+        [(_page, result)] = [pair for pair in queries.accepted_results(appliance.db, original.id)
+                             if pair[1] is not None]
+        assert "Corrected by Alice" in result.markdown
+        assert "forgotten" not in {e.kind for e in queries.document_events(appliance.db,
+                                                                       original.id)}
+    finally:
+        appliance.stop()
+
+
+def view(appliance):
+    """The one document, or None before it is stored."""
+    docs = queries.list_documents(appliance.db)
+    return queries.get_document(appliance.db, docs[0].doc.id) if docs else None
 
 
 def test_a_writer_that_pauses_longer_than_the_window_gets_its_file_read_whole(tmp_path):

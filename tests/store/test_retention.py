@@ -22,6 +22,7 @@ from appliance.store.models import Document, Event, Outcome
 from tests.conftest import make_settings
 from tests.fixtures.documents import write_png
 from tests.fixtures.results import page_done
+from tests.fixtures.waiting import wait_for
 
 RESULT = page_done("kept text", timings_ms={})
 
@@ -163,3 +164,31 @@ def test_the_disk_floor_refuses_intake_and_stores_nothing(tmp_path):
         assert queries.list_documents(appliance.db) == []
     finally:
         appliance.db.close()
+
+
+def test_a_rerun_of_a_page_whose_original_was_purged_is_refused_and_changes_nothing(tmp_path):
+    """A done document, purged by retention, sent back to review: a reviewer's rerun would
+    read nothing and replace the accepted reading with a failure. It is refused, with
+    the reason, before anything changes."""
+    settings = make_settings(tmp_path, retention={"hot_days": 0})
+    appliance = Appliance(settings)
+    appliance.start()
+    try:
+        path = write_png(tmp_path / "memo.png", ["Memo 42", "Kept text"])
+        doc = appliance.submit_path(path, SubmitOptions(source="api"))
+        wait_for(lambda: queries.get_document(appliance.db, doc.id).doc.exported_at,
+                 what="the export")
+        assert appliance.purge()["contents"] == 1
+        exported = render(appliance.db, doc.id)["md"]
+        assert transitions.send_to_review(appliance.db, doc.id, "web-ui") == 1
+        page = appliance.review.next_page("anna").item
+        with pytest.raises(OriginalPurged, match="page 1 cannot be read again; submit"):
+            appliance.review.rerun("anna", page.page_id, higher_resolution=True)
+        view = queries.get_document(appliance.db, doc.id)
+        assert [p.status for p in view.pages] == ["review"]  # still the reviewer's to settle
+        appliance.review.approve("anna", page.page_id)
+        wait_for(lambda: queries.get_document(appliance.db, doc.id).doc.exported_at,
+                 what="the export again")
+        assert render(appliance.db, doc.id)["md"] == exported
+    finally:
+        appliance.stop()
