@@ -43,9 +43,10 @@ _OWN_RUN = ("heading", *_FURNITURE)
 PAGES_PATTERN = r"^\s*\d+\s*(-\s*\d+\s*)?(,\s*\d+\s*(-\s*\d+\s*)?)*$"
 
 
-def page_numbers(spec: str | None) -> set[int] | None:
-    """The pages a ``pages`` query names ("1-3,5"); None: all. InvalidRequest when it is
-    not such a list."""
+def page_numbers(spec: str | None, page_count: int) -> set[int] | None:
+    """The pages of a document of ``page_count`` pages that a ``pages`` query names
+    ("1-3,5"); None: all. A range is clipped to the document, so its size costs nothing
+    ("1-99999999999" is every page). InvalidRequest when it is not such a list."""
     if not spec:
         return None
     if not re.match(PAGES_PATTERN, spec):
@@ -54,7 +55,7 @@ def page_numbers(spec: str | None) -> set[int] | None:
     numbers: set[int] = set()
     for part in spec.split(","):
         first, _, last = part.partition("-")
-        numbers.update(range(int(first), int(last or first) + 1))
+        numbers.update(range(int(first), min(int(last or first), page_count) + 1))
     return numbers
 
 
@@ -389,7 +390,7 @@ def analyze_result(db: Database, view: DocumentView, analysis: Analysis,
     spec = model(analysis.model_id)
     options = analysis.options
     markdown = options.get("outputContentFormat") == "markdown"
-    wanted = page_numbers(options.get("pages"))
+    wanted = page_numbers(options.get("pages"), view.doc.page_count)
     unit = "inch" if view.doc.kind == "pdf" else "pixel"
     warnings = [{"code": "FeatureNotSupported", "target": feature,
                  "message": f"the appliance does not offer {feature}; it was ignored"}

@@ -18,7 +18,11 @@ from dataclasses import dataclass
 from html.parser import HTMLParser
 
 MAX_SPAN = 100  # a runaway rowspan/colspan from a looping model must not blow up the table
-HTML_TABLE = re.compile(r"<table\b.*?(?:</table\s*>|\Z)", re.IGNORECASE | re.DOTALL)
+# An HTML table block as Markdown has one (CommonMark's HTML blocks): a line that opens
+# with <table, to its </table>, else to the first blank line (a table a model cut off);
+# "<table" inside a sentence, or escaped, is text.
+HTML_TABLE = re.compile(r"^ {0,3}<table\b.*?(?:</table\s*>|(?=\n[ \t]*\n)|\Z)",
+                        re.IGNORECASE | re.DOTALL | re.MULTILINE)
 
 
 @dataclass

@@ -177,6 +177,16 @@ def write_table_page(path: Path) -> Path:
     return path
 
 
+def test_a_pages_range_past_the_document_costs_nothing(service, tmp_path):
+    """pages=2-99999999999 on a three-page PDF: pages 2 and 3, answered as any other
+    (the range once became a set of 99999999998 numbers at every poll)."""
+    _daemon, client = service
+    lines = [["Page one of three"], ["Page two of three"], ["Page three of three"]]
+    _result_id, result = analyze(client, "prebuilt-read", write_pdf(tmp_path / "three.pdf", lines),
+                                 pages="2-99999999999")
+    assert [page.page_number for page in result.pages] == [2, 3]
+
+
 def test_layout_with_markdown_finds_the_heading_and_the_table(service, tmp_path):
     daemon, client = service
     page = write_table_page(tmp_path / "stock.png")

@@ -21,6 +21,7 @@ from appliance.review import ReviewService, export_jsonl
 from appliance.store import Database, queries, transitions
 from appliance.store.models import Document, Lane, Page, PageStatus, ReviewAction
 from appliance.store.reviews import ReviewFilter
+from appliance.store.search import DocumentQuery, find_documents
 from appliance.users import (
     LOCKOUT_S, MAX_FAILED_LOGINS, Users, hash_password, verify_password,
 )
@@ -149,6 +150,21 @@ def test_a_correction_becomes_the_result_and_refreshes_the_export(setup):
     service.approve("anna", page.item.page_id)
     with pytest.raises(LockLost, match="no longer waiting"):
         service.correct("anna", page.item.page_id, "too late")
+
+
+def test_a_correction_that_mentions_a_table_keeps_every_word_after_it(setup):
+    """"<table" in a sentence, or escaped, is text: the plain text, the export and the
+    search keep what follows it (once, everything after it was cut off)."""
+    service, db, settings, *_ = setup
+    doc = in_review(db)
+    page = service.next_page("anna")
+    service.correct("anna", page.item.page_id, "Contract 77: see <table of contents\n\n"
+                    "\\<table> marks a table\n\nSigned in Utrecht")
+    [(_page, result)] = queries.accepted_results(db, doc.id)
+    assert "Signed in Utrecht" in result.text and "marks a table" in result.text
+    assert "Signed in Utrecht" in (settings.paths.output_dir / "inv.txt").read_text()
+    found = find_documents(db, DocumentQuery(q="Utrecht"))
+    assert [view.doc.id for view in found.documents] == [doc.id]
 
 
 def test_reject_fails_the_page_with_the_reviewer_s_reason(setup):
