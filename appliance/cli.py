@@ -18,21 +18,22 @@ DEFAULT_BENCH_PAGES = 20
 
 
 def cmd_serve(args) -> int:
-    from appliance.server import configure_logging, serve
+    from appliance import logs
+    from appliance.server import serve
 
     settings = load_settings(args.config)
-    configure_logging(settings.logging.level)
+    logs.configure(settings.logging.level)
     serve(settings)
     return 0
 
 
 def cmd_ocr(args) -> int:
     """One-shot: no daemon, a throw-away data directory, the same pipeline."""
+    from appliance import logs
     from appliance.oneshot import run_once
-    from appliance.server import configure_logging
 
     settings = load_settings(args.config)
-    configure_logging("WARNING")
+    logs.configure("WARNING")
     return run_once(settings, [Path(f) for f in args.files], args.format, args.output,
                     doc_type=args.type, text_layer=args.text_layer)
 

@@ -34,13 +34,6 @@ HTTP_SHUTDOWN_S = 5  # open connections (the UI's event streams) after the drain
 READY_POLL_S = 0.2
 
 
-def configure_logging(level: str) -> None:
-    logging.basicConfig(level=level, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
-    # APScheduler says INFO for every run of every job (every few seconds): only its
-    # warnings reach the journal, unless the operator asks for DEBUG
-    logging.getLogger("apscheduler").setLevel(max(logging.getLevelName(level), logging.WARNING))
-
-
 class ApiAccessOnly(logging.Filter):
     """uvicorn's access log keeps the REST API's requests at INFO; everything else
     (the web UIs polling every second or two, their assets, health and metrics probes)

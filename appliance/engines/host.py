@@ -31,6 +31,7 @@ from typing import TYPE_CHECKING, Callable
 import psutil
 from PIL import Image
 
+from appliance import logs
 from appliance.config import PdfSettings, PreprocessSettings, WorkerSettings
 from appliance.engines import create_engine, pdf_text, registry
 from appliance.engines.base import Engine, PageRequest, Recognition
@@ -304,8 +305,7 @@ def _exit_with_parent(parent_pid: int) -> None:
 
 
 def worker_main(spec: WorkerSpec, conn: Connection, parent_pid: int) -> None:
-    logging.basicConfig(level=spec.log_level,
-                        format="%(asctime)s %(levelname)s %(name)s worker: %(message)s")
+    logs.configure(spec.log_level, "worker")
     if spec.log_level != "DEBUG":  # a remote engine's every request would be an INFO line
         logging.getLogger("httpx").setLevel(logging.WARNING)
     threading.Thread(target=_exit_with_parent, args=(parent_pid,), daemon=True).start()

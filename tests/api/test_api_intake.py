@@ -50,6 +50,31 @@ def test_per_request_options_and_webhook_with_a_retry(daemon, tmp_path):
         receiver.close()
 
 
+def test_a_webhook_url_is_logged_by_its_host_only(daemon, tmp_path):
+    """A webhook URL with a user, a password and a token: the daemon's log (httpx logs
+    every request's URL at INFO) names the host, never the rest."""
+    receiver = Receiver()
+    try:
+        daemon.wait_ready()
+        secret_url = receiver.url.replace("http://", "http://clerk:hunter2@") + \
+            "?token=s3cr3t-t0ken"
+        with write_png(tmp_path / "note.png", LINES).open("rb") as fh:
+            response = daemon.client.post("/api/v1/documents", files={"file": ("note.png", fh)},
+                                          data={"webhook_url": secret_url})
+        assert response.status_code == 201
+        deadline = time.monotonic() + 60
+        while not receiver.calls:
+            assert time.monotonic() < deadline, "no webhook"
+            time.sleep(0.1)
+        time.sleep(0.5)  # the request's log line follows its answer
+        log = daemon.log_path.read_text()
+        assert "HTTP Request: POST http://127.0.0.1:" in log  # the request is logged...
+        for secret in ("clerk", "hunter2", "s3cr3t-t0ken", "/hook"):
+            assert secret not in log  # ...by its host only
+    finally:
+        receiver.close()
+
+
 def test_a_file_refused_at_intake_is_final_at_once_and_its_webhook_called(daemon, tmp_path):
     """The shared submit() finishes a refused document itself: no caller has to."""
     receiver = Receiver()
