@@ -443,25 +443,28 @@ class Appliance:
     def correct_fields(self, document_id: str, corrections: dict[str, str],
                        actor: str) -> FieldSet:
         """A person's values for a document's key fields, checked again and audited; a
-        document already exported is exported again with them."""
-        view = queries.get_document(self.db, document_id)
-        if view is None:
-            raise NotFound(f"no document with id {document_id}")
-        specs = self.dispatcher.field_specs.get(view.doc.doc_type)
-        if specs is None:
-            raise NoFields(f"documents of type {view.doc.doc_type} have no key fields; "
-                           f"configure [[fields.{view.doc.doc_type}]] for them")
-        if queries.latest_fields(self.db, document_id) is None:
-            raise NotReady(f"the fields of document {document_id} are read with its last "
-                           f"page; correct them once it has been read")
-        try:
-            fields = correct_document_fields(self.db, document_id, view.doc.doc_type, specs,
-                                             corrections, actor)
-        except ValueError as exc:  # a name the type does not have
-            raise UnknownField(str(exc)) from None
-        if view.doc.exported_at:
-            self.exporter.export(document_id)
-        return fields
+        document already exported is exported again with them. Never beside its
+        finishing steps or its deletion: a delete waits, and finds no output written
+        after it."""
+        with self._document_steps:
+            view = queries.get_document(self.db, document_id)
+            if view is None:
+                raise NotFound(f"no document with id {document_id}")
+            specs = self.dispatcher.field_specs.get(view.doc.doc_type)
+            if specs is None:
+                raise NoFields(f"documents of type {view.doc.doc_type} have no key fields; "
+                               f"configure [[fields.{view.doc.doc_type}]] for them")
+            if queries.latest_fields(self.db, document_id) is None:
+                raise NotReady(f"the fields of document {document_id} are read with its last "
+                               f"page; correct them once it has been read")
+            try:
+                fields = correct_document_fields(self.db, document_id, view.doc.doc_type,
+                                                 specs, corrections, actor)
+            except ValueError as exc:  # a name the type does not have
+                raise UnknownField(str(exc)) from None
+            if view.doc.exported_at:
+                self.exporter.export(document_id)
+            return fields
 
     def _document_payload(self, document_id: str) -> dict:
         fields = queries.latest_fields(self.db, document_id)

@@ -30,7 +30,7 @@ from sqlalchemy.orm import aliased
 from sqlmodel import Session, select
 
 from appliance.errors import (
-    ApplianceError, Cancelled, CrashesWorker, LeaseExpired, OriginalPurged,
+    ApplianceError, Cancelled, CrashesWorker, LeaseExpired, NotFound, OriginalPurged,
 )
 from appliance.store.db import Database
 from appliance.store.models import (
@@ -519,8 +519,11 @@ def record_fields(db: Database, fields: FieldSet, changes: dict | None = None) -
 
 
 def record_analysis(db: Database, document_id: str, model_id: str, options: dict) -> Analysis:
-    """The Document Intelligence request a document was submitted with."""
+    """The Document Intelligence request a document was submitted with. NotFound when
+    the document was deleted since it was submitted (a moment before)."""
     with db.write() as session:
+        if session.get(Document, document_id) is None:
+            raise NotFound(f"document {document_id} was deleted before its analysis began")
         analysis = Analysis(document_id=document_id, model_id=model_id, options=options)
         session.add(analysis)
         return analysis

@@ -721,3 +721,47 @@ def queries_latest(db, document_id):
     from appliance.store import queries
 
     return queries.latest_fields(db, document_id)
+
+
+def test_a_field_correction_and_a_delete_of_its_document_never_overlap(tmp_path):
+    """The correction re-exports the document; a delete meanwhile waits for it, so that
+    no output is written after the delete removed them (the correction once ran
+    outside the lock that the finishing steps and the delete share)."""
+    import threading
+
+    from appliance.daemon import Appliance
+    from appliance.store import transitions
+    from appliance.store.models import Document, FieldSet
+    from tests.conftest import make_settings
+
+    appliance = Appliance(make_settings(tmp_path))
+    try:
+        db = appliance.db
+        invoice = transitions.submit_document(db, Document(
+            name="invoice.png", sha256="1" * 64, kind="png", size_bytes=1, source="api",
+            doc_type="invoice"), 1)
+        reading = read_fields([page(*INVOICE_ROWS)], DEFAULTS["invoice"], no_history, today=TODAY)
+        transitions.record_fields(db, FieldSet(document_id=invoice.id, doc_type="invoice",
+                                               fields=reading.fields, reasons=[]))
+        transitions.mark_exported(db, invoice.id, [])
+        exporting, go_on = threading.Event(), threading.Event()
+
+        def slow_export(document_id):  # the moment the correction writes its outputs
+            exporting.set()
+            go_on.wait(30)
+
+        appliance.exporter.export = slow_export
+        correcting = threading.Thread(target=appliance.correct_fields,
+                                      args=(invoice.id, {"gross": "1.190,00"}, "erp"))
+        correcting.start()
+        assert exporting.wait(30)
+        deleting = threading.Thread(target=appliance.delete, args=(invoice.id, "admin"))
+        deleting.start()
+        deleting.join(0.5)
+        assert deleting.is_alive()  # it waits for the correction's export
+        go_on.set()
+        correcting.join(30)
+        deleting.join(30)
+        assert queries_latest(db, invoice.id) is None  # then it deleted the document
+    finally:
+        appliance.db.close()

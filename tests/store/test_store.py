@@ -9,7 +9,7 @@ import pytest
 from sqlalchemy import text
 
 from appliance.errors import CrashSuspect, SchemaMismatch
-from appliance.store import Database, queries, transitions
+from appliance.store import Database, contents, queries, transitions
 from appliance.store.models import (
     SCHEMA_VERSION, Document, DocStatus, Lane, Outcome, PageStatus, SchemaMeta,
 )
@@ -388,3 +388,15 @@ def test_a_crash_suspect_stays_one_across_a_daemon_restart(db):
     page = queries.get_document(db, doc.id).pages[0]
     assert (page.status, page.attempts, page.crash_suspect) == ("queued", 0, True)
     assert transitions.claim_next_page(db, "w1", lease_s=60, alone=False) is None
+
+
+def test_an_analysis_of_a_document_deleted_since_its_submission_is_not_found(db):
+    """A Document Intelligence analysis is recorded just after its submission; a delete
+    in between leaves no document to record it for: NotFound (404), not a foreign-key
+    error (500)."""
+    from appliance.errors import NotFound
+
+    doc = new_doc(db, pages=1)
+    contents.delete_document(db, doc.id, "admin", lambda removed: None)
+    with pytest.raises(NotFound, match="deleted before its analysis began"):
+        transitions.record_analysis(db, doc.id, "prebuilt-read", {})
