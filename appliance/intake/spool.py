@@ -53,13 +53,18 @@ class Spool:
         return self.root / "pages" / sha256 / str(dpi) / f"page-{index + 1:04d}.png"
 
     def delete_content(self, sha256: str) -> int:
-        """Remove the original and every page image of this content; the files removed."""
-        files = [self.original_path(sha256)]
-        pages = self.root / "pages" / sha256
-        if pages.exists():
-            files += [p for p in pages.rglob("*") if p.is_file()]
+        """Remove the original and every page image of this content; the files removed.
+        The original goes first, before the page images are listed: an image rendered on
+        demand meanwhile is either listed here or discarded by its writer
+        (``raster.write_page_image``)."""
         removed = 0
-        for path in files:
+        try:
+            self.original_path(sha256).unlink()
+            removed += 1
+        except FileNotFoundError:
+            pass
+        pages = self.root / "pages" / sha256
+        for path in [p for p in pages.rglob("*") if p.is_file()] if pages.exists() else []:
             try:
                 path.unlink()
                 removed += 1

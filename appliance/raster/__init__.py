@@ -168,13 +168,25 @@ def write_page_image(path: Path, kind: str, index: int, dpi: int, max_pixels: in
                      password: str | None, dest: Path) -> bool:
     """Render page ``index`` as a worker would have and keep it at ``dest`` (for a page
     whose image was left ``ON_DEMAND``); False where the original is gone (purged, or
-    deleted meanwhile) or no longer renders."""
+    deleted meanwhile) or no longer renders. A delete or purge that removed the
+    original while the page was rendered finds the image written after it gone too:
+    the spool removes the original before it lists the page images
+    (``Spool.delete_content``), and the image is kept only if the original is still
+    there once the image is."""
     if not path.exists():
         return False
     try:
         save_page_image(render_page(path, kind, index, dpi, max_pixels, password), dest)
     except (ApplianceError, OSError, IndexError) as exc:
         log.warning("event=page_image_unrendered page=%d reason=%s", index + 1, exc)
+        return False
+    if not path.exists():  # deleted or purged meanwhile
+        dest.unlink(missing_ok=True)
+        for folder in (dest.parent, dest.parent.parent):  # per DPI, per content
+            try:
+                folder.rmdir()
+            except OSError:  # not empty: other images of content still kept
+                break
         return False
     return True
 

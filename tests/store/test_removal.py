@@ -151,3 +151,29 @@ def test_an_encrypted_pdf_sent_again_with_its_password_is_a_duplicate(store, tmp
     assert refused.value.existing_id == first.id
     with db.read() as session:
         assert len(session.exec(select(Document)).all()) == 1
+
+
+def test_a_page_image_rendered_on_demand_while_its_document_is_deleted_is_not_left_behind(
+        store, tmp_path, monkeypatch):
+    """The web UI opens a born-digital page (its image is made when asked) while a person
+    deletes the document: the delete removes the original while the page renders, and
+    the image written after it must not stay in the spool."""
+    from appliance import raster
+
+    intake, db, spool, _cache = store
+    path = write_pdf(tmp_path / "letter.pdf", [["Dear reader"]])
+    with path.open("rb") as fh:
+        doc = intake.submit(fh, "letter.pdf", SubmitOptions(source="api"))
+    original, dest = spool.original_path(doc.sha256), spool.page_image_path(doc.sha256, 0, 100)
+    render = raster.render_page
+
+    def render_during_a_delete(*args, **kwargs):
+        image = render(*args, **kwargs)
+        contents.delete_document(db, doc.id, "admin",
+                                 lambda removed: spool.delete_content(removed.doc.sha256))
+        return image
+
+    monkeypatch.setattr(raster, "render_page", render_during_a_delete)
+    assert raster.write_page_image(original, "pdf", 0, 100, 10**8, None, dest) is False
+    assert not (spool.root / "pages" / doc.sha256).exists()
+    assert not original.exists()
