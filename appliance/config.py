@@ -153,6 +153,7 @@ class PdfSettings:
     measured reason for each limit is in config.toml."""
 
     text_layer: Literal["auto", "ignore", "prefer"] = "auto"
+    max_page_chars: int = field(default=100_000, metadata={"min": 1})
     max_unmapped_share: float = field(default=0.02, metadata={"min": 0.0, "max": 1.0})
     max_outside_share: float = field(default=0.05, metadata={"min": 0.0, "max": 1.0})
     max_duplicate_share: float = field(default=0.1, metadata={"min": 0.0, "max": 1.0})

@@ -23,6 +23,8 @@ Per page the reader is chosen, and why is recorded (``Verdict``, the provenance'
 The checks, each named in the provenance with its value and its limit
 (``[pdf]``):
 
+- ``chars``: how many characters the layer holds, counted before any is read (a page
+  holds tens of thousands; millions are an input built to blow up the outputs);
 - ``unicode``: the share of characters with no Unicode mapping (pdfium's map error:
   a Type 3 font or an embedded font without ToUnicode), private-use, replacement or
   control characters;
@@ -179,6 +181,18 @@ def shows_text(path: Path, index: int, password: str | None) -> bool:
 
     with pikepdf.open(path, password=password or "") as pdf:
         return page_shows_text(pdf.pages[index].obj)
+
+
+def chars_check(path: Path, index: int, password: str | None, settings: PdfSettings) -> Check:
+    """How many characters page ``index``'s text layer holds, against ``max_page_chars``."""
+    with open_pdf(path, password) as pdf:
+        page = pdf[index]
+        textpage = page.get_textpage()
+        try:
+            return Check(textpage.count_chars(), settings.max_page_chars)
+        finally:
+            textpage.close()
+            page.close()
 
 
 def read_layer(path: Path, index: int, password: str | None, size: tuple[int, int],
@@ -495,6 +509,11 @@ def read_page(page: PageRendering, mode: str, settings: PdfSettings,
     path, index, password = page.path, page.index, page.password
     if not shows_text(path, index, password):
         return Verdict(OCR, "no_text", mode).to_dict(), None, None
+    chars = chars_check(path, index, password, settings)
+    if not chars.passed:
+        verdict = Verdict(OCR, "chars", mode)
+        verdict.checks["chars"] = chars
+        return verdict.to_dict(), None, None
     layer = read_layer(path, index, password, page.size, settings.scan_min_area,
                        settings.min_picture_area)
     key = cache.key(f"{image_digest(page.preview(_INK_DPI))}:{layer.digest()}", reader,

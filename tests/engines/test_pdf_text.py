@@ -44,8 +44,8 @@ def _pdf(tmp_path, maker, name: str = "doc", seed: str = "1"):
 
 
 def _read(engine, path, *, page: int = 0, mode: str = "auto", cache=None,
-          kind: str = "pdf") -> PageDone:
-    pipeline = PagePipeline(engine, PreprocessSettings(), cache, pdf=PdfSettings())
+          kind: str = "pdf", pdf: PdfSettings = PdfSettings()) -> PageDone:
+    pipeline = PagePipeline(engine, PreprocessSettings(), cache, pdf=pdf)
     job = Job(job_id=1, original=path, kind=kind, page_index=page, dpi=200,
               max_pixels=40_000_000, page_image=path.with_suffix(f".{page}.seen.png"),
               doc_type="report", engine=None, attempt=1, pdf_password=None, deadline_s=120,
@@ -113,6 +113,19 @@ def test_a_layer_that_trips_a_check_is_read_by_ocr(tmp_path, engine, maker, chec
     preferred = _verdict(_read(engine, path, mode="prefer"))
     assert list(preferred["checks"]) == ["unicode"]
     assert preferred["reader"] == ("ocr" if check == "unicode" else "text")
+
+
+@pytest.mark.parametrize("mode", ["auto", "prefer"])
+def test_a_layer_with_more_characters_than_a_page_holds_is_not_read(tmp_path, engine, mode):
+    """A text layer past pdf.max_page_chars is counted, not read: its page goes to OCR,
+    whatever the mode (1.1 million characters on one page once took 56 s to read and
+    wrote 63 MB of JSON). Here the limit is lowered under an ordinary page's."""
+    path, truth = _pdf(tmp_path, born_digital.one_column)
+    done = _read(engine, path, mode=mode, pdf=PdfSettings(max_page_chars=50))
+    verdict = _verdict(done)
+    assert (verdict["reader"], verdict["reason"]) == ("ocr", "chars"), verdict
+    assert verdict["checks"]["chars"]["value"] > 50 and not verdict["checks"]["chars"]["passed"]
+    assert done.engine == "classic" and cer(truth, done.recognition.text) < 0.1
 
 
 def test_ink_no_character_covers_distrusts_the_layer(tmp_path, engine):
