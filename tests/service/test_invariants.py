@@ -11,15 +11,21 @@ and after each settle and at the end (thoroughly) that:
    within bounded time (``SETTLE_TIMEOUT_S``);
 3. no row, spool file, cache entry, search row or export survives its document, and
    no document shows another's content;
-4. each export, disposition and webhook happens exactly once per final state.
+4. each export, disposition and webhook happens exactly once per final state;
+5. nothing a person entered (a review action, corrected fields) is lost while its
+   document exists; a watched file goes only once a document that read it is final
+   and exported, and a refused file (refused before or after it was stored) never.
 
 The steps: drop a file into a watched folder (a small pool of tiny pages, so
-duplicates happen, a corrupt file and one over ``limits.max_bytes``), replace a watched
-file before it is disposed of, a writer that pauses longer than the stability window,
-an upload (optionally with a webhook and an Idempotency-Key), a retry with the same
-key, review approve / correct / reject through ``ReviewService`` (what the console
-calls), a retry of a document's failed pages, delete, a retention tick, kill and
-restart, and a wait until quiet.
+duplicates happen, a corrupt file, one over ``limits.max_bytes``, a two-page TIFF whose
+second page is corrupt and an encrypted PDF without its password, refused after it is
+stored), replace a watched file before it is disposed of, a writer that pauses longer
+than the stability window, an upload (optionally with a webhook and an
+Idempotency-Key), a retry with the same key, review approve / correct / reject / rerun
+through ``ReviewService`` (what the console calls), a correction of a document's
+fields, a retry of a document's failed pages, delete, a retention tick (which may
+purge what a rerun or retry would read), a Document Intelligence analysis recorded for
+a deleted document, kill and restart, and a wait until quiet.
 
 "Kill" is in-process: the engine worker gets SIGKILL and the ``Appliance`` is stopped
 without a drain (pages left running are queued again at the next start), then a new
@@ -54,17 +60,22 @@ from hypothesis.stateful import RuleBasedStateMachine, invariant, precondition, 
 from sqlalchemy import text
 from sqlmodel import select
 
+from PIL import Image
+
 from appliance.daemon import Appliance
-from appliance.errors import DocumentBusy, TooLarge
+from appliance.errors import (
+    ApplianceError, DocumentBusy, NotFound, OriginalPurged, TooLarge,
+)
 from appliance.intake import SubmitOptions
 from appliance.raster.synthetic import render_text_page
-from appliance.store import queries
+from appliance.store import queries, transitions
 from appliance.store.models import (
     Document, Event, FieldSet, IdempotencyKey, Lane, Outcome, Page, PageResult, PageStatus,
     ReviewAction,
 )
 from appliance.users import Users
 from tests.conftest import make_settings
+from tests.fixtures.documents import write_encrypted_pdf, write_multipage_tiff
 
 # a passing run takes about a minute; a failing one also shrinks what it found (up to
 # Hypothesis's five minutes), so the suite's 300 s would cut it off before its report
@@ -85,7 +96,10 @@ FOLDERS = ("inbox", "drop")  # inbox: move, skip duplicates; drop: delete, invoi
 LABELS = ("Alpha 11", "Bravo 22", "Delta 44")  # the tiny pages; their text tells them apart
 CORRUPT = len(LABELS)
 LARGE = CORRUPT + 1
-CONTENT_IDS = tuple(range(LARGE + 1))
+PARTLY = LARGE + 1  # a two-page TIFF: page 1 reads, page 2 is corrupt
+LOCKED = PARTLY + 1  # an encrypted PDF without its password: refused once stored
+CONTENT_IDS = tuple(range(LOCKED + 1))
+REFUSED = (LARGE, LOCKED)  # refused before storing, and after
 # upload names: a plain one, and a CJK one whose export name is long in bytes
 NAMES = ("scan.png", "請求書" * 30 + ".png")
 
@@ -103,7 +117,18 @@ def contents() -> list[bytes]:
             _CONTENTS.append(buffer.getvalue())
         _CONTENTS.append(b"%PDF-1.4\n this is not really a PDF\n")
         _CONTENTS.append(b"\x89PNG\r\n\x1a\n" + hashlib.sha256(b"large").digest() * 1500)
-        assert len(_CONTENTS[LARGE]) > MAX_BYTES > max(len(c) for c in _CONTENTS[:LARGE])
+        with tempfile.TemporaryDirectory() as tmp:
+            tiff = Path(tmp) / "partly.tif"
+            write_multipage_tiff(tiff, [[LABELS[0]], [LABELS[1]]])
+            with Image.open(tiff) as image:
+                image.seek(1)
+                start = image.tag_v2[273][0]  # the second page's first strip
+            data = bytearray(tiff.read_bytes())
+            data[start + 2:start + 66] = b"\x55" * 64
+            _CONTENTS.append(bytes(data))
+            _CONTENTS.append(write_encrypted_pdf(Path(tmp) / "locked.pdf").read_bytes())
+        assert len(_CONTENTS[LARGE]) > MAX_BYTES > max(len(c) for i, c in enumerate(_CONTENTS)
+                                                       if i != LARGE)
     return _CONTENTS
 
 
@@ -112,7 +137,7 @@ def sha(data: bytes) -> str:
 
 
 def suffix(content: int) -> str:
-    return ".pdf" if content == CORRUPT else ".png"
+    return {CORRUPT: ".pdf", LOCKED: ".pdf", PARTLY: ".tif"}.get(content, ".png")
 
 
 def squash(value: str | None) -> str:
@@ -210,7 +235,10 @@ class ApplianceMachine(RuleBasedStateMachine):
         self.written: list[Path] = []  # watched files we wrote, in order
         self.current: dict[Path, int] = {}  # -> the content we wrote last
         self.files: dict[Path, int] = {}  # those not yet seen gone -> their content
-        self.refused: dict[Path, int] = {}  # too-large files dropped, by where they were
+        self.refused: dict[Path, int] = {}  # refused files dropped, by where they were
+        # what a person entered, by document: ("review", ReviewAction.id) and
+        # ("fields", FieldSet.id) rows seen, which must stay while the document does
+        self.entered: dict[str, set[tuple[str, int]]] = {}
         self.rewritten_at: dict[Path, float] = {}
         self.file_number = 0
         self.keys: dict[str, tuple[str, int, str, str, bool]] = {}  # key -> (doc, upload)
@@ -291,7 +319,7 @@ class ApplianceMachine(RuleBasedStateMachine):
         self.current[path] = content
         self.files[path] = content
         self.rewritten_at[path] = time.time()
-        if content == LARGE:
+        if content in REFUSED:
             self.refused[path] = content
         else:
             self.refused.pop(path, None)
@@ -330,7 +358,7 @@ class ApplianceMachine(RuleBasedStateMachine):
         else:
             self.keys[key] = (doc.id, content, name, doc_type, webhook)
 
-    @rule(action=st.sampled_from(("approve", "correct", "reject")))
+    @rule(action=st.sampled_from(("approve", "correct", "reject", "rerun")))
     def review(self, action):
         page = self.app.review.next_page(REVIEWER)
         if page is None:
@@ -340,8 +368,49 @@ class ApplianceMachine(RuleBasedStateMachine):
             self.app.review.approve(REVIEWER, page_id)
         elif action == "correct":
             self.app.review.correct(REVIEWER, page_id, f"{page.markdown}\n\ncorrected")
-        else:
+        elif action == "reject":
             self.app.review.reject(REVIEWER, page_id, "cannot read it")
+        else:
+            before = queries.get_document(self.app.db, page.item.document_id)
+            try:
+                self.app.review.rerun(REVIEWER, page_id, higher_resolution=True)
+            except OriginalPurged:
+                after = queries.get_document(self.app.db, page.item.document_id)
+                check(before.doc.purged_at is not None, "5 nothing entered lost",
+                      f"a rerun of page {page_id} was refused, its original not purged")
+                check([(p.id, p.status, p.result_id) for p in after.pages]
+                      == [(p.id, p.status, p.result_id) for p in before.pages],
+                      "5 nothing entered lost",
+                      f"a refused rerun of page {page_id} changed its document")
+                self.app.review.approve(REVIEWER, page_id)  # as the reviewer then would
+                return
+            check(before.doc.purged_at is None, "5 nothing entered lost",
+                  f"page {page_id} was queued again though retention purged its original")
+
+    @rule(which=st.integers(0, 20))
+    def correct_fields(self, which):
+        invoices = [v.doc.id for v in self._views() if v.doc.doc_type == "invoice"]
+        if not invoices:
+            return
+        try:
+            self.app.correct_fields(invoices[which % len(invoices)], {"number": "INV-7"},
+                                    "tester")
+        except ApplianceError:  # not read yet, no fields, or deleted meanwhile
+            pass
+
+    @rule(which=st.integers(0, 20))
+    def analysis_of_a_deleted_document(self, which):
+        """The Document Intelligence route records its analysis just after submitting:
+        a delete in between must answer NotFound, not break the store."""
+        if not self.deleted:  # (whether a delete went through depends on timing)
+            return
+        doc_id = sorted(self.deleted)[which % len(self.deleted)]
+        try:
+            transitions.record_analysis(self.app.db, doc_id, "prebuilt-read", {})
+        except NotFound:
+            return
+        check(False, "3 deleted stays deleted",
+              f"an analysis was recorded for deleted document {doc_id}")
 
     @rule(which=st.integers(0, 20))
     def retry_failed_pages(self, which):
@@ -415,6 +484,7 @@ class ApplianceMachine(RuleBasedStateMachine):
         self._stored_shas()
         self.check_sources(views)
         self.check_refused_files()
+        self.check_entered(views)
         self.check_forgotten(views)
         self.check_at_most_once(views)
         self.check_purged_finished(views)
@@ -425,12 +495,18 @@ class ApplianceMachine(RuleBasedStateMachine):
         """1: a watched file vanished only once a committed document held its content."""
         spool = self.app.spool
         for path, content in list(self.files.items()):
-            if path.exists() or content == LARGE:
+            if path.exists() or content in REFUSED:
                 continue
             digest = sha(contents()[content])
             check(digest in self.ever_stored, "1 source kept until stored",
                   f"{path.parent.name}/{path.name} (content {content}) is gone, and no "
                   f"document ever held its content")
+            # read now, after the file was seen gone: its export comes before its disposal
+            readers = [v for v in self._views() if v.doc.source_path == str(path)]
+            check(not readers or any(v.is_final and v.doc.exported_at for v in readers),
+                  "5 source gone only once exported",
+                  f"{path.parent.name}/{path.name} is gone before a document that read it "
+                  f"was final and exported: {[(v.doc.id, v.status) for v in readers]}")
             holders = [v for v in views.values() if v.doc.sha256 == digest]
             check(not holders or any(v.doc.purged_at or spool.original_path(digest).exists()
                                      for v in holders), "1 source kept until stored",
@@ -438,20 +514,39 @@ class ApplianceMachine(RuleBasedStateMachine):
             del self.files[path]
 
     def check_refused_files(self) -> None:
-        """1: a file refused as too large is never deleted: it stays in place, or in the
-        failed folder with its .error.txt."""
-        data = contents()[LARGE]
-        for path in self.refused:
+        """1, 5: a refused file (too large, before it was stored; encrypted without its
+        password, after) is never deleted: it stays in place, or in the failed folder
+        with its .error.txt."""
+        for path, content in self.refused.items():
+            data = contents()[content]
             if path.exists() and path.read_bytes() == data:
                 continue
             moved = [p for p in self.failed.glob(f"{path.stem}*{path.suffix}")
                      if p.read_bytes() == data] if self.failed.exists() else []
             check(bool(moved), "1 refused file never deleted",
-                  f"{path.parent.name}/{path.name}, refused as too large, was deleted "
-                  f"(disposition of folder '{path.parent.name}')")
+                  f"{path.parent.name}/{path.name}, refused (content {content}), was "
+                  f"deleted (disposition of folder '{path.parent.name}')")
             check(all(p.with_name(p.name + ".error.txt").exists() for p in moved),
                   "1 refused file never deleted",
                   f"{path.name} was moved to the failed folder without its .error.txt")
+
+    def check_entered(self, views) -> None:
+        """5: what a person entered stays while its document exists."""
+        with self.app.db.read() as session:
+            rows = [("review", row.id, row.document_id)
+                    for row in session.exec(select(ReviewAction)).all()]
+            rows += [("fields", row.id, row.document_id) for row in session.exec(
+                select(FieldSet).where(FieldSet.source == "corrected")).all()]
+        now: dict[str, set[tuple[str, int]]] = {}
+        for kind, row_id, doc_id in rows:
+            now.setdefault(doc_id, set()).add((kind, row_id))
+        for doc_id, seen in self.entered.items():
+            if doc_id in views:
+                lost = seen - now.get(doc_id, set())
+                check(not lost, "5 nothing entered lost",
+                      f"document {doc_id} lost what a person entered: {sorted(lost)}")
+        for doc_id, entries in now.items():
+            self.entered.setdefault(doc_id, set()).update(entries)
 
     def check_forgotten(self, views) -> None:
         """2: only a document whose read failed the way a half-written file fails may be
@@ -575,7 +670,7 @@ class ApplianceMachine(RuleBasedStateMachine):
                     data = path.read_bytes()
                 except FileNotFoundError:  # disposed of just now
                     continue
-                if path in self.refused and data == contents()[LARGE]:
+                if path in self.refused and data == contents()[self.refused[path]]:
                     continue  # refused and left in place
                 if (str(path), sha(data)) in deleted:
                     continue  # its document was deleted before it was disposed of
