@@ -233,6 +233,31 @@ def test_cli_ocr_names_a_page_whose_columns_are_read_across_for_review(tmp_path)
     assert "paper.png: page 1 would go to review:" in stderr and "layout_doubt: block 1" in stderr
 
 
+def test_a_page_whose_columns_are_read_across_waits_for_a_person_whatever_its_band(tmp_path):
+    """Doubt is a route, not a discount (issue 50): with bands that accept every page
+    and sample none, a page whose order is in doubt still waits in review."""
+    from appliance.daemon import Appliance
+    from appliance.intake import SubmitOptions
+    from appliance.store import queries
+    from tests.conftest import make_settings
+    from tests.fixtures.waiting import wait_for
+
+    png = tmp_path / "paper.png"
+    abstract_over_columns().save(png)
+    appliance = Appliance(make_settings(tmp_path, review={
+        "enabled": True, "review_below": 0.0, "accept_from": 0.0, "sample_rate": 0.0}))
+    appliance.start()
+    try:
+        doc = appliance.submit_path(png, SubmitOptions(source="api"))
+        view = wait_for(lambda: (v := queries.get_document(appliance.db, doc.id)).status
+                        in ("review", "done") and v, what="the page read")
+        assert view.status == "review"
+        [(_page, result)] = queries.accepted_results(appliance.db, doc.id)
+        assert [r.split(":")[0] for r in result.reasons] == ["confident", "layout_doubt"]
+    finally:
+        appliance.stop()
+
+
 def test_a_signal_is_acted_on_between_steps_not_inside_them():
     # Raised inside the handler, the interruption surfaced in whatever library call was
     # running; SQLAlchemy wrapped it in its own error and `appliance ocr` exited 1 with
