@@ -33,7 +33,7 @@ from PIL import Image
 
 from appliance import logs
 from appliance.config import PdfSettings, PreprocessSettings, WorkerSettings
-from appliance.engines import create_engine, pdf_text, registry
+from appliance.engines import create_engine, native, pdf_text, registry
 from appliance.engines.base import Engine, PageRequest, Recognition
 from appliance.engines.vision import VisionEngine
 from appliance.engines.cache import CACHE_PROVENANCE, ResultCache, image_digest
@@ -312,6 +312,7 @@ def worker_main(spec: WorkerSpec, conn: Connection, parent_pid: int) -> None:
 
     try:
         start = time.perf_counter()
+        native.load_page_libraries()  # none may load once a model runs on a GPU
         engine = create_engine(spec.engine, spec.options)
         pipeline = PagePipeline(engine, spec.preprocess,
                                 ResultCache(spec.cache_dir) if spec.cache_dir else None,

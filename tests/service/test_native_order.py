@@ -1,5 +1,5 @@
-"""llama.cpp's libraries load first, and every other native library a page may need
-before any model runs, in every process that may load a model
+"""llama.cpp's libraries load first in every process that may load a model, and an
+engine worker loads every other native library a page may need before its model
 (``appliance.engines.native``): on a CUDA host llama.cpp's model load segfaulted in a
 process that imported cv2 first, and onnxruntime's import segfaulted once the model
 ran. Each entry point runs in a fresh interpreter as its users start it, on the tiny
@@ -18,10 +18,12 @@ from pathlib import Path
 import pytest
 
 from appliance.config import dump_toml
-from appliance.engines.native import FIRST_LOADED
+from tests.fixtures.documents import write_pdf
+from appliance.engines.native import LLAMA_CPP, OPENCV, PAGE_LIBRARIES
 from appliance.raster.synthetic import render_text_page
 
-ORDERED = FIRST_LOADED
+PAGE_MODULES = [module for module, _attribute in PAGE_LIBRARIES]
+ORDERED = (LLAMA_CPP, OPENCV)
 ENTRY = textwrap.dedent("""
     import json, os, runpy, sys
 
@@ -36,6 +38,8 @@ ENTRY = textwrap.dedent("""
     print("LOADED " + json.dumps({name: loaded.index(name) for name in {ORDERED}
                                   if name in loaded}))
 """).replace("{ORDERED}", repr(ORDERED))
+# where a worker starts its model's code: every native library must be loaded by then
+MODEL_CODE = "appliance.engines.llama.engine"
 
 
 @pytest.fixture(scope="module")
@@ -68,13 +72,12 @@ def run_entry(module: str, *args: str) -> tuple[dict, list[str]]:
 
 
 def assert_llama_first(loaded: dict, workers: list[str]) -> None:
-    assert set(loaded) == set(ORDERED), loaded  # all loaded: the order is a real one
-    assert sorted(loaded, key=loaded.get) == list(ORDERED), loaded
-    assert "appliance.engines.host" in workers, "no engine worker was started"
-    ended = [workers.index(module) for module in ORDERED]
-    assert ended == sorted(ended), dict(zip(ORDERED, ended))
-    # all of them before the worker's own code, so before its model
-    assert ended[-1] < workers.index("appliance.engines.host")
+    assert set(loaded) == set(ORDERED), loaded  # both loaded: the order is a real one
+    assert loaded[LLAMA_CPP] < loaded[OPENCV], loaded
+    assert MODEL_CODE in workers, "no engine worker loaded a model"
+    first = {module: workers.index(module) for module in (LLAMA_CPP, *PAGE_MODULES)}
+    assert min(first, key=first.get) == LLAMA_CPP, first
+    assert max(first.values()) < workers.index(MODEL_CODE), first
 
 
 @pytest.mark.parametrize("command", [
@@ -92,6 +95,59 @@ def test_the_parallel_bench_loads_llama_cpp_before_opencv(setup):
     assert_llama_first(*run_entry("appliance.engines.llama.parallel_bench", "--config",
                                   setup["config"], "--model", setup["model"], "--mmproj",
                                   setup["mmproj"], "--parallel", "1", "--tokens", "4"))
+
+
+LATE = textwrap.dedent("""
+    import sys
+    from concurrent.futures import ThreadPoolExecutor
+    from pathlib import Path
+
+    from appliance.config import PreprocessSettings
+    from appliance.engines import create_engine, native
+    from appliance.engines.host import PagePipeline, run_job
+    from appliance.engines.messages import Job, PageDone
+    from appliance.engines.orientation import TextBoxDirections, UpsideDownClassifier
+    from appliance.engines.tesseract import TesseractReader
+
+    def shared_objects():
+        return {line.split()[-1] for line in open("/proc/self/maps")
+                if ".so" in line.split()[-1]}
+
+    native.load_page_libraries()  # what a worker does before its model
+    before = shared_objects()
+    pipeline = PagePipeline(create_engine("classic", {"threads": 1}), PreprocessSettings(),
+                            classify_upside_down=UpsideDownClassifier(threads=1),
+                            text_boxes=TextBoxDirections(threads=1), second_opinion_below=1.1,
+                            second_reader=TesseractReader("eng"))
+    with ThreadPoolExecutor(1) as background:
+        for number, page in enumerate(sys.argv[1:]):
+            job = Job(job_id=number, original=Path(page), kind=Path(page).suffix[1:],
+                      page_index=0, dpi=100, max_pixels=10**8,
+                      page_image=Path(page).with_suffix(".seen.png"), doc_type="generic",
+                      engine=None, attempt=1, pdf_password=None, deadline_s=120)
+            assert isinstance(run_job(pipeline, job, background), PageDone), page
+    print("LATE", *sorted(shared_objects() - before))
+""")
+
+
+def test_a_worker_loads_no_native_library_once_its_model_could_run(tmp_path):
+    """Everything a page needs after the worker's model is loaded (the classic reader, the
+    orientation check, Tesseract's second opinion; PNG, JPEG, TIFF, GIF, BMP, WebP and a
+    PDF read from its own text) loads no shared library that the worker had not loaded
+    before its model: on a GPU, one loaded beside the running model crashed the worker."""
+    page = render_text_page(["Invoice 2024", "Total 118.50"], width=400, height=300,
+                            font_size=28).convert("RGB")
+    pages = []
+    for kind, format_name in (("png", "PNG"), ("jpeg", "JPEG"), ("tiff", "TIFF"),
+                              ("gif", "GIF"), ("bmp", "BMP"), ("webp", "WEBP")):
+        pages.append(tmp_path / f"page.{kind}")
+        page.save(pages[-1], format=format_name)
+    pages.append(write_pdf(tmp_path / "page.pdf", [["Invoice 2024", "Total 118.50"]]))
+    done = subprocess.run([sys.executable, "-c", LATE, *map(str, pages)],
+                          capture_output=True, text=True, timeout=300)
+    assert done.returncode == 0, done.stderr[-3000:]
+    [line] = [line for line in done.stdout.splitlines() if line.startswith("LATE")]
+    assert line == "LATE", line
 
 
 REFUSED = textwrap.dedent("""
