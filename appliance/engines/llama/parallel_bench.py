@@ -383,6 +383,7 @@ def run_parallel_bench(settings: Settings, model: Path, mmproj: Path, parallels:
     runs: list[dict] = []
     with tempfile.TemporaryDirectory(prefix="parallel-bench-") as tmp:
         *files, warmup_file = write_pages([*images, warmup], Path(tmp) / "pages")
+        _vram_used_bytes()  # NVML's library loads now, before a model is on the card here
         decoder = RawDecoder(str(model), threads=engine.threads, n_ctx=engine.n_ctx,
                              n_gpu_layers=engine.n_gpu_layers, flash_attn=engine.flash_attn)
         try:
