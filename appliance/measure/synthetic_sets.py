@@ -57,11 +57,14 @@ ITEMS = ("Paper A4 500 sheets", "Toner cartridge black", "Stapler", "Envelopes C
 
 def make_sets(root: Path, pages: int = 12, seed: int = 7) -> dict[str, int]:
     """Write the datasets under ``root``; answers how many pages each got."""
-    # imported here, not at the top: synthetic_fields imports this module
+    # imported here, not at the top: synthetic_fields and synthetic_spans import this module
+    from appliance.measure import synthetic_spans
     from appliance.measure.born_digital import make_born_digital
     from appliance.measure.synthetic_fields import make_field_sets
 
     makers = {"columns": ("report", columns_page), "columns-zh": ("report", _chinese_page),
+              "columns-span": ("report", synthetic_spans.latin_page),
+              "columns-span-zh": ("report", synthetic_spans.chinese_page),
               "receipts": ("receipt", _receipt_page),
               "tables": ("table", _table_page), "degraded": ("generic", _degraded_page)}
     counts = {name: write_set(root, name, doc_type, make, pages, seed)

@@ -88,7 +88,7 @@ def is_column_cut(left: list[Line], right: list[Line]) -> bool:
         return any((_running_column(side) and _figure_share(other) <= MAX_FIGURE_SHARE)
                    or (_address(side) and _title(other, median_height(side)))
                    for side, other in ((left, right), (right, left)))
-    if _prose(left) and _prose(right):
+    if prose(left) and prose(right):
         return True
     if _address(left) and _address(right) and _postal(left) and _postal(right):
         return True
@@ -103,7 +103,8 @@ def is_column_cut(left: list[Line], right: list[Line]) -> bool:
                for side, other in ((left, right), (right, left)))
 
 
-def _prose(lines: list[Line]) -> bool:
+def prose(lines: list[Line]) -> bool:
+    """Whether most of ``lines`` are running text (PROSE_WORDS words or more)."""
     return statistics.median(word_count(line.text) for line in lines) >= PROSE_WORDS
 
 
@@ -130,7 +131,7 @@ def _row_labels(labels: list[Line], lines: list[Line]) -> bool:
     ("Alcohol use" over "Count" and "Percentage"), half of the table's rows have no
     line beside them, so the table alone reads as a column."""
     table_rows = rows(lines)
-    if _prose(labels) or 2 * sum(map(_table_row, table_rows)) < len(table_rows):
+    if prose(labels) or 2 * sum(map(_table_row, table_rows)) < len(table_rows):
         return False
     height = median_height(lines)
     beside = [centre(line) for line in lines]

@@ -38,7 +38,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from appliance.engines.base import Line
-from appliance.reading.columns import MIN_COLUMN_LINES, is_card_row, is_column_cut
+from appliance.reading.columns import MIN_COLUMN_LINES, is_card_row, is_column_cut, prose
 from appliance.reading.furniture import FOOTER, HEADER, TYPESET_LINES, find_furniture, running_lines
 from appliance.reading.lines import centre, median_height, overlap, rows
 from appliance.reading.vertical import column_blocks, is_column
@@ -67,6 +67,11 @@ FOOTER_GAP = 1.8
 # heights wide: both pages' inner margins (the Chinese spreads built for the eval set
 # have 6 to 7; gutters between the columns of one page have 1 to 3).
 SPINE_GUTTER = 4.0
+# White across a region this many line heights tall ends the columns above it (a
+# figure across the page, which holds no lines): the columns under it are a band of
+# their own. Paragraphs stand a line height or so apart, staggered from column to
+# column.
+BAND_WHITE = 3.0
 # Lines that may cross a gutter (titles, captions, footers across the columns).
 MAX_SPANNERS = 4
 MAX_SPANNER_SHARE = 0.2
@@ -217,6 +222,8 @@ def _cut(lines: list[Line], height: float, gap: float) -> list[list[Line]]:
         head, body = _head_above_columns(sections, columns[0][2])
         if head:
             return _cut(head, height, gap) + _cut(body, height, gap)
+        if len(bands := _bands(sections, columns[0][0], height)) > 1:
+            return [region for band in bands for region in _cut(band, height, gap)]
     # a line across any of the column gutters separates what is above from below
     spanners = [line for line in lines if any(line in crossing for _x, crossing, _v in columns)]
     if columns and not columns[0][1] and _beside_others(spanners, lines):
@@ -416,6 +423,71 @@ def _section_votes(sections: list[list[Line]], x: float) -> list[tuple[bool | No
         else:
             votes.append((None, 0))
     return votes
+
+
+def _bands(sections: list[list[Line]], x: float, height: float) -> list[list[Line]]:
+    """The region in bands, each read on its own (its gutter looked for in the band
+    alone), top to bottom, where what stands across the columns is not running text:
+
+    - a band of rows of short cells on both sides of the gutter (a table across the
+      columns, ``_table_band``) between or under sections that read as columns. A
+      section whose top or bottom is such rows and the rest columns (a table the
+      columns follow with only a line's white between) is cut first, at the widest
+      white between the two (``_rows_apart``);
+    - white across the region BAND_WHITE line heights tall (a figure, which holds no
+      lines): the columns above it end there.
+
+    A section of neither kind (too small to judge, a caption) joins the band it
+    follows. [region] when no such band is found."""
+    refined = [part for section in sections for part in _rows_apart(section, x)]
+    bands: list[list[Line]] = []
+    current, reach = None, None
+    for section in refined:
+        kind = _band_kind(section, x)
+        top = min(line.box[1] for line in section)
+        wide = reach is not None and top - reach >= BAND_WHITE * height
+        if not bands or wide or (kind is not None and current is not None and kind != current):
+            bands.append([])
+            current = None
+        if kind is not None:
+            current = kind
+        bands[-1].extend(section)
+        reach = max(line.box[3] for line in section)
+    return bands
+
+
+def _band_kind(lines: list[Line], x: float) -> str | None:
+    """"columns" where the lines beside the gutter at ``x`` read as columns, "rows"
+    where they are a table's rows: short cells on both sides, MIN_COLUMN_LINES rows or
+    more holding cells on both sides; None where a side has too few lines to judge or
+    they are neither."""
+    left = [line for line in lines if line.box[2] <= x]
+    right = [line for line in lines if line.box[0] >= x]
+    if min(len(left), len(right)) < MIN_COLUMN_LINES:
+        return None
+    if is_column_cut(left, right):
+        return "columns"
+    across = sum(1 for row in rows(left + right)
+                 if row[0].box[2] <= x <= row[-1].box[0])
+    return "rows" if across >= MIN_COLUMN_LINES and not (prose(left) or prose(right)) else None
+
+
+def _rows_apart(section: list[Line], x: float) -> list[list[Line]]:
+    """``section`` cut in two at its widest white where one side is a table's rows and
+    the other columns (``_band_kind``); [section] where there is no such white."""
+    ordered = sorted(section, key=lambda line: line.box[1])
+    best, reach = None, ordered[0].box[3]
+    for index in range(1, len(ordered)):
+        white = ordered[index].box[1] - reach
+        reach = max(reach, ordered[index].box[3])
+        if white <= 0 or (best is not None and white <= best[0]):
+            continue
+        kinds = {_band_kind(ordered[:index], x), _band_kind(ordered[index:], x)}
+        if kinds == {"rows", "columns"}:
+            best = (white, index)
+    if best is None:
+        return [section]
+    return [ordered[:best[1]], ordered[best[1]:]]
 
 
 def _head_above_columns(sections: list[list[Line]], section_votes: list[tuple[bool | None, int]]

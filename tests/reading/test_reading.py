@@ -627,3 +627,48 @@ def test_a_reviewer_reorders_the_blocks_of_a_page():
     assert swapped.markdown.startswith("# Annual report 2026\n\nright line 0")
     with pytest.raises(ValueError, match="each of the page's blocks once: 0, 1, 2"):
         in_order(stored, [0, 2, 2])
+
+
+def _table_rows(top: float, rows_: int, pitch: float = 40) -> list[Line]:
+    """A table across two columns' width: four short cells a row, placed by its own
+    columns, not the prose's (its second cell ends before the prose's gutter, its
+    third starts after it)."""
+    cells = []
+    for number in range(rows_):
+        y = top + number * pitch
+        cells += [line(f"Item {number}", 100, y, 300), line(f"North {number}", 360, y, 450),
+                  line(f"{number * 37}", 620, y, 680), line(f"{number * 1.5:.2f}", 760, y, 840)]
+    return cells
+
+
+@pytest.mark.parametrize("white", [60, 24], ids=["a line apart", "half a line apart"])
+def test_columns_above_and_below_a_table_across_them_are_read_band_by_band(white):
+    """Issue 50: two columns, a table across both, two columns again. The gutter holds
+    from top to bottom (no table cell crosses it), yet each band of columns is read
+    left then right, and the table row by row between them, also where only half a
+    line's white stands between the table and the columns."""
+    upper_left = column(100, 100, [f"upper left {t}" for t in PROSE])
+    upper_right = column(560, 100, [f"upper right {t}" for t in PROSE])
+    table_top = 100 + 8 * 40 - 10 + white
+    table = _table_rows(table_top, 5)
+    lower_top = table_top + 5 * 40 - 10 + white
+    lower_left = column(100, lower_top, [f"lower left {t}" for t in PROSE])
+    lower_right = column(560, lower_top, [f"lower right {t}" for t in PROSE])
+    got = order_of([*lower_right, *table, *upper_right, *lower_left, *upper_left])
+    cells = [l.text for l in sorted(table, key=lambda l: (l.box[1], l.box[0]))]
+    assert got == [*(l.text for l in upper_left), *(l.text for l in upper_right), *cells,
+                   *(l.text for l in lower_left), *(l.text for l in lower_right)]
+
+
+def test_columns_under_a_figure_across_them_are_read_after_those_above_it():
+    """A figure across both columns holds no lines: its white, several line heights
+    tall, ends the columns above it; its caption is read before the columns under it."""
+    upper_left = column(100, 100, [f"upper left {t}" for t in PROSE])
+    upper_right = column(560, 100, [f"upper right {t}" for t in PROSE])
+    caption = line("Figure 2. Revenue by region", 100, 100 + 8 * 40 + 300, 480)
+    lower_left = column(100, 100 + 8 * 40 + 360, [f"lower left {t}" for t in PROSE])
+    lower_right = column(560, 100 + 8 * 40 + 360, [f"lower right {t}" for t in PROSE])
+    got = order_of([*lower_right, caption, *upper_right, *lower_left, *upper_left])
+    assert got == [*(l.text for l in upper_left), *(l.text for l in upper_right),
+                   caption.text, *(l.text for l in lower_left),
+                   *(l.text for l in lower_right)]
