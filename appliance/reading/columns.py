@@ -85,7 +85,7 @@ def is_column_cut(left: list[Line], right: list[Line]) -> bool:
     if not (left and right):
         return False
     if min(len(left), len(right)) < MIN_COLUMN_LINES:
-        return any((_running_column(side) and _figure_share(other) <= MAX_FIGURE_SHARE)
+        return any((_running_column(side) and figure_share(other) <= MAX_FIGURE_SHARE)
                    or (_address(side) and _title(other, median_height(side)))
                    for side, other in ((left, right), (right, left)))
     if prose(left) and prose(right):
@@ -99,7 +99,7 @@ def is_column_cut(left: list[Line], right: list[Line]) -> bool:
     if _row_labels(left, right):
         return False
     return any(_reads_alone(side, other) and len(other) >= SIDEBAR_LINES
-               and _figure_share(other) <= MAX_FIGURE_SHARE
+               and figure_share(other) <= MAX_FIGURE_SHARE
                for side, other in ((left, right), (right, left)))
 
 
@@ -244,7 +244,7 @@ def _title(lines: list[Line], body: float) -> bool:
     return len(lines) == 1 and line_height(lines[0]) >= HEADING_RATIO * body
 
 
-def _figure_share(lines: list[Line]) -> float:
+def figure_share(lines: list[Line]) -> float:
     """The share of the lines that are a figure or two: a column of prices or values."""
     return sum(map(_is_figure, lines)) / len(lines)
 

@@ -38,7 +38,8 @@ from dataclasses import dataclass
 import numpy as np
 
 from appliance.engines.base import Line
-from appliance.reading.columns import MIN_COLUMN_LINES, is_card_row, is_column_cut, prose
+from appliance.reading.columns import (MIN_COLUMN_LINES, figure_share, is_card_row, is_column_cut,
+                                      prose)
 from appliance.reading.furniture import FOOTER, HEADER, TYPESET_LINES, find_furniture, running_lines
 from appliance.reading.lines import centre, median_height, overlap, rows
 from appliance.reading.vertical import column_blocks, is_column
@@ -72,6 +73,10 @@ SPINE_GUTTER = 4.0
 # their own. Paragraphs stand a line height or so apart, staggered from column to
 # column.
 BAND_WHITE = 3.0
+# ... and a band of rows across the columns is a table's when at least this share of
+# the cells on one side of the gutter are figures (quantities, amounts): narrow columns
+# of prose hold short lines too, in rows that line up, but no figures.
+TABLE_FIGURES = 0.5
 # Lines that may cross a gutter (titles, captions, footers across the columns).
 MAX_SPANNERS = 4
 MAX_SPANNER_SHARE = 0.2
@@ -469,7 +474,9 @@ def _band_kind(lines: list[Line], x: float) -> str | None:
         return "columns"
     across = sum(1 for row in rows(left + right)
                  if row[0].box[2] <= x <= row[-1].box[0])
-    return "rows" if across >= MIN_COLUMN_LINES and not (prose(left) or prose(right)) else None
+    table = (across >= MIN_COLUMN_LINES and not (prose(left) or prose(right))
+             and max(figure_share(left), figure_share(right)) >= TABLE_FIGURES)
+    return "rows" if table else None
 
 
 def _rows_apart(section: list[Line], x: float) -> list[list[Line]]:
