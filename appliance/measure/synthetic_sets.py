@@ -1,6 +1,6 @@
 """Synthetic evaluation sets with ground truth in reading order (`appliance make-eval-set`).
 
-Seven datasets in the plain layout (``<stem>.png`` beside ``<stem>.txt`` or ``.md``, a
+Ten datasets in the plain layout (``<stem>.png`` beside ``<stem>.txt`` or ``.md``, a
 ``dataset.json`` each), deterministic for a seed:
 
 - ``columns``: report and magazine pages, a title across the page over two or three
@@ -8,6 +8,9 @@ Seven datasets in the plain layout (``<stem>.png`` beside ``<stem>.txt`` or ``.m
   top to bottom.
 - ``columns-zh`` (``synthetic_chinese``): the same in Chinese, one to three columns,
   mixed with Latin names on some pages, and book spreads.
+- ``columns-span`` and ``columns-span-zh`` (``synthetic_spans``): a table or a figure
+  across the columns; ``prose`` (``synthetic_prose``): journal pages of running prose
+  in five scripts, whose Markdown truth states the few tables they hold.
 - ``receipts``: a shop's name, item rows with prices at the right edge, totals as
   label/value pairs; the truth reads row by row.
 - ``tables``: a heading over a ruled or unruled table; the truth is Markdown (TEDS).
@@ -58,13 +61,14 @@ ITEMS = ("Paper A4 500 sheets", "Toner cartridge black", "Stapler", "Envelopes C
 def make_sets(root: Path, pages: int = 12, seed: int = 7) -> dict[str, int]:
     """Write the datasets under ``root``; answers how many pages each got."""
     # imported here, not at the top: synthetic_fields and synthetic_spans import this module
-    from appliance.measure import synthetic_spans
+    from appliance.measure import synthetic_prose, synthetic_spans
     from appliance.measure.born_digital import make_born_digital
     from appliance.measure.synthetic_fields import make_field_sets
 
     makers = {"columns": ("report", columns_page), "columns-zh": ("report", _chinese_page),
               "columns-span": ("report", synthetic_spans.latin_page),
               "columns-span-zh": ("report", synthetic_spans.chinese_page),
+              "prose": ("report", synthetic_prose.prose_page),
               "receipts": ("receipt", _receipt_page),
               "tables": ("table", _table_page), "degraded": ("generic", _degraded_page)}
     counts = {name: write_set(root, name, doc_type, make, pages, seed)

@@ -295,7 +295,7 @@ def test_synthetic_sets_load_as_plain_datasets_and_are_repeatable(tmp_path):
 
     assert make_sets(tmp_path / "a", pages=2, seed=5) == {
         "columns": 2, "columns-zh": 2, "columns-span": 2, "columns-span-zh": 2,
-        "receipts": 2, "tables": 2, "degraded": 2,
+        "prose": 2, "receipts": 2, "tables": 2, "degraded": 2,
         "receipts-fields": 2, "invoices-fields": 2,
         "born-digital": len(born_digital.MAKERS)}
     make_sets(tmp_path / "b", pages=2, seed=5)
@@ -303,7 +303,7 @@ def test_synthetic_sets_load_as_plain_datasets_and_are_repeatable(tmp_path):
     assert {name: samples[0].dataset for name, samples in found.items()} == {
         "columns": "synthetic-columns", "columns-zh": "synthetic-columns-zh",
         "columns-span": "synthetic-columns-span", "columns-span-zh": "synthetic-columns-span-zh",
-        "receipts": "synthetic-receipts",
+        "prose": "synthetic-prose", "receipts": "synthetic-receipts",
         "tables": "synthetic-tables", "degraded": "synthetic-degraded",
         "receipts-fields": "synthetic-receipts-fields",
         "invoices-fields": "synthetic-invoices-fields",

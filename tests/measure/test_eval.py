@@ -95,6 +95,22 @@ def test_fields_tables_and_format_enter_the_score():
     assert group["confidence_auroc"] is None  # one page: no good/bad pair to rank
 
 
+def test_a_table_where_a_markdown_truth_has_none_is_a_false_table():
+    prose = "Two columns of running text\nread as a table of line pairs"
+    as_table = "| Two columns of | running text |\n|---|---|\n| read as a table | of line pairs |\n"
+    stated = sample(prose, markdown=prose + "\n")
+    assert score_page(stated, prose, prose)["false_tables"] == 0
+    assert score_page(stated, as_table, prose)["false_tables"] == 1
+    assert score_page(sample("Invoice 7\nitem qty\npens 2\nink 1", markdown=TABLE_MD),
+                      TABLE_MD + "\n" + as_table, "")["false_tables"] == 1
+    # a text truth does not say whether the page has a table
+    assert score_page(sample(prose), as_table, prose)["false_tables"] is None
+    group = summarize([score_page(stated, page, prose) | {
+        "status": "done", "seconds": 1.0, "repair_level": 0, "confidence": 0.9}
+        for page in (prose, as_table)])
+    assert group["false_tables"] == 0.5
+
+
 def report(scores: dict[str, float], overall: float, pages: int = 10) -> dict:
     return {"summary": {"overall": {"score": overall, "pages": pages},
                         "by_type": {t: {"score": s, "pages": 5} for t, s in scores.items()}}}
