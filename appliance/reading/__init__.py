@@ -6,7 +6,7 @@ from appliance.engines.base import Line, Recognition
 
 # How lines become text and Markdown: bump it when they change, so that the result
 # cache does not serve the old rendering to any reader of line boxes.
-RECIPE = "layout/v14"
+RECIPE = "layout/v15"
 
 
 def recipe(page_furniture: str) -> str:

@@ -31,14 +31,11 @@ import statistics
 
 from appliance.engines.base import Line
 from appliance.reading.lines import (
-    HEADING_RATIO, LETTER_WORD, centre, line_height, median_height, rows, word_count,
+    HEADING_RATIO, LETTER_WORD, PROSE_WORDS, centre, line_height, median_height, rows, word_count,
 )
 
 # Each side of a column cut has at least this many lines.
 MIN_COLUMN_LINES = 3
-# Prose: the median line of a side has at least this many words (a form's labels and
-# values have one to three, a column of running text five or more).
-PROSE_WORDS = 4
 # One side is a column beside something else when it runs at least this many rows, at
 # least half of them filling this share of the side's width with running text or a
 # table's row ("Revenue (US$ m)  915.9  1,382.7"), and the other side has at least

@@ -12,8 +12,7 @@ routed to review (``layout_doubt``), whatever its characters' scores.
 
 from __future__ import annotations
 
-from appliance.reading.columns import PROSE_WORDS
-from appliance.reading.lines import word_count
+from appliance.reading.lines import PROSE_WORDS, word_count
 from appliance.reading.order import Block
 
 # Rows one after the other with two lines of running text side by side. Of 149 FUNSD

@@ -10,6 +10,9 @@ import statistics
 from appliance.engines.base import Line
 
 HEADING_RATIO = 1.3  # a heading's print is at least this much taller than the body's
+# Running text: a line of at least this many words (a form's labels and values and a
+# table's cells have one to three, a column of running text five or more).
+PROSE_WORDS = 4
 # Chinese and Japanese put no spaces between words: their characters are counted
 # instead, at about this many to a word (a word of Chinese running text is one to
 # four characters, two on average), so that a line of running text in either script
@@ -31,6 +34,11 @@ def word_count(text: str) -> int:
         unspaced = len(_UNSPACED.findall(token))
         count += max(1, math.ceil(unspaced / UNSPACED_WORD_CHARS)) if unspaced else 1
     return count
+
+
+def unspaced(ch: str) -> bool:
+    """Whether ``ch`` is a character of a script written without spaces."""
+    return bool(_UNSPACED.match(ch))
 
 
 def first_word(text: str) -> str:

@@ -41,7 +41,7 @@ from appliance.engines.base import Line
 from appliance.reading.columns import (MIN_COLUMN_LINES, figure_share, is_card_row, is_column_cut,
                                       prose)
 from appliance.reading.furniture import FOOTER, HEADER, TYPESET_LINES, find_furniture, running_lines
-from appliance.reading.lines import centre, median_height, overlap, rows
+from appliance.reading.lines import PROSE_WORDS, centre, median_height, overlap, rows, word_count
 from appliance.reading.vertical import column_blocks, is_column
 
 # White across a region at least this many median line heights tall separates sections.
@@ -60,8 +60,18 @@ SPACING_PAIRS = 8  # pairs of lines one under the other that measure the line sp
 SPACING_REACH = 3.0  # line heights below a line where the next one may stand
 # A gutter is at least this many median line heights wide. Typeset reports keep theirs
 # narrow: one of the real report pages measured has 18 px of white between columns of
-# 37 px lines, and word spaces inside a line are not gutters (the lines hold them).
-MIN_GUTTER = 0.4
+# 37 px lines, journals an em (a line height's 0.7) of white where the line boxes
+# leave a third of it; word spaces inside a line are not gutters (the lines hold
+# them). 0.4 read justified columns an em apart as one.
+MIN_GUTTER = 0.2
+# ... and white between words' boxes this wide, down the page, is a gutter too: a
+# recogniser's word boxes reach beyond their ink (a justified column's last word and
+# the next column's first, 20 px apart, left 4 to 8 px white).
+WORD_GUTTER = 0.2
+# Lines joined across such a gutter, running text on both sides, before they are cut
+# there: a paragraph's lines line up a word gap now and then (three lines of a
+# FUNSD form's note did); pages measure alike from 5 to 8.
+SPLIT_LINES = 6
 # A footer under the columns stands this many line heights below the column it ends.
 FOOTER_GAP = 1.8
 # The spine of a book spread (two pages scanned side by side) is white this many line
@@ -118,7 +128,7 @@ def read_order(lines: list[Line], lean_deg: float = 0.0,
     (its furniture stands in its margins, ``reading.furniture``).
     """
     columns, across = [], []
-    for line in lines:
+    for line in _split_at_gutters(lines, lean_deg):
         if line.box[3] > line.box[1] and line.box[2] > line.box[0]:
             (columns if is_column(line.box, line.text) else across).append(line)
     lines, blocks = across, []
@@ -133,6 +143,68 @@ def read_order(lines: list[Line], lean_deg: float = 0.0,
     for number, block in enumerate(blocks):
         block.order = number
     return blocks
+
+
+def _split_at_gutters(lines: list[Line], lean_deg: float) -> list[Line]:
+    """The lines with each one that runs across a gutter cut in two there. A detector
+    joins the lines of two columns into one where the gutter is no wider than the
+    white between words (justified columns an em apart); the words' own boxes still
+    leave the gutter white down the page, where the lines' boxes cover it. A cut
+    needs the words' boxes (engines that give them) and a gutter across which at least
+    MIN_COLUMN_LINES lines join running text to running text (PROSE_WORDS words on
+    each side): a form's label and value, a receipt's item and price stay whole. Read
+    as rows, the two halves read as the line did."""
+    words = [(line, word) for line in lines for word in line.words or ()]
+    if not words:
+        return lines
+    own = [list(line.box) for line in lines]
+    with _levelled(lines, lean_deg):
+        shift = {id(line): (line.box[0] - box[0], line.box[1] - box[1])
+                 for line, box in zip(lines, own)}
+        ink = [Line(text=word["text"], box=_moved(word["box"], shift[id(line)]), score=0.0)
+               for line, word in words]
+        ink += [line for line in lines if not line.words]
+        height = median_height(lines)
+        cuts: dict[int, list[float]] = {}
+        for x, _crossing, _width in _gutters(ink, height, WORD_GUTTER):
+            across = {id(line): x - shift[id(line)][0] for line in lines
+                      if line.words and line.box[0] < x < line.box[2]}
+            joined = sum(1 for line in lines if id(line) in across and all(
+                word_count(" ".join(piece)) >= PROSE_WORDS
+                for piece in _halves(line, across[id(line)])))
+            if joined >= SPLIT_LINES:
+                for key, at in across.items():
+                    cuts.setdefault(key, []).append(at)
+    if not cuts:
+        return lines
+    return [piece for line in lines for piece in _cut_line(line, cuts.get(id(line), []))]
+
+
+def _halves(line: Line, x: float) -> tuple[list[str], list[str]]:
+    """The words of ``line`` left of ``x`` and right of it (its own coordinates)."""
+    return ([word["text"] for word in line.words or () if word["box"][2] <= x],
+            [word["text"] for word in line.words or () if word["box"][0] >= x])
+
+
+def _moved(box: list[float], shift: tuple[float, float]) -> list[float]:
+    return [box[0] + shift[0], box[1] + shift[1], box[2] + shift[0], box[3] + shift[1]]
+
+
+def _cut_line(line: Line, xs: list[float]) -> list[Line]:
+    """``line`` cut at each of ``xs`` (its own coordinates) that falls between two of
+    its words; each piece as wide as its words (the gutter was measured by them, and
+    a detector's box reaches into it), as tall as the line, with its score."""
+    if not line.words:
+        return [line]
+    pieces: list[list[dict]] = [[]]
+    for word in line.words:
+        if pieces[-1] and any(pieces[-1][-1]["box"][2] <= x <= word["box"][0] for x in xs):
+            pieces.append([])
+        pieces[-1].append(word)
+    return [Line(text=" ".join(word["text"] for word in piece) if len(pieces) > 1 else line.text,
+                 box=[min(word["box"][0] for word in piece), line.box[1],
+                      max(word["box"][2] for word in piece), line.box[3]],
+                 score=line.score, words=piece) for piece in pieces]
 
 
 def _place(blocks: list[Block], columns: Block) -> None:
@@ -281,11 +353,12 @@ def _cards(lines: list[Line], gutters: list[tuple[float, list[Line], float]],
     return stacks if is_card_row(stacks, height) else []
 
 
-def _gutters(lines: list[Line], height: float) -> list[tuple[float, list[Line], float]]:
+def _gutters(lines: list[Line], height: float, least: float = MIN_GUTTER
+             ) -> list[tuple[float, list[Line], float]]:
     """Candidate gutters, cleanest and widest first: (x, the lines that cross it, its
     width).
 
-    A gutter is a run of x at least MIN_GUTTER line heights wide that at most
+    A gutter is a run of x at least ``least`` line heights wide that at most
     MAX_SPANNERS of the lines cross (and at most MAX_SPANNER_SHARE of them).
     """
     width = int(max(line.box[2] for line in lines)) + 2
@@ -300,7 +373,7 @@ def _gutters(lines: list[Line], height: float) -> list[tuple[float, list[Line], 
     for crossing in range(allowed + 1):
         quiet = np.flatnonzero(cover[left_edge:] <= crossing) + left_edge
         for run in np.split(quiet, np.flatnonzero(np.diff(quiet) > 1) + 1):
-            if len(run) and run[-1] - run[0] + 1 >= MIN_GUTTER * height:
+            if len(run) and run[-1] - run[0] + 1 >= least * height:
                 x = _whitest(cover, run)
                 spanners = [line for line in lines if line.box[0] < x < line.box[2]]
                 candidates[x] = (len(spanners), -(run[-1] - run[0]), x, spanners)

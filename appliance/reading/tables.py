@@ -16,13 +16,17 @@ import re
 from appliance.engines.base import Line
 from appliance.quality.html_tables import Cell, table_lines
 from appliance.quality.markdown import escape_markdown
-from appliance.reading.lines import first_word, median_height, overlap, word_count
+from appliance.reading.lines import PROSE_WORDS, first_word, median_height, overlap, word_count
 
 # {first row index: (index after the last, the table's columns as x extents, whether
 # each line is a cell of its own)}
 Runs = dict[int, tuple[int, list[list[float]], bool]]
 
 MIN_TABLE_ROWS = 3
+# A list's numbers or bullets, which stand beside its items as a column of their own
+# where the items hang indented ("1.", "a)", "(iv)", "•", "一、").
+LIST_MARKER = re.compile(r"\(?(?:\d{1,3}|[a-zA-Z]|[ivxlcIVXLC]{1,5})[.)]|[•·▪‣◦∙*–-]|[①-⑳]"
+                         r"|[一二三四五六七八九十]{1,3}、")
 # Two rows are a table where each holds this many cells in the same columns (a header
 # over one row of figures: "Products | Butter | Margarine | Low fat products" over
 # "Turnover Ffr. m. | 6028 | 1385 | 836"); two rows of two cells may be anything.
@@ -56,8 +60,9 @@ def table_runs(rows: list[list[Line]], body: float) -> Runs:
         (end, columns), apart = max(
             ((_table_run(rows, index, body, apart), apart) for apart in (True, False)),
             key=lambda run: run[0][0])
-        if end - index >= MIN_TABLE_ROWS or (end - index == 2 and all(
-                len(_cells(row, body, apart)) >= SHORT_TABLE_CELLS for row in rows[index:end])):
+        if (end - index >= MIN_TABLE_ROWS or (end - index == 2 and all(
+                len(_cells(row, body, apart)) >= SHORT_TABLE_CELLS for row in rows[index:end]))) \
+                and not _running_text(rows[index:end], columns, body, apart):
             start = _group_head(rows, floor, index, columns, body, apart)
             end = _wrapped_tail(rows, end, columns, body, apart)
             runs[start] = (end, columns, apart)
@@ -65,6 +70,24 @@ def table_runs(rows: list[list[Line]], body: float) -> Runs:
         else:
             index += 1
     return joined(runs)
+
+
+def _running_text(rows: list[list[Line]], columns: list[list[float]], body: float,
+                  apart: bool) -> bool:
+    """Whether rows that line up as a table's are running text side by side: no column
+    of short cells (figures, or fewer than PROSE_WORDS words), as in columns of prose
+    whose gutter was not found; or none but a list's markers beside its items. A table
+    has labels or figures in a column at least ("Low-income | Less than 50"). Prose
+    written as a table loses its words' order, worse than a table missed."""
+    filled: list[list[str]] = [[] for _ in columns]
+    for row in rows:
+        for i, cell in enumerate(_grid_row(row, columns, body, apart)):
+            if cell:
+                filled[i].append(" ".join(line.text for line in cell).strip())
+    short = [texts for texts in filled if texts and 2 * sum(
+        _is_figure(text) or word_count(text) < PROSE_WORDS for text in texts) > len(texts)]
+    return not short or (len(short) == 1 and short[0] is filled[0]
+                         and all(LIST_MARKER.fullmatch(text) for text in filled[0]))
 
 
 def joined(runs: Runs) -> Runs:

@@ -100,13 +100,13 @@ def test_a_column_beside_a_headline_and_a_subtitle_is_read_on_its_own():
 
 @pytest.mark.parametrize("lean, margin", [(0.5, 100), (-0.5, 4)])
 def test_a_page_that_leans_is_read_as_if_level(lean, margin):
-    # Two columns 16 px apart (0.53 line heights), the page turned by half a degree:
-    # the lines 24 rows down move 8 px sideways against the top ones, so only 8 px
-    # are white all the way down, too narrow for a gutter (12 px), unless the page is
+    # Two columns 10 px apart (a third of a line height), the page turned by half a
+    # degree: the lines 24 rows down move 7 px sideways against the top ones, so only
+    # 3 px are white all the way down, too narrow for a gutter (6 px), unless the page is
     # read turned level by the lean the engine measured. Turned the other way, a
     # column close to the left edge would move past x = 0.
     left = column(margin, 100, [f"left {t}" for t in PROSE * 3], pitch=36)
-    right = column(margin + 396, 100, [f"right {t}" for t in PROSE * 3], pitch=36)
+    right = column(margin + 390, 100, [f"right {t}" for t in PROSE * 3], pitch=36)
     cos, sin = math.cos(math.radians(lean)), math.sin(math.radians(lean))
     for l in left + right:
         x, y = (l.box[0] + l.box[2]) / 2, (l.box[1] + l.box[3]) / 2
@@ -672,3 +672,62 @@ def test_columns_under_a_figure_across_them_are_read_after_those_above_it():
     assert got == [*(l.text for l in upper_left), *(l.text for l in upper_right),
                    caption.text, *(l.text for l in lower_left),
                    *(l.text for l in lower_right)]
+
+
+def _worded(pieces: list[tuple[str, float]], y: float) -> Line:
+    """One detected line over several runs of words, each (text, its left x): its words'
+    boxes 12 px a character with 10 px between words, as a recogniser gives them."""
+    words = []
+    for text, x in pieces:
+        for word in text.split():
+            words.append({"text": word, "box": [x, y, x + 12 * len(word), y + H], "score": 0.9})
+            x += 12 * len(word) + 10
+    return Line(text=" ".join(w["text"] for w in words), box=[words[0]["box"][0], y,
+                words[-1]["box"][2], y + H], score=0.9, words=words)
+
+
+def test_lines_a_detector_joined_across_a_narrow_gutter_are_cut_there():
+    """Issue 50: justified columns an em apart are one detected line a row; their words
+    leave the gutter white down the page. The lines are cut there and the columns read
+    one after the other; a form's label and value, whose white lines up as well, stay
+    one line."""
+    words = "the annual report shows that revenue grew in every region while costs stayed".split()
+    lefts = [" ".join(words[i:i + 5]) for i in range(8)]
+    rights = [" ".join(words[i + 1:i + 6]) for i in range(8)]
+    joined = [_worded([(left, 100), (right, 492)], 100 + 40 * i)
+              for i, (left, right) in enumerate(zip(lefts, rights))]
+    assert all(l.box[2] - l.box[0] > 550 for l in joined)
+    assert order_of(joined) == lefts + rights
+    form = [_worded([(label, 100), (value, 492)], 100 + 40 * i)
+            for i, (label, value) in enumerate([("Name:", "Jane Smith"), ("Date:", "12.03.2026"),
+                                                ("Account:", "DE12 5001"), ("Phone:", "555 0100"),
+                                                ("City:", "Berlin"), ("Country:", "Germany")])]
+    assert len(read_order(form)[0].lines) == len(form)
+
+
+def _block_markdown(rows: list[list[Line]]) -> str:
+    from appliance.reading.order import Block
+    return render([Block(rows=rows)]).markdown
+
+
+def test_running_text_side_by_side_is_no_table():
+    """Issue 50: rows that line up as a table's are running text where no column holds
+    short cells (two columns of prose whose gutter was not found), or none but a
+    list's numbers beside its hanging items; a column of labels makes a table of them
+    ("Low-income | Less than 50")."""
+    prose = [[line(f"left {t}", 100, 100 + 40 * i, 480), line(f"right {t}", 560, 100 + 40 * i, 940)]
+             for i, t in enumerate(PROSE[:5])]
+    assert "|" not in _block_markdown(prose)
+    items = ["Opened on time the board thanks all staff", "for their work during a period",
+             "Paper and toner were ordered before the", "new office in the north opened"]
+    listed = [[line(f"{i // 2 + 1}.", 100, 100 + 40 * i, 130), line(text, 160, 100 + 40 * i, 560)]
+              if i % 2 == 0 else [line(text, 160, 100 + 40 * i, 560)]
+              for i, text in enumerate(items)]
+    markdown = _block_markdown(listed)
+    assert "|" not in markdown and all(text in markdown for text in items)
+    labels = [("Income level of individual or geography", "% of the area median income"),
+              ("Low-income", "Less than 50"), ("Moderate-income", "At least 50 and less than 80"),
+              ("Middle-income", "At least 80 and less than 120"), ("Upper-income", "120 or more")]
+    table = [[line(label, 100, 100 + 40 * i, 460), line(value, 560, 100 + 40 * i, 940)]
+             for i, (label, value) in enumerate(labels)]
+    assert _block_markdown(table).split("\n")[2] == "| Low-income | Less than 50 |"
