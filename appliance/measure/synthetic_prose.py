@@ -79,7 +79,9 @@ class Setting:
             return _wrap_words(text, self.font, width)
         source = zh._prose(self.rng, words * 3, False) if self.script == "zh" else \
             _japanese(self.rng, words * 3)
-        return zh._wrap(source, self.font, width)
+        # a closing mark may end a line past the measure (``zh._wrap``): the measure
+        # leaves room for it, so that it never stands in the gutter, as a typesetter's
+        return zh._wrap(source, self.font, width - self.size)
 
 
 def prose_page(rng: random.Random) -> tuple[Image.Image, dict[str, str]]:
