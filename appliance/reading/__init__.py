@@ -2,7 +2,12 @@
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 from appliance.engines.base import Line, Recognition
+
+if TYPE_CHECKING:
+    from appliance.reading.markdown import TableReader
 
 # How lines become text and Markdown: bump it when they change, so that the result
 # cache does not serve the old rendering to any reader of line boxes.
@@ -16,19 +21,21 @@ def recipe(page_furniture: str) -> str:
 
 def read_lines(lines: list[Line], lean_deg: float = 0.0,
                page_furniture: str = "separate",
-               page_height: float | None = None) -> Recognition:
+               page_height: float | None = None,
+               table_reader: TableReader | None = None) -> Recognition:
     """A page's reading from its line boxes, whoever found them (the classic engine,
     a PDF's own text): its lines in reading order with their blocks and roles, its
     text and its Markdown with the page furniture placed as ``page_furniture`` says
     (``reading.order``, ``reading.markdown``), and the layout doubt of running text
     read across a gutter (``reading.doubt``). ``page_height``: the page's, in the
-    lines' pixels, where the caller knows it."""
+    lines' pixels, where the caller knows it. ``table_reader``: another reader of the
+    tables' structure (``reading.markdown.TableReader``)."""
     from appliance.reading.doubt import LAYOUT_DOUBT, layout_doubt
     from appliance.reading.markdown import render
     from appliance.reading.order import read_order
 
     blocks = read_order(lines, lean_deg=lean_deg, page_height=page_height)
-    page = render(blocks, page_furniture)
+    page = render(blocks, page_furniture, table_reader)
     doubt = layout_doubt(blocks)
     return Recognition(text=page.text, markdown=page.markdown, lines=page.lines,
                        flags=[LAYOUT_DOUBT] if doubt else [],

@@ -29,15 +29,21 @@ Each line is also given its ``block`` (the reading-order index of its block) and
 from __future__ import annotations
 
 import re
+from collections.abc import Callable
 from dataclasses import dataclass
 
 from appliance.engines.base import Line
 from appliance.quality.markdown import escape_markdown
-from appliance.reading.lines import HEADING_RATIO, median_height
+from appliance.reading.lines import HEADING_RATIO, PROSE_WORDS, median_height, word_count
 from appliance.reading.lines import rows as row_groups
 from appliance.reading.furniture import FOOTER, HEADER, PAGE_NUMBER
 from appliance.reading.order import Block
 from appliance.reading.tables import Runs, joined, table_markdown, table_runs
+
+# Another reader of a table's structure (a model on the page's pixels, which the
+# reading never sees): a table's lines, and whether the rules read it whole (one run
+# of rows, nothing else), to its Markdown lines, or None for the rules'.
+TableReader = Callable[[list[Line], bool], list[str] | None]
 
 # What the body's Markdown is followed by, with ``furniture="separate"``: the running
 # headers, footers and page numbers, one row a line.
@@ -56,11 +62,13 @@ class Page:
     lines: list[Line]  # in reading order, each with its block and role
 
 
-def render(blocks: list[Block], furniture: str = "separate") -> Page:
+def render(blocks: list[Block], furniture: str = "separate",
+           table_reader: TableReader | None = None) -> Page:
     """Text and Markdown of ``blocks`` (in reading order). The page's furniture (its
     blocks with a role: header, footer) is, as ``furniture`` says, left where it stands
     ("keep"), read after the body under FURNITURE_HEADING ("separate"), or left out of
-    the text and Markdown ("drop"; its lines are still in ``Page.lines``)."""
+    the text and Markdown ("drop"; its lines are still in ``Page.lines``). Each table
+    the rules find is written by ``table_reader`` where it gives one, else by them."""
     body = [block for block in blocks if block.role is None]
     edges = [block for block in blocks if block.role is not None]
     if furniture != "keep":
@@ -83,10 +91,25 @@ def render(blocks: list[Block], furniture: str = "separate") -> Page:
         if block.role is None:
             for line in block.lines:
                 line.role = "text"
-    for rows, tables in _body_parts(shown, height):
+    body_parts = _body_parts(shown, height)
+    index = 0
+    while index < len(body_parts):
         if parts:
             parts.append("")
-        parts.extend(_block_markdown(rows, tables, height, heading_sizes))
+        end = index
+        while table_reader and end < len(body_parts) and _tabular(*body_parts[end]):
+            end += 1
+        region = [line for rows, _ in body_parts[index:end] for row in rows for line in row]
+        rows, tables = body_parts[index]
+        whole = end == index + 1 and list(tables) == [0] and tables[0][0] == len(rows)
+        if end > index and (written := table_reader(region, whole)):
+            for line in region:
+                line.role = "table"
+            parts.extend(written)
+            index = end
+            continue
+        parts.extend(_block_markdown(rows, tables, height, heading_sizes, table_reader))
+        index += 1
     if furniture == "separate" and edges:
         parts += ["", FURNITURE_HEADING, ""]
         parts.extend(part for block in edges for part in _rows_as_they_stand(block.rows))
@@ -126,8 +149,21 @@ def _body_parts(blocks: list[Block], body: float
     return parts
 
 
+def _tabular(rows: list[list[Line]], tables: Runs | None) -> bool:
+    """Whether a part is all table: runs the rules found, and between them only short
+    rows (a header the runs left out, a section's label), no running text. Such parts
+    one after the other are one region for another table reader: the rules cut a
+    table into runs where its columns change, the model reads it whole."""
+    if not tables:
+        return False
+    inside = {index for start, (end, _columns, _apart) in tables.items()
+              for index in range(start, end)}
+    return all(index in inside or word_count(" ".join(line.text for line in row)) < PROSE_WORDS
+               for index, row in enumerate(rows))
+
+
 def _block_markdown(rows: list[list[Line]], tables: Runs | None, body: float,
-                    heading_sizes: list[float]) -> list[str]:
+                    heading_sizes: list[float], table_reader: TableReader | None) -> list[str]:
     """A part's Markdown (``_body_parts``); rows as they stand where it has no runs."""
     if tables is None:
         return _rows_as_they_stand(rows)
@@ -144,7 +180,11 @@ def _block_markdown(rows: list[list[Line]], tables: Runs | None, body: float,
             end, columns, apart = tables[index]
             if out and out[-1] != "":
                 out.append("")
-            out.extend(table_markdown(rows[index:end], columns, body, apart))
+            lines = [line for row in rows[index:end] for line in row]
+            for line in lines:
+                line.role = "table"
+            out.extend((table_reader and table_reader(lines, True))
+                       or table_markdown(rows[index:end], columns, body, apart))
             out.append("")
             previous_bottom = None
             index = end

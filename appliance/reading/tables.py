@@ -301,9 +301,6 @@ def table_markdown(rows: list[list[Line]], columns: list[list[float]], body: flo
             _heads(found, rows[len(groups) + 1], columns, body, apart):
         groups.append(found)
     grid: list[list[list[Line]]] = []  # row, column: the lines of that cell
-    for row in rows:
-        for line in row:
-            line.role = "table"
     for row in rows[len(groups):]:
         cells = _grid_row(row, columns, body, apart)
         if grid and _wraps_on(grid[-1], cells, columns, body):

