@@ -82,7 +82,7 @@ def is_column_cut(left: list[Line], right: list[Line]) -> bool:
     if not (left and right):
         return False
     if min(len(left), len(right)) < MIN_COLUMN_LINES:
-        return any((_running_column(side) and figure_share(other) <= MAX_FIGURE_SHARE)
+        return _short_columns(left, right) or any((_running_column(side) and figure_share(other) <= MAX_FIGURE_SHARE)
                    or (_address(side) and _title(other, median_height(side)))
                    for side, other in ((left, right), (right, left)))
     if prose(left) and prose(right):
@@ -159,6 +159,15 @@ def _running_column(lines: list[Line]) -> bool:
     rows_ = _filling_rows(lines)
     full = sum(fills and len(row) == 1 and _running_text(row) for row, fills in rows_)
     return len(rows_) >= COLUMN_RUN and full >= RUNNING_SHARE * len(rows_)
+
+
+def _short_columns(left: list[Line], right: list[Line]) -> bool:
+    """Two columns too short to judge as columns otherwise (two lines each, a short
+    page's last lines): each side's rows one line of running text each, all but its
+    last filling the side. A form's labels and values fill no side so."""
+    sides = [_filling_rows(side) for side in (left, right)]
+    return all(len(side) >= 2 and all(len(row) == 1 and _running_text(row) for row, _ in side)
+               and all(fills for _, fills in side[:-1]) for side in sides)
 
 
 def _filling_rows(lines: list[Line]) -> list[tuple[list[Line], bool]]:

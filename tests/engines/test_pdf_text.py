@@ -265,3 +265,33 @@ def _page_images_wait_for_the_viewer(d: Daemon, document_id: str) -> None:
     with Image.open(opened[0]) as kept:
         assert kept.size == drawn.size
         assert ImageChops.difference(kept.convert("RGB"), drawn).getbbox() is None
+
+
+def test_two_short_columns_of_a_born_digital_page_are_read_one_after_the_other(tmp_path,
+                                                                               engine):
+    """Issue 50: two columns of two lines each, too few to judge as columns by their
+    length, were read line by line across the gutter; lines of running text filling
+    each side are columns however short."""
+    from fpdf import FPDF
+
+    words = ("the annual report shows that revenue grew in every region while costs "
+             "stayed close to the plan of last year our customers ordered more").split()
+    pdf = FPDF(unit="pt", format="A4")
+    pdf.add_page()
+    pdf.set_font("Helvetica", size=10)
+    pdf.text(40, 60, "Two short columns")
+    width, expected = 247, ["Two short columns"]
+    for side, x in (("Left", 40), ("Right", 307)):
+        for row in range(2):
+            text = [f"{side}{row}"]
+            for word in words[row * 3:]:
+                if pdf.get_string_width(" ".join(text + [word])) > width:
+                    break
+                text.append(word)
+            pdf.text(x, 100 + row * 14, " ".join(text))
+            expected.append(" ".join(text))
+    path = tmp_path / "short.pdf"
+    pdf.output(str(path))
+    done = _read(engine, path, mode="prefer")
+    assert _verdict(done)["reader"] == "text"
+    assert done.recognition.text.split("\n") == expected

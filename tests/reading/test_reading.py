@@ -731,3 +731,19 @@ def test_running_text_side_by_side_is_no_table():
     table = [[line(label, 100, 100 + 40 * i, 460), line(value, 560, 100 + 40 * i, 940)]
              for i, (label, value) in enumerate(labels)]
     assert _block_markdown(table).split("\n")[2] == "| Low-income | Less than 50 |"
+
+
+def test_two_short_columns_of_running_text_are_read_one_after_the_other():
+    """Two lines a column, too few to judge columns by their length: lines of running
+    text that fill each side are columns; a form's two rows of labels and values are
+    rows."""
+    title = line("Two short columns", 100, 40, 400)
+    left = column(100, 120, ["left one of a column of running prose text",
+                             "left two of the column"])
+    right = column(560, 120, ["right one of a column of running prose text",
+                              "right two of the column"])
+    assert order_of([*right, title, *left]) == [title.text, *(l.text for l in left),
+                                                *(l.text for l in right)]
+    form = [line("Name:", 100, 120, 180), line("Jane Smith", 560, 120, 700),
+            line("Department of the office:", 100, 160, 400), line("Archives", 560, 160, 680)]
+    assert order_of(form) == ["Name:", "Jane Smith", "Department of the office:", "Archives"]
