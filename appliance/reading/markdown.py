@@ -102,7 +102,8 @@ def render(blocks: list[Block], furniture: str = "separate",
         region = [line for rows, _ in body_parts[index:end] for row in rows for line in row]
         rows, tables = body_parts[index]
         whole = end == index + 1 and list(tables) == [0] and tables[0][0] == len(rows)
-        if end > index and (written := table_reader(region, whole)):
+        # a table the rules read as one run is the part's own (``_block_markdown``)
+        if end > index and not whole and (written := table_reader(region, False)):
             for line in region:
                 line.role = "table"
             parts.extend(written)
@@ -183,8 +184,10 @@ def _block_markdown(rows: list[list[Line]], tables: Runs | None, body: float,
             lines = [line for row in rows[index:end] for line in row]
             for line in lines:
                 line.role = "table"
-            out.extend((table_reader and table_reader(lines, True))
-                       or table_markdown(rows[index:end], columns, body, apart))
+            ruled = table_markdown(rows[index:end], columns, body, apart)
+            # where the rules found names over groups of columns (HTML), theirs stand
+            out.extend(ruled if ruled[0] == "<table>" or not table_reader
+                       else table_reader(lines, True) or ruled)
             out.append("")
             previous_bottom = None
             index = end
