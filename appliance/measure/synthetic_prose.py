@@ -76,7 +76,7 @@ class Setting:
             start = self.rng.randrange(len(vocabulary))
             text = [vocabulary[(start + i) % len(vocabulary)] for i in range(words)]
             text[0] = text[0].capitalize()
-            return _wrap_words(text, self.font, width)
+            return latin.wrap_words(text, self.font, width)
         source = zh._prose(self.rng, words * 3, False) if self.script == "zh" else \
             _japanese(self.rng, words * 3)
         # a closing mark may end a line past the measure (``zh._wrap``): the measure
@@ -223,18 +223,6 @@ def _margin_line(page: Image.Image, setting: Setting, rng: random.Random) -> str
     x = 25 if rng.random() < 0.5 else latin.PAGE[0] - 25 - strip.width
     page.paste(strip, (x, (latin.PAGE[1] - strip.height) // 2))
     return text
-
-
-def _wrap_words(words: list[str], font, width: int) -> list[str]:
-    lines, current = [], ""
-    for word in words:
-        candidate = f"{current} {word}".strip()
-        if font.getlength(candidate) <= width:
-            current = candidate
-        else:
-            lines.append(current)
-            current = word
-    return lines + ([current + "."] if current else [])
 
 
 def _japanese(rng: random.Random, characters: int) -> str:

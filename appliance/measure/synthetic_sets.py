@@ -105,8 +105,13 @@ def _wrap(rng: random.Random, font, width: int, words: int) -> list[str]:
     start = rng.randrange(len(WORDS))
     text = [WORDS[(start + i) % len(WORDS)] for i in range(words)]
     text[0] = text[0].capitalize()
+    return wrap_words(text, font, width)
+
+
+def wrap_words(words: list[str], font, width: int) -> list[str]:
+    """``words`` wrapped to ``width`` pixels, the last line ending a sentence."""
     lines, current = [], ""
-    for word in text:
+    for word in words:
         candidate = f"{current} {word}".strip()
         if font.getlength(candidate) <= width:
             current = candidate
