@@ -11,8 +11,8 @@ a download. One page in three holds a real table of figures, within a column or 
 the page.
 
 The truth is Markdown, so that it states the page's tables: the title, the columns
-top to bottom (left before right, the table where it stands), the running head first
-and the margin's line last. Latin, Chinese, Japanese, Korean and Cyrillic prose; the
+top to bottom (left before right, the table where it stands), then the running head
+(page furniture, which the reading puts after the body) and the margin's line last. Latin, Chinese, Japanese, Korean and Cyrillic prose; the
 reader knows Chinese and Latin only, so the last three measure tables and order, not
 characters.
 """
@@ -95,6 +95,7 @@ def prose_page(rng: random.Random) -> tuple[Image.Image, dict[str, str]]:
     draw = ImageDraw.Draw(page)
     margin = 90
     truth: list[str] = []
+    running_head = None
     top = margin
     if rng.random() < 0.6:  # a running head: a few words spread across the page
         head = ["Journal of", "Office Studies", f"Vol. {rng.randint(3, 40)}",
@@ -103,7 +104,7 @@ def prose_page(rng: random.Random) -> tuple[Image.Image, dict[str, str]]:
             x = margin + number * (latin.PAGE[0] - 2 * margin - 120) // (len(head) - 1)
             draw.text((x, top - 40), word, font=setting.small, fill="black")
         draw.line((margin, top - 12, latin.PAGE[0] - margin, top - 12), fill="black", width=1)
-        truth.append(" ".join(head))
+        running_head = " ".join(head)
     if rng.random() < 0.7:
         draw.text((margin, top + 10), TITLES[script], font=setting.bold, fill="black")
         truth.append(TITLES[script])
@@ -116,6 +117,8 @@ def prose_page(rng: random.Random) -> tuple[Image.Image, dict[str, str]]:
     for column in range(columns):
         x = margin + column * (width + gutter)
         truth += _column(draw, setting, x, top, bottom, width, with_table=column == table_column)
+    if running_head:  # page furniture, read after the body (output.page_furniture)
+        truth.append(running_head)
     if rng.random() < 0.33:
         truth.append(_margin_line(page, setting, rng))
     return latin._scan(page, rng, mild=True), {".md": "\n".join(truth) + "\n"}
