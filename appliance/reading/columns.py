@@ -31,7 +31,8 @@ import statistics
 
 from appliance.engines.base import Line
 from appliance.reading.lines import (
-    HEADING_RATIO, LETTER_WORD, PROSE_WORDS, centre, line_height, median_height, rows, word_count,
+    HEADING_RATIO, LETTER_WORD, PROSE_WORDS, centre, line_height, median_height, rows,
+    word_count,
 )
 
 # Each side of a column cut has at least this many lines.
@@ -82,9 +83,10 @@ def is_column_cut(left: list[Line], right: list[Line]) -> bool:
     if not (left and right):
         return False
     if min(len(left), len(right)) < MIN_COLUMN_LINES:
-        return _short_columns(left, right) or any((_running_column(side) and figure_share(other) <= MAX_FIGURE_SHARE)
-                   or (_address(side) and _title(other, median_height(side)))
-                   for side, other in ((left, right), (right, left)))
+        return _short_columns(left, right) or any(
+            (_running_column(side) and figure_share(other) <= MAX_FIGURE_SHARE)
+            or (_address(side) and _title(other, median_height(side)))
+            for side, other in ((left, right), (right, left)))
     if prose(left) and prose(right):
         return True
     if _address(left) and _address(right) and _postal(left) and _postal(right):

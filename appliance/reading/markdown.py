@@ -99,16 +99,17 @@ def render(blocks: list[Block], furniture: str = "separate",
         end = index
         while table_reader and end < len(body_parts) and _tabular(*body_parts[end]):
             end += 1
-        region = [line for rows, _ in body_parts[index:end] for row in rows for line in row]
         rows, tables = body_parts[index]
-        whole = end == index + 1 and list(tables) == [0] and tables[0][0] == len(rows)
-        # a table the rules read as one run is the part's own (``_block_markdown``)
-        if end > index and not whole and (written := table_reader(region, False)):
-            for line in region:
-                line.role = "table"
-            parts.extend(written)
-            index = end
-            continue
+        # a table the rules read as one run is the part's own (``_block_markdown``);
+        # one they broke up is handed over whole
+        if end > index + 1 or (end == index + 1 and not _one_run(rows, tables)):
+            region = [line for part, _ in body_parts[index:end] for row in part for line in row]
+            if written := table_reader(region, False):
+                for line in region:
+                    line.role = "table"
+                parts.extend(written)
+                index = end
+                continue
         parts.extend(_block_markdown(rows, tables, height, heading_sizes, table_reader))
         index += 1
     if furniture == "separate" and edges:
@@ -161,6 +162,11 @@ def _tabular(rows: list[list[Line]], tables: Runs | None) -> bool:
               for index in range(start, end)}
     return all(index in inside or word_count(" ".join(line.text for line in row)) < PROSE_WORDS
                for index, row in enumerate(rows))
+
+
+def _one_run(rows: list[list[Line]], tables: Runs) -> bool:
+    """Whether a part is one run of a table's rows and nothing else."""
+    return list(tables) == [0] and tables[0][0] == len(rows)
 
 
 def _block_markdown(rows: list[list[Line]], tables: Runs | None, body: float,

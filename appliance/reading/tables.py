@@ -62,7 +62,7 @@ def table_runs(rows: list[list[Line]], body: float) -> Runs:
             key=lambda run: run[0][0])
         if (end - index >= MIN_TABLE_ROWS or (end - index == 2 and all(
                 len(_cells(row, body, apart)) >= SHORT_TABLE_CELLS for row in rows[index:end]))) \
-                and not _running_text(rows[index:end], columns, body, apart):
+                and not _prose_side_by_side(rows[index:end], columns, body, apart):
             start = _group_head(rows, floor, index, columns, body, apart)
             end = _wrapped_tail(rows, end, columns, body, apart)
             runs[start] = (end, columns, apart)
@@ -72,8 +72,8 @@ def table_runs(rows: list[list[Line]], body: float) -> Runs:
     return joined(runs)
 
 
-def _running_text(rows: list[list[Line]], columns: list[list[float]], body: float,
-                  apart: bool) -> bool:
+def _prose_side_by_side(rows: list[list[Line]], columns: list[list[float]], body: float,
+                        apart: bool) -> bool:
     """Whether rows that line up as a table's are running text side by side: no column
     of short cells (figures, or fewer than PROSE_WORDS words), as in columns of prose
     whose gutter was not found; or none but a list's markers beside its items. A table
