@@ -30,7 +30,7 @@ from appliance.engines.table_structure import MODEL_ID as TABLE_MODEL_ID
 from appliance.engines.table_structure import TableStructure, model_path
 from appliance.errors import EngineError
 from appliance import reading
-from appliance.reading.vertical import is_column
+from appliance.reading.vertical import VERTICAL_ASPECT, is_column
 
 log = logging.getLogger(__name__)
 
@@ -99,8 +99,8 @@ class ClassicEngine:
         try:
             # per character: its confidence and box (RapidOCR's per-word scores are those
             # of the word's first characters, so words are built here from characters)
-            result = self._ocr(image.convert("RGB"), return_word_box=True,
-                               return_single_char_box=True)
+            page = image.convert("RGB")
+            result = self._ocr(page, return_word_box=True, return_single_char_box=True)
         except Exception as exc:  # any failure inside RapidOCR/onnxruntime is an engine failure
             raise EngineError(f"classic OCR failed: {exc}") from exc
         lines, lean = [], 0.0
@@ -110,6 +110,7 @@ class ClassicEngine:
                      for quad, text, score, line_chars in zip(result.boxes, result.txts,
                                                               result.scores, chars)
                      if text.strip()]
+            lines = self._read_turned(page, lines)
             lean = _lean(result.boxes)
         recognition = reading.read_lines(lines, lean_deg=lean,
                                          page_furniture=request.page_furniture,
@@ -120,6 +121,42 @@ class ClassicEngine:
             request.doc_type, len(lines), (time.perf_counter() - started) * 1000,
         )
         return recognition
+
+    def _read_turned(self, page: Image.Image, lines: list[Line]) -> list[Line]:
+        """``lines`` with those printed up or down the page read again: RapidOCR turns
+        a tall crop a quarter left, which sets text printed top to bottom upright (a
+        spine) and text printed bottom to top (a journal's "Downloaded from ..." up the
+        left margin) upside down. Each such line, joined with the pieces of it the
+        detector cut apart (one above the other, no more than its height apart), is
+        read both ways; the better scored reading stands, without character boxes
+        unless it is the line RapidOCR read whole."""
+        pieces: list[list[Line]] = []
+        for line in sorted(filter(_up_the_page, lines), key=lambda line: line.box[1]):
+            if pieces and _one_turned_line(pieces[-1][-1], line):
+                pieces[-1].append(line)
+            else:
+                pieces.append([line])
+        turned = {id(piece): group for group in pieces for piece in group}
+        read = []
+        for line in lines:
+            group = turned.get(id(line), [line])
+            if line is group[0]:
+                read.append(self._read_both_ways(page, group) if id(line) in turned else line)
+        return read
+
+    def _read_both_ways(self, page: Image.Image, pieces: list[Line]) -> Line:
+        box = [min(piece.box[0] for piece in pieces), pieces[0].box[1],
+               max(piece.box[2] for piece in pieces), max(piece.box[3] for piece in pieces)]
+        crop = page.crop(tuple(round(value) for value in box))
+        try:  # the recogniser alone (a call of the whole pipeline keeps its switches)
+            both = self._ocr.recognize_txt([np.asarray(crop.rotate(angle, expand=True))[:, :, ::-1]
+                                            for angle in (90, -90)])  # BGR, as its own crops
+        except Exception as exc:
+            raise EngineError(f"classic OCR failed: {exc}") from exc
+        score, text = max(zip(both.scores, both.txts))
+        if (len(pieces) == 1 and score <= pieces[0].score) or not text.strip():
+            return pieces[0]
+        return Line(text=text.strip(), box=box, score=float(score))
 
     def _table_reader(self, image: Image.Image):
         if self._tables is None:
@@ -158,6 +195,23 @@ def _line(quad, text: str, score, chars) -> Line:
     box, text = _quad_to_box(quad), text.strip()
     return Line(text=text, box=box, score=float(score),
                 words=_words(text, chars, is_column(box, text)))
+
+
+def _up_the_page(line: Line) -> bool:
+    """Whether ``line`` is text of a script written in rows, printed up or down the
+    page: a crop RapidOCR read turned, whose letters are no column's
+    (``reading.vertical``)."""
+    x0, y0, x1, y1 = line.box
+    return y1 - y0 >= VERTICAL_ASPECT * (x1 - x0) and not is_column(line.box, line.text)
+
+
+def _one_turned_line(above: Line, below: Line) -> bool:
+    """Whether two lines printed up the page are pieces of one: one over the other
+    across most of the narrower's width, no more than a line's height (its width)
+    apart."""
+    overlap = min(above.box[2], below.box[2]) - max(above.box[0], below.box[0])
+    width = min(above.box[2] - above.box[0], below.box[2] - below.box[0])
+    return overlap >= width / 2 and below.box[1] - above.box[3] <= width
 
 
 def _words(text: str, chars, column: bool = False) -> list[dict] | None:

@@ -11,7 +11,7 @@ if TYPE_CHECKING:
 
 # How lines become text and Markdown: bump it when they change, so that the result
 # cache does not serve the old rendering to any reader of line boxes.
-RECIPE = "layout/v15"
+RECIPE = "layout/v16"
 
 
 def recipe(page_furniture: str) -> str:

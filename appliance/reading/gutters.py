@@ -103,8 +103,9 @@ def split_at_gutters(lines: list[Line], lean_deg: float) -> list[Line]:
     leave the gutter white down the page, where the lines' boxes cover it. A cut
     needs the words' boxes (engines that give them) and a gutter across which at least
     SPLIT_LINES lines join running text to running text (PROSE_WORDS words on each
-    side): a form's label and value, a receipt's item and price stay whole. Read
-    as rows, the two halves read as the line did."""
+    side), or fewer such lines across a gutter that columns of running text stand
+    beside: a form's label and value, a receipt's item and price stay whole. Read as
+    rows, the two halves read as the line did."""
     words = [(line, word) for line in lines for word in line.words or ()]
     if not words:
         return lines
@@ -120,15 +121,41 @@ def split_at_gutters(lines: list[Line], lean_deg: float) -> list[Line]:
         for x, _crossing, _width in find_gutters(ink, height):
             across = {id(line): x - shift[id(line)][0] for line in lines
                       if line.words and line.box[0] < x < line.box[2]}
-            joined = sum(1 for line in lines if id(line) in across and all(
-                word_count(" ".join(piece)) >= PROSE_WORDS
-                for piece in _halves(line, across[id(line)])))
-            if joined >= SPLIT_LINES:
+            if _joined_across(lines, across) or _column_gutter(lines, across, x, shift, height):
                 for key, at in across.items():
                     cuts.setdefault(key, []).append(at)
     if not cuts:
         return lines
     return [piece for line in lines for piece in _cut_line(line, cuts.get(id(line), []))]
+
+
+def _joined_across(lines: list[Line], across: dict[int, float]) -> bool:
+    """Whether SPLIT_LINES of the lines ``across`` the gutter (their ids: the gutter's x
+    in their own coordinates) join running text to running text there."""
+    return sum(1 for line in lines if id(line) in across and all(
+        word_count(" ".join(piece)) >= PROSE_WORDS
+        for piece in _halves(line, across[id(line)]))) >= SPLIT_LINES
+
+
+def _column_gutter(lines: list[Line], across: dict[int, float], x: float,
+                   shift: dict[int, tuple[float, float]], height: float) -> bool:
+    """Whether the gutter at ``x`` (the levelled page's) stands between two columns of
+    running text, SPLIT_LINES lines a side that end or start within a line height of
+    it, and a line across it joins running text to running text: the columns hold
+    without the few lines a detector ran across a gutter too narrow for its boxes."""
+    beside = [0, 0]
+    for line in lines:
+        if id(line) in across or not line.words or word_count(line.text) < PROSE_WORDS:
+            continue
+        left = min(word["box"][0] for word in line.words) + shift[id(line)][0]
+        right = max(word["box"][2] for word in line.words) + shift[id(line)][0]
+        if x - height <= right <= x:
+            beside[0] += 1
+        elif x <= left <= x + height:
+            beside[1] += 1
+    return min(beside) >= SPLIT_LINES and any(
+        min(word_count(" ".join(piece)) for piece in _halves(line, across[id(line)]))
+        >= PROSE_WORDS for line in lines if id(line) in across)
 
 
 def _halves(line: Line, x: float) -> tuple[list[str], list[str]]:

@@ -4,8 +4,9 @@ body, a classical page), each column read top to bottom, the columns right to le
 A line is a column when its box stands at least ``VERTICAL_ASPECT`` times taller than
 wide and most of its letters are of a script that is written so. The engine has read
 such a crop turned (RapidOCR turns one 1.5 times taller than wide) and gives each
-character's box. Latin text turned on its side (a book's spine) is no column: it
-reads bottom to top, as the engine reads the turned crop, and stays a line.
+character's box. Latin text turned on its side (a book's spine, a journal's download
+stamp up the margin) is no column: the engine reads the crop turned whichever way
+reads better, and it stays a line (in the side margin, furniture: ``reading.order``).
 
 Columns side by side, overlapping over most of the shorter one's height and at most
 ``COLUMN_GAP`` column widths apart, are one block, read right to left. The page's

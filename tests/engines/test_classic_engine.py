@@ -9,6 +9,7 @@ from appliance.engines.base import PageRequest
 from appliance.engines.classic import ClassicEngine
 from appliance.measure import synthetic_chinese
 from appliance.measure.metrics import cer, order_free_cer
+from appliance.measure.synthetic_sets import FONTS
 from appliance.quality.confidence import score_page
 from appliance.quality.markdown import escape_markdown
 from appliance.raster.synthetic import sample_lines
@@ -157,3 +158,23 @@ def test_a_book_spreads_headers_and_page_numbers_are_read_after_both_pages(engin
     assert order_free_cer(furniture, "\n".join(lines[-4:])) < 0.05
     roles = [line.role for line in result.lines]
     assert roles.count("page_number") == 2 and roles.count("header") == 2
+
+
+def test_a_line_printed_up_the_margin_is_read_upright_and_after_the_body(engine):
+    """A journal's "Downloaded from ..." stamp reads bottom to top up the left margin;
+    RapidOCR turns a tall crop a quarter left, which sets it upside down (it read
+    "Dow d - a g cty"). The engine reads it turned the other way, and the reading puts
+    it with the page's foot, after the body."""
+    body = ["The annual report shows that revenue grew", "in every region while costs stayed",
+            "close to the plan of last year"]
+    page = render_text_page(body)
+    stamp = "Downloaded from archive.example.org on July 24, 2024"
+    font = ImageFont.truetype(FONTS[0], 26)
+    strip = Image.new("RGB", (round(font.getlength(stamp)) + 10, 34), "white")
+    ImageDraw.Draw(strip).text((5, 2), stamp, font=font, fill="black")
+    page.paste(strip.rotate(90, expand=True), (20, 500))
+    result = engine.recognize(page, PageRequest(doc_type="report"))
+    lines = result.text.splitlines()
+    assert text_similarity(lines[-1], stamp) > 0.9, result.text
+    assert text_similarity("\n".join(lines[:-1]), "\n".join(body)) > 0.9, result.text
+    assert result.lines[-1].role == "footer"

@@ -747,3 +747,49 @@ def test_two_short_columns_of_running_text_are_read_one_after_the_other():
     form = [line("Name:", 100, 120, 180), line("Jane Smith", 560, 120, 700),
             line("Department of the office:", 100, 160, 400), line("Archives", 560, 160, 680)]
     assert order_of(form) == ["Name:", "Jane Smith", "Department of the office:", "Archives"]
+
+
+def _justified(text: str, x0: float, x1: float, y: float) -> list[dict]:
+    """The words of a justified line from ``x0`` to ``x1``: 12 px a character, the
+    white shared out between them, as a typesetter spreads it."""
+    words = text.split()
+    white = (x1 - x0 - 12 * sum(len(word) for word in words)) / (len(words) - 1)
+    boxes, x = [], x0
+    for word in words:
+        boxes.append({"text": word, "box": [x, y, x + 12 * len(word), y + H], "score": 0.9})
+        x += 12 * len(word) + white
+    return boxes
+
+
+def test_a_few_lines_joined_across_a_column_gutter_are_cut_there():
+    """Issue 50: where a gutter is too narrow for a detector's boxes, it joins a few
+    rows of two columns into one line, too few to be cut for themselves; the columns'
+    other lines, running text that ends and starts at the gutter, show it is one, and
+    the joined lines are cut there (they had split the page across both columns)."""
+    words = ("the annual report shows that revenue grew in every region while costs "
+             "stayed close to the plan of last year").split()
+    lefts = [" ".join(words[i:i + 6]) for i in range(11)]
+    rights = [" ".join(words[i + 2:i + 7]) for i in range(11)]
+    lines = []
+    for i, (left, right) in enumerate(zip(lefts, rights)):
+        y = 100 + 40 * i
+        halves = [_justified(left, 100, 560, y), _justified(right, 580, 1040, y)]
+        pieces = [halves[0] + halves[1]] if i < 3 else halves
+        lines += [Line(text=" ".join(w["text"] for w in words), score=0.9, words=words,
+                       box=[words[0]["box"][0], y, words[-1]["box"][2], y + H])
+                  for words in pieces]
+    assert order_of(lines) == lefts + rights
+
+
+def test_a_line_up_the_side_margin_is_read_with_the_foot_of_the_page():
+    """A line printed up the page beside everything else (a journal's download stamp)
+    is page furniture, read after the body; one turned on its side between the page's
+    lines (a table's turned heading) stays where it stands."""
+    body = column(100, 100, PROSE)
+    stamp = line("Downloaded from archive.example.org on July 24, 2024", 20, 120, 50, h=700)
+    blocks = read_order([stamp, *body])
+    assert [l.text for block in blocks for l in block.lines] == [*(l.text for l in body), stamp.text]
+    assert blocks[-1].role == "footer" and blocks[0].role is None
+    turned = line("Turned heading", 520, 100, 550, h=300)
+    right = column(600, 100, PROSE)
+    assert all(block.role is None for block in read_order([turned, *body, *right]))
