@@ -21,9 +21,9 @@ from dataclasses import dataclass, field, fields, is_dataclass
 from pathlib import Path
 from typing import Literal
 
-from appliance.engines import registry
+from appliance.engines.names import AUTO, ENGINE_NAMES, REMOTE
 from appliance.errors import ConfigError
-from appliance.fields.schema import LOCATES, PICKS
+from appliance.fields.choices import LOCATES, PICKS
 from appliance.fields.kinds import KINDS
 
 CONFIG_ENV = "APPLIANCE_CONFIG"
@@ -91,7 +91,7 @@ class RemoteEndpoint:
 
 @dataclass
 class EngineSettings:
-    name: str = field(default=registry.AUTO, metadata={"choices": registry.config_names()})
+    name: str = field(default=AUTO, metadata={"choices": (AUTO, *ENGINE_NAMES)})
     model: Path | None = None
     mmproj: Path | None = None
     threads: int = field(default=2, metadata={"min": 1, "max": 256})
@@ -228,7 +228,7 @@ class WatchFolder:
     ignore: list[str] = field(default_factory=list)  # regexes on the name, added to the defaults
     doc_type: str = field(default="generic", metadata={"choices": DOC_TYPES})
     lane: Literal["interactive", "batch"] = "batch"
-    engine: str = field(default="", metadata={"choices": ("", *registry.names())})
+    engine: str = field(default="", metadata={"choices": ("", *ENGINE_NAMES)})
     on_duplicate: Literal["skip", "reprocess"] = "skip"
     disposition: Literal["move", "delete", "keep"] = "move"
     processed_dir: Path | None = None
@@ -497,8 +497,8 @@ def _check_remote(engine: EngineSettings, where) -> None:
             raise ConfigError(f"{where}: two remote endpoints are named '{endpoint.name}'; "
                               f"give {key} a name of its own")
         names.add(endpoint.name)
-    if engine.name == registry.REMOTE and not engine.remote:
-        raise ConfigError(f"{where}: engine.name = '{registry.REMOTE}' needs at least one "
+    if engine.name == REMOTE and not engine.remote:
+        raise ConfigError(f"{where}: engine.name = '{REMOTE}' needs at least one "
                           f"[[engine.remote]] table with its url and model")
 
 

@@ -16,17 +16,12 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from appliance.engines.names import AUTO, ENGINE_NAMES, FALLBACK, LLAMA, REMOTE
 from appliance.errors import ConfigError
 
 if TYPE_CHECKING:
     from appliance.config import EngineSettings
     from appliance.engines.base import Engine
-
-# engine.name: the model engine when its files pass their checks, else FALLBACK; and
-# the [[engine.remote]] endpoints beside it, when there are any
-AUTO = "auto"
-FALLBACK = "classic"  # the embedded engine that needs no files
-REMOTE = "openai"  # engine.name: only the [[engine.remote]] endpoints read pages
 
 
 @dataclass(frozen=True)
@@ -94,7 +89,7 @@ def _llama_options(engine: EngineSettings) -> dict:
 
 
 ENGINES: dict[str, EngineEntry] = {entry.name: entry for entry in (
-    EngineEntry("llama", "llama.cpp", _llama_options, _create_llama, _bare_llama, page_context=True,
+    EngineEntry(LLAMA, "llama.cpp", _llama_options, _create_llama, _bare_llama, page_context=True,
                 model_files=True, parallel_slots=True, logprobs=True, fallback=FALLBACK),
     # the endpoint ({"endpoint": one [[engine.remote]] table}) is added per worker
     EngineEntry(REMOTE, "OpenAI-compatible server", _vision_options, _create_remote, _bare_remote,
@@ -106,12 +101,12 @@ ENGINES: dict[str, EngineEntry] = {entry.name: entry for entry in (
 
 def names() -> tuple[str, ...]:
     """The engines a request, a watched folder or a reviewer may ask for."""
-    return tuple(ENGINES)
+    return ENGINE_NAMES
 
 
 def config_names() -> tuple[str, ...]:
     """What engine.name may be."""
-    return (AUTO, *ENGINES)
+    return (AUTO, *ENGINE_NAMES)
 
 
 def entry(name: str) -> EngineEntry:

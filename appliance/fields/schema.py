@@ -21,13 +21,12 @@ from __future__ import annotations
 from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING
 
+from appliance.fields.choices import LOCATES, PICKS
 from appliance.fields.kinds import KINDS, Parsed, parse
 
 if TYPE_CHECKING:
     from appliance.config import FieldsSettings
 
-PICKS = ("first", "last", "largest")
-LOCATES = ("label", "header", "below_header")
 
 
 @dataclass(frozen=True)

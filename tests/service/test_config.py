@@ -77,3 +77,12 @@ def test_engine_names_and_parallel_that_load():
         assert engine(name=name).name == name
     for parallel in (1, 8, 64, "auto"):
         assert engine(parallel=parallel).parallel == parallel
+
+
+def test_the_engine_names_the_configuration_allows_are_the_registrys():
+    """The configuration checks engine names from a module that imports nothing (so
+    that it imports nothing above it); that list is the registry's, in its order."""
+    from appliance.engines import registry
+    from appliance.engines.names import ENGINE_NAMES
+
+    assert tuple(registry.ENGINES) == ENGINE_NAMES == registry.names()
