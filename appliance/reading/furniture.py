@@ -36,16 +36,22 @@ ROLES = (HEADER, FOOTER, PAGE_NUMBER)
 # Rows at each edge that may be furniture: a header and a second line under it (the
 # company, then the report's name), a footer and the page number under it.
 EDGE_ROWS = 2
-# A page of running text: this many lines of PROSE_WORDS words or more. The nine real
-# report and magazine pages measured have 25 to 60; FUNSD's forms have 0 to 6, and
-# receipts none.
+# A page of running text: this many lines of TYPESET_WORDS words or more. The nine real
+# report and magazine pages measured have 25 to 60; receipts have none.
 TYPESET_LINES = 12
-PROSE_WORDS = 5
+# A line counted towards a typeset page: a word more than a line of running text
+# (``reading.lines.PROSE_WORDS``, which judges narrow columns). Counted at four, a
+# form's longer labels and notes make it typeset, and three of FUNSD's forms read
+# worse (CER in order 0.07 -> 0.15 on one); at five for the columns, 36 of 216 built
+# pages of prose in narrow columns are read across them.
+TYPESET_WORDS = 5
 # White between a header and the body, and between the body and a footer, in body
 # line heights. Paragraphs of the body stand 0.3 to 1.0 apart on the pages measured;
 # a letter's signature stands further from its last paragraph, so a footer needs more.
+# The same white sets a footer apart under columns (``reading.order._footer``); at 2.5
+# here, 3 of the built Chinese pages in columns kept their footer in the body.
 HEADER_GAP = 1.2
-FOOTER_GAP = 2.5
+FOOTER_GAP = 1.8
 # Furniture stands in the page's margins: where the page's height is known, a row that
 # reaches further than this share of it from its edge is none (the captions under a
 # picture at the top of a book page end 0.29 down it; the headers and footers found
@@ -69,9 +75,9 @@ def is_page_number(text: str) -> bool:
 
 
 def running_lines(lines: list[Line]) -> list[Line]:
-    """The lines of running text among ``lines`` (PROSE_WORDS words or more): a page
+    """The lines of running text among ``lines`` (TYPESET_WORDS words or more): a page
     with TYPESET_LINES of them is typeset."""
-    return [line for line in lines if word_count(line.text) >= PROSE_WORDS]
+    return [line for line in lines if word_count(line.text) >= TYPESET_WORDS]
 
 
 def find_furniture(lines: list[Line], page_height: float | None = None
@@ -149,7 +155,7 @@ def _numbered_end(row: list[Line], line: Line) -> bool:
 def _small_print(row: list[Line], height: float) -> bool:
     """No title (print HEADING_RATIO times the body's) and no running text."""
     return (median_height(row) <= HEADING_RATIO * height
-            and not any(word_count(line.text) >= 2 * PROSE_WORDS for line in row))
+            and not any(word_count(line.text) >= 2 * TYPESET_WORDS for line in row))
 
 
 def _set_apart(row: list[Line], neighbour: list[Line], height: float, gap: float) -> bool:

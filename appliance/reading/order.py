@@ -39,7 +39,8 @@ from dataclasses import dataclass
 from appliance.engines.base import Line
 from appliance.reading.columns import (MIN_COLUMN_LINES, figure_share, is_card_row, is_column_cut,
                                       prose)
-from appliance.reading.furniture import FOOTER, HEADER, TYPESET_LINES, find_furniture, running_lines
+from appliance.reading.furniture import (FOOTER, FOOTER_GAP, HEADER, TYPESET_LINES, find_furniture,
+                                         running_lines)
 from appliance.reading.gutters import find_gutters, levelled, split_at_gutters
 from appliance.reading.lines import centre, median_height, overlap, rows
 from appliance.reading.vertical import column_blocks, is_column
@@ -61,8 +62,6 @@ SECTION_GAP = 0.7
 SECTION_MARGIN = 0.35
 SPACING_PAIRS = 8  # pairs of lines one under the other that measure the line spacing
 SPACING_REACH = 3.0  # line heights below a line where the next one may stand
-# A footer under the columns stands this many line heights below the column it ends.
-FOOTER_GAP = 1.8
 # The spine of a book spread (two pages scanned side by side) is white this many line
 # heights wide: both pages' inner margins (the Chinese spreads built for the eval set
 # have 6 to 7; gutters between the columns of one page have 1 to 3).
