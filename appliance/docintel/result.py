@@ -28,6 +28,7 @@ from appliance.quality.blocks import Block, parse_blocks
 from appliance.quality.html_tables import Cell, placed
 from appliance.quality.markdown import escape_markdown
 from appliance.reading.furniture import FOOTER, HEADER, PAGE_NUMBER, is_page_number
+from appliance.reading.lines import unspaced
 from appliance.store import Database, queries
 from appliance.store.models import Analysis, DocStatus, PageResult, PageStatus
 from appliance.store.queries import DocumentView
@@ -151,7 +152,7 @@ def _locate(reading: PageReading, markdown: bool, review_cap: float | None) -> N
     for block in reading.tree.blocks:
         for line in block.lines:
             found = reading.by_line.setdefault(id(line), [])
-            for word in line.words:
+            for word in (piece for whole in line.words for piece in _characters(whole)):
                 forms = (word.text, escape_markdown(word.text)) if markdown else (word.text,)
                 hit = next(((at, form) for start in (cursor, 0) for form in forms
                             if (at := reading.text.find(form, start)) >= 0), None)
@@ -168,6 +169,43 @@ def _locate(reading: PageReading, markdown: bool, review_cap: float | None) -> N
                 cursor = at + len(form)
 
 
+def _characters(word: Word) -> list[Word]:
+    """``word`` as the service gives it: each character of a script written without
+    spaces (Chinese, Japanese) a word of its own, a run of other characters ("12",
+    "2024") one; its box shared out along the word, a full-width character taking
+    twice a half-width one's share (the engines give a word's box, not its
+    characters')."""
+    pieces: list[str] = []
+    for ch in word.text:
+        if unspaced(ch) or not pieces or unspaced(pieces[-1][-1]):
+            pieces.append(ch)
+        else:
+            pieces[-1] += ch
+    if len(pieces) < 2:
+        return [word]
+    shares = [sum(2 if unspaced(ch) else 1 for ch in piece) for piece in pieces]
+    x0, y0, x1, y1 = word.box
+    along = 0 if x1 - x0 >= y1 - y0 else 1  # a column of vertical text shares its height
+    start, length = word.box[along], word.box[along + 2] - word.box[along]
+    words, done = [], 0
+    for piece, share in zip(pieces, shares):
+        box = list(word.box)
+        box[along] = start + length * done / sum(shares)
+        done += share
+        box[along + 2] = start + length * done / sum(shares)
+        words.append(Word(piece, tuple(box), word.confidence))
+    return words
+
+
+def _joined(words: list[str]) -> str:
+    """A line's words as its text: a space between two words, none beside a character
+    of a script written without spaces ("第", "12", "页" are "第12页")."""
+    text = words[0]
+    for word in words[1:]:
+        text += word if unspaced(text[-1]) or unspaced(word[0]) else " " + word
+    return text
+
+
 def _page_json(reading: PageReading, unit: str) -> dict:
     tree = reading.tree
     dx, dy = tree.matrix[:2, :2] @ (1.0, 0.0)
@@ -175,7 +213,7 @@ def _page_json(reading: PageReading, unit: str) -> dict:
     for block in tree.blocks:
         for line in block.lines:
             if words := reading.by_line[id(line)]:
-                lines.append({"content": " ".join(w.word.text for w in words),
+                lines.append({"content": _joined([w.word.text for w in words]),
                               "polygon": reading.polygon(line.box), "spans": _span(words)})
     return {
         "pageNumber": reading.number,

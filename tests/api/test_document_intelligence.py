@@ -177,6 +177,31 @@ def write_table_page(path: Path) -> Path:
     return path
 
 
+def test_chinese_words_are_one_a_character_as_the_service_gives_them(service, tmp_path):
+    """The service gives each character of Chinese or Japanese text a word of its own
+    (a run of digits one): a client that highlights a word, or matches an invoice's
+    fields by words, finds "发" and "票", not one word a line. Each word's span is where
+    the content holds it; a line's content has no spaces the page has not."""
+    _daemon, client = service
+    lines = ["发票号码12345678", "开票日期2026年3月5日"]
+    page = Image.new("L", (1240, 500), 255)
+    draw = ImageDraw.Draw(page)
+    font = ImageFont.truetype("/usr/share/fonts/opentype/noto/NotoSansCJK-Regular.ttc", 48,
+                              index=2)
+    for i, text in enumerate(lines):
+        draw.text((100, 120 + 120 * i), text, font=font, fill=0)
+    page.save(tmp_path / "fapiao.png")
+    _result_id, result = analyze(client, "prebuilt-read", tmp_path / "fapiao.png")
+    (page,) = result.pages
+    words = [w.content for w in page.words]
+    assert words[:5] == ["发", "票", "号", "码", "12345678"], words
+    assert [line.content for line in page.lines] == lines
+    for word in page.words:
+        assert result.content[word.span.offset:][:word.span.length] == word.content
+    lefts = [w.polygon[0] for w in page.words[:5]]
+    assert lefts == sorted(lefts) and len(set(lefts)) == 5  # each on its own ink
+
+
 def test_a_pages_range_past_the_document_costs_nothing(service, tmp_path):
     """pages=2-99999999999 on a three-page PDF: pages 2 and 3, answered as any other
     (the range once became a set of 99999999998 numbers at every poll)."""
