@@ -29,14 +29,14 @@ MAPPING: dict[str, tuple[int, str, str | None]] = {
     errors.DocumentBusy.code: (409, "Conflict", None),
     errors.InvalidRequest.code: (400, "InvalidRequest", "InvalidParameter"),
     errors.UnsupportedMediaType.code: (415, "UnsupportedMediaType", None),
-    errors.UnsupportedType.code: (415, "UnsupportedMediaType", "InvalidContent"),
     errors.TooLarge.code: (400, "InvalidRequest", "InvalidContentLength"),
     errors.TooManyPixels.code: (400, "InvalidRequest", "InvalidContentDimensions"),
     errors.SourceNotAllowed.code: (403, "Forbidden", None),
     errors.SourceUnreachable.code: (400, "InvalidRequest", "ContentSourceNotAccessible"),
     **{cls.code: BAD_CONTENT for cls in (
         errors.BadInput, errors.EmptyFile, errors.CorruptFile, errors.TruncatedFile,
-        errors.UnrecognizedFile, errors.EncryptedPdf, errors.TooManyPages)},
+        errors.UnrecognizedFile, errors.UnsupportedType, errors.EncryptedPdf,
+        errors.TooManyPages)},
 }
 INTERNAL = (500, "InternalServerError", None)
 

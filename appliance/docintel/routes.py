@@ -4,7 +4,9 @@ Access (keys, allow-list, rate limits) is the AccessGuard's, as for the native A
 errors are rendered in the service's shape by the app's handlers
 (``api_guards.error_response``). An analysis is submitted through the same
 ``Appliance.submit`` as any upload: a file that intake refuses is a failed document
-in the workspace, and its analysis fails with the reason in the service's terms.
+in the workspace, and the request is answered at once with the reason in the
+service's terms (400 InvalidContent), as the service answers a file it cannot read;
+what only reading can find (a page that fails) fails the analysis later.
 """
 
 from __future__ import annotations
@@ -31,7 +33,7 @@ from appliance.docintel import API_VERSION, PREFIX, catalogue
 from appliance.docintel.result import PAGES_PATTERN, operation, status
 from appliance.errors import (
     InvalidRequest, NotFound, NotReady, SourceNotAllowed, SourceUnreachable, TooLarge,
-    UnsupportedMediaType, WebhookNotAllowed,
+    UnsupportedMediaType, WebhookNotAllowed, error_class_for,
 )
 from appliance.intake import SubmitOptions
 from appliance.store import queries, transitions
@@ -182,10 +184,13 @@ def install(app: FastAPI, appliance: Appliance, responses: dict) -> None:
                 shutil.copyfileobj(body, document, COPY_CHUNK)
                 name = None
             document.seek(0)
-            # a file intake refuses is a failed document: its analysis fails with the
-            # reason, as the service reports content it cannot read
             doc = appliance.submit(document, name or f"{TAG}-{model.model_id}", SubmitOptions(
                 source="api", lane=Lane.INTERACTIVE, doc_type=model.doc_type, tags=[TAG]))
+        if doc.error_code:
+            # a file intake refused (not a document, corrupt, encrypted, too many pages or
+            # pixels): the service answers it at the door, 400 InvalidContent; the failed
+            # document stays in the workspace with its reason, for the operator
+            raise error_class_for(doc.error_code)(doc.error_message or "")
         transitions.record_analysis(appliance.db, doc.id, model.model_id, options)
         log.info("docintel analysis doc=%s model=%s key=%s", doc.id, model.model_id,
                  owner or "-")

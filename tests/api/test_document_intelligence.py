@@ -328,25 +328,28 @@ def test_refusals_raise_the_sdk_s_error_with_the_service_s_code(service, tmp_pat
     assert isinstance(error, ClientAuthenticationError) and error.status_code == 401
     assert error.error.code == "Unauthorized"
 
-    # a file the appliance cannot read: its analysis fails with the service's codes,
-    # and the failed document is in the workspace with its reason
+    # a file the appliance cannot read is answered at the door, as the service answers
+    # it: 400 InvalidContent at begin_analyze_document (JSON and raw bytes alike); the
+    # failed document is in the workspace with its reason
     corrupt = tmp_path / "corrupt.pdf"
     corrupt.write_bytes(b"%PDF-1.7\n" + bytes(range(256)) * 40 + b"\n%%EOF\n")
     text = tmp_path / "notes.txt"
     text.write_text("plain text is no scan\n" * 20)
     over = write_pdf(tmp_path / "long.pdf", [[f"Page {n}"] for n in range(MAX_PAGES + 1)])
-    for path, code, inner, reason in (
-            (corrupt, "InvalidRequest", "InvalidContent", "corrupt_file"),
-            (text, "UnsupportedMediaType", "InvalidContent", "unsupported_type"),
-            (over, "InvalidRequest", "InvalidContent", "too_many_pages")):
+    for path, reason, raw in ((corrupt, "corrupt_file", False), (text, "unsupported_type", True),
+                              (over, "too_many_pages", False)):
         with path.open("rb") as f:
-            poller = client.begin_analyze_document("prebuilt-read", AnalyzeDocumentRequest(
-                bytes_source=f.read()))
-        error = raises(lambda: poller.result(timeout=WAIT_S))
-        assert (error.error.code, error.error.innererror["code"]) == (code, inner), path
+            body = f.read()
+        error = raises(lambda: client.begin_analyze_document(
+            "prebuilt-read", body if raw else AnalyzeDocumentRequest(bytes_source=body),
+            content_type="application/octet-stream" if raw else "application/json"))
+        assert isinstance(error, HttpResponseError) and error.status_code == 400, path
+        assert (error.error.code, error.error.innererror["code"]) == (
+            "InvalidRequest", "InvalidContent"), path
         assert f"[{reason}]" in error.error.innererror["message"]
-        document = daemon.document(poller.details["operation_id"])
-        assert (document["status"], document["error"]["code"]) == ("failed", reason)
+        failed = daemon.client.get("/api/v1/documents", params={
+            "tag": "docintel", "status": "failed"}).json()["documents"]
+        assert reason in [document["error"]["code"] for document in failed]
 
     error = raises(lambda: analyze(client, "prebuilt-idDocument", png))
     assert (error.status_code, error.error.code) == (404, "NotFound")
