@@ -28,7 +28,6 @@ if TYPE_CHECKING:
     from appliance.config import FieldsSettings
 
 
-
 @dataclass(frozen=True)
 class FieldSpec:
     name: str

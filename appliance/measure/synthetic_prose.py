@@ -13,8 +13,8 @@ the page.
 The truth is Markdown, so that it states the page's tables: the title, the columns
 top to bottom (left before right, the table where it stands), then the running head
 (page furniture, which the reading puts after the body) and the margin's line last.
-Latin, Chinese, Japanese, Korean and Cyrillic prose; the reader knows Chinese and Latin
-only, so the last three measure tables and order, not characters.
+Latin, Chinese, Japanese, Korean and Cyrillic prose; the classic reader reads the first
+three, so Korean and Cyrillic pages measure tables and order, not characters.
 """
 
 from __future__ import annotations
