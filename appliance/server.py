@@ -26,6 +26,7 @@ from pathlib import Path
 from appliance import systemd
 from appliance.config import Settings
 from appliance.daemon import Appliance
+from appliance.docintel import PREFIX as DOCINTEL_PREFIX
 from appliance.errors import ConfigError
 
 log = logging.getLogger(__name__)
@@ -35,13 +36,14 @@ READY_POLL_S = 0.2
 
 
 class ApiAccessOnly(logging.Filter):
-    """uvicorn's access log keeps the REST API's requests at INFO; everything else
+    """uvicorn's access log keeps the requests of the APIs at INFO (the REST API's and
+    the Document Intelligence API's, its polls and PDF downloads too); everything else
     (the web UIs polling every second or two, their assets, health and metrics probes)
     is a DEBUG line, so that one open browser tab does not fill the journal."""
 
     def filter(self, record: logging.LogRecord) -> bool:
         path = record.args[2] if isinstance(record.args, tuple) and len(record.args) > 2 else ""
-        if str(path).startswith("/api/"):
+        if str(path).startswith(("/api/", DOCINTEL_PREFIX + "/")):
             return True
         record.levelno, record.levelname = logging.DEBUG, "DEBUG"
         return logging.getLogger().isEnabledFor(logging.DEBUG)

@@ -143,6 +143,13 @@ def test_the_paperless_ngx_call_sequence(service, tmp_path, kind):
     document = daemon.document(result_id)
     assert document["status"] == "done" and document["source"] == "api"
     assert "docintel" in document["tags"]
+    # each request in the access log, as the REST API's are: the analysis, its polls
+    # and the PDF's download
+    log = daemon.log_path.read_text(errors="replace")
+    for request in ("POST /documentintelligence/documentModels/prebuilt-read:analyze",
+                    f"GET /documentintelligence/documentModels/prebuilt-read/analyzeResults/"
+                    f"{result_id}?", f"/analyzeResults/{result_id}/pdf?"):
+        assert request in log, request
 
 
 def analyze(client: DocumentIntelligenceClient, model_id: str, path: Path, **options):
