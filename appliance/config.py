@@ -21,7 +21,7 @@ from dataclasses import dataclass, field, fields, is_dataclass
 from pathlib import Path
 from typing import Literal
 
-from appliance.engines.names import AUTO, ENGINE_NAMES, REMOTE
+from appliance.engines.names import AUTO, CONFIG_NAMES, ENGINE_NAMES, REMOTE
 from appliance.errors import ConfigError
 from appliance.fields.choices import LOCATES, PICKS
 from appliance.fields.kinds import KINDS
@@ -91,7 +91,7 @@ class RemoteEndpoint:
 
 @dataclass
 class EngineSettings:
-    name: str = field(default=AUTO, metadata={"choices": (AUTO, *ENGINE_NAMES)})
+    name: str = field(default=AUTO, metadata={"choices": CONFIG_NAMES})
     model: Path | None = None
     mmproj: Path | None = None
     threads: int = field(default=2, metadata={"min": 1, "max": 256})

@@ -139,9 +139,11 @@ class ClassicEngine:
         turned = {id(piece): group for group in pieces for piece in group}
         read = []
         for line in lines:
-            group = turned.get(id(line), [line])
-            if line is group[0]:
-                read.append(self._read_both_ways(page, group) if id(line) in turned else line)
+            group = turned.get(id(line))
+            if group is None:
+                read.append(line)
+            elif line is group[0]:  # the line read whole stands where its top piece stood
+                read.append(self._read_both_ways(page, group))
         return read
 
     def _read_both_ways(self, page: Image.Image, pieces: list[Line]) -> Line:

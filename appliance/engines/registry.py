@@ -16,7 +16,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from appliance.engines.names import AUTO, ENGINE_NAMES, FALLBACK, LLAMA, REMOTE
+from appliance.engines.names import AUTO, CONFIG_NAMES, ENGINE_NAMES, FALLBACK, LLAMA, REMOTE
 from appliance.errors import ConfigError
 
 if TYPE_CHECKING:
@@ -106,7 +106,7 @@ def names() -> tuple[str, ...]:
 
 def config_names() -> tuple[str, ...]:
     """What engine.name may be."""
-    return (AUTO, *ENGINE_NAMES)
+    return CONFIG_NAMES
 
 
 def entry(name: str) -> EngineEntry:

@@ -17,6 +17,10 @@ top and at its bottom, up to ``EDGE_ROWS`` rows that are not its body:
   header) and which are no running text themselves; or the same text at the top
   and at the bottom (a classification marking, "RESTRICTED").
 
+And on any page, a line printed up or down the side margin beside everything else
+(a journal's download stamp, a Bates number up a form's edge) is furniture read with
+the page's foot (``up_the_margin``).
+
 Forms and receipts have no running text: their first and last rows are content (a
 form's title, a receipt's thank-you line) and only a page number is taken from them.
 """
@@ -33,6 +37,9 @@ FOOTER = "footer"
 PAGE_NUMBER = "page_number"
 ROLES = (HEADER, FOOTER, PAGE_NUMBER)
 
+# A line turned on its side stands this many times taller than wide: three characters
+# or more (a list's "1." alone stands one and a half times taller than wide).
+TURNED_ASPECT = 3.0
 # Rows at each edge that may be furniture: a header and a second line under it (the
 # company, then the report's name), a footer and the page number under it.
 EDGE_ROWS = 2
@@ -78,6 +85,21 @@ def running_lines(lines: list[Line]) -> list[Line]:
     """The lines of running text among ``lines`` (TYPESET_WORDS words or more): a page
     with TYPESET_LINES of them is typeset."""
     return [line for line in lines if word_count(line.text) >= TYPESET_WORDS]
+
+
+def up_the_margin(lines: list[Line]) -> list[Line]:
+    """The lines printed up or down the page beside all the others, in a side margin.
+    Columns of vertical script are set apart before (``reading.vertical``); a line
+    turned on its side inside the page (a table's turned heading) is none."""
+    margin = []
+    for line in lines:
+        if line.box[3] - line.box[1] < TURNED_ASPECT * (line.box[2] - line.box[0]):
+            continue
+        others = [other for other in lines if other is not line]
+        if others and (line.box[2] <= min(other.box[0] for other in others)
+                       or line.box[0] >= max(other.box[2] for other in others)):
+            margin.append(line)
+    return margin
 
 
 def find_furniture(lines: list[Line], page_height: float | None = None

@@ -132,9 +132,8 @@ def split_at_gutters(lines: list[Line], lean_deg: float) -> list[Line]:
 def _joined_across(lines: list[Line], across: dict[int, float]) -> bool:
     """Whether SPLIT_LINES of the lines ``across`` the gutter (their ids: the gutter's x
     in their own coordinates) join running text to running text there."""
-    return sum(1 for line in lines if id(line) in across and all(
-        word_count(" ".join(piece)) >= PROSE_WORDS
-        for piece in _halves(line, across[id(line)]))) >= SPLIT_LINES
+    return sum(_joins_running_text(line, across[id(line)])
+               for line in lines if id(line) in across) >= SPLIT_LINES
 
 
 def _column_gutter(lines: list[Line], across: dict[int, float], x: float,
@@ -154,14 +153,15 @@ def _column_gutter(lines: list[Line], across: dict[int, float], x: float,
         elif x <= left <= x + height:
             beside[1] += 1
     return min(beside) >= SPLIT_LINES and any(
-        min(word_count(" ".join(piece)) for piece in _halves(line, across[id(line)]))
-        >= PROSE_WORDS for line in lines if id(line) in across)
+        _joins_running_text(line, across[id(line)]) for line in lines if id(line) in across)
 
 
-def _halves(line: Line, x: float) -> tuple[list[str], list[str]]:
-    """The words of ``line`` left of ``x`` and right of it (its own coordinates)."""
-    return ([word["text"] for word in line.words or () if word["box"][2] <= x],
-            [word["text"] for word in line.words or () if word["box"][0] >= x])
+def _joins_running_text(line: Line, x: float) -> bool:
+    """Whether ``line`` holds running text (PROSE_WORDS words) on both sides of ``x``
+    (its own coordinates)."""
+    left = [word["text"] for word in line.words or () if word["box"][2] <= x]
+    right = [word["text"] for word in line.words or () if word["box"][0] >= x]
+    return min(word_count(" ".join(left)), word_count(" ".join(right))) >= PROSE_WORDS
 
 
 def _moved(box: list[float], shift: tuple[float, float]) -> list[float]:

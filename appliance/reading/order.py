@@ -27,7 +27,7 @@ gives line boxes can use it). A region of the page is cut
 
 Columns of vertical text take no part in the cut: they are read as blocks of their
 own, right to left (``reading.vertical``); nor do lines printed up the side margin
-beside everything else (a download stamp), which are read with the page's foot.
+(``reading.furniture.up_the_margin``), which are read with the page's foot.
 """
 
 from __future__ import annotations
@@ -40,14 +40,11 @@ from appliance.engines.base import Line
 from appliance.reading.columns import (MIN_COLUMN_LINES, figure_share, is_card_row, is_column_cut,
                                       prose)
 from appliance.reading.furniture import (FOOTER, FOOTER_GAP, HEADER, TYPESET_LINES, find_furniture,
-                                         running_lines)
+                                         running_lines, up_the_margin)
 from appliance.reading.gutters import find_gutters, levelled, split_at_gutters
 from appliance.reading.lines import centre, median_height, overlap, rows
 from appliance.reading.vertical import column_blocks, is_column
 
-# A line turned on its side stands this many times taller than wide: three characters
-# or more (a list's "1." alone stands one and a half times taller than wide).
-TURNED_ASPECT = 3.0
 # White across a region at least this many median line heights tall separates sections.
 # Under 0.9: a real brochure (OCRmyPDF's linn.png) has 0.75 between a bulleted list
 # across the page and the two columns under it; at 0.9 the page was one block, read
@@ -148,10 +145,10 @@ def _page(lines: list[Line], height: float, gap: float,
     cut, so that no rule takes it for a banner or a spanner), its body, its footer, the
     lines up its side margin. The lines' ``role`` is their furniture role, None in the
     body."""
-    margin = _up_the_margin(lines)
-    edges = find_furniture([line for line in lines if all(line is not up for up in margin)],
-                           page_height)
-    roles = {**edges[HEADER], **edges[FOOTER], **{id(line): FOOTER for line in margin}}
+    margin = up_the_margin(lines)
+    aside = {id(line): FOOTER for line in margin}
+    edges = find_furniture([line for line in lines if id(line) not in aside], page_height)
+    roles = {**edges[HEADER], **edges[FOOTER], **aside}
     body = [line for line in lines if id(line) not in roles]
     blocks = [Block(rows=rows(region, height)) for region in _cut(body, height, gap) if region]
     header, footer = ([line for line in lines if id(line) in edges[edge]]
@@ -165,22 +162,6 @@ def _page(lines: list[Line], height: float, gap: float,
     for line in lines:
         line.role = roles.get(id(line))
     return blocks
-
-
-def _up_the_margin(lines: list[Line]) -> list[Line]:
-    """The lines printed up or down the page beside all the others (a journal's
-    "Downloaded from ... on ..." stamp in its side margin): furniture, read with the
-    page's foot. Columns of vertical script were set apart before (``reading.vertical``);
-    a line turned on its side inside the page (a table's turned heading) stays."""
-    upright = [line for line in lines
-               if line.box[3] - line.box[1] >= TURNED_ASPECT * (line.box[2] - line.box[0])]
-    margin = []
-    for line in upright:
-        others = [other for other in lines if other is not line]
-        if others and (line.box[2] <= min(other.box[0] for other in others)
-                       or line.box[0] >= max(other.box[2] for other in others)):
-            margin.append(line)
-    return margin
 
 
 def _pages(lines: list[Line], height: float, gap: float) -> list[list[Line]]:
