@@ -22,9 +22,6 @@ from appliance.config import Settings, load_settings
 from appliance.dispatch import Dispatcher
 from appliance.engines import registry
 from appliance.engines.cache import ResultCache
-from appliance.engines.host import WorkerHandle, WorkerSpec
-from appliance.gguf.files import cached_sha256
-from appliance.gguf.pair import inspect_model
 from appliance.errors import (
     AlreadyRunning, ConfigError, EngineUnavailable, ModelError, NoFields, NotFound, NotReady,
     OutputFailed, ShuttingDown, UnknownField,
@@ -33,6 +30,8 @@ from appliance.export import Exporter, document_json
 from appliance.fields.document import correct_document_fields, refresh_after_review
 from appliance.fields.schema import schemas
 from appliance.finishing import Finisher
+from appliance.gguf.files import cached_sha256
+from appliance.gguf.pair import inspect_model
 from appliance.gpu import MemoryDevice, MemorySampler, Watermarks, open_device
 from appliance.intake import Intake, SubmitOptions
 from appliance.intake.disposition import dispose
@@ -40,6 +39,7 @@ from appliance.intake.folders import Disposal, WatchService
 from appliance.intake.spool import Spool
 from appliance.library import Library
 from appliance.memory_plan import plan_for
+from appliance.pipeline.host import WorkerHandle, WorkerSpec
 from appliance.retention import purge
 from appliance.review import ReviewService
 from appliance.security import ApiKeys, loopback

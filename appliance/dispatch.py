@@ -30,20 +30,20 @@ from typing import Callable
 from appliance import systemd
 from appliance.config import Settings
 from appliance.engines import registry
-from appliance.engines.host import WorkerHandle, WorkerState, how_it_ended
-from appliance.fields.document import read_document_fields
-from appliance.fields.schema import schemas
 from appliance.engines.messages import Availability, Job, PageDone, PageFailed, Ready, StartFailed
-from appliance.gpu import MemorySampler
 from appliance.errors import (
     CrashSuspect, DegenerateOutput, EndpointUnavailable, EngineUnavailable, MemoryCritical,
     PagePreempted, PageTimeout, StoppedAtShutdown, WarmupTimeout, WorkerCrashed,
 )
+from appliance.fields.document import read_document_fields
+from appliance.fields.schema import schemas
+from appliance.gpu import MemorySampler
 from appliance.intake.spool import Spool
 from appliance.metrics import EndpointAnswers
+from appliance.pipeline.host import WorkerHandle, WorkerState, how_it_ended
 from appliance.quality.blocks import page_tail
-from appliance.raster import render_dpi
 from appliance.quality.routing import Route, route_page, routing_rules
+from appliance.raster import render_dpi
 from appliance.reading.doubt import LAYOUT_DOUBT
 from appliance.store import Database, queries, transitions
 from appliance.store.models import FieldSet, Outcome, PageResult

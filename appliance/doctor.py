@@ -26,10 +26,10 @@ from typing import Literal
 
 from appliance.config import Settings
 from appliance.engines import registry
-from appliance.gguf.files import human_size
-from appliance.gguf.pair import inspect_model, ModelInfo
 from appliance.engines.tesseract import tesseract_problem
 from appliance.errors import ModelError
+from appliance.gguf.files import human_size
+from appliance.gguf.pair import inspect_model, ModelInfo
 from appliance.gpu import MemoryDevice, NvmlDevice, open_device
 from appliance.memory_plan import MemoryPlan, plan_for
 
@@ -204,7 +204,7 @@ def _load(settings: Settings, plan: MemoryPlan, device: MemoryDevice) -> Check:
     """The model loaded and its warm-up page read in a worker process started as the
     daemon starts one, reading as many pages at once as the plan gives it."""
     from appliance.daemon import resolve_engine
-    from appliance.engines.host import WorkerHandle
+    from appliance.pipeline.host import WorkerHandle
     from appliance.engines.messages import StartFailed
 
     # no result cache: the doctor only looks, and the cache would make the data directory

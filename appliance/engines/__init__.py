@@ -14,9 +14,9 @@ native.load_first()
 from pathlib import Path  # noqa: E402
 
 from appliance.engines import registry  # noqa: E402
-from appliance.engines.base import Engine, Line, PageRequest, Recognition  # noqa: E402
+from appliance.engines.base import Engine, PageRequest  # noqa: E402
 
-__all__ = ["Engine", "Line", "PageRequest", "Recognition", "bare_loop", "create_engine"]
+__all__ = ["Engine", "PageRequest", "bare_loop", "create_engine"]
 
 
 def create_engine(name: str, options: dict) -> Engine:

@@ -9,27 +9,13 @@ from __future__ import annotations
 import threading
 import time
 from collections.abc import Callable
-from dataclasses import asdict, dataclass, field
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Protocol
 
 from PIL import Image
 
-
-@dataclass
-class Line:
-    """One recognised text line: its text, its box [x0, y0, x1, y1] in page pixels, its
-    score; where the engine knows the page's structure, the reading-order index of the
-    block it belongs to and its role there (heading, list, table, text); its words."""
-
-    text: str
-    box: list[float]
-    score: float
-    block: int | None = None
-    role: str | None = None
-    # the words, where the engine gives them: {"text", "box", "score"}, the score being
-    # the least sure of the word's characters
-    words: list[dict] | None = None
+from appliance.raster.synthetic import render_text_page
 
 
 @dataclass
@@ -39,8 +25,6 @@ class PageRequest:
     attempt: int = 1  # 1-based; picks the rung of the engine's retry ladder
     deadline: float | None = None  # time.monotonic() by which the engine must answer
     context: str = ""  # the end of the previous page, for engines that can use it
-    # where the page's header, footer and number go in its text (OutputSettings)
-    page_furniture: str = "separate"
     # set by the worker to take the page back (memory critical): the engine stops
     # reading it soon and raises PagePreempted
     cancel: threading.Event | None = field(default=None, compare=False)
@@ -56,30 +40,6 @@ class Question:
     schema: dict  # the JSON Schema of the answer
     max_tokens: int  # enough for the longest answer the schema allows
     version: str  # for the provenance, as a prompt's
-
-
-@dataclass
-class Recognition:
-    """What an engine returns for one page image."""
-
-    text: str
-    markdown: str
-    lines: list[Line] = field(default_factory=list)
-    finish_reason: str = "stop"
-    # per generated token: "t" its text, "lp" its log-probability, "h" the entropy (nats)
-    tokens: list[dict] = field(default_factory=list)
-    flags: list[str] = field(default_factory=list)  # e.g. fallback, tiled, truncated
-    provenance: dict = field(default_factory=dict)  # prompt version, ladder rung, ...
-    # a vision engine's answer to the document type's field question (``Question``):
-    # the value printed for each field, or None; None when it was not asked
-    field_answer: dict | None = None
-
-    def to_dict(self) -> dict:
-        return asdict(self)
-
-    @classmethod
-    def from_dict(cls, data: dict) -> Recognition:
-        return cls(**{**data, "lines": [Line(**line) for line in data.get("lines", [])]})
 
 
 class Engine(Protocol):
@@ -102,6 +62,12 @@ class Engine(Protocol):
     def recognize(self, image: Image.Image, request: PageRequest) -> Recognition: ...
 
     def close(self) -> None: ...
+
+
+def warmup_image() -> Image.Image:
+    """A small built-in page that exercises the full recognition path."""
+    return render_text_page(["Warm-up page", "Invoice 2024", "Total 118.50"],
+                            width=320, height=320, font_size=28, margin=16)
 
 
 def timed_reading(pages: list[Path], read: Callable[[Image.Image], object]) -> float:

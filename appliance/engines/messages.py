@@ -17,7 +17,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from pathlib import Path
 
-from appliance.engines.base import Recognition
+from appliance.page import Recognition
 
 
 @dataclass(frozen=True)

@@ -6,8 +6,8 @@ character with its box, font size and render mode, in the pixels of the page as 
 was rendered. The characters become lines and words (a new line where the baseline
 moves, the text runs back or a gap wider than ``LINE_GAP`` em opens: a table's cells
 and a page's columns are lines of their own, as the OCR detector finds them), and
-the lines go through the same reading order and Markdown as an OCR reading
-(``appliance.reading``): one page tree, whichever reader.
+the lines go through the same read stage as an OCR reading's (``pipeline.read``:
+reading order and Markdown): one page tree, whichever reader.
 
 Per page the reader is chosen, and why is recorded (``Verdict``, the provenance's
 ``text_layer``):
@@ -56,10 +56,10 @@ from rapidfuzz import fuzz
 from rapidfuzz.distance import Levenshtein
 
 from appliance.config import PdfSettings
-from appliance.engines.base import Line, PageRequest, Recognition
+from appliance.engines.base import PageRequest
 from appliance.engines.cache import ResultCache, image_digest
+from appliance.page import Line, Recognition, Unread
 from appliance.raster import PageRendering, open_pdf, to_rgb
-from appliance import reading
 
 AUTO, IGNORE, PREFER = "auto", "ignore", "prefer"
 MODES = (AUTO, IGNORE, PREFER)
@@ -152,7 +152,7 @@ class TextLayerReader:
         return model_id()
 
     def recipe(self, request: PageRequest) -> str:
-        return (f"{RECIPE}:{reading.recipe(request.page_furniture)}:{self.mode}:"
+        return (f"{RECIPE}:{self.mode}:"
                 f"{asdict(self.settings)}:{self.ocr_model}:{request.doc_type}")
 
 
@@ -499,8 +499,9 @@ def read_page(page: PageRendering, mode: str, settings: PdfSettings,
               ocr: Callable[[Image.Image], Recognition], cache: ResultCache | None,
               reader: TextLayerReader, request: PageRequest,
               ) -> tuple[dict, Recognition | None, str | None]:
-    """The PDF ``page`` read from its own text: the verdict (``Verdict.to_dict``), the
-    reading (None where the page goes to OCR) and its result cache key. ``ocr`` is the
+    """The PDF ``page``'s own text: the verdict (``Verdict.to_dict``), its lines as found
+    (unread, for the read stage; None where the page goes to OCR) and its result cache
+    key. ``ocr`` is the
     quick reader of the invisible check's sample and of pictures. Only that check
     renders the page at full resolution. A reading is cached under the layer's
     characters and a light rendering's pixels with ``reader``'s recipe, never under an
@@ -527,8 +528,8 @@ def read_page(page: PageRendering, mode: str, settings: PdfSettings,
     found = picture_lines(layer, lines, ocr)
     if found:
         verdict.reader, verdict.ocr_lines = MIXED, len(found)
-    recognition = reading.read_lines(lines + found, page_furniture=request.page_furniture,
-                                     page_height=page.size[1])
+    recognition = Recognition(text="", markdown="", lines=lines + found,
+                              unread=Unread(page_height=page.size[1]))
     recognition.provenance["text_layer"] = verdict.to_dict()
     if key:
         cache.put(key, recognition)

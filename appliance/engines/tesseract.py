@@ -20,7 +20,7 @@ import subprocess
 
 from PIL import Image
 
-from appliance.engines.base import Recognition
+from appliance.page import Recognition
 
 log = logging.getLogger(__name__)
 

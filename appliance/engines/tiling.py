@@ -45,7 +45,7 @@ from dataclasses import dataclass
 
 from PIL import Image
 
-from appliance.engines.base import Line
+from appliance.page import Line
 from appliance.raster.layout import Layout
 from appliance.reading.order import read_order
 

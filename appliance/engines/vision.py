@@ -26,7 +26,8 @@ from dataclasses import dataclass, replace
 
 from PIL import Image
 
-from appliance.engines.base import PageRequest, Question, Recognition
+from appliance.engines.base import PageRequest, Question
+
 from appliance.engines.converters import to_markdown
 from appliance.engines.prompts import CONTEXT_VERSION, Prompt, prompt_for
 from appliance.engines.registry import FALLBACK  # a request for the classic reader kept inside
@@ -35,6 +36,7 @@ from appliance.engines.tiling import (
 )
 from appliance.errors import DegenerateOutput, PagePreempted, PageTimeout
 from appliance.gguf.families import Family
+from appliance.page import Recognition
 from appliance.quality.markdown import markdown_to_text
 from appliance.raster.layout import Layout, analyze
 

@@ -20,12 +20,14 @@ from __future__ import annotations
 import json
 import re
 
-from appliance.engines.base import Line, Question
+from appliance.engines.base import Question
+
 from appliance.fields.extract import Found
 from appliance.fields.lines import ReadLine, read_lines
 from appliance.fields.schema import FieldSpec
 from appliance.fields.validate import squash
 from appliance.outputs.tree import PageTree
+from appliance.page import Line
 
 QUESTION_VERSION = "fields/v1"
 MAX_LINES = 150  # OCR lines put in the question: more than a dense invoice page holds

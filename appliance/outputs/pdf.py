@@ -95,8 +95,8 @@ from PIL import Image
 
 from appliance.errors import CorruptFile, EncryptedPdf
 from appliance.outputs.tree import UNKNOWN_DPI, PageTree
+from appliance.page import is_column
 from appliance.raster import plausible_dpi
-from appliance.reading.vertical import is_column
 
 if TYPE_CHECKING:
     import pikepdf

@@ -14,7 +14,7 @@ from __future__ import annotations
 import difflib
 from dataclasses import asdict, dataclass
 
-from appliance.engines.base import Line, Recognition
+from appliance.page import Line, Recognition
 
 POOR_PLACEMENT = 0.6  # under this share of words matched, the positions are doubtful
 

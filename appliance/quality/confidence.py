@@ -60,8 +60,8 @@ from dataclasses import dataclass, field
 from rapidfuzz import fuzz
 
 from appliance.config import DOC_TYPES
-from appliance.engines.base import Recognition
 from appliance.engines.pdf_text import TEXT
+from appliance.page import Recognition
 from appliance.quality.text_checks import (
     bad_chars, implausible_figures, repeated_lines, script_mix,
 )

@@ -8,7 +8,7 @@ reading gets today's repair. Repair (seed 000 §6.3) fixes the Markdown in place
 
 from __future__ import annotations
 
-from appliance.engines.base import Recognition
+from appliance.page import Recognition
 from appliance.quality.markdown import escape_markdown, markdown_to_text
 from appliance.quality.repair import repair
 

@@ -42,9 +42,7 @@ from dataclasses import dataclass, field
 
 from markdown_it.token import Token
 
-from appliance.engines.base import Line
-
-# The parser and the cell splitter are format_problems' own, so that a row the repair
+from appliance.page import Line
 # pads counts exactly as the judge counts it.
 from appliance.quality.blocks import MARKDOWN_PARSER, table_cells, format_problems, parse_blocks
 from appliance.quality.markdown import markdown_to_text

@@ -4,19 +4,14 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from appliance.engines.base import Line, Recognition
+from appliance.page import Line, Recognition
 
 if TYPE_CHECKING:
     from appliance.reading.markdown import TableReader
 
-# How lines become text and Markdown: bump it when they change, so that the result
-# cache does not serve the old rendering to any reader of line boxes.
+# How lines become text and Markdown, by version: bump it when that changes. A page's
+# provenance names the version that read it (``pipeline.read``).
 RECIPE = "layout/v16"
-
-
-def recipe(page_furniture: str) -> str:
-    """The reading's part of a cache key: the rules and where the furniture goes."""
-    return f"{RECIPE}/furniture-{page_furniture}"
 
 
 def read_lines(lines: list[Line], lean_deg: float = 0.0,

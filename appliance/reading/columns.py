@@ -29,7 +29,7 @@ from __future__ import annotations
 import re
 import statistics
 
-from appliance.engines.base import Line
+from appliance.page import Line
 from appliance.reading.lines import (
     HEADING_RATIO, LETTER_WORD, PROSE_WORDS, centre, line_height, median_height, rows,
     word_count,

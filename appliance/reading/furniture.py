@@ -29,7 +29,7 @@ from __future__ import annotations
 
 import re
 
-from appliance.engines.base import Line
+from appliance.page import Line
 from appliance.reading.lines import HEADING_RATIO, median_height, rows, word_count
 
 HEADER = "header"

@@ -12,7 +12,7 @@ from contextlib import contextmanager
 
 import numpy as np
 
-from appliance.engines.base import Line
+from appliance.page import Line
 from appliance.reading.lines import PROSE_WORDS, median_height, word_count
 
 # A gutter is at least this many median line heights wide. Typeset reports keep theirs

@@ -7,7 +7,7 @@ import math
 import re
 import statistics
 
-from appliance.engines.base import Line
+from appliance.page import Line
 
 HEADING_RATIO = 1.3  # a heading's print is at least this much taller than the body's
 # Running text: a line of at least this many words (a form's labels and values and a

@@ -32,11 +32,11 @@ import re
 from collections.abc import Callable
 from dataclasses import dataclass
 
-from appliance.engines.base import Line
+from appliance.page import Line
 from appliance.quality.markdown import escape_markdown
+from appliance.reading.furniture import FOOTER, HEADER, PAGE_NUMBER
 from appliance.reading.lines import HEADING_RATIO, PROSE_WORDS, median_height, word_count
 from appliance.reading.lines import rows as row_groups
-from appliance.reading.furniture import FOOTER, HEADER, PAGE_NUMBER
 from appliance.reading.order import Block
 from appliance.reading.tables import Runs, joined, table_markdown, table_runs
 

@@ -36,14 +36,14 @@ import math
 import statistics
 from dataclasses import dataclass
 
-from appliance.engines.base import Line
+from appliance.page import Line, is_column
 from appliance.reading.columns import (MIN_COLUMN_LINES, figure_share, is_card_row, is_column_cut,
                                       prose)
 from appliance.reading.furniture import (FOOTER, FOOTER_GAP, HEADER, TYPESET_LINES, find_furniture,
                                          running_lines, up_the_margin)
 from appliance.reading.gutters import find_gutters, levelled, split_at_gutters
 from appliance.reading.lines import centre, median_height, overlap, rows
-from appliance.reading.vertical import column_blocks, is_column
+from appliance.reading.vertical import column_blocks
 
 # White across a region at least this many median line heights tall separates sections.
 # Under 0.9: a real brochure (OCRmyPDF's linn.png) has 0.75 between a bulleted list

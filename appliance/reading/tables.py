@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import re
 
-from appliance.engines.base import Line
+from appliance.page import Line
 from appliance.quality.html_tables import Cell, table_lines
 from appliance.quality.markdown import escape_markdown
 from appliance.reading.lines import PROSE_WORDS, first_word, median_height, overlap, word_count

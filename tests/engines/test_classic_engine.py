@@ -1,15 +1,19 @@
 from __future__ import annotations
 
 import random
+from dataclasses import replace
 
 import pytest
 from PIL import Image, ImageDraw, ImageFont
 
+from appliance.config import PreprocessSettings
 from appliance.engines.base import PageRequest
 from appliance.engines.classic import ClassicEngine
 from appliance.measure import synthetic_chinese
 from appliance.measure.metrics import cer, order_free_cer
 from appliance.measure.synthetic_sets import FONTS
+from appliance.pipeline.host import PagePipeline
+from appliance.pipeline.read import ReadStage
 from appliance.quality.confidence import score_page
 from appliance.quality.markdown import escape_markdown
 from appliance.raster.synthetic import sample_lines
@@ -28,6 +32,13 @@ def engine():
     engine = ClassicEngine(threads=2)
     yield engine
     engine.close()
+
+
+@pytest.fixture(scope="module")
+def pipeline(engine):
+    """The classic engine as a worker reads with it: what it finds read by the read stage
+    (with the table model)."""
+    return PagePipeline(engine, PreprocessSettings(), read=ReadStage.with_table_model(threads=2))
 
 
 @pytest.mark.parametrize(
@@ -51,9 +62,9 @@ def test_escape_markdown(raw, escaped):
 # --- the real RapidOCR ---
 
 
-def test_recognizes_rendered_page_in_order(engine):
+def test_recognizes_rendered_page_in_order(pipeline):
     page = render_text_page(PAGE_LINES)
-    result = engine.recognize(page, PageRequest())
+    result = pipeline.recognise(page, PageRequest())
     expected = "\n".join(PAGE_LINES)
     assert text_similarity(result.text, expected) > 0.8, result.text
     # Each recognised line matches the expected line it is closest to, in page order.
@@ -66,8 +77,8 @@ def test_recognizes_rendered_page_in_order(engine):
     assert result.markdown.replace("\n\n", "\n") == result.text  # nothing here needs escaping
 
 
-def test_empty_page_gives_empty_result(engine):
-    result = engine.recognize(Image.new("RGB", (800, 600), "white"), PageRequest())
+def test_empty_page_gives_empty_result(pipeline):
+    result = pipeline.recognise(Image.new("RGB", (800, 600), "white"), PageRequest())
     assert (result.text, result.markdown, result.lines) == ("", "", [])
 
 
@@ -77,17 +88,17 @@ def test_model_id_names_version_and_models(engine):
     assert "det" in engine.model_id
 
 
-def test_dense_page_keeps_every_line(engine):
+def test_dense_page_keeps_every_line(pipeline):
     # Regression: RapidOCR's per-line angle classifier turned upright lines like
     # this first one upside down; the engine runs without it.
     lines = [f"Line {i}: The quick brown fox jumps over the lazy dog {i * 37}" for i in range(24)]
-    result = engine.recognize(render_text_page(lines, font_size=28), PageRequest())
+    result = pipeline.recognise(render_text_page(lines, font_size=28), PageRequest())
     assert len(result.lines) == len(lines)
     for got, want in zip(result.lines, lines):
         assert text_similarity(got.text, want) > 0.9, (got.text, want)
 
 
-def test_columns_of_a_page_scanned_askew_are_read_one_after_the_other(engine):
+def test_columns_of_a_page_scanned_askew_are_read_one_after_the_other(pipeline):
     # Two columns 40 px apart (RapidOCR joins lines across less), the page turned by
     # 1.2 degrees: less than the preprocessor straightens (1.5), enough to leave only
     # 13 px white all the way down when the boxes are taken as they lie. The engine
@@ -100,8 +111,8 @@ def test_columns_of_a_page_scanned_askew_are_read_one_after_the_other(engine):
     for i, text in enumerate(rows):
         draw.text((60, 60 + 36 * i), f"left {text}", font=font, fill="black")
         draw.text((right, 60 + 36 * i), f"right {text}", font=font, fill="black")
-    result = engine.recognize(page.rotate(1.2, resample=Image.BICUBIC, fillcolor="white"),
-                              PageRequest(doc_type="report"))
+    result = pipeline.recognise(page.rotate(1.2, resample=Image.BICUBIC, fillcolor="white"),
+                                PageRequest(doc_type="report"))
     lines = result.text.splitlines()
     assert len(lines) == 72 and all(line.startswith("left") for line in lines[:36]), lines
 
@@ -120,18 +131,18 @@ def abstract_over_columns() -> Image.Image:
     return page
 
 
-def test_columns_read_across_put_the_order_in_doubt(engine):
-    result = engine.recognize(abstract_over_columns(), PageRequest(doc_type="report"))
+def test_columns_read_across_put_the_order_in_doubt(pipeline):
+    result = pipeline.recognise(abstract_over_columns(), PageRequest(doc_type="report"))
     assert result.flags == ["layout_doubt"]
     assert "running text across a gutter" in result.provenance["layout_doubt"]
     confidence = score_page(result, doc_type="report")
     assert "layout_doubt" in confidence.penalties and confidence.score < 0.75
     clean, _truth = synthetic_chinese.columns_page(random.Random(3), (1240, 1754), columns=2)
-    assert engine.recognize(clean, PageRequest(doc_type="report")).flags == []
+    assert pipeline.recognise(clean, PageRequest(doc_type="report")).flags == []
 
 
 @pytest.mark.parametrize("make", ["two columns", "book spread"])
-def test_a_chinese_page_is_read_column_by_column(engine, make):
+def test_a_chinese_page_is_read_column_by_column(pipeline, make):
     """RapidOCR reads Chinese well; its lines, which have no spaces between words, used
     to be taken for labels and values and read across the columns."""
     rng = random.Random(3)
@@ -140,19 +151,20 @@ def test_a_chinese_page_is_read_column_by_column(engine, make):
     else:
         page, truth = synthetic_chinese.book_spread(rng, (1240, 1754))
     # the truth is in page order: each page's header and number where they stand
-    result = engine.recognize(page, PageRequest(doc_type="report", page_furniture="keep"))
+    keep = replace(pipeline, read=ReadStage("keep"))
+    result = keep.recognise(page, PageRequest(doc_type="report"))
     assert order_free_cer(truth, result.text) < 0.02  # the characters are read
     assert cer("\n".join(truth), result.text, ignore_whitespace=True) < 0.02  # in order
 
 
-def test_a_book_spreads_headers_and_page_numbers_are_read_after_both_pages(engine):
+def test_a_book_spreads_headers_and_page_numbers_are_read_after_both_pages(pipeline):
     """The default (output.page_furniture = "separate"): each page's running header and
     number are marked, and stand after the body of both pages, not inside it."""
     page, truth = synthetic_chinese.book_spread(random.Random(3), (1240, 1754))
     folios = [text for text in truth if text.isdigit()]
     furniture = [truth[0], folios[0], truth[truth.index(folios[0]) + 1], folios[1]]
     body = [text for text in truth if text not in furniture]
-    result = engine.recognize(page, PageRequest(doc_type="report"))
+    result = pipeline.recognise(page, PageRequest(doc_type="report"))
     lines = result.text.splitlines()
     assert cer("\n".join(body), "\n".join(lines[:-4]), ignore_whitespace=True) < 0.02
     assert order_free_cer(furniture, "\n".join(lines[-4:])) < 0.05
@@ -160,7 +172,7 @@ def test_a_book_spreads_headers_and_page_numbers_are_read_after_both_pages(engin
     assert roles.count("page_number") == 2 and roles.count("header") == 2
 
 
-def test_a_line_printed_up_the_margin_is_read_upright_and_after_the_body(engine):
+def test_a_line_printed_up_the_margin_is_read_upright_and_after_the_body(pipeline):
     """A journal's "Downloaded from ..." stamp reads bottom to top up the left margin;
     RapidOCR turns a tall crop a quarter left, which sets it upside down (it read
     "Dow d - a g cty"). The engine reads it turned the other way, and the reading puts
@@ -173,7 +185,7 @@ def test_a_line_printed_up_the_margin_is_read_upright_and_after_the_body(engine)
     strip = Image.new("RGB", (round(font.getlength(stamp)) + 10, 34), "white")
     ImageDraw.Draw(strip).text((5, 2), stamp, font=font, fill="black")
     page.paste(strip.rotate(90, expand=True), (20, 500))
-    result = engine.recognize(page, PageRequest(doc_type="report"))
+    result = pipeline.recognise(page, PageRequest(doc_type="report"))
     lines = result.text.splitlines()
     assert text_similarity(lines[-1], stamp) > 0.9, result.text
     assert text_similarity("\n".join(lines[:-1]), "\n".join(body)) > 0.9, result.text

@@ -22,9 +22,9 @@ from sqlmodel import select
 from appliance.config import PreprocessSettings
 from appliance.daemon import Appliance
 from appliance.engines.classic import ClassicEngine
-from appliance.engines.host import PagePipeline, WorkerHandle, WorkerSpec, run_job
 from appliance.engines.messages import Cancel, Job, PageDone, PageFailed, Ready
 from appliance.intake import SubmitOptions
+from appliance.pipeline.host import PagePipeline, WorkerHandle, WorkerSpec, run_job
 from appliance.store.models import Page, PageResult, PageStatus
 from tests.conftest import make_settings
 from tests.fixtures.documents import text_similarity, write_png

@@ -16,13 +16,13 @@ from appliance.config import PdfSettings, PreprocessSettings, load_settings
 from appliance.engines import pdf_text
 from appliance.engines.cache import ResultCache
 from appliance.engines.classic import ClassicEngine
-from appliance.engines.host import PagePipeline, run_job
 from appliance.engines.messages import Job, PageDone
-from appliance.measure import born_digital
-from appliance.measure.evaluate import _tables
 from appliance.intake.spool import Spool
 from appliance.library import Library
+from appliance.measure import born_digital
+from appliance.measure.evaluate import _tables
 from appliance.measure.metrics import cer, table_similarity
+from appliance.pipeline.host import PagePipeline, run_job
 from appliance.raster import render_page
 from appliance.store import Database
 from tests.daemon import Daemon

@@ -3,18 +3,23 @@ repair, the multi-page context and the JSON output's blocks and provenance."""
 
 from __future__ import annotations
 
+import random
 import time
 
 import pytest
 from PIL import Image
 
-from appliance.engines.base import Line, PageRequest, Recognition
+from appliance.engines.base import PageRequest
+
+from appliance import reading
 from appliance.engines.cache import ResultCache, image_digest
 from appliance.engines.prompts import prompt_for, user_turn
+from appliance.measure import synthetic_chinese
+from appliance.page import Line, Recognition
 from appliance.quality.blocks import format_problems, page_tail
 from appliance.quality.postprocess import postprocess
-from tests.daemon import Daemon
 from appliance.raster.synthetic import render_text_page
+from tests.daemon import Daemon
 from tests.fixtures.documents import text_similarity, write_multipage_tiff, write_png
 
 
@@ -86,6 +91,32 @@ def test_a_page_sent_again_is_served_from_the_cache(tmp_path, daemon):
         "inference_ms"]
 
 
+def test_another_page_furniture_setting_reads_cached_pages_again_without_recognising_them(
+        tmp_path):
+    """The cache holds what the engine found, not its reading: a daemon started again
+    with the page furniture left out reads the same page from the cache, and its text
+    is the body alone."""
+    page, _truth = synthetic_chinese.book_spread(random.Random(3), (1240, 1754))
+    page.save(tmp_path / "spread.png")
+    home = tmp_path / "home"
+    home.mkdir()
+    with Daemon(home).running() as d:
+        doc = d.upload(tmp_path / "spread.png")["id"]
+        d.wait_final([doc])
+        separate = result_pages(d, doc)[0]
+    with Daemon(home, output={"page_furniture": "drop"}).running() as d:
+        doc = d.upload(tmp_path / "spread.png")["id"]
+        d.wait_final([doc])
+        dropped = result_pages(d, doc)[0]
+    assert "cached" not in separate["flags"] and "inference_ms" in separate["provenance"][
+        "timings_ms"]
+    assert "cached" in dropped["flags"]
+    assert "inference_ms" not in dropped["provenance"]["timings_ms"]
+    assert "read_ms" in dropped["provenance"]["timings_ms"]
+    # the running headers and page numbers (read after the body) are left out
+    assert dropped["text"].splitlines() == separate["text"].splitlines()[:-4]
+
+
 def test_an_upside_down_scan_is_read_upright(tmp_path, daemon):
     d = daemon()
     lines = ["Purchase order 5521", "Deliver to Hamburg", "Payment in 30 days"]
@@ -120,9 +151,10 @@ def test_json_output_has_blocks_and_provenance(tmp_path, daemon):
     provenance = page["provenance"]
     assert provenance["engine"] == "classic" and provenance["model_id"].startswith("rapidocr")
     assert provenance["repair"]["level"] == 0
+    assert provenance["reading"] == reading.RECIPE  # the layout rules that read it
     assert [step["step"] for step in provenance["preprocess"]]  # what preprocessing did
     assert list(provenance["timings_ms"]) == ["raster_ms", "preprocess_ms", "inference_ms",
-                                              "postprocess_ms"]
+                                              "read_ms", "postprocess_ms"]
 
 
 def test_postprocess_repairs_in_place_or_degrades_and_flags_the_page():
@@ -216,7 +248,7 @@ def test_an_unexpected_failure_reaches_the_sender_without_a_server_path(tmp_path
 
     from appliance.config import PreprocessSettings
     from appliance.engines import create_engine
-    from appliance.engines.host import PagePipeline, run_job
+    from appliance.pipeline.host import PagePipeline, run_job
     from appliance.engines.messages import Job, PageFailed
 
     missing = tmp_path / "spool" / "originals" / "ab" / "abcdef.pdf"

@@ -10,9 +10,9 @@ import pytest
 
 from appliance.config import PreprocessSettings
 from appliance.engines.classic import ClassicEngine
-from appliance.engines.host import PagePipeline, run_job
 from appliance.engines.messages import Job, PageDone
 from appliance.engines.tesseract import TesseractReader, tesseract_problem
+from appliance.pipeline.host import PagePipeline, run_job
 from tests.fixtures.documents import render_text_page, text_similarity, write_png
 
 LINES = ["Invoice number 4711", "Delivery date March 3 2024", "Total amount due 129.50 EUR",

@@ -12,8 +12,7 @@ import jsonschema
 import pytest
 
 from appliance.config import PreprocessSettings
-from appliance.engines.base import Line, PageRequest
-from appliance.engines.host import PagePipeline, run_job
+from appliance.engines.base import PageRequest
 from appliance.engines.llama.engine import LlamaEngine
 from appliance.engines.messages import PageDone
 from appliance.engines.prompts import Prompt
@@ -22,10 +21,12 @@ from appliance.fields.model import (
     QUESTION_VERSION, answer_bound, answer_schema, max_chars, parse_answer, question,
 )
 from appliance.fields.schema import DEFAULTS, FieldSpec, schemas
+from appliance.page import Line
+from appliance.pipeline.host import PagePipeline, run_job
 from appliance.raster.synthetic import render_text_page
-from tests.fields.test_fields import RECEIPT, TODAY, by_name, no_history
 from tests.engines.test_parallel_reading import job
 from tests.engines.test_remote_engine import make_engine
+from tests.fields.test_fields import RECEIPT, TODAY, by_name, no_history
 from tests.fixtures.documents import write_png
 
 LINES = [Line("KEDAI MAJU JAYA SDN BHD", [200, 80, 520, 108], 0.9),

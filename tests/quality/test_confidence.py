@@ -6,7 +6,7 @@ import math
 import pytest
 
 from appliance.config import DOC_TYPES
-from appliance.engines.base import Line, Recognition
+from appliance.page import Line, Recognition
 from appliance.quality.confidence import (
     CLASSIC_CHECK,
     EXPECTED_CHARS,

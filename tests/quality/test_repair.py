@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from appliance.engines.base import Line
+from appliance.page import Line
 from appliance.quality.blocks import format_problems, parse_blocks
 from appliance.quality.repair import (
     LEVEL1_HEALTHY_RATE,

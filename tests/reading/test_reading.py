@@ -8,11 +8,11 @@ import math
 
 import pytest
 
-from appliance.engines.base import Line
+from appliance.page import Line
 from appliance.quality.blocks import format_problems, parse_blocks
 from appliance.quality.markdown import escape_markdown
-from appliance.reading.markdown import in_order, render
 from appliance.reading.lines import rows
+from appliance.reading.markdown import in_order, render
 from appliance.reading.order import read_order
 
 H = 30  # the body's line height in these pages

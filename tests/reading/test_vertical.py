@@ -9,14 +9,16 @@ import random
 import pytest
 from PIL import Image
 
-from appliance.engines.base import Line, PageRequest
+from appliance.config import PreprocessSettings
+from appliance.engines.base import PageRequest
 from appliance.engines.classic import ClassicEngine
 from appliance.measure import synthetic_chinese
 from appliance.measure.metrics import cer
 from appliance.measure.synthetic_sets import PAGE
+from appliance.page import Line, is_column
+from appliance.pipeline.host import PagePipeline
 from appliance.reading.markdown import render
 from appliance.reading.order import read_order
-from appliance.reading.vertical import is_column
 
 POEM = ["床前明月光疑是地上霜", "举头望明月低头思故乡", "白日依山尽黄河入海流"]
 BODY = ["美人蕉为多年生草本植物，植株高度一般为一点五米。", "花期很长，从初夏一直开到深秋。",
@@ -71,7 +73,7 @@ def engine():
 @pytest.mark.parametrize("seed", [0, 5])  # a vertical headline; a classical page
 def test_pages_of_vertical_text_read_in_order_with_each_character_placed(engine, seed):
     image, truth = synthetic_chinese.vertical_page(random.Random(seed), PAGE)
-    reading = engine.recognize(image, PageRequest())
+    reading = PagePipeline(engine, PreprocessSettings()).recognise(image, PageRequest())
 
     def joined(text: str) -> str:
         return "".join(text.split())

@@ -18,9 +18,9 @@ from pathlib import Path
 import pytest
 
 from appliance.config import dump_toml
-from tests.fixtures.documents import write_pdf
 from appliance.engines.native import LLAMA_CPP, OPENCV, PAGE_LIBRARIES
 from appliance.raster.synthetic import render_text_page
+from tests.fixtures.documents import write_pdf
 
 PAGE_MODULES = [module for module, _attribute in PAGE_LIBRARIES]
 ORDERED = (LLAMA_CPP, OPENCV)
@@ -104,7 +104,7 @@ LATE = textwrap.dedent("""
 
     from appliance.config import PreprocessSettings
     from appliance.engines import create_engine, native
-    from appliance.engines.host import PagePipeline, run_job
+    from appliance.pipeline.host import PagePipeline, run_job
     from appliance.engines.messages import Job, PageDone
     from appliance.engines.orientation import TextBoxDirections, UpsideDownClassifier
     from appliance.engines.tesseract import TesseractReader

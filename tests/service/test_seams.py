@@ -29,7 +29,7 @@ def test_intake_does_not_bring_in_the_metrics_server():
 
 
 @pytest.mark.parametrize("module", ["appliance.daemon", "appliance.oneshot", "appliance.doctor",
-                                    "appliance.engines.host",
+                                    "appliance.pipeline.host",
                                     "appliance.engines.llama.parallel_bench"])
 def test_the_daemon_and_its_workers_run_without_the_web_stack(module):
     """What a GPU host's check carries (scripts/make-gpu-kit.sh) has no web stack."""

@@ -22,13 +22,14 @@ from pathlib import Path
 from PIL import Image
 
 from appliance.engines import native
-from appliance.engines.base import PageRequest, Recognition, timed_reading
+from appliance.engines.base import PageRequest, timed_reading
 from appliance.engines.chat import page_messages
 from appliance.engines.llama.batched import BatchedDecoder, route_native_logs
 from appliance.engines.llama.sequence import Decoding
 from appliance.engines.prompts import Prompt, prompt_for, user_turn
 from appliance.engines.vision import SEED, Generation, VisionEngine
 from appliance.gguf.pair import ModelInfo, inspect_model
+from appliance.page import Recognition
 
 log = logging.getLogger(__name__)
 

@@ -49,15 +49,15 @@ from PIL import Image
 from appliance.config import EngineSettings, Settings, load_settings
 from appliance.daemon import resolve_engine
 from appliance.engines import registry
-from appliance.engines.host import WorkerHandle
 from appliance.engines.llama.llama_server import LlamaServer, chat_request, complete
 from appliance.engines.llama.raw_decode import RawDecoder
 from appliance.engines.messages import Job, PageDone, StartFailed
 from appliance.engines.prompts import prompt_for
-from appliance.gguf.pair import ModelInfo, inspect_model
 from appliance.errors import EngineUnavailable
+from appliance.gguf.pair import ModelInfo, inspect_model
 from appliance.measure.stats import percentiles
 from appliance.memory_plan import estimate_worker_bytes
+from appliance.pipeline.host import WorkerHandle
 from appliance.raster.synthetic import render_text_page, sample_lines
 
 try:

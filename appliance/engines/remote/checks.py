@@ -16,7 +16,7 @@ from __future__ import annotations
 import time
 
 from appliance.doctor import Check
-from appliance.engines.host import warmup_image
+from appliance.engines.base import warmup_image
 from appliance.engines.prompts import prompt_for
 from appliance.engines.remote.client import EndpointClient
 from appliance.errors import ConfigError, EndpointUnavailable, EngineError

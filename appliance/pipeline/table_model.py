@@ -31,7 +31,7 @@ import numpy as np
 import onnxruntime
 from PIL import Image
 
-from appliance.engines.base import Line
+from appliance.page import Line
 from appliance.quality.html_tables import Cell, table_lines
 from appliance.quality.markdown import escape_markdown
 from appliance.reading.lines import rows, unspaced

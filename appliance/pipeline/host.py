@@ -3,7 +3,9 @@
 A native crash, an out-of-memory kill or a stuck page kills only that process; the
 dispatcher (the supervisor) notices through the process sentinel and restarts it.
 The worker loads its engine once, proves it with a warm-up page, and only then
-reports ready. Page images travel as spool paths, never as pickled arrays.
+reports ready. What the engine found is read (``pipeline.read``) after the result
+cache, which holds what it found. Page images travel as spool paths, never as pickled
+arrays.
 
 A worker reads up to its engine's ``slots`` pages at once, each on a thread of its
 own (one copy of the model, several decoding sequences); the messages both sides
@@ -34,25 +36,26 @@ from PIL import Image
 from appliance import logs
 from appliance.config import PdfSettings, PreprocessSettings, WorkerSettings
 from appliance.engines import create_engine, native, pdf_text, registry
-from appliance.engines.base import Engine, PageRequest, Recognition
-from appliance.engines.vision import VisionEngine
+from appliance.engines.base import Engine, PageRequest, warmup_image
 from appliance.engines.cache import CACHE_PROVENANCE, ResultCache, image_digest
 from appliance.engines.messages import (Availability, Cancel, Job, PageDone, PageFailed, Ready,
                                         StartFailed)
 from appliance.engines.tesseract import TesseractReader, tesseract_problem
-from appliance.fields.model import parse_answer, question
-from appliance.fields.schema import FieldSpec
+from appliance.engines.vision import VisionEngine
 from appliance.errors import (
     ApplianceError, DegenerateOutput, EndpointUnavailable, EngineError, EngineUnavailable,
     PagePreempted, WarmupTimeout,
 )
+from appliance.fields.model import parse_answer, question
+from appliance.fields.schema import FieldSpec
 from appliance.outputs.placement import place_text
+from appliance.page import Recognition
+from appliance.pipeline.read import ReadStage
 from appliance.quality.confidence import Confidence, needs_second_opinion, score_page
 from appliance.quality.postprocess import postprocess
 from appliance.raster import (ON_DEMAND, PAGE_IMAGE, PageRendering, plausible_dpi,
                               save_page_image)
 from appliance.raster.preprocess import preprocess
-from appliance.raster.synthetic import render_text_page
 
 if TYPE_CHECKING:
     from appliance.store.transitions import Claim
@@ -107,19 +110,18 @@ class PagePipeline:
     second_opinion_below: float | None = None
     second_reader: TesseractReader | None = None  # reads classic pages in doubt again
     place_vision_text: bool = True
-    page_furniture: str = "separate"
     field_specs: dict[str, tuple[FieldSpec, ...]] = field(default_factory=dict)
+    read: ReadStage = field(default_factory=ReadStage)
 
-
-def warmup_image() -> Image.Image:
-    """A small built-in page that exercises the full recognition path."""
-    return render_text_page(["Warm-up page", "Invoice 2024", "Total 118.50"],
-                            width=320, height=320, font_size=28, margin=16)
+    def recognise(self, image: Image.Image, request: PageRequest) -> Recognition:
+        """The engine's reading of ``image``, read (``pipeline.read``), not cached: the
+        quick and second readings around the page's own."""
+        return self.read(self.engine.recognize(image, request), image)
 
 
 def run_job(pipeline: PagePipeline, job: Job, background: ThreadPoolExecutor,
             cancel: threading.Event | None = None) -> PageDone | PageFailed:
-    """Render, preprocess, recognise (or find in the cache), repair; time each stage.
+    """Render, preprocess, recognise (or find in the cache), read, repair; time each stage.
     ``cancel`` set takes the page back: before the engine starts it, the page is not
     read at all; after, the engine stops soon (both answer PagePreempted)."""
     engine = pipeline.engine
@@ -130,8 +132,7 @@ def run_job(pipeline: PagePipeline, job: Job, background: ThreadPoolExecutor,
         page = PageRendering(job.original, job.kind, job.page_index, job.dpi, job.max_pixels,
                              job.pdf_password)
         request = PageRequest(doc_type=job.doc_type, engine=job.engine, attempt=job.attempt,
-                              deadline=deadline, context=job.context, cancel=cancel,
-                              page_furniture=pipeline.page_furniture)
+                              deadline=deadline, context=job.context, cancel=cancel)
         reader = engine.reader(request)
         verdict = recognition = key = image = None
         if job.kind == "pdf" and job.text_layer != pdf_text.IGNORE:
@@ -140,6 +141,9 @@ def run_job(pipeline: PagePipeline, job: Job, background: ThreadPoolExecutor,
             verdict, recognition, key = _own_text(pipeline, job, page, request)
             timings["text_layer_ms"] = (time.perf_counter() - start) * 1000
         if recognition is not None:
+            start = time.perf_counter()
+            recognition = pipeline.read(recognition, None)
+            timings["read_ms"] = (time.perf_counter() - start) * 1000
             # read from its own text: the page as rendered, whose image is written only
             # when someone opens it (``review.page_image``)
             steps = []
@@ -151,6 +155,9 @@ def run_job(pipeline: PagePipeline, job: Job, background: ThreadPoolExecutor,
             timings["raster_ms"] = (time.perf_counter() - start) * 1000
             image, steps, recognition, key, saving = _ocr_reading(
                 pipeline, job, rendered_image, request, timings, background)
+            start = time.perf_counter()
+            recognition = pipeline.read(recognition, image)
+            timings["read_ms"] = (time.perf_counter() - start) * 1000
             if verdict is not None:
                 recognition.provenance["text_layer"] = verdict
 
@@ -175,8 +182,8 @@ def run_job(pipeline: PagePipeline, job: Job, background: ThreadPoolExecutor,
             # (the second opinion's, when one was read), after scoring, which they
             # must not change
             start = time.perf_counter()
-            classic = second or engine.recognize(engine_image(),
-                                                 replace(request, engine=registry.FALLBACK))
+            classic = second or pipeline.recognise(engine_image(),
+                                                   replace(request, engine=registry.FALLBACK))
             place_text(recognition, classic.lines)
             timings["placement_ms"] = (time.perf_counter() - start) * 1000
         specs = pipeline.field_specs.get(request.doc_type)
@@ -228,7 +235,7 @@ def _own_text(pipeline: PagePipeline, job: Job, page: PageRendering, request: Pa
     reader = pdf_text.TextLayerReader(pipeline.pdf, job.text_layer,
                                       pipeline.engine.reader(quick)[1])
     return pdf_text.read_page(page, job.text_layer, pipeline.pdf,
-                              lambda picture: pipeline.engine.recognize(picture, quick),
+                              lambda picture: pipeline.recognise(picture, quick),
                               pipeline.cache, reader, request)
 
 
@@ -269,7 +276,7 @@ def _second_reading(pipeline: PagePipeline, image: Image.Image, request: PageReq
     reading (with token evidence or none), Tesseract's of a classic one. None when
     there is no other engine."""
     if confidence.signals.get("source") in ("tokens", "none"):
-        return pipeline.engine.recognize(image, replace(request, engine=registry.FALLBACK))
+        return pipeline.recognise(image, replace(request, engine=registry.FALLBACK))
     if pipeline.second_reader is not None:
         return pipeline.second_reader.read(image)
     return None
@@ -314,13 +321,14 @@ def worker_main(spec: WorkerSpec, conn: Connection, parent_pid: int) -> None:
         start = time.perf_counter()
         native.load_page_libraries()  # none may load once a model runs on a GPU
         engine = create_engine(spec.engine, spec.options)
+        threads = spec.options.get("threads", 1)
         pipeline = PagePipeline(engine, spec.preprocess,
                                 ResultCache(spec.cache_dir) if spec.cache_dir else None,
                                 pdf=spec.pdf,
                                 second_opinion_below=spec.second_opinion_below,
                                 place_vision_text=spec.place_vision_text,
-                                page_furniture=spec.page_furniture,
-                                field_specs=spec.field_specs)
+                                field_specs=spec.field_specs,
+                                read=ReadStage.with_table_model(spec.page_furniture, threads))
         if spec.second_opinion_below is not None:
             if problem := tesseract_problem(spec.second_opinion_languages):
                 log.warning("classic pages in doubt get no second opinion: %s", problem)
@@ -331,11 +339,10 @@ def worker_main(spec: WorkerSpec, conn: Connection, parent_pid: int) -> None:
                 TextBoxDirections, UpsideDownClassifier,
             )
 
-            threads = spec.options.get("threads", 1)
             pipeline.classify_upside_down = UpsideDownClassifier(threads=threads)
             pipeline.text_boxes = TextBoxDirections(threads=threads)
         try:
-            engine.recognize(warmup_image(), PageRequest())
+            pipeline.recognise(warmup_image(), PageRequest())
         except DegenerateOutput:
             pass  # the whole path ran; judging the answer is not the warm-up's job
         except EndpointUnavailable:
@@ -343,7 +350,7 @@ def worker_main(spec: WorkerSpec, conn: Connection, parent_pid: int) -> None:
         if (fallback := registry.entry(spec.engine).fallback) is not None:
             # the reader it keeps for fallbacks and second opinions, loaded now: its
             # memory belongs to the baseline the leak guard measures growth from
-            engine.recognize(warmup_image(), PageRequest(engine=fallback))
+            pipeline.recognise(warmup_image(), PageRequest(engine=fallback))
         warmup_ms = (time.perf_counter() - start) * 1000
     except Exception as exc:
         code = exc.code if isinstance(exc, ApplianceError) else EngineUnavailable.code

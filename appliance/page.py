@@ -1,0 +1,79 @@
+"""The page model: what a recogniser finds on a page (lines, their words and boxes) and
+a page's reading, shared by the engines that make it, the reading that orders it and
+everything downstream. It imports nothing of the appliance.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import asdict, dataclass, field
+
+VERTICAL_ASPECT = 1.5  # as RapidOCR's: a crop this much taller than wide is read turned
+SCRIPT_SHARE = 0.5  # of a column's letters at least, in a script written in columns
+# Han (with its extensions and compatibility forms), kana, Hangul syllables
+_VERTICAL_SCRIPT = re.compile(r"[\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uac00-\ud7af"
+                              r"\uf900-\ufaff]")
+
+
+@dataclass
+class Line:
+    """One recognised text line: its text, its box [x0, y0, x1, y1] in page pixels, its
+    score; where the engine knows the page's structure, the reading-order index of the
+    block it belongs to and its role there (heading, list, table, text); its words."""
+
+    text: str
+    box: list[float]
+    score: float
+    block: int | None = None
+    role: str | None = None
+    # the words, where the engine gives them: {"text", "box", "score"}, the score being
+    # the least sure of the word's characters
+    words: list[dict] | None = None
+
+
+@dataclass
+class Unread:
+    """A reader of line boxes (the classic engine, a PDF's own text) finds a page's lines;
+    reading them (their order, blocks and roles, the page's text and Markdown) is a
+    stage of its own (``pipeline.read``), so that what the engine found can be read
+    again under other rules or settings. What that stage needs besides the lines."""
+
+    page_height: float  # in the lines' pixels
+    lean_deg: float = 0.0  # how far the lines descend to the right
+
+
+@dataclass
+class Recognition:
+    """What an engine returns for one page image: its reading, or, where ``unread`` is
+    set, the lines it found, which the read stage reads."""
+
+    text: str
+    markdown: str
+    lines: list[Line] = field(default_factory=list)
+    finish_reason: str = "stop"
+    # per generated token: "t" its text, "lp" its log-probability, "h" the entropy (nats)
+    tokens: list[dict] = field(default_factory=list)
+    flags: list[str] = field(default_factory=list)  # e.g. fallback, tiled, truncated
+    provenance: dict = field(default_factory=dict)  # prompt version, ladder rung, ...
+    # a vision engine's answer to the document type's field question (``Question``):
+    # the value printed for each field, or None; None when it was not asked
+    field_answer: dict | None = None
+    unread: Unread | None = None
+
+    def to_dict(self) -> dict:
+        return asdict(self)
+
+    @classmethod
+    def from_dict(cls, data: dict) -> Recognition:
+        unread = data.get("unread")
+        return cls(**{**data, "lines": [Line(**line) for line in data.get("lines", [])],
+                      "unread": Unread(**unread) if unread else None})
+
+
+def is_column(box, text: str) -> bool:
+    """Whether a line of ``text`` in ``box`` is a column of vertical text."""
+    x0, y0, x1, y1 = box
+    letters = [ch for ch in text if ch.isalnum()]
+    if x1 <= x0 or y1 - y0 < VERTICAL_ASPECT * (x1 - x0) or len(letters) < 2:
+        return False
+    return sum(bool(_VERTICAL_SCRIPT.match(ch)) for ch in letters) >= SCRIPT_SHARE * len(letters)

