@@ -137,6 +137,9 @@ class OutputSettings:
     # they stand ("keep"), after the body under their own heading ("separate"), or out
     # of the text and Markdown ("drop"); they keep their role in the JSON, hOCR and ALTO
     page_furniture: Literal["keep", "separate", "drop"] = "separate"
+    # the barcodes and QR codes of every page (a fapiao's QR code checks its fields); a
+    # page read from a PDF's own text is rendered for them
+    barcodes: bool = True
     # the searchable PDF: PDF/A-2b, PDF/A-3b, or a plain PDF (PDF/A that cannot be made,
     # e.g. from a born-digital PDF with fonts not embedded, is written plain, and logged)
     pdf_type: Literal["pdfa-2", "pdfa-3", "pdf"] = "pdfa-2"

@@ -71,6 +71,7 @@ def _spec_options(settings: Settings) -> dict:
             "second_opinion_languages": settings.review.second_opinion_languages,
             "place_vision_text": settings.output.place_vision_text,
             "page_furniture": settings.output.page_furniture,
+            "barcodes": settings.output.barcodes,
             "field_specs": schemas(settings.fields)}
 
 

@@ -414,7 +414,8 @@ class Dispatcher:
                 if specs:
                     unstored = PageResult(text=reading.text, provenance=reading.provenance,
                                           lines=[asdict(line) for line in reading.lines],
-                                          field_answer=reading.field_answer)
+                                          field_answer=reading.field_answer,
+                                          barcodes=reading.barcodes)
                     fields = read_document_fields(self.db, claim.document_id, claim.doc_type,
                                                   specs, (claim.page_index, unstored))
         route = route_page(done.confidence, doc_type=claim.doc_type,

@@ -165,6 +165,8 @@ def render(db: Database, document_id: str) -> dict[str, str]:
             "lines": result.lines if result else [],
             # the reading-order blocks the lines belong to (engines that give them)
             "layout": layout_blocks(result.lines or []) if result else [],
+            # its barcodes: format, value, corners in the lines' pixels (engines.barcodes)
+            "barcodes": tree.barcodes,
             # false: the page's text has no positions (a vision model's reading), so
             # the hOCR and ALTO carry none of it
             "positioned": not tree.unplaced_text,

@@ -59,6 +59,8 @@ class Recognition:
     # the value printed for each field, or None; None when it was not asked
     field_answer: dict | None = None
     unread: Unread | None = None
+    # the page's barcodes (``engines.barcodes``): format, value, polygon in the lines' pixels
+    barcodes: list[dict] = field(default_factory=list)
 
     def to_dict(self) -> dict:
         return asdict(self)

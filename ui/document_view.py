@@ -134,6 +134,8 @@ def page_facts(page: PageView, count: int) -> str:
                           "none"),
              "routing: " + (", ".join(escape_markdown_text(r) for r in result.reasons or [])
                             or "none recorded")]
+    facts += ["codes: " + ", ".join(escape_markdown_text(f"{code['format']} {code['value']}")
+                                    for code in result.barcodes)] if result.barcodes else []
     return f"{head} · " + " · ".join(facts)
 
 

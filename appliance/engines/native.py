@@ -27,12 +27,13 @@ LLAMA_CPP, OPENCV = "llama_cpp", "cv2"
 # What a worker's page may load (module, and the attribute whose lookup imports the
 # rest where the package imports lazily): RapidOCR (the classic engine, the orientation
 # check, a vision page's fallback and word boxes) with its runtime and what it imports,
-# pdfium and qpdf (PDF pages), OpenCV (preprocessing), and Pillow's modules that load
+# pdfium and qpdf (PDF pages), OpenCV (preprocessing), zxing-cpp (barcodes), and
+# Pillow's modules that load
 # libraries of their own when a page needs them (WebP's codec; ImageMath, for GIF).
 # tests/service/test_native_order.py finds any other a page loads.
 PAGE_LIBRARIES = (("onnxruntime", None), ("rapidocr", "RapidOCR"), ("pypdfium2", None),
-                  ("pikepdf", None), (OPENCV, None), ("PIL.WebPImagePlugin", None),
-                  ("PIL.ImageMath", None))
+                  ("pikepdf", None), (OPENCV, None), ("zxingcpp", None),
+                  ("PIL.WebPImagePlugin", None), ("PIL.ImageMath", None))
 
 
 def load_first() -> None:

@@ -34,16 +34,16 @@ def iban_valid(iban: str) -> bool:
             and _as_digits(compact[4:] + compact[:4]) % 97 == 1)
 
 
-_USCC_CHARSET = "0123456789ABCDEFGHJKLMNPQRTUWXY"  # no I, O, S, V, Z
+USCC_CHARSET = "0123456789ABCDEFGHJKLMNPQRTUWXY"  # no I, O, S, V, Z
 
 
 def uscc_valid(code: str) -> bool:
     """GB 32100-2015: 18 characters of the code's charset; the last is 31 minus the sum
     of the first 17 weighted by 3^i mod 31, modulo 31."""
-    if len(code) != 18 or any(ch not in _USCC_CHARSET for ch in code):
+    if len(code) != 18 or any(ch not in USCC_CHARSET for ch in code):
         return False
-    total = sum(_USCC_CHARSET.index(ch) * pow(3, i, 31) for i, ch in enumerate(code[:17]))
-    return code[17] == _USCC_CHARSET[-total % 31]
+    total = sum(USCC_CHARSET.index(ch) * pow(3, i, 31) for i, ch in enumerate(code[:17]))
+    return code[17] == USCC_CHARSET[-total % 31]
 
 
 # the part after the country prefix ("EL" is Greece's prefix for VAT, not "GR")

@@ -26,6 +26,7 @@ from appliance.fields.items import ItemSum, item_sum
 from appliance.fields.kinds import Money, Parsed
 from appliance.fields.lines import read_lines
 from appliance.fields.model import model_found
+from appliance.fields.qr import FapiaoQr, fapiao_qr
 from appliance.fields.schema import FieldSpec
 from appliance.fields.validate import (
     Seen, identity, reasons, validate, value_text, values,
@@ -50,7 +51,8 @@ def read_fields(trees: list[PageTree], specs: tuple[FieldSpec, ...],
     vision model read stands before the rules extractor's."""
     found = {**extract(trees, specs), **model_found(trees, specs)}
     return _checked(specs, found, _text(trees), seen, today, frozenset(),
-                    item_sum(read_lines(trees)))
+                    item_sum(read_lines(trees)),
+                    fapiao_qr([code for tree in trees for code in tree.barcodes]))
 
 
 def corrected_fields(specs: tuple[FieldSpec, ...], previous: list[dict],
@@ -108,11 +110,12 @@ def _text(trees: list[PageTree]) -> str:
 
 def _checked(specs: tuple[FieldSpec, ...], found: dict[str, Found], text: str,
              seen: Callable[[str], list[Seen]], today: datetime.date | None,
-             attested: frozenset[str], items: ItemSum | None = None) -> FieldsReading:
+             attested: frozenset[str], items: ItemSum | None = None,
+             qr: FapiaoQr | None = None) -> FieldsReading:
     key = identity(values(found))
     key = None if key is None else "|".join(key)
     checks = validate(specs, found, text=text, history=seen(key) if key else [], today=today,
-                      attested=attested, items=items)
+                      attested=attested, items=items, qr=qr)
     fields = []
     for spec in specs:
         item = found.get(spec.name)

@@ -318,14 +318,14 @@ def _values(spec: FieldSpec, text: str, offset: int) -> list[tuple[tuple[int, in
         return [((offset + s, offset + e), p) for (s, e), p in found if p is not None]
     if spec.kind == "text":
         # the label's own punctuation goes; a name's final "." (S.A., Inc.) stays
-        stripped = text.strip().lstrip(":.-#").rstrip(":").strip()
+        stripped = text.strip().lstrip(":：.-#").rstrip(":：").strip()
         if not stripped:
             return []
         start = offset + text.index(stripped)
         return [((start, start + len(stripped)), kinds.parse("text", stripped))]
     values = []  # regex and enum: a token of the line
     for match in re.finditer(r"\S+", text):
-        token = match.group().strip(":;,.()[]")
+        token = match.group().strip(":;,.()[]：；，。（）【】")  # full-width: CJK print
         parsed = spec.parse(token)
         if parsed is not None and parsed.problem is None:
             values.append(((offset + match.start(), offset + match.end()), parsed))

@@ -10,7 +10,8 @@
    issue date, no date lies in the future;
 3. **business**: against what the appliance has seen and read: the same seller and
    invoice number seen before with another amount or date, the same document seen
-   before, and a value that is not in the page's accepted text (no evidence).
+   before, a value that is not in the page's accepted text (no evidence), and a
+   fapiao's code, number, date or amount that differs from its QR code (``fields.qr``).
 
 A failed check routes the document's last page to review with a reason a reviewer
 can act on: ``missing_field: total`` or ``field_invalid: gross 191.00 != net 100.00 +
@@ -28,6 +29,7 @@ from appliance.fields import payment
 from appliance.fields.extract import Found
 from appliance.fields.items import ItemSum
 from appliance.fields.kinds import Money
+from appliance.fields.qr import FapiaoQr
 from appliance.fields.schema import FieldSpec
 
 CENT = Decimal("0.01")
@@ -54,11 +56,12 @@ class Seen:
 def validate(specs: tuple[FieldSpec, ...], found: dict[str, Found], *, text: str,
              history: list[Seen], today: datetime.date | None = None,
              attested: frozenset[str] = frozenset(),
-             items: ItemSum | None = None) -> dict[str, list[Check]]:
+             items: ItemSum | None = None, qr: FapiaoQr | None = None
+             ) -> dict[str, list[Check]]:
     """The checks of each field (by name; a missing field has its own entry).
     ``attested``: fields a person set, who is their evidence (the page's text may hold
     the engine's misreading of them). ``items``: the document's item rows, where they
-    prove themselves."""
+    prove themselves. ``qr``: the document's fapiao QR code, where it has one."""
     today = today or datetime.date.today()
     checks: dict[str, list[Check]] = {spec.name: [] for spec in specs}
     for spec in specs:
@@ -78,6 +81,7 @@ def validate(specs: tuple[FieldSpec, ...], found: dict[str, Found], *, text: str
     _items(found, items, checks)
     _order_of_dates(found, checks)
     _business(found, checks, text, history, attested)
+    _against_qr(found, checks, qr)
     return checks
 
 
@@ -229,3 +233,20 @@ def _business(found: dict[str, Found], checks: dict[str, list[Check]], text: str
                                        f"the same document was read before "
                                        f"({seen.document_id})"))
         return
+
+
+def _against_qr(found: dict[str, Found], checks: dict[str, list[Check]],
+                qr: FapiaoQr | None) -> None:
+    """Each field a fapiao's QR code also holds, read from the print, against it."""
+    if qr is None:
+        return
+    coded = {"code": qr.code, "number": qr.number, "issue_date": qr.issue_date.isoformat(),
+             qr.amount_field: qr.amount}
+    for name, expected in coded.items():
+        item = found.get(name)
+        if expected is None or item is None or name not in checks or item.parsed.problem:
+            continue
+        value = item.parsed.value
+        agrees = (value.amount if isinstance(value, Money) else value) == expected
+        checks[name].append(Check("business", agrees, "as its QR code says" if agrees else
+                                  f"{value_text(value)} != {expected} in its QR code"))

@@ -33,7 +33,7 @@ log = logging.getLogger(__name__)
 
 IDLE_SETTLE_S = 3.0
 STAGES = ("raster_ms", "preprocess_ms", "inference_ms", "read_ms",
-          "postprocess_ms")  # pipeline order
+          "postprocess_ms", "barcodes_ms")  # pipeline order
 # A second engine's reading of the pages in doubt: only some pages pay it, so it is
 # reported on its own (how many pages, their mean, its share of all service time).
 SECOND_OPINION = "second_opinion_ms"

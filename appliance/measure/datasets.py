@@ -53,6 +53,10 @@ class Sample:
     units: list[str]        # ground-truth text blocks/lines in reading order
     markdown: str | None = None   # ground-truth Markdown when the dataset has it
     fields: dict[str, str] = field(default_factory=dict)   # key fields, when the dataset has them
+    # the page's barcodes, where the dataset has them (``<stem>.barcodes.json``): "codes"
+    # (format, value each), "disagrees" (fields printed otherwise than a fapiao's QR code
+    # holds) and "scan" (how the page was scanned)
+    barcodes: dict | None = None
     caseless: bool = False  # the truth has no letter case: compare case-folded
     # the units are in the page's reading order; False where the layout's truth has no
     # order and its units were only sorted by their boxes (FUNSD, SROIE): a page is then
@@ -82,7 +86,7 @@ def load_dataset(path: Path, *, doc_type: str | None = None) -> list[Sample]:
         raise DatasetError(f"dataset {path} ({layout} layout) holds no samples with ground truth")
     samples = [Sample(dataset=name, stem=stem, image=image, doc_type=kind, text="\n".join(units),
                       units=units, markdown=markdown, fields=fields, caseless=caseless,
-                      order_known=layout not in _BOXED_LAYOUTS)
+                      order_known=layout not in _BOXED_LAYOUTS, barcodes=_read_barcodes(image))
                for stem, image, units, markdown, fields in rows]
     _check_unique_stems(path, samples)
     samples.sort(key=lambda s: s.stem)
@@ -347,6 +351,16 @@ def _read_json(path: Path):
         return json.loads(_read_text(path))
     except json.JSONDecodeError as exc:
         raise DatasetError(f"{path}: malformed JSON ({exc})") from None
+
+
+def _read_barcodes(image: Path) -> dict | None:
+    path = image.with_name(f"{image.stem}.barcodes.json")
+    if not path.is_file():
+        return None
+    data = _read_json(path)
+    if not isinstance(data, dict) or not isinstance(data.get("codes"), list):
+        raise DatasetError(f'{path}: expected a JSON object with a "codes" list')
+    return data
 
 
 def _read_fields(path: Path) -> dict[str, str]:

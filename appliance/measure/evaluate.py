@@ -42,7 +42,10 @@ from statistics import mean
 
 from appliance.config import Settings
 from appliance.measure.datasets import Sample, find_datasets, load_dataset
-from appliance.measure.field_scores import format_fields, score_fields, summarize_fields
+from appliance.measure.field_scores import (
+    format_barcodes, format_fields, score_barcodes, score_fields, summarize_barcodes,
+    summarize_fields,
+)
 from appliance.measure.driver import ApplianceClient, LocalDaemon, Rejected, daemon_config
 from appliance.measure.metrics import (
     bag_of_words_f1, cer, field_accuracy, order_free_cer, reading_order_distance, table_similarity,
@@ -169,7 +172,7 @@ def _page_record(sample: Sample, client: ApplianceClient, outcome: str | Rejecte
     record = {"dataset": sample.dataset, "stem": sample.stem, "doc_type": sample.doc_type}
     if isinstance(outcome, Rejected):
         return record | {"status": "failed", "error": outcome.code, "seconds": None,
-                         "field_scores": None,
+                         "field_scores": None, "barcode_scores": None,
                          "model_id": None, "repair_level": None, "confidence": None,
                          "signals": None,
                          "structure": output_structure(""),
@@ -193,6 +196,8 @@ def _page_record(sample: Sample, client: ApplianceClient, outcome: str | Rejecte
         "structure": output_structure(markdown),
         "field_scores": (score_fields(sample.fields, extracted)
                          if extracted is not None and sample.fields else None),
+        "barcode_scores": (score_barcodes(sample.barcodes, pages, extracted)
+                           if sample.barcodes else None),
         **score_page(sample, markdown, text, failed=status != "done"),
     }
 
@@ -230,7 +235,8 @@ def run_eval(settings: Settings, dataset_dirs: list[Path], *, engine: str | None
         "summary": {"overall": summarize(pages, accept_from),
                     "by_type": _grouped(pages, "doc_type", accept_from),
                     "by_dataset": _grouped(pages, "dataset", accept_from),
-                    "fields": summarize_fields(pages)},
+                    "fields": summarize_fields(pages),
+                    "barcodes": summarize_barcodes(pages)},
         "pages": pages,
     }
 
@@ -250,11 +256,12 @@ def format_table(report: dict) -> str:
     for name, group in groups:
         rows.append([name, *(_cell(group[key], fmt) for key, _title, fmt in COLUMNS)])
     lines = ["| " + " | ".join(row) + " |" for row in rows]
-    fields = summary.get("fields")
+    fields, codes = summary.get("fields"), summary.get("barcodes")
     return (f"engine {report['engine']}, model {report['model_id'] or '-'}, "
             f"{summary['overall']['pages']} pages in {report['elapsed_s']:.0f} s\n\n"
             + "\n".join(lines)
-            + (f"\n\nKey fields extracted:\n\n{format_fields(fields)}" if fields else ""))
+            + (f"\n\nKey fields extracted:\n\n{format_fields(fields)}" if fields else "")
+            + (f"\n\n{format_barcodes(codes)}" if codes else ""))
 
 
 COMPARED = (("score", "score", "{:.2f}"), ("cer", "CER", "{:.2%}"),

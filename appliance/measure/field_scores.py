@@ -84,3 +84,51 @@ def format_fields(summary: dict[str, dict[str, dict]]) -> str:
             rows.append(f"| {doc_type} | {name} | {s['documents']} | {s['found']:.0%} | "
                         f"{s['exact']:.0%} | {cer_text} | {s['flagged']} | {precision} |")
     return "\n".join(rows)
+
+
+# a field check that failed because a fapiao's QR code holds another value (fields.validate)
+_QR_DISAGREES = "in its QR code"
+
+
+def score_barcodes(truth: dict, pages: list[dict], extracted: list[dict] | None) -> dict:
+    """A page's codes against the truth (``Sample.barcodes``): how many there are and how
+    many were read exactly (format and value); of the fields printed otherwise than the
+    QR code holds, how many the QR check caught, and how many it flagged that agree."""
+    read = {(code["format"], code["value"]) for page in pages for code in page["barcodes"]}
+    codes = [(code["format"], code["value"]) for code in truth["codes"]]
+    flagged = {item["name"] for item in extracted or []
+               if any(not check["ok"] and _QR_DISAGREES in check["message"]
+                      for check in item["checks"])}
+    disagrees = set(truth.get("disagrees") or [])
+    return {"scan": truth.get("scan"), "codes": len(codes),
+            "read": sum(code in read for code in codes),
+            "disagree": len(disagrees), "caught": len(disagrees & flagged),
+            "false_alarms": len(flagged - disagrees)}
+
+
+def summarize_barcodes(pages: list[dict]) -> dict | None:
+    """Over the pages with barcode truth: codes read of codes printed, overall and by
+    how the page was scanned; disagreements caught of those printed; false alarms."""
+    scored = [page["barcode_scores"] for page in pages if page.get("barcode_scores")]
+    if not scored:
+        return None
+
+    def total(key: str, scores: list[dict]) -> int:
+        return sum(score[key] for score in scores)
+
+    scans = sorted({score["scan"] for score in scored if score["scan"]})
+    return {"codes": total("codes", scored), "read": total("read", scored),
+            "by_scan": {scan: {"codes": total("codes", mine), "read": total("read", mine)}
+                        for scan in scans
+                        if (mine := [score for score in scored if score["scan"] == scan])},
+            "disagree": total("disagree", scored), "caught": total("caught", scored),
+            "false_alarms": total("false_alarms", scored)}
+
+
+def format_barcodes(summary: dict) -> str:
+    """The barcodes' summary in words: codes read, by scan; the QR check's catches."""
+    scans = ", ".join(f"{scan} {s['read']}/{s['codes']}" for scan, s in summary["by_scan"].items())
+    return (f"Barcodes read exactly: {summary['read']}/{summary['codes']}"
+            + (f" ({scans})" if scans else "")
+            + f"; printed fields that disagree with their QR code caught: "
+              f"{summary['caught']}/{summary['disagree']}, false alarms: {summary['false_alarms']}")

@@ -63,6 +63,7 @@ def make_sets(root: Path, pages: int = 12, seed: int = 7) -> dict[str, int]:
     # imported here, not at the top: synthetic_fields and synthetic_spans import this module
     from appliance.measure import synthetic_prose, synthetic_spans
     from appliance.measure.born_digital import make_born_digital
+    from appliance.measure.synthetic_fapiao import fapiao_page
     from appliance.measure.synthetic_fields import make_field_sets
 
     makers = {"columns": ("report", columns_page), "columns-zh": ("report", _chinese_page),
@@ -74,6 +75,7 @@ def make_sets(root: Path, pages: int = 12, seed: int = 7) -> dict[str, int]:
     counts = {name: write_set(root, name, doc_type, make, pages, seed)
               for name, (doc_type, make) in makers.items()}
     return counts | make_field_sets(root, pages, seed) | {
+        "fapiao-fields": write_set(root, "fapiao-fields", "fapiao", fapiao_page, pages, seed),
         "born-digital": make_born_digital(root, pages, seed)}
 
 

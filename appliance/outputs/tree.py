@@ -79,6 +79,8 @@ class PageTree:
     field_answer: dict | None = None
     # read from the PDF page's own text (engines.pdf_text), not by OCR
     own_text: bool = False
+    # the machine's reading of its barcodes (engines.barcodes), in the boxes' frame
+    barcodes: list[dict] = field(default_factory=list)
 
     @property
     def matrix(self) -> np.ndarray:
@@ -160,6 +162,7 @@ def page_tree(number: int, result: PageResult, machine: PageResult | None = None
     # a person's corrected text stands over what the model read on the machine's page
     tree.field_answer = machine.field_answer if result is machine else None
     tree.own_text = (provenance.get("text_layer") or {}).get("reader", OCR) != OCR
+    tree.barcodes = machine.barcodes or []
     words = words_of(machine.lines or [])
     if not words:  # a reading without positions (a vision model's): the text stays unplaced
         tree.unplaced_text = result.text or ""

@@ -36,6 +36,7 @@ from PIL import Image
 from appliance import logs
 from appliance.config import PdfSettings, PreprocessSettings, WorkerSettings
 from appliance.engines import create_engine, native, pdf_text, registry
+from appliance.engines.barcodes import read_barcodes
 from appliance.engines.base import Engine, PageRequest, warmup_image
 from appliance.engines.cache import CACHE_PROVENANCE, ResultCache, image_digest
 from appliance.engines.messages import (Availability, Cancel, Job, PageDone, PageFailed, Ready,
@@ -92,6 +93,7 @@ class WorkerSpec:
     # a vision reading's words are placed on the classic reading's word boxes
     place_vision_text: bool = True
     page_furniture: str = "separate"
+    barcodes: bool = True  # each page's barcodes are read (engines.barcodes)
     # the fields of each document type, which a vision engine is asked for
     field_specs: dict[str, tuple[FieldSpec, ...]] = field(default_factory=dict)
 
@@ -112,6 +114,7 @@ class PagePipeline:
     place_vision_text: bool = True
     field_specs: dict[str, tuple[FieldSpec, ...]] = field(default_factory=dict)
     read: ReadStage = field(default_factory=ReadStage)
+    barcodes: bool = True  # each page's barcodes are read (engines.barcodes)
 
     def recognise(self, image: Image.Image, request: PageRequest) -> Recognition:
         """The engine's reading of ``image``, read (``pipeline.read``), not cached: the
@@ -193,6 +196,10 @@ def run_job(pipeline: PagePipeline, job: Job, background: ThreadPoolExecutor,
             recognition.field_answer = _field_answer(engine, engine_image(), recognition, specs,
                                                       request)
             timings["fields_ms"] = (time.perf_counter() - start) * 1000
+        if pipeline.barcodes:
+            start = time.perf_counter()
+            recognition.barcodes = read_barcodes(engine_image())
+            timings["barcodes_ms"] = (time.perf_counter() - start) * 1000
         if key:  # so that deleting the document can delete its cache entries too
             recognition.provenance[CACHE_PROVENANCE] = key
         recognition.provenance["preprocess"] = [step.to_dict() for step in steps]
@@ -328,7 +335,8 @@ def worker_main(spec: WorkerSpec, conn: Connection, parent_pid: int) -> None:
                                 second_opinion_below=spec.second_opinion_below,
                                 place_vision_text=spec.place_vision_text,
                                 field_specs=spec.field_specs,
-                                read=ReadStage.with_table_model(spec.page_furniture, threads))
+                                read=ReadStage.with_table_model(spec.page_furniture, threads),
+                                barcodes=spec.barcodes)
         if spec.second_opinion_below is not None:
             if problem := tesseract_problem(spec.second_opinion_languages):
                 log.warning("classic pages in doubt get no second opinion: %s", problem)

@@ -90,6 +90,9 @@ MIGRATIONS: dict[str, list[str]] = {
     "10": [  # born-digital pages read from their own text, asked per document
         "ALTER TABLE document ADD COLUMN text_layer VARCHAR",
     ],
+    "11": [  # each page's barcodes
+        "ALTER TABLE pageresult ADD COLUMN barcodes JSON",
+    ],
 }
 
 

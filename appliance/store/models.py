@@ -10,7 +10,7 @@ from enum import StrEnum
 from sqlalchemy import JSON, Column, Index
 from sqlmodel import Field, SQLModel
 
-SCHEMA_VERSION = 11
+SCHEMA_VERSION = 12
 
 
 class PageStatus(StrEnum):
@@ -140,6 +140,7 @@ class PageResult(SQLModel, table=True):
     provenance: dict | None = Field(default=None, sa_column=Column(JSON))
     # a vision model's answer to the document type's field question (engines.base)
     field_answer: dict | None = Field(default=None, sa_column=Column(JSON))
+    barcodes: list[dict] | None = Field(default=None, sa_column=Column(JSON))  # engines.barcodes
     timings_ms: dict | None = Field(default=None, sa_column=Column(JSON))
     confidence: float | None = None
     signals: dict | None = Field(default=None, sa_column=Column(JSON))  # what it was built from

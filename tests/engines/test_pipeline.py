@@ -3,24 +3,28 @@ repair, the multi-page context and the JSON output's blocks and provenance."""
 
 from __future__ import annotations
 
+import json
 import random
 import time
 
 import pytest
 from PIL import Image
 
-from appliance.engines.base import PageRequest
-
 from appliance import reading
+from appliance.config import load_settings
+from appliance.engines.base import PageRequest
 from appliance.engines.cache import ResultCache, image_digest
 from appliance.engines.prompts import prompt_for, user_turn
 from appliance.measure import synthetic_chinese
+from appliance.measure.synthetic_fapiao import fapiao_page
 from appliance.page import Line, Recognition
 from appliance.quality.blocks import format_problems, page_tail
 from appliance.quality.postprocess import postprocess
 from appliance.raster.synthetic import render_text_page
+from appliance.store import Database, queries
 from tests.daemon import Daemon
 from tests.fixtures.documents import text_similarity, write_multipage_tiff, write_png
+from tests.fixtures.waiting import wait_for
 
 
 @pytest.fixture
@@ -117,6 +121,30 @@ def test_another_page_furniture_setting_reads_cached_pages_again_without_recogni
     assert dropped["text"].splitlines() == separate["text"].splitlines()[:-4]
 
 
+def test_a_fapiao_whose_print_disagrees_with_its_qr_code_goes_to_review(tmp_path, daemon):
+    """The worker reads the page's QR code (a real one, made by segno); the fields read
+    from the print are checked against it, and the amount printed otherwise than the
+    code holds sends the document to review with both values."""
+    image, truths = fapiao_page(random.Random(11))  # clean, its amount printed otherwise
+    (code,) = json.loads(truths[".barcodes.json"])["codes"]
+    printed = json.loads(truths[".fields.json"])["amount"]
+    image.save(tmp_path / "fapiao.png")
+    d = daemon(review={"enabled": True})
+    doc = d.upload(tmp_path / "fapiao.png", doc_type="fapiao")["id"]
+    wait_for(lambda: d.document(doc)["status"] not in ("queued", "processing"),
+             what="the fapiao read")
+    assert d.document(doc)["status"] == "review"
+    db = Database(load_settings(d.config_path).paths.database)
+    try:
+        ((_page, result),) = queries.accepted_results(db, doc)  # the reading under review
+    finally:
+        db.close()
+    assert [(c["format"], c["value"]) for c in result.barcodes] == [
+        (code["format"], code["value"])]
+    coded = code["value"].split(",")[4]
+    assert f"field_invalid: amount: {printed} != {coded} in its QR code" in result.reasons
+
+
 def test_an_upside_down_scan_is_read_upright(tmp_path, daemon):
     d = daemon()
     lines = ["Purchase order 5521", "Deliver to Hamburg", "Payment in 30 days"]
@@ -154,7 +182,7 @@ def test_json_output_has_blocks_and_provenance(tmp_path, daemon):
     assert provenance["reading"] == reading.RECIPE  # the layout rules that read it
     assert [step["step"] for step in provenance["preprocess"]]  # what preprocessing did
     assert list(provenance["timings_ms"]) == ["raster_ms", "preprocess_ms", "inference_ms",
-                                              "read_ms", "postprocess_ms"]
+                                              "read_ms", "postprocess_ms", "barcodes_ms"]
 
 
 def test_postprocess_repairs_in_place_or_degrades_and_flags_the_page():

@@ -6,12 +6,14 @@ from __future__ import annotations
 import datetime
 import json
 import time
+from decimal import Decimal
 
 import pytest
 
 from appliance.config import settings_from_dict
 from appliance.errors import ConfigError
 from appliance.fields.document import read_fields
+from appliance.fields.qr import FapiaoQr, parse
 from appliance.fields.schema import DEFAULTS, schemas
 from appliance.fields.validate import Seen
 from appliance.outputs.tree import PageTree, TextBlock, TextLine, Word
@@ -463,6 +465,62 @@ def test_a_fapiao_total_in_capitals_must_equal_the_total():
     wrong = read_fields([page(*rows)], fapiao, no_history, today=TODAY)
     assert any(r.startswith("field_invalid: total_capital: the total in capitals (14464.00) "
                             "differs from the total (14446.00)") for r in wrong.reasons)
+
+
+def test_a_fapiao_s_values_after_a_full_width_colon_are_read_without_it():
+    """A fapiao prints "发票号码：74218096" (a full-width colon, no space): the value is
+    what follows the colon, for a code, a number and a name alike."""
+    rows = [(1030, 50, "发票代码：877893287921"), (1030, 88, "发票号码：74218096"),
+            (60, 250, "购买方名称：南京远航信息技术有限公司")]
+    found = by_name(read_fields([page(*rows)], DEFAULTS["fapiao"], no_history, today=TODAY))
+    assert [found[name]["raw"] for name in ("code", "number", "buyer_name")] == [
+        "877893287921", "74218096", "南京远航信息技术有限公司"]
+
+
+def qr_code(text: str) -> dict:
+    return {"format": "QRCode", "value": text, "polygon": [[40, 40], [200, 40], [200, 200],
+                                                           [40, 200]]}
+
+
+def qr_reasons(reading) -> list[str]:
+    return [reason for reason in reading.reasons if "QR code" in reason]
+
+
+FAPIAO_ROWS = [(260, 60, "发票代码 011002300111"), (700, 60, "发票号码 12345678"),
+               (700, 95, "开票日期 2024年3月15日"), (60, 560, "合计 ¥12800.00 ¥1664.00"),
+               (60, 600, "价税合计（大写） 壹万肆仟肆佰陆拾肆元整"), (800, 600, "（小写） ¥14464.00")]
+
+
+def test_a_fapiao_s_fields_are_checked_against_its_qr_code():
+    """The QR code holds the invoice's code, number, date and total before tax (with
+    tax, on a digital invoice, which has no code): a printed value read otherwise fails
+    a business check that names both."""
+    assert parse("01,04,011002300111,12345678,12800.00,20240315,12345678901234567890,A1B2,"
+                 ) == FapiaoQr("04", "011002300111", "12345678", Decimal("12800.00"),
+                               datetime.date(2024, 3, 15))
+    digital = parse("01，32，，24442000000012345678，14464.00，20240315，，3F2A")  # full-width
+    assert digital.code is None and digital.amount_field == "total"
+    assert parse("https://example.com/01,04") is None and parse("01,04,1,2,3,4,5") is None
+    fapiao = DEFAULTS["fapiao"]
+    tree = page(*FAPIAO_ROWS)
+    tree.barcodes = [qr_code("01,04,011002300111,12345678,12800.00,20240315,"
+                             "12345678901234567890,A1B2,")]
+    agreed = read_fields([tree], fapiao, no_history, today=TODAY)
+    assert qr_reasons(agreed) == []
+    for name in ("code", "number", "issue_date", "amount"):
+        assert {"layer": "business", "ok": True, "message": "as its QR code says"} in by_name(
+            agreed)[name]["checks"]
+    tree.barcodes = [qr_code("01,04,011002300111,12345679,12880.00,20240315,,A1B2,")]
+    misread = read_fields([tree], fapiao, no_history, today=TODAY)
+    assert qr_reasons(misread) == ["field_invalid: number: 12345678 != 12345679 in its QR code",
+                                   "field_invalid: amount: 12800.00 != 12880.00 in its QR code"]
+    tree.barcodes = [qr_code("01,32,,24442000000012345678,14446.00,20240315,,3F2A")]
+    digital = read_fields([tree], fapiao, no_history, today=TODAY)
+    assert qr_reasons(digital) == [  # (this page's code and number are not a digital one's)
+        "field_invalid: number: 12345678 != 24442000000012345678 in its QR code",
+        "field_invalid: total: 14464.00 != 14446.00 in its QR code"]
+    tree.barcodes = [{**qr_code("not a fapiao"), "format": "Code128"}]
+    assert qr_reasons(read_fields([tree], fapiao, no_history, today=TODAY)) == []
 
 
 def test_the_operator_adds_and_changes_fields_in_the_config(tmp_path):

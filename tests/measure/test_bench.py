@@ -28,7 +28,8 @@ def test_bench_compares_the_daemon_with_the_bare_engine(tmp_path):
     assert result["appliance"]["pages_done"] == 3
     assert result["appliance"]["pages_per_min"] > 0 and result["bare"]["pages_per_min"] > 0
     assert list(result["stage_ms"]) == ["raster_ms", "preprocess_ms", "inference_ms",
-                                        "read_ms", "postprocess_ms"]  # in pipeline order
+                                        "read_ms", "postprocess_ms",
+                                        "barcodes_ms"]  # in pipeline order
     latency = result["latency_s"]
     for part in ("total", "queue_wait", "service"):
         assert 0 <= latency[part]["p50"] <= latency[part]["p95"] <= latency[part]["p99"]

@@ -296,7 +296,7 @@ def test_synthetic_sets_load_as_plain_datasets_and_are_repeatable(tmp_path):
     assert make_sets(tmp_path / "a", pages=2, seed=5) == {
         "columns": 2, "columns-zh": 2, "columns-span": 2, "columns-span-zh": 2,
         "prose": 2, "receipts": 2, "tables": 2, "degraded": 2,
-        "receipts-fields": 2, "invoices-fields": 2,
+        "receipts-fields": 2, "invoices-fields": 2, "fapiao-fields": 2,
         "born-digital": len(born_digital.MAKERS)}
     make_sets(tmp_path / "b", pages=2, seed=5)
     found = {path.name: load_dataset(path) for path in find_datasets(tmp_path / "a")}
@@ -307,6 +307,7 @@ def test_synthetic_sets_load_as_plain_datasets_and_are_repeatable(tmp_path):
         "tables": "synthetic-tables", "degraded": "synthetic-degraded",
         "receipts-fields": "synthetic-receipts-fields",
         "invoices-fields": "synthetic-invoices-fields",
+        "fapiao-fields": "synthetic-fapiao-fields",
         "born-digital": "synthetic-born-digital"}
     assert all("| --- |" in s.markdown or "|---|" in s.markdown for s in found["tables"])
     assert found["receipts"][0].doc_type == "receipt" and len(found["columns"][0].units) > 20

@@ -12,9 +12,9 @@ from collections import Counter
 import pytest
 from PIL import Image
 
-from appliance.library import DocStatus, DocumentPage, DocumentQuery, Hit, PageStatus
+from appliance.library import DocStatus, DocumentPage, DocumentQuery, Hit, PageStatus, PageView
 from appliance.measure.search_bench import generate_store
-from appliance.store.models import Document
+from appliance.store.models import Document, Page, PageResult
 from appliance.store.queries import DocumentView, document_events
 from appliance.users import Users
 from tests.fixtures.documents import write_png
@@ -25,7 +25,7 @@ from ui.actions import (
 )
 from ui.components import escape_markdown_text
 from ui.document_status import remaining_s
-from ui.document_view import document_title
+from ui.document_view import document_title, page_facts
 from ui.listing import (
     DAY_S, PAGE_SIZE, Listed, browse_query, pager_offset, pager_text, results_html,
     snippet_html,
@@ -132,6 +132,15 @@ def test_every_line_is_outlined_under_the_doubtful_ones(tmp_path):
 def test_a_title_escapes_the_document_s_facts():
     title = document_title(view(HOSTILE, done=1), reviewers_exist=True)
     assert re.search(r"(?<!\\)[<>{}$]", title) is None, title  # each one escaped
+
+
+def test_a_page_s_codes_are_shown_escaped():
+    """A barcode's value is whatever was printed: shown with the page's facts, escaped."""
+    result = PageResult(page_id=1, attempt=1, outcome="ok", engine="classic", confidence=0.9,
+                        barcodes=[{"format": "QRCode", "value": HOSTILE, "polygon": []}])
+    facts = page_facts(PageView(Page(document_id="d" * 32, index=0), result, None), 1)
+    assert "codes: QRCode " in facts
+    assert re.search(r"(?<!\\)[<>{}$]", facts) is None, facts  # each one escaped
 
 
 @pytest.fixture
