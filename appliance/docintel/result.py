@@ -40,6 +40,9 @@ EDGE = 0.08  # the bands at a page's top and bottom where headers, footers and n
 # the reading's furniture roles (reading.furniture) as the service names them
 _FURNITURE = {HEADER: "pageHeader", FOOTER: "pageFooter", PAGE_NUMBER: "pageNumber"}
 _OWN_RUN = ("heading", *_FURNITURE)
+BARCODES = "barcodes"  # the add-on feature, and the page's list of them
+# zxing-cpp's names (engines.barcodes) that the service spells otherwise
+_BARCODE_KINDS = {"DataBarExp": "DataBarExpanded"}
 # the ``pages`` query: page numbers and ranges, "1-3,5"
 PAGES_PATTERN = r"^\s*\d+\s*(-\s*\d+\s*)?(,\s*\d+\s*(-\s*\d+\s*)?)*$"
 
@@ -118,8 +121,11 @@ class PageReading:
     def polygon(self, box: Box) -> list[float]:
         """A box of the tree (the engine's frame) as the polygon of its corners on the page."""
         x0, y0, x1, y1 = box
-        return self._scaled([self.tree.matrix[:2] @ (x, y, 1.0)
-                             for x, y in ((x0, y0), (x1, y0), (x1, y1), (x0, y1))])
+        return self.corners([(x0, y0), (x1, y0), (x1, y1), (x0, y1)])
+
+    def corners(self, points) -> list[float]:
+        """Points of the tree (the engine's frame) on the page, as a polygon."""
+        return self._scaled([self.tree.matrix[:2] @ (x, y, 1.0) for x, y in points])
 
     def rectangle(self, box) -> list[float]:
         """A box already on the page as rendered (a key field's evidence), as a polygon."""
@@ -206,7 +212,7 @@ def _joined(words: list[str]) -> str:
     return text
 
 
-def _page_json(reading: PageReading, unit: str) -> dict:
+def _page_json(reading: PageReading, unit: str, barcodes: bool) -> dict:
     tree = reading.tree
     dx, dy = tree.matrix[:2, :2] @ (1.0, 0.0)
     lines = []
@@ -228,6 +234,13 @@ def _page_json(reading: PageReading, unit: str) -> dict:
                    "span": {"offset": w.start, "length": w.end - w.start}}
                   for w in reading.words],
         "lines": lines,
+        # asked for (features=barcodes): each code, its span empty at the page's end
+        # (the content does not hold them)
+        **({BARCODES: [{"kind": _BARCODE_KINDS.get(code["format"], code["format"]),
+                        "value": code["value"], "polygon": reading.corners(code["polygon"]),
+                        "span": {"offset": reading.start + len(reading.text), "length": 0},
+                        "confidence": 1.0}  # a code decodes whole, its checks passed
+                       for code in tree.barcodes]} if barcodes else {}),
     }
 
 
@@ -469,7 +482,8 @@ def analyze_result(db: Database, view: DocumentView, analysis: Analysis,
     body = {"apiVersion": API_VERSION, "modelId": spec.model_id,
             "stringIndexType": "unicodeCodePoint",
             "contentFormat": "markdown" if markdown else "text", "content": content,
-            "pages": [_page_json(reading, unit) for reading in readings],
+            "pages": [_page_json(reading, unit, BARCODES in options.get("features", []))
+                      for reading in readings],
             "paragraphs": paragraphs, "styles": []}
     if spec.layout:
         body["tables"] = tables = _tables(readings)

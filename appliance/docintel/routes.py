@@ -20,6 +20,7 @@ import os
 import re
 import shutil
 import tempfile
+import uuid
 from typing import BinaryIO, Literal
 from urllib.parse import urlsplit
 
@@ -30,7 +31,7 @@ from fastapi.responses import Response
 
 from appliance.daemon import Appliance
 from appliance.docintel import API_VERSION, PREFIX, catalogue
-from appliance.docintel.result import PAGES_PATTERN, operation, status
+from appliance.docintel.result import BARCODES, PAGES_PATTERN, operation, status
 from appliance.errors import (
     InvalidRequest, NotFound, NotReady, SourceNotAllowed, SourceUnreachable, TooLarge,
     UnsupportedMediaType, WebhookNotAllowed, error_class_for,
@@ -44,6 +45,7 @@ log = logging.getLogger(__name__)
 TAG = "docintel"  # every analysis's document carries it: the workspace finds them by it
 FEATURES = ("ocrHighResolution", "languages", "barcodes", "formulas", "keyValuePairs",
             "styleFont", "queryFields")
+OFFERED = (BARCODES,)  # the add-on features the appliance gives; the others are warned about
 OUTPUTS = ("pdf", "figures")
 # a raw body: a document as its bytes; application/json: the AnalyzeDocumentRequest
 RAW_TYPES = re.compile(r"^(application/(octet-stream|pdf)|image/[\w.+-]+)$")
@@ -214,7 +216,8 @@ def install(app: FastAPI, appliance: Appliance, responses: dict) -> None:
         file the appliance cannot read fails its analysis with the reason."""
         model = catalogue.model(model_id)
         outputs = _listed(output)
-        ignored = _listed(features)
+        asked = _listed(features)
+        ignored = [feature for feature in asked if feature not in OFFERED]
         ignored += ["queryFields"] * bool(query_fields) + ["figures"] * ("figures" in outputs)
         if string_index_type == "utf16CodeUnit":
             ignored.append("stringIndexType=utf16CodeUnit")
@@ -224,7 +227,8 @@ def install(app: FastAPI, appliance: Appliance, responses: dict) -> None:
                                        f"application/json, application/pdf, image/* or "
                                        f"application/octet-stream")
         options = {"outputContentFormat": output_content_format, "pages": pages,
-                   "locale": locale, "output": outputs, "ignored": ignored}
+                   "locale": locale, "output": outputs, "ignored": ignored,
+                   "features": [feature for feature in asked if feature in OFFERED]}
         with tempfile.TemporaryFile() as body:  # the body as it arrives, never in memory
             async for chunk in request.stream():
                 body.write(chunk)
@@ -232,12 +236,19 @@ def install(app: FastAPI, appliance: Appliance, responses: dict) -> None:
             document_id = await run_in_threadpool(
                 _submit, model, body, media, getattr(request.state, "api_key", ""), options)
         location = (f"{str(request.base_url).rstrip('/')}{PREFIX}/documentModels/"
-                    f"{model.model_id}/analyzeResults/{document_id}?api-version={API_VERSION}")
+                    f"{model.model_id}/analyzeResults/{uuid.UUID(document_id)}"
+                    f"?api-version={API_VERSION}")
         return Response(status_code=202, headers={"Operation-Location": location})
 
     def _analysis(model_id: str, result_id: str):
-        analysis = queries.analysis(appliance.db, result_id)
-        view = queries.get_document(appliance.db, result_id) if analysis else None
+        """The document and analysis of ``result_id``: a GUID, as the service writes a
+        result id (its document's id with dashes), or the document's id as it is."""
+        try:
+            document_id = uuid.UUID(result_id).hex
+        except ValueError:
+            document_id = None
+        analysis = document_id and queries.analysis(appliance.db, document_id)
+        view = queries.get_document(appliance.db, document_id) if analysis else None
         if view is None or analysis.model_id != model_id:
             raise NotFound(f"there is no analysis {result_id[:64]!r} of model {model_id[:100]!r}")
         return view, analysis
@@ -263,14 +274,14 @@ def install(app: FastAPI, appliance: Appliance, responses: dict) -> None:
             raise NotFound(f"analysis {result_id} was not asked for output=pdf")
         if status(view, appliance.settings.di.review) != "succeeded":
             raise NotReady(f"analysis {result_id} has not succeeded; its PDF is made once it has")
-        return Response(appliance.exporter.pdf(result_id), media_type="application/pdf")
+        return Response(appliance.exporter.pdf(view.doc.id), media_type="application/pdf")
 
     @app.delete(PREFIX + "/documentModels/{model_id}/analyzeResults/{result_id}", **route,
                 status_code=204)
     def delete_analyze_result(model_id: str, result_id: str, request: Request):
         """The analysis and its document, as DELETE /api/v1/documents/{id} deletes one."""
-        _analysis(model_id, result_id)
-        appliance.delete(result_id, getattr(request.state, "api_key", "") or "api")
+        view = _analysis(model_id, result_id)[0]
+        appliance.delete(view.doc.id, getattr(request.state, "api_key", "") or "api")
         return Response(status_code=204)
 
     @app.get(PREFIX + "/documentModels", **route)

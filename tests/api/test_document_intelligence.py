@@ -5,20 +5,27 @@ layout, receipt and invoice models, review, errors and many pollers at once."""
 from __future__ import annotations
 
 import http.server
+import io
 import json
+import re
 import subprocess
 import threading
 import time
+import uuid
 from concurrent.futures import ThreadPoolExecutor
 from datetime import date
 from pathlib import Path
 
 import httpx
+import numpy as np
 import pytest
+import segno
+import zxingcpp
 from PIL import Image, ImageDraw, ImageFont
 from azure.ai.documentintelligence import DocumentIntelligenceClient
 from azure.ai.documentintelligence.models import (
-    AnalyzeDocumentRequest, AnalyzeOutputOption, AnalyzeResult, DocumentContentFormat,
+    AnalyzeDocumentRequest, AnalyzeOutputOption, AnalyzeResult, DocumentAnalysisFeature,
+    DocumentContentFormat,
 )
 from azure.core.credentials import AzureKeyCredential
 from azure.core.exceptions import ClientAuthenticationError, HttpResponseError
@@ -103,9 +110,14 @@ def pdf_text(pdf: bytes, tmp: Path) -> str:
                           check=True).stdout
 
 
-def appliance_text(daemon: Daemon, document_id: str) -> str:
+def document_id(result_id: str) -> str:
+    """The appliance's id of the document a result id (a GUID) names."""
+    return uuid.UUID(result_id).hex
+
+
+def appliance_text(daemon: Daemon, result_id: str) -> str:
     """The appliance's own text of the document (its pages apart by a form feed)."""
-    response = daemon.client.get(f"/api/v1/documents/{document_id}/result",
+    response = daemon.client.get(f"/api/v1/documents/{document_id(result_id)}/result",
                                  params={"format": "txt"})
     assert response.status_code == 200, response.text
     return response.text.rstrip("\n").replace("\f", "\n")
@@ -140,7 +152,11 @@ def test_the_paperless_ngx_call_sequence(service, tmp_path, kind):
     for word in " ".join(" ".join(page) for page in lines[:pages]).split():
         assert word in archived
     # an ordinary document of the workspace, with every other result the appliance makes
-    document = daemon.document(result_id)
+    # the result id is a GUID, as the service's; its document's id (32 hex) polls too
+    assert re.fullmatch(r"[0-9a-f]{8}(-[0-9a-f]{4}){3}-[0-9a-f]{12}", result_id), result_id
+    assert operation(daemon, "prebuilt-read", document_id(result_id)).json()["status"] == (
+        "succeeded")
+    document = daemon.document(document_id(result_id))
     assert document["status"] == "done" and document["source"] == "api"
     assert "docintel" in document["tags"]
     # each request in the access log, as the REST API's are: the analysis, its polls
@@ -159,8 +175,8 @@ def analyze(client: DocumentIntelligenceClient, model_id: str, path: Path, **opt
     return poller.details["operation_id"], poller.result(timeout=WAIT_S)
 
 
-def native_result(daemon: Daemon, document_id: str) -> dict:
-    response = daemon.client.get(f"/api/v1/documents/{document_id}/result",
+def native_result(daemon: Daemon, result_id: str) -> dict:
+    response = daemon.client.get(f"/api/v1/documents/{document_id(result_id)}/result",
                                  params={"format": "json"})
     assert response.status_code == 200, response.text
     return response.json()
@@ -207,6 +223,45 @@ def test_chinese_words_are_one_a_character_as_the_service_gives_them(service, tm
         assert result.content[word.span.offset:][:word.span.length] == word.content
     lefts = [w.polygon[0] for w in page.words[:5]]
     assert lefts == sorted(lefts) and len(set(lefts)) == 5  # each on its own ink
+
+
+FAPIAO_QR = "01,32,,24442000000012345678,14464.00,20260305,,3F2A"
+SHIPMENT = "ARCHIVE-2026-0042"
+
+
+def write_barcode_page(path: Path) -> tuple[Path, tuple[int, int, int, int]]:
+    """A page with a fapiao's QR code (made by segno) and a Code 128 code (made by
+    zxing-cpp's writer); answers the page and the QR code's box."""
+    page = Image.new("L", (1240, 900), 255)
+    ImageDraw.Draw(page).text((100, 80), "Shipment and invoice codes", fill=0,
+                              font=ImageFont.truetype(FONTS[0], 40))
+    buffer = io.BytesIO()
+    segno.make(FAPIAO_QR, error="m").save(buffer, kind="png", scale=6, border=4)
+    qr = Image.open(buffer).convert("L")
+    page.paste(qr, (100, 200))
+    code128 = zxingcpp.create_barcode(SHIPMENT, zxingcpp.BarcodeFormat.Code128)
+    page.paste(Image.fromarray(np.asarray(code128.to_image(scale=3))), (500, 300))
+    page.save(path)
+    return path, (100, 200, 100 + qr.width, 200 + qr.height)
+
+
+def test_barcodes_are_given_when_asked_for_as_the_service_gives_them(service, tmp_path):
+    """features=barcodes: each code's kind and value, exactly, its corners on its ink;
+    without the feature a page has no barcodes, as the service's."""
+    _daemon, client = service
+    path, (x0, y0, x1, y1) = write_barcode_page(tmp_path / "codes.png")
+    _result_id, result = analyze(client, "prebuilt-read", path,
+                                 features=[DocumentAnalysisFeature.BARCODES])
+    (page,) = result.pages
+    assert sorted((code.kind, code.value) for code in page.barcodes) == [
+        ("Code128", SHIPMENT), ("QRCode", FAPIAO_QR)]
+    qr = next(code for code in page.barcodes if code.kind == "QRCode")
+    assert all(x0 <= x <= x1 for x in qr.polygon[::2]) and all(
+        y0 <= y <= y1 for y in qr.polygon[1::2])
+    assert qr.confidence == 1.0 and qr.span.offset == len(result.content)
+    assert not result.warnings  # the feature is offered, not ignored
+    _result_id, plain = analyze(client, "prebuilt-read", path)
+    assert plain.pages[0].barcodes is None
 
 
 def test_a_pages_range_past_the_document_costs_nothing(service, tmp_path):
@@ -298,7 +353,7 @@ def test_receipt_and_invoice_fields_typed_as_the_sdk_parses_them(service, pages)
     sure = fields["InvoiceTotal"].confidence
 
     # a gross that no longer adds up fails its check: less sure, and the reason given
-    response = daemon.client.put(f"/api/v1/documents/{invoice_id}/fields",
+    response = daemon.client.put(f"/api/v1/documents/{document_id(invoice_id)}/fields",
                                  json={"fields": {"gross": "9,999.00"}})
     assert response.status_code == 200, response.text
     fields = operation_result(daemon, "prebuilt-invoice", invoice_id).documents[0].fields
@@ -462,7 +517,8 @@ def test_review_wait_keeps_the_analysis_running_until_a_reviewer_decides(reviewi
             bytes_source=f.read()))
     result_id = poller.details["operation_id"]
     deadline = time.monotonic() + WAIT_S
-    while daemon.document(result_id)["status"] != "review" and time.monotonic() < deadline:
+    while (daemon.document(document_id(result_id))["status"] != "review"
+           and time.monotonic() < deadline):
         time.sleep(0.1)
     poller.wait(3)  # a real timeout: the poller is still waiting on a person
     assert not poller.done()
@@ -480,18 +536,19 @@ def test_review_skip_answers_at_once_with_lowered_confidences(reviewing, tmp_pat
     png = write_png(tmp_path / "doubtful.png", ["Doubtful page answered at once"])
     result_id, result = analyze(client, "prebuilt-read", png)
     assert result.content == "Doubtful page answered at once"
-    assert daemon.document(result_id)["status"] == "review"  # still before a reviewer
+    # still before a reviewer
+    assert daemon.document(document_id(result_id))["status"] == "review"
     machine = [w["score"] for line in native_page_lines(daemon, result_id) for w in line["words"]]
     assert max(machine) > 0.99  # so the cap below is a real lowering
     assert all(word.confidence <= 0.99 for word in result.pages[0].words)
     assert [(w.code, w.target) for w in result.warnings] == [("PageAwaitingReview", "1")]
 
 
-def native_page_lines(daemon: Daemon, document_id: str) -> list[dict]:
+def native_page_lines(daemon: Daemon, result_id: str) -> list[dict]:
     """The machine's lines of a page still in review (its JSON result is not final yet)."""
     db = Database(load_settings(daemon.config_path).paths.database)
     try:
-        ((_page, result),) = queries.accepted_results(db, document_id)
+        ((_page, result),) = queries.accepted_results(db, document_id(result_id))
         return result.lines
     finally:
         db.close()
