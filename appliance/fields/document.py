@@ -23,7 +23,7 @@ from dataclasses import dataclass, replace
 
 from appliance.fields.extract import Found, extract
 from appliance.fields.items import ItemSum, item_sum
-from appliance.fields.kinds import Money, Parsed
+from appliance.fields.kinds import Money, Parsed, written_currency
 from appliance.fields.lines import read_lines
 from appliance.fields.model import model_found
 from appliance.fields.qr import FapiaoQr, fapiao_qr
@@ -50,7 +50,13 @@ def read_fields(trees: list[PageTree], specs: tuple[FieldSpec, ...],
     ``seen(identity)`` gives the earlier documents with the same identity. A value a
     vision model read stands before the rules extractor's."""
     found = {**extract(trees, specs), **model_found(trees, specs)}
-    return _checked(specs, found, _text(trees), seen, today, frozenset(),
+    text = _text(trees)
+    # an amount printed without its currency is in the one the document's others name
+    # ("TOTAL 15.70" on a receipt whose items say "RM 4.50")
+    currency = written_currency(text)
+    found = {name: replace(item, parsed=_in_currency(item.parsed, currency))
+             for name, item in found.items()}
+    return _checked(specs, found, text, seen, today, frozenset(),
                     item_sum(read_lines(trees)),
                     fapiao_qr([code for tree in trees for code in tree.barcodes]))
 

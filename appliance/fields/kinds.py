@@ -42,6 +42,7 @@ from __future__ import annotations
 
 import re
 import unicodedata
+from collections import Counter
 from dataclasses import dataclass
 from datetime import date
 from decimal import Decimal
@@ -223,6 +224,7 @@ _CURRENCIES = {code: code for code in (
     "R$": "BRL", "₹": "INR", "Rp": "IDR", "₩": "KRW", "zł": "PLN", "Kč": "CZK", "₺": "TRY",
     "₽": "RUB"}
 _CURRENCY = "|".join(sorted(map(re.escape, _CURRENCIES), key=len, reverse=True))
+_NAMED_CURRENCY = re.compile(rf"(?<![^\W\d_])(?:{_CURRENCY})(?![^\W\d_])")  # not in a word
 
 
 def _amount_pattern(any_space_groups: bool) -> re.Pattern:
@@ -284,6 +286,13 @@ def find_amounts(text: str) -> list[tuple[tuple[int, int], Parsed]]:
         if amount is not None:
             found.append((m.span(), Parsed(m[0], Money(amount, "CNY"))))
     return sorted(found, key=lambda item: item[0])
+
+
+def written_currency(text: str) -> str | None:
+    """The currency ``text`` names most often, by code or sign, beside an amount or on
+    its own ("TOTAL RM" over a column of amounts); None where it names none."""
+    named = Counter(_CURRENCIES[match.group()] for match in _NAMED_CURRENCY.finditer(text))
+    return named.most_common(1)[0][0] if named else None
 
 
 # an amount alone in its cell whose decimal point OCR read as another mark: "28-90",

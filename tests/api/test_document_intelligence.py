@@ -328,6 +328,8 @@ def test_receipt_and_invoice_fields_typed_as_the_sdk_parses_them(service, pages)
     assert fields["MerchantName"].value_string == truth["company"] == own["company"]["value"]
     assert fields["TransactionDate"].value_date == date.fromisoformat(own["date"]["value"])
     assert fields["Total"].value_currency.amount == float(own["total"]["value"])
+    # the currency the receipt names, where it names one, as the native result gives it
+    assert fields["Total"].value_currency.currency_code == own["total"]["currency"]
     for name, source in (("TransactionDate", "date"), ("Total", "total")):
         assert fields[name].content == own[source]["raw"] == truth[source]  # as printed
         assert fields[name]["applianceValidation"]["valid"] == own[source]["valid"]

@@ -67,6 +67,8 @@ def test_a_receipt_gives_its_shop_address_date_and_total_not_the_cash():
     assert fields["address"]["value"] == "NO 12 JALAN BESAR 43000 KAJANG SELANGOR"
     assert fields["date"]["value"] == "2018-12-25"
     assert fields["total"]["value"] == "15.70"
+    # printed without its currency, in the one the receipt names ("TOTAL RM")
+    assert fields["total"]["currency"] == "MYR"
     assert reading.reasons == []
     assert all(f["valid"] for f in reading.fields)
     # the evidence is the value's own box on the page, beside its label
