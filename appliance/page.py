@@ -62,6 +62,12 @@ class Recognition:
     # the page's barcodes (``engines.barcodes``): format, value, polygon in the lines' pixels
     barcodes: list[dict] = field(default_factory=list)
 
+    @classmethod
+    def found(cls, lines: list[Line], page_height: float, lean_deg: float = 0.0
+              ) -> Recognition:
+        """The lines a reader of line boxes found, for the read stage to read."""
+        return cls(text="", markdown="", lines=lines, unread=Unread(page_height, lean_deg))
+
     def to_dict(self) -> dict:
         return asdict(self)
 

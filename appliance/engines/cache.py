@@ -24,7 +24,6 @@ from pathlib import Path
 from PIL import Image
 
 from appliance.engines.base import PageRequest
-
 from appliance.page import Recognition
 
 log = logging.getLogger(__name__)

@@ -22,7 +22,7 @@ from rapidocr import RapidOCR
 
 from appliance.engines.base import PageRequest, timed_reading
 from appliance.errors import EngineError
-from appliance.page import VERTICAL_ASPECT, Line, Recognition, Unread, is_column
+from appliance.page import VERTICAL_ASPECT, Line, Recognition, is_column
 
 log = logging.getLogger(__name__)
 
@@ -109,8 +109,7 @@ class ClassicEngine:
             "event=classic_recognize doc_type=%s lines=%d ms=%d",
             request.doc_type, len(lines), (time.perf_counter() - started) * 1000,
         )
-        return Recognition(text="", markdown="", lines=lines,
-                           unread=Unread(page_height=image.height, lean_deg=lean))
+        return Recognition.found(lines, page_height=image.height, lean_deg=lean)
 
     def _read_turned(self, page: Image.Image, lines: list[Line]) -> list[Line]:
         """``lines`` with those printed up or down the page read again: RapidOCR turns

@@ -58,7 +58,7 @@ from rapidfuzz.distance import Levenshtein
 from appliance.config import PdfSettings
 from appliance.engines.base import PageRequest
 from appliance.engines.cache import ResultCache, image_digest
-from appliance.page import Line, Recognition, Unread
+from appliance.page import Line, Recognition
 from appliance.raster import PageRendering, open_pdf, to_rgb
 
 AUTO, IGNORE, PREFER = "auto", "ignore", "prefer"
@@ -501,9 +501,8 @@ def read_page(page: PageRendering, mode: str, settings: PdfSettings,
               ) -> tuple[dict, Recognition | None, str | None]:
     """The PDF ``page``'s own text: the verdict (``Verdict.to_dict``), its lines as found
     (unread, for the read stage; None where the page goes to OCR) and its result cache
-    key. ``ocr`` is the
-    quick reader of the invisible check's sample and of pictures. Only that check
-    renders the page at full resolution. A reading is cached under the layer's
+    key. ``ocr`` is the quick reader of the invisible check's sample and of pictures.
+    Of the checks, only that one renders the page at full resolution. A reading is cached under the layer's
     characters and a light rendering's pixels with ``reader``'s recipe, never under an
     OCR reading's key: ``ignore`` never gets a text-layer reading from the cache, nor
     ``auto`` an OCR reading of a page it reads from its text."""
@@ -528,8 +527,7 @@ def read_page(page: PageRendering, mode: str, settings: PdfSettings,
     found = picture_lines(layer, lines, ocr)
     if found:
         verdict.reader, verdict.ocr_lines = MIXED, len(found)
-    recognition = Recognition(text="", markdown="", lines=lines + found,
-                              unread=Unread(page_height=page.size[1]))
+    recognition = Recognition.found(lines + found, page_height=page.size[1])
     recognition.provenance["text_layer"] = verdict.to_dict()
     if key:
         cache.put(key, recognition)

@@ -27,7 +27,6 @@ from dataclasses import dataclass, replace
 from PIL import Image
 
 from appliance.engines.base import PageRequest, Question
-
 from appliance.engines.converters import to_markdown
 from appliance.engines.prompts import CONTEXT_VERSION, Prompt, prompt_for
 from appliance.engines.registry import FALLBACK  # a request for the classic reader kept inside

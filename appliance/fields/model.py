@@ -21,7 +21,6 @@ import json
 import re
 
 from appliance.engines.base import Question
-
 from appliance.fields.extract import Found
 from appliance.fields.lines import ReadLine, read_lines
 from appliance.fields.schema import FieldSpec

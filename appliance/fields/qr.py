@@ -23,7 +23,7 @@ from decimal import Decimal, InvalidOperation
 
 QR_FORMAT = "QRCode"  # engines.barcodes' name of the format
 _FIELDS = re.compile(r"01,(\d{2}),(\d{10}|\d{12})?,(\d{8}|\d{20}),(\d+(?:\.\d{1,2})?),(\d{8}),"
-                     r"(\d{0,20})(?:,|$)")
+                     r"\d{0,20}(?:,|$)")  # then the check code
 
 
 @dataclass(frozen=True)
@@ -45,7 +45,7 @@ def parse(text: str) -> FapiaoQr | None:
     match = _FIELDS.match(text.replace("，", ",").strip())
     if match is None:
         return None
-    kind, code, number, amount, day, _check = match.groups()
+    kind, code, number, amount, day = match.groups()
     try:
         issue_date = datetime.datetime.strptime(day, "%Y%m%d").date()
         return FapiaoQr(kind, code, number, Decimal(amount), issue_date)

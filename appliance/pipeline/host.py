@@ -144,9 +144,6 @@ def run_job(pipeline: PagePipeline, job: Job, background: ThreadPoolExecutor,
             verdict, recognition, key = _own_text(pipeline, job, page, request)
             timings["text_layer_ms"] = (time.perf_counter() - start) * 1000
         if recognition is not None:
-            start = time.perf_counter()
-            recognition = pipeline.read(recognition, None)
-            timings["read_ms"] = (time.perf_counter() - start) * 1000
             # read from its own text: the page as rendered, whose image is written only
             # when someone opens it (``review.page_image``)
             steps = []
@@ -158,11 +155,11 @@ def run_job(pipeline: PagePipeline, job: Job, background: ThreadPoolExecutor,
             timings["raster_ms"] = (time.perf_counter() - start) * 1000
             image, steps, recognition, key, saving = _ocr_reading(
                 pipeline, job, rendered_image, request, timings, background)
-            start = time.perf_counter()
-            recognition = pipeline.read(recognition, image)
-            timings["read_ms"] = (time.perf_counter() - start) * 1000
             if verdict is not None:
                 recognition.provenance["text_layer"] = verdict
+        start = time.perf_counter()
+        recognition = pipeline.read(recognition, image)  # image None: read from its text
+        timings["read_ms"] = (time.perf_counter() - start) * 1000
 
         def engine_image() -> Image.Image:
             """The image the engine read; a page read from its text rendered only now."""
