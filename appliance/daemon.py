@@ -40,6 +40,7 @@ from appliance.intake.spool import Spool
 from appliance.library import Library
 from appliance.memory_plan import plan_for
 from appliance.pipeline.host import WorkerHandle, WorkerSpec
+from appliance.pipeline.stages import PageSettings
 from appliance.retention import purge
 from appliance.review import ReviewService
 from appliance.security import ApiKeys, loopback
@@ -61,18 +62,20 @@ def result_cache_dir(settings: Settings) -> Path | None:
     return settings.paths.data_dir / "cache" if settings.engine.result_cache else None
 
 
-def _spec_options(settings: Settings) -> dict:
-    """What every worker is built with besides its engine's own options."""
-    return {"log_level": settings.logging.level, "preprocess": settings.preprocess,
-            "pdf": settings.pdf,
-            "cache_dir": result_cache_dir(settings),
-            "second_opinion_below": (settings.review.accept_from
-                                     if settings.review.second_opinion else None),
-            "second_opinion_languages": settings.review.second_opinion_languages,
-            "place_vision_text": settings.output.place_vision_text,
-            "page_furniture": settings.output.page_furniture,
-            "barcodes": settings.output.barcodes,
-            "field_specs": schemas(settings.fields)}
+def page_settings(settings: Settings) -> PageSettings:
+    """What the configuration tells every worker's page stages (``pipeline.stages``)."""
+    return PageSettings(
+        preprocess=settings.preprocess, pdf=settings.pdf, cache_dir=result_cache_dir(settings),
+        second_opinion_below=(settings.review.accept_from
+                              if settings.review.second_opinion else None),
+        second_opinion_languages=settings.review.second_opinion_languages,
+        place_vision_text=settings.output.place_vision_text,
+        page_furniture=settings.output.page_furniture, barcodes=settings.output.barcodes,
+        field_specs=schemas(settings.fields))
+
+
+def _worker_spec(settings: Settings, engine: str, options: dict) -> WorkerSpec:
+    return WorkerSpec(engine, options, settings.logging.level, page_settings(settings))
 
 
 def resolve_engine(settings: Settings) -> tuple[WorkerSpec | None, str | None]:
@@ -84,7 +87,7 @@ def resolve_engine(settings: Settings) -> tuple[WorkerSpec | None, str | None]:
         return None, None
 
     def spec(entry: registry.EngineEntry) -> WorkerSpec:
-        return WorkerSpec(entry.name, entry.options(engine), **_spec_options(settings))
+        return _worker_spec(settings, entry.name, entry.options(engine))
 
     wanted, strict = registry.configured(engine.name), registry.strict(engine.name)
     fallback = registry.entry(registry.FALLBACK)
@@ -123,8 +126,8 @@ def remote_specs(settings: Settings) -> list[WorkerSpec]:
     if not registry.reads_remote(engine.name):
         return []
     entry = registry.remote_engine()
-    return [WorkerSpec(entry.name, {**entry.options(engine), "endpoint": asdict(endpoint)},
-                       **_spec_options(settings))
+    return [_worker_spec(settings, entry.name,
+                         {**entry.options(engine), "endpoint": asdict(endpoint)})
             for endpoint in engine.remote]
 
 

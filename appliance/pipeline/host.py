@@ -3,9 +3,8 @@
 A native crash, an out-of-memory kill or a stuck page kills only that process; the
 dispatcher (the supervisor) notices through the process sentinel and restarts it.
 The worker loads its engine once, proves it with a warm-up page, and only then
-reports ready. What the engine found is read (``pipeline.read``) after the result
-cache, which holds what it found. Page images travel as spool paths, never as pickled
-arrays.
+reports ready; each page then runs through the stages of ``pipeline.stages``. Page
+images travel as spool paths, never as pickled arrays.
 
 A worker reads up to its engine's ``slots`` pages at once, each on a thread of its
 own (one copy of the model, several decoding sequences); the messages both sides
@@ -17,46 +16,27 @@ from __future__ import annotations
 import logging
 import multiprocessing as mp
 import os
-import re
 import signal
 import threading
 import time
-from concurrent.futures import Future, ThreadPoolExecutor
-from concurrent.futures import wait as wait_futures
-from dataclasses import dataclass, field, replace
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass, field
 from enum import StrEnum
 from multiprocessing.connection import Connection
 from multiprocessing.connection import wait as wait_connections
-from pathlib import Path
-from typing import TYPE_CHECKING, Callable
+from typing import TYPE_CHECKING
 
 import psutil
-from PIL import Image
 
 from appliance import logs
-from appliance.config import PdfSettings, PreprocessSettings, WorkerSettings
-from appliance.engines import create_engine, native, pdf_text, registry
-from appliance.engines.barcodes import read_barcodes
-from appliance.engines.base import Engine, PageRequest, warmup_image
-from appliance.engines.cache import CACHE_PROVENANCE, ResultCache, image_digest
-from appliance.engines.messages import (Availability, Cancel, Job, PageDone, PageFailed, Ready,
-                                        StartFailed)
-from appliance.engines.tesseract import TesseractReader, tesseract_problem
-from appliance.engines.vision import VisionEngine
+from appliance.config import WorkerSettings
+from appliance.engines import create_engine, native, registry
+from appliance.engines.base import PageRequest, warmup_image
+from appliance.engines.messages import Availability, Cancel, Job, Ready, StartFailed
 from appliance.errors import (
-    ApplianceError, DegenerateOutput, EndpointUnavailable, EngineError, EngineUnavailable,
-    PagePreempted, WarmupTimeout,
+    ApplianceError, DegenerateOutput, EndpointUnavailable, EngineUnavailable, WarmupTimeout,
 )
-from appliance.fields.model import parse_answer, question
-from appliance.fields.schema import FieldSpec
-from appliance.outputs.placement import place_text
-from appliance.page import Recognition
-from appliance.pipeline.read import ReadStage
-from appliance.quality.confidence import Confidence, needs_second_opinion, score_page
-from appliance.quality.postprocess import postprocess
-from appliance.raster import (ON_DEMAND, PAGE_IMAGE, PageRendering, plausible_dpi,
-                              save_page_image)
-from appliance.raster.preprocess import preprocess
+from appliance.pipeline.stages import PagePipeline, PageSettings, run_job
 
 if TYPE_CHECKING:
     from appliance.store.transitions import Claim
@@ -64,8 +44,6 @@ if TYPE_CHECKING:
 log = logging.getLogger(__name__)
 
 PARENT_CHECK_S = 1.0
-# an absolute path in an exception's text (not one inside a URL)
-_SERVER_PATH = re.compile(r"(?<![\w.:/])/(?:[^\s'\"/]+/)*[^\s'\"/]+")
 
 
 def how_it_ended(exitcode: int | None) -> str:
@@ -80,232 +58,12 @@ def how_it_ended(exitcode: int | None) -> str:
 
 @dataclass(frozen=True)
 class WorkerSpec:
+    """What a worker process is started with: its engine and the page's settings."""
+
     engine: str
     options: dict = field(default_factory=dict)
     log_level: str = "INFO"
-    preprocess: PreprocessSettings = field(default_factory=PreprocessSettings)
-    pdf: PdfSettings = field(default_factory=PdfSettings)  # reading a PDF page's own text
-    cache_dir: Path | None = None  # the result cache; None: every page is read
-    # a reading whose confidence is under this gets a second opinion: a vision reading
-    # the classic engine's, a classic reading Tesseract's (in these languages)
-    second_opinion_below: float | None = None
-    second_opinion_languages: str = "eng"
-    # a vision reading's words are placed on the classic reading's word boxes
-    place_vision_text: bool = True
-    page_furniture: str = "separate"
-    barcodes: bool = True  # each page's barcodes are read (engines.barcodes)
-    # the fields of each document type, which a vision engine is asked for
-    field_specs: dict[str, tuple[FieldSpec, ...]] = field(default_factory=dict)
-
-
-@dataclass
-class PagePipeline:
-    """Everything a worker does to one page besides the engine's own work, with the
-    parts it keeps between pages."""
-
-    engine: Engine
-    preprocess: PreprocessSettings
-    cache: ResultCache | None = None
-    pdf: PdfSettings = field(default_factory=PdfSettings)
-    classify_upside_down: Callable | None = None
-    text_boxes: Callable | None = None  # the text detector that checks a page on its side
-    second_opinion_below: float | None = None
-    second_reader: TesseractReader | None = None  # reads classic pages in doubt again
-    place_vision_text: bool = True
-    field_specs: dict[str, tuple[FieldSpec, ...]] = field(default_factory=dict)
-    read: ReadStage = field(default_factory=ReadStage)
-    barcodes: bool = True  # each page's barcodes are read (engines.barcodes)
-
-    def recognise(self, image: Image.Image, request: PageRequest) -> Recognition:
-        """The engine's reading of ``image``, read (``pipeline.read``), not cached: the
-        quick and second readings around the page's own."""
-        return self.read(self.engine.recognize(image, request), image)
-
-
-def run_job(pipeline: PagePipeline, job: Job, background: ThreadPoolExecutor,
-            cancel: threading.Event | None = None) -> PageDone | PageFailed:
-    """Render, preprocess, recognise (or find in the cache), read, repair; time each stage.
-    ``cancel`` set takes the page back: before the engine starts it, the page is not
-    read at all; after, the engine stops soon (both answer PagePreempted)."""
-    engine = pipeline.engine
-    timings: dict[str, float] = {}
-    saving: Future | None = None
-    try:
-        deadline = time.monotonic() + job.deadline_s
-        page = PageRendering(job.original, job.kind, job.page_index, job.dpi, job.max_pixels,
-                             job.pdf_password)
-        request = PageRequest(doc_type=job.doc_type, engine=job.engine, attempt=job.attempt,
-                              deadline=deadline, context=job.context, cancel=cancel)
-        reader = engine.reader(request)
-        verdict = recognition = key = image = None
-        if job.kind == "pdf" and job.text_layer != pdf_text.IGNORE:
-            start = time.perf_counter()
-            page.size  # a PDF pdfium cannot open fails here, with its reason, as OCR would
-            verdict, recognition, key = _own_text(pipeline, job, page, request)
-            timings["text_layer_ms"] = (time.perf_counter() - start) * 1000
-        if recognition is not None:
-            # read from its own text: the page as rendered, whose image is written only
-            # when someone opens it (``review.page_image``)
-            steps = []
-            reader = (pdf_text.NAME, pdf_text.model_id())
-            recognition.provenance[PAGE_IMAGE] = ON_DEMAND
-        else:
-            start = time.perf_counter()
-            rendered_image = page.image
-            timings["raster_ms"] = (time.perf_counter() - start) * 1000
-            image, steps, recognition, key, saving = _ocr_reading(
-                pipeline, job, rendered_image, request, timings, background)
-            if verdict is not None:
-                recognition.provenance["text_layer"] = verdict
-        start = time.perf_counter()
-        recognition = pipeline.read(recognition, image)  # image None: read from its text
-        timings["read_ms"] = (time.perf_counter() - start) * 1000
-
-        def engine_image() -> Image.Image:
-            """The image the engine read; a page read from its text rendered only now."""
-            return page.image if image is None else image
-        start = time.perf_counter()
-        postprocess(recognition)
-        confidence = score_page(recognition, doc_type=request.doc_type)
-        timings["postprocess_ms"] = (time.perf_counter() - start) * 1000
-        below, second = pipeline.second_opinion_below, None
-        if below is not None and needs_second_opinion(confidence, below):
-            start = time.perf_counter()
-            second = _second_reading(pipeline, engine_image(), request, confidence)
-            timings["second_opinion_ms"] = (time.perf_counter() - start) * 1000
-            if second is not None:
-                confidence = score_page(recognition, doc_type=request.doc_type,
-                                        second_opinion=second)
-        if (pipeline.place_vision_text and not recognition.lines and recognition.text.strip()
-                and registry.entry(engine.name).fallback is not None):
-            # a vision reading has no word boxes: its words go on the classic reading's
-            # (the second opinion's, when one was read), after scoring, which they
-            # must not change
-            start = time.perf_counter()
-            classic = second or pipeline.recognise(engine_image(),
-                                                   replace(request, engine=registry.FALLBACK))
-            place_text(recognition, classic.lines)
-            timings["placement_ms"] = (time.perf_counter() - start) * 1000
-        specs = pipeline.field_specs.get(request.doc_type)
-        if (specs and isinstance(engine, VisionEngine) and request.engine != registry.FALLBACK
-                and reader[0] != pdf_text.NAME):
-            start = time.perf_counter()
-            recognition.field_answer = _field_answer(engine, engine_image(), recognition, specs,
-                                                      request)
-            timings["fields_ms"] = (time.perf_counter() - start) * 1000
-        if pipeline.barcodes:
-            start = time.perf_counter()
-            recognition.barcodes = read_barcodes(engine_image())
-            timings["barcodes_ms"] = (time.perf_counter() - start) * 1000
-        if key:  # so that deleting the document can delete its cache entries too
-            recognition.provenance[CACHE_PROVENANCE] = key
-        recognition.provenance["preprocess"] = [step.to_dict() for step in steps]
-        recognition.provenance["image_size"] = list(page.size if image is None else image.size)
-        # the page as rendered, which hOCR, ALTO and text layers are placed on
-        recognition.provenance["rendered"] = {
-            "size": list(page.size), "dpi": round(page.dpi, 2) if plausible_dpi(page.dpi) else None}
-        # where the image was kept depends on the DPI it was rendered at, which the
-        # settings may change later: the page finds its image by this one
-        recognition.provenance["page_image_dpi"] = job.dpi
-        if saving is not None:
-            saving.result()
-    except ApplianceError as exc:
-        return PageFailed(job.job_id, exc.code, exc.message, exc.retryable, timings)
-    except Exception as exc:  # an engine bug must not kill the worker's loop
-        log.exception("page failed in engine %s", engine.name)
-        return PageFailed(job.job_id, EngineError.code,
-                          f"the engine failed on this page ({_described(exc)})",
-                          retryable=True, timings_ms=timings)
-    finally:
-        if saving is not None:
-            wait_futures([saving])  # never leave a half-written page image behind a result
-    return PageDone(job.job_id, *reader, timings, confidence.score,
-                    {**confidence.signals, "penalties": confidence.penalties}, recognition)
-
-
-def _described(exc: Exception) -> str:
-    """An unexpected failure in words for whoever sent the page, without the paths it
-    names (the server's layout is none of their business; the log has them)."""
-    text = exc.strerror if isinstance(exc, OSError) and exc.strerror else str(exc)
-    return f"{type(exc).__name__}: {_SERVER_PATH.sub('a file on the server', text)}"
-
-
-def _own_text(pipeline: PagePipeline, job: Job, page: PageRendering, request: PageRequest
-              ) -> tuple[dict, Recognition | None, str | None]:
-    """The page read from its own text (``engines.pdf_text``), with the verdict; None
-    for the reading where the page goes to OCR. Its quick OCR (the invisible layer's
-    sample, the pictures of a mixed page) is the classic reader's."""
-    quick = replace(request, engine=registry.FALLBACK)
-    reader = pdf_text.TextLayerReader(pipeline.pdf, job.text_layer,
-                                      pipeline.engine.reader(quick)[1])
-    return pdf_text.read_page(page, job.text_layer, pipeline.pdf,
-                              lambda picture: pipeline.recognise(picture, quick),
-                              pipeline.cache, reader, request)
-
-
-def _ocr_reading(pipeline: PagePipeline, job: Job, image: Image.Image, request: PageRequest,
-                 timings: dict[str, float], background: ThreadPoolExecutor):
-    """Preprocess the page and read it with the engine (or find it in the cache): the
-    image the engine read, the preprocessing steps, the reading, its cache key and the
-    spool write of the image under way."""
-    engine, cancel = pipeline.engine, request.cancel
-    start = time.perf_counter()
-    image, steps = preprocess(image, pipeline.preprocess, doc_type=job.doc_type,
-                              max_pixels=job.max_pixels,
-                              classify_upside_down=pipeline.classify_upside_down,
-                              text_boxes=pipeline.text_boxes,
-                              resolution_boost=job.resolution_boost)
-    timings["preprocess_ms"] = (time.perf_counter() - start) * 1000
-    # the page as the engine sees it serves review: write it while the engine works
-    saving = background.submit(save_page_image, image, job.page_image)
-    start = time.perf_counter()
-    key = pipeline.cache.key(image_digest(image), engine, request) if pipeline.cache else None
-    recognition = pipeline.cache.get(key) if key else None
-    if recognition is None:
-        if cancel is not None and cancel.is_set():
-            raise PagePreempted("taken back before the engine read it")
-        recognition = engine.recognize(image, request)
-        timings["inference_ms"] = (time.perf_counter() - start) * 1000
-        if key:
-            pipeline.cache.put(key, recognition)
-    else:
-        recognition.flags = [*recognition.flags, "cached"]
-        timings["cache_ms"] = (time.perf_counter() - start) * 1000
-    return image, steps, recognition, key, saving
-
-
-def _second_reading(pipeline: PagePipeline, image: Image.Image, request: PageRequest,
-                    confidence: Confidence) -> Recognition | None:
-    """Another engine's reading of a page in doubt: the classic engine's of a vision
-    reading (with token evidence or none), Tesseract's of a classic one. None when
-    there is no other engine."""
-    if confidence.signals.get("source") in ("tokens", "none"):
-        return pipeline.recognise(image, replace(request, engine=registry.FALLBACK))
-    if pipeline.second_reader is not None:
-        return pipeline.second_reader.read(image)
-    return None
-
-
-def _field_answer(engine: VisionEngine, image: Image.Image, recognition: Recognition,
-                  specs: tuple[FieldSpec, ...], request: PageRequest) -> dict | None:
-    """The vision model's reading of the page's fields, from the image and the page's
-    lines (``fields.model``). None when the question does not fit the model's context,
-    or its answer ran out of tokens or is not of the question's schema: the rules
-    extractor then reads every field. The page's own reading stands either way."""
-    asked = question(request.doc_type, specs, recognition.lines, image.width, image.height)
-    recognition.provenance["fields_question"] = asked.version
-    try:
-        answer = engine.ask(image, asked, request)
-    except EngineError as exc:
-        log.warning("the vision model could not answer %s (%s)", asked.version, exc.message)
-        return None
-    if answer is None:
-        return None
-    try:
-        return parse_answer(answer, specs)
-    except ValueError as exc:
-        log.warning("the model's answer to %s is not of its schema (%s)", asked.version, exc)
-        return None
+    page: PageSettings = field(default_factory=PageSettings)
 
 
 def _exit_with_parent(parent_pid: int) -> None:
@@ -325,27 +83,7 @@ def worker_main(spec: WorkerSpec, conn: Connection, parent_pid: int) -> None:
         start = time.perf_counter()
         native.load_page_libraries()  # none may load once a model runs on a GPU
         engine = create_engine(spec.engine, spec.options)
-        threads = spec.options.get("threads", 1)
-        pipeline = PagePipeline(engine, spec.preprocess,
-                                ResultCache(spec.cache_dir) if spec.cache_dir else None,
-                                pdf=spec.pdf,
-                                second_opinion_below=spec.second_opinion_below,
-                                place_vision_text=spec.place_vision_text,
-                                field_specs=spec.field_specs,
-                                read=ReadStage.with_table_model(spec.page_furniture, threads),
-                                barcodes=spec.barcodes)
-        if spec.second_opinion_below is not None:
-            if problem := tesseract_problem(spec.second_opinion_languages):
-                log.warning("classic pages in doubt get no second opinion: %s", problem)
-            else:
-                pipeline.second_reader = TesseractReader(spec.second_opinion_languages)
-        if spec.preprocess.enabled and spec.preprocess.orientation:
-            from appliance.engines.orientation import (  # the worker's import
-                TextBoxDirections, UpsideDownClassifier,
-            )
-
-            pipeline.classify_upside_down = UpsideDownClassifier(threads=threads)
-            pipeline.text_boxes = TextBoxDirections(threads=threads)
+        pipeline = PagePipeline.load(engine, spec.page, spec.options.get("threads", 1))
         try:
             pipeline.recognise(warmup_image(), PageRequest())
         except DegenerateOutput:

@@ -6,13 +6,12 @@ from dataclasses import replace
 import pytest
 from PIL import Image, ImageDraw, ImageFont
 
-from appliance.config import PreprocessSettings
 from appliance.engines.base import PageRequest
 from appliance.engines.classic import ClassicEngine
 from appliance.measure import synthetic_chinese
 from appliance.measure.metrics import cer, order_free_cer
 from appliance.measure.synthetic_sets import FONTS
-from appliance.pipeline.host import PagePipeline
+from appliance.pipeline.stages import PagePipeline
 from appliance.pipeline.read import ReadStage
 from appliance.quality.confidence import score_page
 from appliance.quality.markdown import escape_markdown
@@ -38,7 +37,7 @@ def engine():
 def pipeline(engine):
     """The classic engine as a worker reads with it: what it finds read by the read stage
     (with the table model)."""
-    return PagePipeline(engine, PreprocessSettings(), read=ReadStage.with_table_model(threads=2))
+    return PagePipeline(engine, read=ReadStage.with_table_model(threads=2))
 
 
 @pytest.mark.parametrize(

@@ -19,12 +19,12 @@ from threading import Event
 import pytest
 from sqlmodel import select
 
-from appliance.config import PreprocessSettings
 from appliance.daemon import Appliance
 from appliance.engines.classic import ClassicEngine
 from appliance.engines.messages import Cancel, Job, PageDone, PageFailed, Ready
 from appliance.intake import SubmitOptions
-from appliance.pipeline.host import PagePipeline, WorkerHandle, WorkerSpec, run_job
+from appliance.pipeline.host import WorkerHandle, WorkerSpec
+from appliance.pipeline.stages import PagePipeline, run_job
 from appliance.store.models import Page, PageResult, PageStatus
 from tests.conftest import make_settings
 from tests.fixtures.documents import text_similarity, write_png
@@ -96,10 +96,10 @@ def test_a_page_taken_back_before_the_engine_starts_is_not_read(tmp_path):
     cancel.set()
     try:
         with ThreadPoolExecutor(1) as background:
-            answer = run_job(PagePipeline(engine, PreprocessSettings()),
+            answer = run_job(PagePipeline(engine),
                              job(3, write_png(tmp_path / "p.png", ["Taken back"]), tmp_path),
                              background, cancel)
-            read = run_job(PagePipeline(engine, PreprocessSettings()),
+            read = run_job(PagePipeline(engine),
                            job(4, write_png(tmp_path / "p.png", ["Taken back"]), tmp_path),
                            background, Event())
     finally:

@@ -1,5 +1,5 @@
 """Born-digital PDF pages read from their own text (``engines.pdf_text``) through the
-worker's real page pipeline (``host.run_job``, the real classic engine): which reader
+worker's real page pipeline (``stages.run_job``, the real classic engine): which reader
 each page gets and why, a PDF built to trip each check, the result cache, and a mixed
 document through a real daemon."""
 
@@ -12,7 +12,7 @@ from concurrent.futures import ThreadPoolExecutor
 import pytest
 from PIL import Image, ImageChops
 
-from appliance.config import PdfSettings, PreprocessSettings, load_settings
+from appliance.config import PdfSettings, load_settings
 from appliance.engines import pdf_text
 from appliance.engines.cache import ResultCache
 from appliance.engines.classic import ClassicEngine
@@ -22,7 +22,7 @@ from appliance.library import Library
 from appliance.measure import born_digital
 from appliance.measure.evaluate import _tables
 from appliance.measure.metrics import cer, table_similarity
-from appliance.pipeline.host import PagePipeline, run_job
+from appliance.pipeline.stages import PagePipeline, PageSettings, run_job
 from appliance.raster import render_page
 from appliance.store import Database
 from tests.daemon import Daemon
@@ -45,7 +45,7 @@ def _pdf(tmp_path, maker, name: str = "doc", seed: str = "1"):
 
 def _read(engine, path, *, page: int = 0, mode: str = "auto", cache=None,
           kind: str = "pdf", pdf: PdfSettings = PdfSettings()) -> PageDone:
-    pipeline = PagePipeline(engine, PreprocessSettings(), cache, pdf=pdf)
+    pipeline = PagePipeline(engine, PageSettings(pdf=pdf), cache)
     job = Job(job_id=1, original=path, kind=kind, page_index=page, dpi=200,
               max_pixels=40_000_000, page_image=path.with_suffix(f".{page}.seen.png"),
               doc_type="report", engine=None, attempt=1, pdf_password=None, deadline_s=120,
@@ -145,7 +145,7 @@ def test_ink_no_character_covers_distrusts_the_layer(tmp_path, engine):
     path = tmp_path / "outlines.pdf"
     path.write_bytes(bytes(pdf.output()))
     settings = PdfSettings(min_picture_area=0.9)  # the picture is not read as a stamp is
-    pipeline = PagePipeline(engine, PreprocessSettings(), pdf=settings)
+    pipeline = PagePipeline(engine, PageSettings(pdf=settings))
     job = Job(1, path, "pdf", 0, 200, 40_000_000, tmp_path / "seen.png", "report", None, 1,
               None, 120)
     with ThreadPoolExecutor(1) as background:

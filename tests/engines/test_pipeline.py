@@ -181,8 +181,9 @@ def test_json_output_has_blocks_and_provenance(tmp_path, daemon):
     assert provenance["repair"]["level"] == 0
     assert provenance["reading"] == reading.RECIPE  # the layout rules that read it
     assert [step["step"] for step in provenance["preprocess"]]  # what preprocessing did
-    assert list(provenance["timings_ms"]) == ["raster_ms", "preprocess_ms", "inference_ms",
-                                              "read_ms", "postprocess_ms", "barcodes_ms"]
+    assert list(provenance["timings_ms"]) == ["raster_ms", "preprocess_ms", "cache_ms",
+                                              "inference_ms", "read_ms", "postprocess_ms",
+                                              "barcodes_ms"]
 
 
 def test_postprocess_repairs_in_place_or_degrades_and_flags_the_page():
@@ -274,13 +275,12 @@ def test_an_unexpected_failure_reaches_the_sender_without_a_server_path(tmp_path
     message must not carry the server's layout (the log has it)."""
     from concurrent.futures import ThreadPoolExecutor
 
-    from appliance.config import PreprocessSettings
     from appliance.engines import create_engine
-    from appliance.pipeline.host import PagePipeline, run_job
+    from appliance.pipeline.stages import PagePipeline, run_job
     from appliance.engines.messages import Job, PageFailed
 
     missing = tmp_path / "spool" / "originals" / "ab" / "abcdef.pdf"
-    pipeline = PagePipeline(create_engine("classic", {"threads": 1}), PreprocessSettings())
+    pipeline = PagePipeline(create_engine("classic", {"threads": 1}))
     job = Job(job_id=1, original=missing, kind="pdf", page_index=0, dpi=100,
               max_pixels=10**8, page_image=tmp_path / "page.png", doc_type="generic",
               engine=None, attempt=1, pdf_password=None, deadline_s=60)

@@ -10,12 +10,12 @@ from dataclasses import asdict
 
 import pytest
 
-from appliance.config import PreprocessSettings, RemoteEndpoint
+from appliance.config import RemoteEndpoint
 from appliance.engines.base import PageRequest, warmup_image
 from appliance.engines.prompts import prompt_for
 from appliance.engines.remote.engine import RemoteEngine
 from appliance.errors import EndpointUnavailable, EngineError
-from appliance.pipeline.host import PagePipeline
+from appliance.pipeline.stages import PagePipeline
 from tests.openai_servers import ScriptedServer, self_signed_certificate, tiny_server
 
 PAGE = warmup_image()
@@ -54,7 +54,7 @@ def test_a_looping_stream_is_cut_off_while_it_streams(llama_cpp_server):
     try:
         generation = engine.generate(PAGE, prompt_for("generic"), PageRequest(), sampled=False)
         # the last rung, read as a worker reads it
-        fallback = PagePipeline(engine, PreprocessSettings()).recognise(PAGE,
+        fallback = PagePipeline(engine).recognise(PAGE,
                                                                         PageRequest(attempt=3))
     finally:
         engine.close()

@@ -9,11 +9,10 @@ import logging
 import pytest
 from PIL import Image, ImageDraw, ImageFont
 
-from appliance.config import PreprocessSettings
 from appliance.engines.base import PageRequest
 from appliance.engines.classic import ClassicEngine
 from appliance.pipeline import table_model
-from appliance.pipeline.host import PagePipeline
+from appliance.pipeline.stages import PagePipeline
 from appliance.pipeline.read import ReadStage
 from appliance.pipeline.table_model import Grid, TableStructure, _placed, _rows_agree, model_path
 
@@ -52,7 +51,7 @@ def test_the_read_stage_writes_the_table_the_model_read(engine, monkeypatch):
     markdown = read._tables.markdown
     monkeypatch.setattr(read._tables, "markdown",
                         lambda *args: answers.append(markdown(*args)) or answers[-1])
-    result = PagePipeline(engine, PreprocessSettings(), read=read).recognise(
+    result = PagePipeline(engine, read=read).recognise(
         ruled_table(GRID), PageRequest(doc_type="table"))
     expected = ["| " + " | ".join(GRID[0]) + " |", "|---|---|---|---|",
                 *("| " + " | ".join(row) + " |" for row in GRID[1:])]
@@ -72,7 +71,7 @@ def test_a_model_file_not_the_one_measured_is_refused_and_the_rules_read(engine,
         rules = ReadStage.with_table_model(threads=1)
     assert "event=table_model_refused" in caplog.text
     assert rules._tables is None
-    table = PagePipeline(engine, PreprocessSettings(), read=rules).recognise(
+    table = PagePipeline(engine, read=rules).recognise(
         ruled_table(GRID), PageRequest(doc_type="table")).markdown
     assert table.split("\n")[2] == "| " + " | ".join(GRID[1]) + " |"
 

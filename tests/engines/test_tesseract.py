@@ -8,11 +8,10 @@ from concurrent.futures import ThreadPoolExecutor
 
 import pytest
 
-from appliance.config import PreprocessSettings
 from appliance.engines.classic import ClassicEngine
 from appliance.engines.messages import Job, PageDone
 from appliance.engines.tesseract import TesseractReader, tesseract_problem
-from appliance.pipeline.host import PagePipeline, run_job
+from appliance.pipeline.stages import PagePipeline, PageSettings, run_job
 from tests.fixtures.documents import render_text_page, text_similarity, write_png
 
 LINES = ["Invoice number 4711", "Delivery date March 3 2024", "Total amount due 129.50 EUR",
@@ -58,14 +57,14 @@ def _run(pipeline, job):
 def test_a_classic_page_in_doubt_is_read_again(tmp_path, engine):
     # every page is "in doubt" below 1.0: the worker asks Tesseract and records both
     # the agreement and what the second reading cost
-    pipeline = PagePipeline(engine, PreprocessSettings(), second_opinion_below=1.0,
+    pipeline = PagePipeline(engine, PageSettings(second_opinion_below=1.0),
                             second_reader=TesseractReader("eng"))
     result = _run(pipeline, _job(tmp_path, LINES))
     assert result.signals["agreement"] > 0.9
     assert result.timings_ms["second_opinion_ms"] > 0
     # a page above the threshold is not read again, nor is any page with the check off
     for below in (0.0, None):
-        sure = _run(PagePipeline(engine, PreprocessSettings(), second_opinion_below=below,
+        sure = _run(PagePipeline(engine, PageSettings(second_opinion_below=below),
                                  second_reader=TesseractReader("eng")),
                     _job(tmp_path, LINES))
         assert sure.signals["agreement"] is None
@@ -73,8 +72,8 @@ def test_a_classic_page_in_doubt_is_read_again(tmp_path, engine):
 
 
 def test_without_tesseract_the_page_keeps_its_own_confidence(tmp_path, engine):
-    alone = _run(PagePipeline(engine, PreprocessSettings()), _job(tmp_path, LINES))
-    result = _run(PagePipeline(engine, PreprocessSettings(), second_opinion_below=1.0),
+    alone = _run(PagePipeline(engine), _job(tmp_path, LINES))
+    result = _run(PagePipeline(engine, PageSettings(second_opinion_below=1.0)),
                   _job(tmp_path, LINES))
     assert result.signals["agreement"] is None
     assert result.confidence == alone.confidence

@@ -11,7 +11,6 @@ from dataclasses import replace
 import jsonschema
 import pytest
 
-from appliance.config import PreprocessSettings
 from appliance.engines.base import PageRequest
 from appliance.engines.llama.engine import LlamaEngine
 from appliance.engines.messages import PageDone
@@ -22,7 +21,7 @@ from appliance.fields.model import (
 )
 from appliance.fields.schema import DEFAULTS, FieldSpec, schemas
 from appliance.page import Line
-from appliance.pipeline.host import PagePipeline, run_job
+from appliance.pipeline.stages import PagePipeline, PageSettings, run_job
 from appliance.raster.synthetic import render_text_page
 from tests.engines.test_parallel_reading import job
 from tests.engines.test_remote_engine import make_engine
@@ -123,7 +122,7 @@ def test_a_grammar_that_wants_text_gets_valid_bounded_json_beside_free_pages(eng
 
 def test_a_worker_asks_a_vision_engine_for_a_typed_pages_fields(tmp_path, engine):
     page = write_png(tmp_path / "receipt.png", ["KEDAI MAJU SDN BHD", "TOTAL RM 15.70"])
-    pipeline = PagePipeline(engine, PreprocessSettings(), field_specs=schemas())
+    pipeline = PagePipeline(engine, PageSettings(field_specs=schemas()))
     # the last rung: the random model's transcription degenerates, the classic reader's
     # stands, and the vision model is still asked for the fields
     last = replace(job(1, page, tmp_path), attempt=3)
@@ -146,7 +145,7 @@ def test_a_question_too_long_for_the_context_leaves_the_fields_to_the_rules(tmp_
     page = write_png(tmp_path / "long.png", [f"Item {i} .... {i}.50" for i in range(24)])
     try:
         with ThreadPoolExecutor(1) as background:
-            done = run_job(PagePipeline(small, PreprocessSettings(), field_specs=schemas()),
+            done = run_job(PagePipeline(small, PageSettings(field_specs=schemas())),
                            replace(job(1, page, tmp_path), doc_type="invoice", attempt=3),
                            background)
     finally:

@@ -11,14 +11,13 @@ import time
 
 import pytest
 
-from appliance.config import PreprocessSettings
 from appliance.engines.base import PageRequest
 from appliance.engines.llama.engine import LlamaEngine
 from appliance.engines.prompts import PROMPTS, prompt_for
 from appliance.engines.tiling import column_regions, plan_region_tiles
 from appliance.errors import DegenerateOutput, InvalidRequest, PageTimeout
 from appliance.measure.synthetic_sets import columns_page
-from appliance.pipeline.host import PagePipeline
+from appliance.pipeline.stages import PagePipeline
 from appliance.raster.layout import analyze
 from appliance.raster.synthetic import render_text_page
 
@@ -62,7 +61,7 @@ def test_deadline_stops_generation(engine):
 
 def test_last_rung_falls_back_to_the_classic_engine(engine):
     # read as a worker reads it: a classic fallback's lines go through the read stage
-    result = PagePipeline(engine, PreprocessSettings()).recognise(PAGE, PageRequest(attempt=3))
+    result = PagePipeline(engine).recognise(PAGE, PageRequest(attempt=3))
     assert result.flags == ["fallback"]
     assert result.provenance["rung"] == "tiled"
     assert "degenerated" in result.provenance["fallback_reason"]

@@ -8,11 +8,10 @@ from __future__ import annotations
 
 import pytest
 
-from appliance.config import PreprocessSettings
 from appliance.engines.base import PageRequest
 from appliance.engines.llama.engine import LlamaEngine
 from appliance.gguf.family_models import FAMILY_PAIRS, write_family_test_model
-from appliance.pipeline.host import PagePipeline
+from appliance.pipeline.stages import PagePipeline
 from appliance.raster.synthetic import render_text_page
 
 pytest.importorskip("llama_cpp")
@@ -46,7 +45,7 @@ def test_the_family_is_detected_and_asked_its_own_way(engine):
 
 def test_the_last_rung_reads_the_page_and_names_the_family(engine):
     # read as a worker reads it: a classic fallback's lines go through the read stage
-    result = PagePipeline(engine, PreprocessSettings()).recognise(PAGE, PageRequest(attempt=3))
+    result = PagePipeline(engine).recognise(PAGE, PageRequest(attempt=3))
     assert result.provenance["rung"] == "tiled"
     assert result.provenance["family"] == engine.family.name
     assert result.provenance["prompt_version"].startswith(f"{engine.family.name}/")

@@ -9,14 +9,13 @@ import random
 import pytest
 from PIL import Image
 
-from appliance.config import PreprocessSettings
 from appliance.engines.base import PageRequest
 from appliance.engines.classic import ClassicEngine
 from appliance.measure import synthetic_chinese
 from appliance.measure.metrics import cer
 from appliance.measure.synthetic_sets import PAGE
 from appliance.page import Line, is_column
-from appliance.pipeline.host import PagePipeline
+from appliance.pipeline.stages import PagePipeline
 from appliance.reading.markdown import render
 from appliance.reading.order import read_order
 
@@ -73,7 +72,7 @@ def engine():
 @pytest.mark.parametrize("seed", [0, 5])  # a vertical headline; a classical page
 def test_pages_of_vertical_text_read_in_order_with_each_character_placed(engine, seed):
     image, truth = synthetic_chinese.vertical_page(random.Random(seed), PAGE)
-    reading = PagePipeline(engine, PreprocessSettings()).recognise(image, PageRequest())
+    reading = PagePipeline(engine).recognise(image, PageRequest())
 
     def joined(text: str) -> str:
         return "".join(text.split())

@@ -102,12 +102,9 @@ LATE = textwrap.dedent("""
     from concurrent.futures import ThreadPoolExecutor
     from pathlib import Path
 
-    from appliance.config import PreprocessSettings
     from appliance.engines import create_engine, native
-    from appliance.pipeline.host import PagePipeline, run_job
     from appliance.engines.messages import Job, PageDone
-    from appliance.engines.orientation import TextBoxDirections, UpsideDownClassifier
-    from appliance.engines.tesseract import TesseractReader
+    from appliance.pipeline.stages import PagePipeline, PageSettings, run_job
 
     def shared_objects():
         return {line.split()[-1] for line in open("/proc/self/maps")
@@ -115,10 +112,9 @@ LATE = textwrap.dedent("""
 
     native.load_page_libraries()  # what a worker does before its model
     before = shared_objects()
-    pipeline = PagePipeline(create_engine("classic", {"threads": 1}), PreprocessSettings(),
-                            classify_upside_down=UpsideDownClassifier(threads=1),
-                            text_boxes=TextBoxDirections(threads=1), second_opinion_below=1.1,
-                            second_reader=TesseractReader("eng"))
+    # the worker's own pipeline: orientation models, Tesseract's second opinion
+    pipeline = PagePipeline.load(create_engine("classic", {"threads": 1}),
+                                 PageSettings(second_opinion_below=1.1))
     with ThreadPoolExecutor(1) as background:
         for number, page in enumerate(sys.argv[1:]):
             job = Job(job_id=number, original=Path(page), kind=Path(page).suffix[1:],

@@ -1,0 +1,298 @@
+"""One page's way through a worker, stage by stage: render (or read the PDF page's own
+text), preprocess, recognise (or find the recognition in the result cache), read
+(``pipeline.read``), score, a second opinion on a page in doubt, place a vision
+reading's words, ask a vision model for the fields, read the barcodes. Each stage is
+timed by one wrapper (:class:`Stopwatch`); its figures travel with the page's result
+(``timings_ms``), which `appliance bench` tables.
+
+:class:`PageSettings` is what the configuration tells every stage, made once by the
+daemon; :class:`PagePipeline` is those settings with what a worker loads once for them
+(its engine, cache, readers and models).
+"""
+
+from __future__ import annotations
+
+import logging
+import re
+import threading
+import time
+from concurrent.futures import Future, ThreadPoolExecutor
+from concurrent.futures import wait as wait_futures
+from contextlib import contextmanager
+from dataclasses import dataclass, field, replace
+from pathlib import Path
+from typing import Callable, Iterator
+
+from PIL import Image
+
+from appliance.config import PdfSettings, PreprocessSettings
+from appliance.engines import pdf_text, registry
+from appliance.engines.barcodes import read_barcodes
+from appliance.engines.base import Engine, PageRequest
+from appliance.engines.cache import CACHE_PROVENANCE, ResultCache, image_digest
+from appliance.engines.messages import Job, PageDone, PageFailed
+from appliance.engines.tesseract import TesseractReader, tesseract_problem
+from appliance.engines.vision import VisionEngine
+from appliance.errors import ApplianceError, EngineError, PagePreempted
+from appliance.fields.model import parse_answer, question
+from appliance.fields.schema import FieldSpec
+from appliance.outputs.placement import place_text
+from appliance.page import Recognition
+from appliance.pipeline.read import ReadStage
+from appliance.quality.confidence import Confidence, needs_second_opinion, score_page
+from appliance.quality.postprocess import postprocess
+from appliance.raster import (ON_DEMAND, PAGE_IMAGE, PageRendering, plausible_dpi,
+                              save_page_image)
+from appliance.raster.preprocess import preprocess
+
+log = logging.getLogger(__name__)
+
+# an absolute path in an exception's text (not one inside a URL)
+_SERVER_PATH = re.compile(r"(?<![\w.:/])/(?:[^\s'\"/]+/)*[^\s'\"/]+")
+
+
+class Stopwatch:
+    """A page's stage timings, in the order the stages ran: ``{stage}_ms``."""
+
+    def __init__(self) -> None:
+        self.ms: dict[str, float] = {}
+
+    @contextmanager
+    def stage(self, name: str) -> Iterator[None]:
+        """Time the block as stage ``name``; a stage that fails is not timed."""
+        start = time.perf_counter()
+        yield
+        self.ms[f"{name}_ms"] = (time.perf_counter() - start) * 1000
+
+
+@dataclass(frozen=True)
+class PageSettings:
+    """What the configuration tells the page's stages (``daemon.page_settings``)."""
+
+    preprocess: PreprocessSettings = field(default_factory=PreprocessSettings)
+    pdf: PdfSettings = field(default_factory=PdfSettings)  # reading a PDF page's own text
+    cache_dir: Path | None = None  # the result cache; None: every page is recognised
+    # a reading whose confidence is under this gets a second opinion: a vision reading
+    # the classic engine's, a classic reading Tesseract's (in these languages)
+    second_opinion_below: float | None = None
+    second_opinion_languages: str = "eng"
+    # a vision reading's words are placed on the classic reading's word boxes
+    place_vision_text: bool = True
+    page_furniture: str = "separate"
+    barcodes: bool = True  # each page's barcodes are read (engines.barcodes)
+    # the fields of each document type, which a vision engine is asked for
+    field_specs: dict[str, tuple[FieldSpec, ...]] = field(default_factory=dict)
+
+
+@dataclass
+class PagePipeline:
+    """The page's stages with what they keep between pages."""
+
+    engine: Engine
+    settings: PageSettings = field(default_factory=PageSettings)
+    cache: ResultCache | None = None
+    read: ReadStage = field(default_factory=ReadStage)
+    second_reader: TesseractReader | None = None  # reads classic pages in doubt again
+    classify_upside_down: Callable | None = None
+    text_boxes: Callable | None = None  # the text detector that checks a page on its side
+
+    @classmethod
+    def load(cls, engine: Engine, settings: PageSettings, threads: int = 1) -> PagePipeline:
+        """The pipeline a worker runs: its cache, table model, second reader and
+        orientation models loaded once, each on ``threads`` threads."""
+        pipeline = cls(engine, settings,
+                       ResultCache(settings.cache_dir) if settings.cache_dir else None,
+                       ReadStage.with_table_model(settings.page_furniture, threads))
+        if settings.second_opinion_below is not None:
+            if problem := tesseract_problem(settings.second_opinion_languages):
+                log.warning("classic pages in doubt get no second opinion: %s", problem)
+            else:
+                pipeline.second_reader = TesseractReader(settings.second_opinion_languages)
+        if settings.preprocess.enabled and settings.preprocess.orientation:
+            from appliance.engines.orientation import (  # the worker's import
+                TextBoxDirections, UpsideDownClassifier,
+            )
+
+            pipeline.classify_upside_down = UpsideDownClassifier(threads=threads)
+            pipeline.text_boxes = TextBoxDirections(threads=threads)
+        return pipeline
+
+    def recognise(self, image: Image.Image, request: PageRequest) -> Recognition:
+        """The engine's reading of ``image``, read (``pipeline.read``), not cached: the
+        quick and second readings around the page's own."""
+        return self.read(self.engine.recognize(image, request), image)
+
+
+def run_job(pipeline: PagePipeline, job: Job, background: ThreadPoolExecutor,
+            cancel: threading.Event | None = None) -> PageDone | PageFailed:
+    """One page through every stage, each timed. ``cancel`` set takes the page back:
+    before the engine starts it, the page is not read at all; after, the engine stops
+    soon (both answer PagePreempted)."""
+    engine, settings = pipeline.engine, pipeline.settings
+    clock = Stopwatch()
+    saving: Future | None = None
+    try:
+        deadline = time.monotonic() + job.deadline_s
+        page = PageRendering(job.original, job.kind, job.page_index, job.dpi, job.max_pixels,
+                             job.pdf_password)
+        request = PageRequest(doc_type=job.doc_type, engine=job.engine, attempt=job.attempt,
+                              deadline=deadline, context=job.context, cancel=cancel)
+        reader = engine.reader(request)
+        verdict = recognition = key = image = None
+        if job.kind == "pdf" and job.text_layer != pdf_text.IGNORE:
+            with clock.stage("text_layer"):
+                page.size  # a PDF pdfium cannot open fails here, with its reason, as OCR would
+                verdict, recognition, key = _own_text(pipeline, job, page, request)
+        if recognition is not None:
+            # read from its own text: the page as rendered, whose image is written only
+            # when someone opens it (``review.page_image``)
+            steps = []
+            reader = (pdf_text.NAME, pdf_text.model_id())
+            recognition.provenance[PAGE_IMAGE] = ON_DEMAND
+        else:
+            with clock.stage("raster"):
+                rendered_image = page.image
+            with clock.stage("preprocess"):
+                image, steps = preprocess(rendered_image, settings.preprocess,
+                                          doc_type=job.doc_type, max_pixels=job.max_pixels,
+                                          classify_upside_down=pipeline.classify_upside_down,
+                                          text_boxes=pipeline.text_boxes,
+                                          resolution_boost=job.resolution_boost)
+            # the page as the engine sees it serves review: write it while the engine works
+            saving = background.submit(save_page_image, image, job.page_image)
+            recognition, key = _recognition(pipeline, image, request, clock)
+            if verdict is not None:
+                recognition.provenance["text_layer"] = verdict
+        with clock.stage("read"):
+            recognition = pipeline.read(recognition, image)  # image None: read from its text
+
+        def engine_image() -> Image.Image:
+            """The image the engine read; a page read from its text rendered only now."""
+            return page.image if image is None else image
+        with clock.stage("postprocess"):
+            postprocess(recognition)
+            confidence = score_page(recognition, doc_type=request.doc_type)
+        below, second = settings.second_opinion_below, None
+        if below is not None and needs_second_opinion(confidence, below):
+            with clock.stage("second_opinion"):
+                second = _second_reading(pipeline, engine_image(), request, confidence)
+            if second is not None:
+                confidence = score_page(recognition, doc_type=request.doc_type,
+                                        second_opinion=second)
+        if (settings.place_vision_text and not recognition.lines and recognition.text.strip()
+                and registry.entry(engine.name).fallback is not None):
+            # a vision reading has no word boxes: its words go on the classic reading's
+            # (the second opinion's, when one was read), after scoring, which they
+            # must not change
+            with clock.stage("placement"):
+                classic = second or pipeline.recognise(
+                    engine_image(), replace(request, engine=registry.FALLBACK))
+                place_text(recognition, classic.lines)
+        specs = settings.field_specs.get(request.doc_type)
+        if (specs and isinstance(engine, VisionEngine) and request.engine != registry.FALLBACK
+                and reader[0] != pdf_text.NAME):
+            with clock.stage("fields"):
+                recognition.field_answer = _field_answer(engine, engine_image(), recognition,
+                                                          specs, request)
+        if settings.barcodes:
+            with clock.stage("barcodes"):
+                recognition.barcodes = read_barcodes(engine_image())
+        if key:  # so that deleting the document can delete its cache entries too
+            recognition.provenance[CACHE_PROVENANCE] = key
+        recognition.provenance["preprocess"] = [step.to_dict() for step in steps]
+        recognition.provenance["image_size"] = list(page.size if image is None else image.size)
+        # the page as rendered, which hOCR, ALTO and text layers are placed on
+        recognition.provenance["rendered"] = {
+            "size": list(page.size), "dpi": round(page.dpi, 2) if plausible_dpi(page.dpi) else None}
+        # where the image was kept depends on the DPI it was rendered at, which the
+        # settings may change later: the page finds its image by this one
+        recognition.provenance["page_image_dpi"] = job.dpi
+        if saving is not None:
+            saving.result()
+    except ApplianceError as exc:
+        return PageFailed(job.job_id, exc.code, exc.message, exc.retryable, clock.ms)
+    except Exception as exc:  # an engine bug must not kill the worker's loop
+        log.exception("page failed in engine %s", engine.name)
+        return PageFailed(job.job_id, EngineError.code,
+                          f"the engine failed on this page ({_described(exc)})",
+                          retryable=True, timings_ms=clock.ms)
+    finally:
+        if saving is not None:
+            wait_futures([saving])  # never leave a half-written page image behind a result
+    return PageDone(job.job_id, *reader, clock.ms, confidence.score,
+                    {**confidence.signals, "penalties": confidence.penalties}, recognition)
+
+
+def _described(exc: Exception) -> str:
+    """An unexpected failure in words for whoever sent the page, without the paths it
+    names (the server's layout is none of their business; the log has them)."""
+    text = exc.strerror if isinstance(exc, OSError) and exc.strerror else str(exc)
+    return f"{type(exc).__name__}: {_SERVER_PATH.sub('a file on the server', text)}"
+
+
+def _own_text(pipeline: PagePipeline, job: Job, page: PageRendering, request: PageRequest
+              ) -> tuple[dict, Recognition | None, str | None]:
+    """The page read from its own text (``engines.pdf_text``), with the verdict; None
+    for the reading where the page goes to OCR. Its quick OCR (the invisible layer's
+    sample, the pictures of a mixed page) is the classic reader's."""
+    quick = replace(request, engine=registry.FALLBACK)
+    pdf = pipeline.settings.pdf
+    reader = pdf_text.TextLayerReader(pdf, job.text_layer, pipeline.engine.reader(quick)[1])
+    return pdf_text.read_page(page, job.text_layer, pdf,
+                              lambda picture: pipeline.recognise(picture, quick),
+                              pipeline.cache, reader, request)
+
+
+def _recognition(pipeline: PagePipeline, image: Image.Image, request: PageRequest,
+                 clock: Stopwatch) -> tuple[Recognition, str | None]:
+    """What the engine finds on ``image``, from the result cache where it holds it (the
+    stage ``cache``), else recognised (``inference``) and kept there; with its key."""
+    cache, key, recognition = pipeline.cache, None, None
+    if cache is not None:
+        with clock.stage("cache"):
+            key = cache.key(image_digest(image), pipeline.engine, request)
+            recognition = cache.get(key)
+    if recognition is not None:
+        recognition.flags = [*recognition.flags, "cached"]
+        return recognition, key
+    if request.cancel is not None and request.cancel.is_set():
+        raise PagePreempted("taken back before the engine read it")
+    with clock.stage("inference"):
+        recognition = pipeline.engine.recognize(image, request)
+    if key:
+        cache.put(key, recognition)
+    return recognition, key
+
+
+def _second_reading(pipeline: PagePipeline, image: Image.Image, request: PageRequest,
+                    confidence: Confidence) -> Recognition | None:
+    """Another engine's reading of a page in doubt: the classic engine's of a vision
+    reading (with token evidence or none), Tesseract's of a classic one. None when
+    there is no other engine."""
+    if confidence.signals.get("source") in ("tokens", "none"):
+        return pipeline.recognise(image, replace(request, engine=registry.FALLBACK))
+    if pipeline.second_reader is not None:
+        return pipeline.second_reader.read(image)
+    return None
+
+
+def _field_answer(engine: VisionEngine, image: Image.Image, recognition: Recognition,
+                  specs: tuple[FieldSpec, ...], request: PageRequest) -> dict | None:
+    """The vision model's reading of the page's fields, from the image and the page's
+    lines (``fields.model``). None when the question does not fit the model's context,
+    or its answer ran out of tokens or is not of the question's schema: the rules
+    extractor then reads every field. The page's own reading stands either way."""
+    asked = question(request.doc_type, specs, recognition.lines, image.width, image.height)
+    recognition.provenance["fields_question"] = asked.version
+    try:
+        answer = engine.ask(image, asked, request)
+    except EngineError as exc:
+        log.warning("the vision model could not answer %s (%s)", asked.version, exc.message)
+        return None
+    if answer is None:
+        return None
+    try:
+        return parse_answer(answer, specs)
+    except ValueError as exc:
+        log.warning("the model's answer to %s is not of its schema (%s)", asked.version, exc)
+        return None
