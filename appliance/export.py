@@ -31,6 +31,7 @@ from appliance.reading.markdown import layout_blocks
 from appliance.store import Database, queries, transitions
 from appliance.store.models import DocStatus, Document, PageStatus
 from appliance.store.queries import DocumentView
+from appliance.stopwatch import Stopwatch
 
 log = logging.getLogger(__name__)
 
@@ -284,10 +285,13 @@ class Exporter:
 
     def export(self, document_id: str) -> list[Path]:
         formats = list(self.output.formats)
-        rendered = self.rendered(document_id, [f for f in formats if f != "pdf"])
+        clock = Stopwatch()  # in the exported event: `appliance bench` tables it
+        with clock.stage("render"):
+            rendered = self.rendered(document_id, [f for f in formats if f != "pdf"])
         if "pdf" in formats:
             try:
-                rendered["pdf"] = self.pdf(document_id)
+                with clock.stage("pdf"):
+                    rendered["pdf"] = self.pdf(document_id)
             except ApplianceError as exc:  # e.g. an original pikepdf cannot open
                 log.warning("searchable PDF not written doc=%s code=%s reason=%s", document_id,
                             exc.code, exc.message)
@@ -297,6 +301,15 @@ class Exporter:
         paths = []
         if queries.latest_fields(self.db, document_id) is None:
             rendered.pop("fields.json", None)  # a type without fields: no empty file
+        with clock.stage("write"):
+            self._write(document_id, stem, rendered, paths)
+        transitions.mark_exported(self.db, document_id, [p.name for p in paths], clock.ms)
+        log.info("exported doc=%s stem=%s status=%s", document_id, stem, view.status)
+        return paths
+
+    def _write(self, document_id: str, stem: str, rendered: dict[str, str | bytes],
+               paths: list[Path]) -> None:
+        """Each rendered format to its file, appended to ``paths`` as it is written."""
         for fmt in rendered:
             path = self.output_dir / f"{stem}{SUFFIXES[fmt]}"
             try:
@@ -310,6 +323,3 @@ class Exporter:
                                    f"document to review or delete it") from exc
             paths.append(path)
         fsync_dir(self.output_dir)
-        transitions.mark_exported(self.db, document_id, [p.name for p in paths])
-        log.info("exported doc=%s stem=%s status=%s", document_id, stem, view.status)
-        return paths

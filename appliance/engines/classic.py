@@ -64,10 +64,12 @@ class ClassicEngine:
     """RapidOCR behind the Engine protocol; one instance per worker process."""
 
     name = "classic"
-    slots = 1  # ONNX Runtime already uses the cores for one page
 
-    def __init__(self, threads: int = 4):
-        self._ocr: RapidOCR | None = make_rapidocr(threads)
+    def __init__(self, threads: int = 4, slots: int = 1):
+        """``threads`` cores, shared by ``slots`` pages read at once (one RapidOCR, whose
+        ONNX Runtime sessions take concurrent runs)."""
+        self.slots = slots
+        self._ocr: RapidOCR | None = make_rapidocr(max(1, threads // slots))
         cfg = self._ocr.cfg
         self._model_id = (
             f"rapidocr-{version('rapidocr')}/"

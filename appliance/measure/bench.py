@@ -28,6 +28,7 @@ from appliance.measure.driver import (
 )
 from appliance.measure.stats import percentiles
 from appliance.raster.synthetic import render_text_page, sample_lines
+from appliance.store import Database, queries
 
 log = logging.getLogger(__name__)
 
@@ -106,6 +107,19 @@ def _latency_and_stages(client: ApplianceClient,
     # in the order the pages met them: a page's timings are in the order its stages ran
     return (latency, {stage: sum(times) / len(times) for stage, times in stages.items()},
             second_opinion, vision)
+
+
+def _output_timings(database: Path, documents: dict[str, dict]) -> dict[str, float]:
+    """Mean milliseconds per document of making and writing its outputs (the exported
+    events' timings: ``export.Exporter``), read from the stopped daemon's store."""
+    db = Database(database)
+    stages: dict[str, list[float]] = {}
+    for doc_id in documents:
+        for event in queries.document_events(db, doc_id):
+            if event.kind == "exported":
+                for stage, ms in ((event.detail or {}).get("timings_ms") or {}).items():
+                    stages.setdefault(stage, []).append(ms)
+    return {stage: sum(times) / len(times) for stage, times in stages.items()}
 
 
 def _idle_share(loops: list[dict]) -> float | None:
@@ -210,18 +224,20 @@ def run_bench(settings: Settings, *, pages: int, concurrency: int, url: str | No
                 with PeakMemory(daemon.process.pid if daemon else None,
                                 settings.memory.device_index) as peak:
                     appliance = _drive(client, files, concurrency)
-                latency, stages, second_opinion, vision = _latency_and_stages(
-                    client, appliance.pop("documents"))
+                documents = appliance.pop("documents")
+                latency, stages, second_opinion, vision = _latency_and_stages(client, documents)
         finally:
             if daemon:
                 daemon.stop()
+        outputs = _output_timings(daemon.database, documents) if daemon else {}
         bare = _bare(settings, files)
     per_page_ms = {name: r["elapsed_s"] / r["pages"] * 1000
                    for name, r in (("appliance", appliance), ("bare", bare))}
     result = {"engine": ready["engine"], "tokens_per_page": tokens or None,
               "source": str(dataset) if dataset else "synthetic",
               "concurrency": concurrency, "appliance": appliance, "bare": bare,
-              "latency_s": latency, "stage_ms": stages, "second_opinion": second_opinion,
+              "latency_s": latency, "stage_ms": stages, "output_ms": outputs,
+              "second_opinion": second_opinion,
               "pipeline_choices": choices, "vision": vision,
               "memory": {"idle": idle, "peak": peak.report()},
               "overhead_ms_per_page": per_page_ms["appliance"] - per_page_ms["bare"],
@@ -315,6 +331,9 @@ def format_report(result: dict) -> str:
         rows.append(f"{label:<26}{_ms(pct['p50']):>5}  {_ms(pct['p95']):>5}  {_ms(pct['p99']):>5}")
     rows.append("stages (mean ms per page)   " + ", ".join(
         f"{stage.removesuffix('_ms')} {ms:.1f}" for stage, ms in result["stage_ms"].items()))
+    if result["output_ms"]:
+        rows.append("outputs (mean ms per doc)   " + ", ".join(
+            f"{stage.removesuffix('_ms')} {ms:.1f}" for stage, ms in result["output_ms"].items()))
     if not result["pipeline_choices"]:
         rows.append("pipeline choices            off: no auto-tiling, no second opinion "
                     "(the pure overhead)")

@@ -91,6 +91,7 @@ class LocalDaemon:
         raw = {**raw_config, "server": {**raw_config.get("server", {}), "host": "127.0.0.1",
                                         "port": _free_port()},
                "paths": {"data_dir": str(workdir / "data"), "output_dir": str(workdir / "output")}}
+        self.database = Path(raw["paths"]["data_dir"]) / "appliance.db"  # read once it stops
         self.config = workdir / "daemon-config.toml"
         self.config.write_text(dump_toml(raw))
         self.url = f"http://127.0.0.1:{raw['server']['port']}"

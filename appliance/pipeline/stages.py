@@ -2,7 +2,7 @@
 text), preprocess, recognise (or find the recognition in the result cache), read
 (``pipeline.read``), score, a second opinion on a page in doubt, place a vision
 reading's words, ask a vision model for the fields, read the barcodes. Each stage is
-timed by one wrapper (:class:`Stopwatch`); its figures travel with the page's result
+timed by one wrapper (``stopwatch.Stopwatch``); its figures travel with the page's result
 (``timings_ms``), which `appliance bench` tables.
 
 :class:`PageSettings` is what the configuration tells every stage, made once by the
@@ -18,10 +18,9 @@ import threading
 import time
 from concurrent.futures import Future, ThreadPoolExecutor
 from concurrent.futures import wait as wait_futures
-from contextlib import contextmanager
 from dataclasses import dataclass, field, replace
 from pathlib import Path
-from typing import Callable, Iterator
+from typing import Callable
 
 from PIL import Image
 
@@ -44,25 +43,12 @@ from appliance.quality.postprocess import postprocess
 from appliance.raster import (ON_DEMAND, PAGE_IMAGE, PageRendering, plausible_dpi,
                               save_page_image)
 from appliance.raster.preprocess import preprocess
+from appliance.stopwatch import Stopwatch
 
 log = logging.getLogger(__name__)
 
 # an absolute path in an exception's text (not one inside a URL)
 _SERVER_PATH = re.compile(r"(?<![\w.:/])/(?:[^\s'\"/]+/)*[^\s'\"/]+")
-
-
-class Stopwatch:
-    """A page's stage timings, in the order the stages ran: ``{stage}_ms``."""
-
-    def __init__(self) -> None:
-        self.ms: dict[str, float] = {}
-
-    @contextmanager
-    def stage(self, name: str) -> Iterator[None]:
-        """Time the block as stage ``name``; a stage that fails is not timed."""
-        start = time.perf_counter()
-        yield
-        self.ms[f"{name}_ms"] = (time.perf_counter() - start) * 1000
 
 
 @dataclass(frozen=True)
@@ -99,7 +85,9 @@ class PagePipeline:
     @classmethod
     def load(cls, engine: Engine, settings: PageSettings, threads: int = 1) -> PagePipeline:
         """The pipeline a worker runs: its cache, table model, second reader and
-        orientation models loaded once, each on ``threads`` threads."""
+        orientation models loaded once, on the worker's ``threads`` cores shared by the
+        pages it reads at once."""
+        threads = max(1, threads // engine.slots)
         pipeline = cls(engine, settings,
                        ResultCache(settings.cache_dir) if settings.cache_dir else None,
                        ReadStage.with_table_model(settings.page_furniture, threads))

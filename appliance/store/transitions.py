@@ -390,12 +390,15 @@ def reserve_output_stem(db: Database, document_id: str, wanted: str, taken_on_di
         return stem
 
 
-def mark_exported(db: Database, document_id: str, files: list[str]) -> None:
+def mark_exported(db: Database, document_id: str, files: list[str],
+                  timings_ms: dict[str, float] | None = None) -> None:
+    """``timings_ms``: what making and writing the files took (``export.Exporter``)."""
     with db.write() as session:
         doc = session.get(Document, document_id)
         doc.exported_at = time.time()
         session.add(doc)
-        _event(session, "exported", document_id, files=files)
+        _event(session, "exported", document_id, files=files,
+               timings_ms=timings_ms and {stage: round(ms, 1) for stage, ms in timings_ms.items()})
 
 
 def mark_output_failed(db: Database, document_id: str, message: str) -> None:

@@ -69,24 +69,28 @@ def llama_options(tiny_model, **extra) -> dict:
             **extra}
 
 
-# --- one page at a time (the classic engine) --------------------------------------------
+# --- the classic engine: a page a core ------------------------------------------------
 
 
-def test_a_classic_worker_says_it_reads_one_page_at_a_time_and_answers_by_job(tmp_path,
-                                                                              started):
-    worker = started(WorkerSpec("classic", {"threads": 1}))
+def test_a_classic_worker_reads_a_page_per_core_at_once_and_answers_by_job(tmp_path, started):
+    worker = started(WorkerSpec("classic", {"threads": 2}))
     ready = next_message(worker)
     assert isinstance(ready, Ready)
-    assert (ready.engine, ready.slots, ready.pid) == ("classic", 1, worker.process.pid)
+    assert (ready.engine, ready.slots, ready.pid) == ("classic", 2, worker.process.pid)
     bad = tmp_path / "bad.png"
     bad.write_bytes(b"not an image")
-    worker.conn.send(job(7, write_png(tmp_path / "memo.png", ["Memo to all staff"]), tmp_path))
+    texts = {7: "Memo to all staff", 9: "Invoice paid in full"}
+    for job_id, text in texts.items():
+        worker.conn.send(job(job_id, write_png(tmp_path / f"{job_id}.png", [text]), tmp_path))
     worker.conn.send(job(8, bad, tmp_path))
-    done, failed = next_message(worker), next_message(worker)
-    assert isinstance(done, PageDone) and done.job_id == 7 and done.engine == "classic"
-    assert text_similarity(done.recognition.text, "Memo to all staff") > 0.8
-    assert "inference_ms" in done.timings_ms and 0 < done.confidence <= 1
-    assert isinstance(failed, PageFailed) and failed.job_id == 8
+    answers = {answer.job_id: answer for answer in (next_message(worker) for _ in range(3))}
+    for job_id, text in texts.items():
+        done = answers[job_id]
+        assert isinstance(done, PageDone) and done.engine == "classic"
+        assert text_similarity(done.recognition.text, text) > 0.8
+        assert "inference_ms" in done.timings_ms and 0 < done.confidence <= 1
+    failed = answers[8]
+    assert isinstance(failed, PageFailed)
     assert (failed.code, failed.retryable) == ("truncated_file", False)
 
 

@@ -27,9 +27,14 @@ def test_bench_compares_the_daemon_with_the_bare_engine(tmp_path):
                    "--limit", "3", "--concurrency", "2", "--cost-per-hour", "3.6")
     assert result["appliance"]["pages_done"] == 3
     assert result["appliance"]["pages_per_min"] > 0 and result["bare"]["pages_per_min"] > 0
-    assert list(result["stage_ms"]) == ["raster_ms", "preprocess_ms", "inference_ms",
-                                        "read_ms", "postprocess_ms",
+    assert list(result["stage_ms"]) == ["raster_ms", "preprocess_ms", "cache_ms",
+                                        "inference_ms", "read_ms", "postprocess_ms",
                                         "barcodes_ms"]  # in pipeline order
+    # what each document's outputs cost the daemon: every format but the PDF, the PDF,
+    # the files written
+    assert list(result["output_ms"]) == ["render_ms", "pdf_ms", "write_ms"]
+    assert all(ms > 0 for ms in result["output_ms"].values())
+    assert "outputs (mean ms per doc)" in result["stdout"]
     latency = result["latency_s"]
     for part in ("total", "queue_wait", "service"):
         assert 0 <= latency[part]["p50"] <= latency[part]["p95"] <= latency[part]["p99"]
