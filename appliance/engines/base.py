@@ -11,11 +11,14 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Protocol
+from typing import TYPE_CHECKING, Protocol
 
 from PIL import Image
 
 from appliance.raster.synthetic import render_text_page
+
+if TYPE_CHECKING:
+    from appliance.raster.layout import Layout
 
 
 @dataclass
@@ -28,6 +31,11 @@ class PageRequest:
     # set by the worker to take the page back (memory critical): the engine stops
     # reading it soon and raises PagePreempted
     cancel: threading.Event | None = field(default=None, compare=False)
+    # how a page set in columns is cut into regions a vision engine reads one after the
+    # other (the page pipeline's: ``reading.regions.column_regions``); None: full-width
+    # strips
+    columns: Callable[[Layout, int, int], list[tuple[int, int, int, int]] | None] | None = (
+        field(default=None, compare=False))
 
 
 @dataclass(frozen=True)

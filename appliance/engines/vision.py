@@ -31,7 +31,7 @@ from appliance.engines.converters import to_markdown
 from appliance.engines.prompts import CONTEXT_VERSION, Prompt, prompt_for
 from appliance.engines.registry import FALLBACK  # a request for the classic reader kept inside
 from appliance.engines.tiling import (
-    column_regions, crop_tiles, decide_tiling, plan_region_tiles, plan_tiles, stitch,
+    crop_tiles, decide_tiling, plan_region_tiles, plan_tiles, stitch,
 )
 from appliance.errors import DegenerateOutput, PagePreempted, PageTimeout
 from appliance.gguf.families import Family
@@ -197,10 +197,10 @@ class VisionEngine:
                     layout: Layout | None) -> Recognition:
         """The page in strips as tall as the page is wide, so the model sees each at
         its full input resolution: full-width strips, or on a page set in columns each
-        column's own strips, column after column (``tiling.column_regions``). The
+        column's own strips, column after column (the request's ``columns``). The
         strips are generated side by side; when one fails the others are given up."""
-        layout = layout or analyze(image)
-        regions = column_regions(layout, image.width, image.height)
+        regions = request.columns and request.columns(layout or analyze(image),
+                                                      image.width, image.height)
         groups = (plan_region_tiles(regions, tile_height=image.width, overlap=TILE_OVERLAP)
                   if regions else
                   [plan_tiles(image.width, image.height, tile_height=image.width,

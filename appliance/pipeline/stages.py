@@ -43,6 +43,7 @@ from appliance.quality.postprocess import postprocess
 from appliance.raster import (ON_DEMAND, PAGE_IMAGE, PageRendering, plausible_dpi,
                               save_page_image)
 from appliance.raster.preprocess import preprocess
+from appliance.reading.regions import column_regions
 from appliance.stopwatch import Stopwatch
 
 log = logging.getLogger(__name__)
@@ -124,7 +125,8 @@ def run_job(pipeline: PagePipeline, job: Job, background: ThreadPoolExecutor,
         page = PageRendering(job.original, job.kind, job.page_index, job.dpi, job.max_pixels,
                              job.pdf_password)
         request = PageRequest(doc_type=job.doc_type, engine=job.engine, attempt=job.attempt,
-                              deadline=deadline, context=job.context, cancel=cancel)
+                              deadline=deadline, context=job.context, cancel=cancel,
+                              columns=column_regions)
         reader = engine.reader(request)
         verdict = recognition = key = image = None
         if job.kind == "pdf" and job.text_layer != pdf_text.IGNORE:

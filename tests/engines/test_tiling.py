@@ -9,12 +9,11 @@ import random
 import pytest
 from PIL import Image
 
-from appliance.engines.tiling import (
-    column_regions, crop_tiles, plan_region_tiles, plan_tiles, stitch,
-)
+from appliance.engines.tiling import crop_tiles, plan_region_tiles, plan_tiles, stitch
 from appliance.measure import synthetic_sets
 from appliance.raster.layout import analyze
 from appliance.raster.synthetic import render_text_page, sample_lines
+from appliance.reading.regions import column_regions
 
 # --- plan_tiles -----------------------------------------------------------------
 

@@ -14,12 +14,13 @@ import pytest
 from appliance.engines.base import PageRequest
 from appliance.engines.llama.engine import LlamaEngine
 from appliance.engines.prompts import PROMPTS, prompt_for
-from appliance.engines.tiling import column_regions, plan_region_tiles
+from appliance.engines.tiling import plan_region_tiles
 from appliance.errors import DegenerateOutput, InvalidRequest, PageTimeout
 from appliance.measure.synthetic_sets import columns_page
 from appliance.pipeline.stages import PagePipeline
 from appliance.raster.layout import analyze
 from appliance.raster.synthetic import render_text_page
+from appliance.reading.regions import column_regions
 
 PAGE = render_text_page(["Invoice 4711", "Total 118.50 EUR"])
 
@@ -120,10 +121,11 @@ def test_a_page_in_columns_is_read_in_strips_column_after_column(ending_engine):
     page, _truth = columns_page(random.Random(11))
     regions = column_regions(analyze(page), page.width, page.height)
     groups = plan_region_tiles(regions, tile_height=page.width, overlap=0.15)
-    result = ending_engine.recognize(page, PageRequest(attempt=3, doc_type="report"))
+    result = ending_engine.recognize(page, PageRequest(attempt=3, doc_type="report",
+                                                       columns=column_regions))
     assert result.provenance["rung"] == "tiled" and "tiled" in result.flags
     assert result.provenance["column_regions"] == len(regions) >= 3  # title and columns
     assert result.provenance["tiles"] == sum(map(len, groups))
     # a page of one column is read in full-width strips, as before
-    single = ending_engine.recognize(PAGE, PageRequest(attempt=3))
+    single = ending_engine.recognize(PAGE, PageRequest(attempt=3, columns=column_regions))
     assert "column_regions" not in single.provenance and single.provenance["tiles"] == 2
