@@ -299,8 +299,9 @@ class ReviewSettings:
     sample_rate: float = field(default=0.1, metadata={"min": 0.0, "max": 1.0})
     always_review: list[str] = field(default_factory=list,
                                      metadata={"choices": DOC_TYPES, "empty_ok": True})
-    # A reading short of accept_from is compared with another engine's: a vision
-    # reading with a classic one, a classic reading with Tesseract's (when installed).
+    # A reading short of accept_from is compared with another engine's where that could
+    # move it to another band: a vision reading with a classic one, a classic reading
+    # with Tesseract's (when installed).
     second_opinion: bool = True
     # Tesseract's languages for that second reading, e.g. "eng+deu" (each installed as
     # Debian's tesseract-ocr-<lang>).

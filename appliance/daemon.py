@@ -66,7 +66,7 @@ def page_settings(settings: Settings) -> PageSettings:
     """What the configuration tells every worker's page stages (``pipeline.stages``)."""
     return PageSettings(
         preprocess=settings.preprocess, pdf=settings.pdf, cache_dir=result_cache_dir(settings),
-        second_opinion_below=(settings.review.accept_from
+        second_opinion_bands=((settings.review.review_below, settings.review.accept_from)
                               if settings.review.second_opinion else None),
         second_opinion_languages=settings.review.second_opinion_languages,
         place_vision_text=settings.output.place_vision_text,

@@ -43,6 +43,8 @@ from appliance.quality.postprocess import postprocess
 from appliance.raster import (ON_DEMAND, PAGE_IMAGE, PageRendering, plausible_dpi,
                               save_page_image)
 from appliance.raster.preprocess import preprocess
+from appliance.raster.turning import GUESSED
+from appliance.raster.workpage import StepRecord
 from appliance.reading.regions import column_regions
 from appliance.stopwatch import Stopwatch
 
@@ -59,9 +61,10 @@ class PageSettings:
     preprocess: PreprocessSettings = field(default_factory=PreprocessSettings)
     pdf: PdfSettings = field(default_factory=PdfSettings)  # reading a PDF page's own text
     cache_dir: Path | None = None  # the result cache; None: every page is recognised
-    # a reading whose confidence is under this gets a second opinion: a vision reading
-    # the classic engine's, a classic reading Tesseract's (in these languages)
-    second_opinion_below: float | None = None
+    # the routing bands (review_below, accept_from) a second opinion may move a page
+    # across: a vision reading gets the classic engine's, a classic reading Tesseract's
+    # (in these languages); None: no second opinions
+    second_opinion_bands: tuple[float, float] | None = None
     second_opinion_languages: str = "eng"
     # a vision reading's words are placed on the classic reading's word boxes
     place_vision_text: bool = True
@@ -92,7 +95,7 @@ class PagePipeline:
         pipeline = cls(engine, settings,
                        ResultCache(settings.cache_dir) if settings.cache_dir else None,
                        ReadStage.with_table_model(settings.page_furniture, threads))
-        if settings.second_opinion_below is not None:
+        if settings.second_opinion_bands is not None:
             if problem := tesseract_problem(settings.second_opinion_languages):
                 log.warning("classic pages in doubt get no second opinion: %s", problem)
             else:
@@ -151,6 +154,14 @@ def run_job(pipeline: PagePipeline, job: Job, background: ThreadPoolExecutor,
             # the page as the engine sees it serves review: write it while the engine works
             saving = background.submit(save_page_image, image, job.page_image)
             recognition, key = _recognition(pipeline, image, request, clock)
+            if _turned_on_a_guess(steps):
+                with clock.stage("as_it_came"):
+                    kept = _better_way_up(pipeline, job, rendered_image, request,
+                                          (image, steps, recognition, key))
+                if kept[0] is not image:  # the page as it came reads better
+                    saving.result()
+                    saving = background.submit(save_page_image, kept[0], job.page_image)
+                image, steps, recognition, key = kept
             if verdict is not None:
                 recognition.provenance["text_layer"] = verdict
         with clock.stage("read"):
@@ -162,18 +173,22 @@ def run_job(pipeline: PagePipeline, job: Job, background: ThreadPoolExecutor,
         with clock.stage("postprocess"):
             postprocess(recognition)
             confidence = score_page(recognition, doc_type=request.doc_type)
-        below, second = settings.second_opinion_below, None
-        if below is not None and needs_second_opinion(confidence, below):
+        # a vision reading has no word boxes: its words go on the classic reading's
+        placing = bool(settings.place_vision_text and not recognition.lines
+                       and recognition.text.strip()
+                       and registry.entry(engine.name).fallback is not None)
+        bands, second = settings.second_opinion_bands, None
+        if bands is not None and needs_second_opinion(recognition, confidence,
+                                                      doc_type=request.doc_type, bands=bands,
+                                                      made_anyway=placing):
             with clock.stage("second_opinion"):
                 second = _second_reading(pipeline, engine_image(), request, confidence)
             if second is not None:
                 confidence = score_page(recognition, doc_type=request.doc_type,
                                         second_opinion=second)
-        if (settings.place_vision_text and not recognition.lines and recognition.text.strip()
-                and registry.entry(engine.name).fallback is not None):
-            # a vision reading has no word boxes: its words go on the classic reading's
-            # (the second opinion's, when one was read), after scoring, which they
-            # must not change
+        if placing:
+            # on the second opinion's word boxes, when one was read, after scoring,
+            # which they must not change
             with clock.stage("placement"):
                 classic = second or pipeline.recognise(
                     engine_image(), replace(request, engine=registry.FALLBACK))
@@ -252,6 +267,30 @@ def _recognition(pipeline: PagePipeline, image: Image.Image, request: PageReques
     if key:
         cache.put(key, recognition)
     return recognition, key
+
+
+def _turned_on_a_guess(steps: list[StepRecord]) -> bool:
+    return any(step.step == "orientation" and step.detail.get(GUESSED) for step in steps)
+
+
+def _better_way_up(pipeline: PagePipeline, job: Job, rendered: Image.Image,
+                   request: PageRequest, turned: tuple) -> tuple:
+    """A page turned 180 degrees on a guess (``raster.turning``) read as it came too:
+    of the two readings, each read (``pipeline.read``) and scored, the better one, with
+    its image, preprocessing steps and cache key (the turned page's on a tie). Its
+    provenance keeps both scores (``way_up``)."""
+    settings = pipeline.settings.preprocess
+    image, steps = preprocess(rendered, replace(settings, orientation=False),
+                              doc_type=job.doc_type, max_pixels=job.max_pixels,
+                              resolution_boost=job.resolution_boost)
+    recognition, key = _recognition(pipeline, image, request, Stopwatch())
+    options = [(turned[0], turned[1], pipeline.read(turned[2], turned[0]), turned[3]),
+               (image, steps, pipeline.read(recognition, image), key)]
+    scores = [score_page(option[2], doc_type=request.doc_type).score for option in options]
+    best = options[scores.index(max(scores))]
+    best[2].provenance["way_up"] = {"turned": round(scores[0], 4),
+                                    "as_it_came": round(scores[1], 4)}
+    return best
 
 
 def _second_reading(pipeline: PagePipeline, image: Image.Image, request: PageRequest,

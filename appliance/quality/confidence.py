@@ -53,6 +53,7 @@ retry-ladder rung that produced the reading), ``misread_amounts``,
 
 from __future__ import annotations
 
+import bisect
 import math
 import re
 from dataclasses import dataclass, field
@@ -317,17 +318,30 @@ def own_text(recognition: Recognition) -> bool:
     return (recognition.provenance.get("text_layer") or {}).get("reader") == TEXT
 
 
-def needs_second_opinion(confidence: Confidence, accept_from: float) -> bool:
+def needs_second_opinion(recognition: Recognition, confidence: Confidence, *, doc_type: str,
+                         bands: tuple[float, float], made_anyway: bool = False) -> bool:
     """Whether a page should also be read by another engine and scored again with that
     reading as ``second_opinion``: a reading with text or its recogniser's own evidence
     (tokens or line scores), not a fallback, whose confidence falls short of
-    auto-accept and that has not been compared yet."""
+    auto-accept, that has not been compared yet, and whose route the other reading
+    could change. ``bands``: the routing thresholds (review_below, accept_from); the
+    page is read again only where a reading that agreed with it word for word, or not
+    at all, would score it into another band than its own (a page that stays in review
+    either way is not worth a second reading), unless the other reading is
+    ``made_anyway`` (a vision page's words are placed on the classic reading's boxes)."""
     signals = confidence.signals
     # a reading without its recogniser's evidence (a remote server that sends no token
     # log-probabilities) is compared too, if it has text: agreement is then its evidence
     evidence = signals.get("source") in ("tokens", "lines") or signals.get("chars")
-    return (bool(evidence) and not signals.get("fallback")
-            and signals.get("agreement") is None and confidence.score < accept_from)
+    if (not evidence or signals.get("fallback") or signals.get("agreement") is not None
+            or confidence.score >= bands[1]):
+        return False
+    if made_anyway:
+        return True
+    own = bisect.bisect_right(bands, confidence.score)
+    return any(bisect.bisect_right(bands, score_page(recognition, doc_type=doc_type,
+                                                     second_opinion=other).score) != own
+               for other in (recognition, Recognition(text="", markdown="")))
 
 
 # --- signals ----------------------------------------------------------------------------

@@ -18,6 +18,7 @@ ClassifyUpsideDown = Callable[[list[np.ndarray]], list[tuple[bool, float]]]
 TextBoxDirections = Callable[[np.ndarray], tuple[int, int]]
 
 ORIENTATION_CROPS = 12
+GUESSED = "guessed"  # in the orientation record of a page turned on a guess
 # Before a page is turned by a quarter: this many text lines at least this many times
 # longer than thick (single letters and short words are no evidence).
 MIN_SIDEWAYS_LINES = 3
@@ -28,6 +29,14 @@ MIN_INVERTED_WEIGHT = 0.6
 # ... and outweigh the upright votes this many times. Most pages arrive upright, and
 # the classifier misreads about one line in a page.
 INVERTED_MAJORITY = 2.0
+# A turn the classifier is not sure of is a guess (``GUESSED``), and the page is read
+# both ways (``pipeline.stages``): where the upright votes are at least this share of
+# all (a blurry upright receipt: 8 lines "inverted" against 4 upright) ...
+SPLIT_VOTE_SHARE = 0.25
+# ... or the inverted votes weigh less than this share of their number (synthetic pages
+# blurred by 3.5 px, upright: 2.2 to 3.3 of 12 votes; the same pages upside down and
+# blurred by 2.5 px: 5.0 to 7.4, by 1.5 px or less: 7.5 to 12).
+SURE_WEIGHT_SHARE = 0.5
 
 
 # -- orientation ------------------------------------------------------------------------
@@ -87,6 +96,9 @@ def orientation(page: WorkPage, classify: ClassifyUpsideDown | None,
         clear = (weight_inverted >= MIN_INVERTED_WEIGHT
                  and weight_inverted >= INVERTED_MAJORITY * weight_upright)
         rotate = 180 if clear else 0
+        if clear and (len(upright) >= SPLIT_VOTE_SHARE * len(answers)
+                      or weight_inverted < SURE_WEIGHT_SHARE * len(answers)):
+            detail[GUESSED] = True
     detail["rotated_deg"] = rotate
     if rotate:
         code, coordinates = _ROTATE[rotate]

@@ -55,16 +55,19 @@ def _run(pipeline, job):
 
 
 def test_a_classic_page_in_doubt_is_read_again(tmp_path, engine):
-    # every page is "in doubt" below 1.0: the worker asks Tesseract and records both
-    # the agreement and what the second reading cost
-    pipeline = PagePipeline(engine, PageSettings(second_opinion_below=1.0),
+    alone = _run(PagePipeline(engine), _job(tmp_path, LINES))
+    # routing bands that Tesseract's agreement could carry the page across: the worker
+    # asks it and records both the agreement and what the second reading cost
+    doubt = (alone.confidence + 0.001, 1.0)
+    pipeline = PagePipeline(engine, PageSettings(second_opinion_bands=doubt),
                             second_reader=TesseractReader("eng"))
     result = _run(pipeline, _job(tmp_path, LINES))
-    assert result.signals["agreement"] > 0.9
+    assert result.signals["agreement"] > 0.9 and result.confidence > alone.confidence
     assert result.timings_ms["second_opinion_ms"] > 0
-    # a page above the threshold is not read again, nor is any page with the check off
-    for below in (0.0, None):
-        sure = _run(PagePipeline(engine, PageSettings(second_opinion_below=below),
+    # a page at auto-accept is not read again, nor one no agreement could move into
+    # another band, nor any page with the check off
+    for bands in ((0.0, 0.0), (0.0, 1.0), None):
+        sure = _run(PagePipeline(engine, PageSettings(second_opinion_bands=bands),
                                  second_reader=TesseractReader("eng")),
                     _job(tmp_path, LINES))
         assert sure.signals["agreement"] is None
@@ -73,7 +76,8 @@ def test_a_classic_page_in_doubt_is_read_again(tmp_path, engine):
 
 def test_without_tesseract_the_page_keeps_its_own_confidence(tmp_path, engine):
     alone = _run(PagePipeline(engine), _job(tmp_path, LINES))
-    result = _run(PagePipeline(engine, PageSettings(second_opinion_below=1.0)),
+    doubt = (alone.confidence + 0.001, 1.0)
+    result = _run(PagePipeline(engine, PageSettings(second_opinion_bands=doubt)),
                   _job(tmp_path, LINES))
     assert result.signals["agreement"] is None
     assert result.confidence == alone.confidence

@@ -63,16 +63,44 @@ def test_bench_docintel_sends_the_same_pages_through_both_apis(tmp_path):
     assert "ratio docintel/native" in result["stdout"]
 
 
+def _confidence(tmp_path, page) -> tuple[float, float]:
+    """The page's confidence, read as a one-thread worker does, without a second opinion
+    and with one that agrees with it word for word."""
+    from concurrent.futures import ThreadPoolExecutor
+
+    from appliance.engines import create_engine
+    from appliance.engines.messages import Job
+    from appliance.pipeline.stages import PagePipeline, PageSettings, run_job
+    from appliance.quality.confidence import score_page
+
+    pipeline = PagePipeline.load(create_engine("classic", {"threads": 1}), PageSettings())
+    job = Job(job_id=1, original=page, kind="png", page_index=0, dpi=150,
+              max_pixels=40_000_000, page_image=tmp_path / "seen.png", doc_type="generic",
+              engine=None, attempt=1, pdf_password=None, deadline_s=60)
+    with ThreadPoolExecutor(1) as background:
+        done = run_job(pipeline, job, background)
+    confirmed = score_page(done.recognition, doc_type="generic", second_opinion=done.recognition)
+    return done.confidence, confirmed.score
+
+
 def test_bench_sends_the_pages_of_an_eval_dataset(tmp_path):
     data = tmp_path / "data"
     data.mkdir()
+    # one page twice, two files (a pixel in a corner apart): the same confidence
+    page = render_text_page(["Dataset page one"], width=400, height=200)
     for i in range(2):
-        render_text_page([f"Dataset page {i}"], width=400, height=200).save(data / f"p{i}.png")
-        (data / f"p{i}.txt").write_text(f"Dataset page {i}\n")
-    # every page is in doubt below accept_from 1.0: Tesseract reads each again, and
-    # that cost is reported on its own
+        page.putpixel((0, 0), (255 - i, 255 - i, 255 - i))
+        page.save(data / f"p{i}.png")
+        (data / f"p{i}.txt").write_text("Dataset page one\n")
+    # review_below over the pages' own confidence and under it confirmed: Tesseract's
+    # agreement could carry each into the sample band, so it reads each again, and that
+    # cost is reported on its own
+    scores = [_confidence(tmp_path, data / f"p{i}.png") for i in range(2)]
+    own, confirmed = max(s for s, _ in scores), min(c for _, c in scores)
+    assert own < confirmed
     result = bench(tmp_path, {"engine": {"name": "classic", "threads": 1},
-                              "review": {"accept_from": 1.0}},
+                              "review": {"review_below": (own + confirmed) / 2,
+                                         "accept_from": 1.0}},
                    "--limit", "2", "--dataset", str(data))
     assert result["source"] == str(data) and result["appliance"]["pages_done"] == 2
     second = result["second_opinion"]

@@ -11,7 +11,6 @@ from appliance.quality.confidence import (
     CLASSIC_CHECK,
     EXPECTED_CHARS,
     VISION_CHECK,
-    Confidence,
     needs_second_opinion,
     score_page,
     text_agreement,
@@ -284,20 +283,44 @@ def test_score_stays_in_unit_interval():
     assert score_page(best, doc_type="invoice").score == 1.0
 
 
+BANDS = (0.5, 0.75)  # review below, accept from
+
+
+def asks(recognition: Recognition, bands=BANDS, made_anyway=False, **scored) -> bool:
+    confidence = score_page(recognition, doc_type="invoice", **scored)
+    return needs_second_opinion(recognition, confidence, doc_type="invoice", bands=bands,
+                                made_anyway=made_anyway)
+
+
 def test_needs_second_opinion():
-    shaky = score_page(vlm(logprob=-0.3), doc_type="invoice")
-    assert needs_second_opinion(shaky, accept_from=0.75)
-    assert not needs_second_opinion(score_page(vlm(), doc_type="invoice"), accept_from=0.75)
+    assert asks(vlm(logprob=-0.3))
+    assert not asks(vlm())
     # a classic reading in doubt is read again too (by Tesseract), a sure one is not
-    assert needs_second_opinion(score_page(classic(score=0.7), doc_type="invoice"), 0.75)
-    assert not needs_second_opinion(score_page(classic(), doc_type="invoice"), 0.75)
+    assert asks(classic(score=0.7))
+    assert not asks(classic())
     # already compared, a fallback, no evidence: nothing to compare against
-    compared = score_page(vlm(logprob=-0.3), doc_type="invoice", second_opinion=classic())
-    assert not needs_second_opinion(compared, accept_from=1.0)
-    assert not needs_second_opinion(Confidence(0.3, {"source": "lines", "fallback": True}), 0.75)
-    assert not needs_second_opinion(Confidence(0.3, {"source": "none", "chars": 0}), 0.75)
+    assert not asks(vlm(logprob=-0.3), bands=(0.5, 1.0), second_opinion=classic())
+    assert not asks(classic(score=0.7, flags=["fallback"]))
+    assert not asks(Recognition(text="", markdown=""))
     # text without evidence (a server that sends no logprobs): agreement is its evidence
-    assert needs_second_opinion(Confidence(0.6, {"source": "none", "chars": 40}), 0.75)
+    assert asks(Recognition(text=CLEAN_TEXT, markdown=CLEAN_TEXT))
+
+
+def test_a_second_opinion_is_asked_only_where_it_could_change_the_route():
+    # Tesseract's agreement lifts a classic page at most halfway to 1 and never lowers
+    # it: a page that would stay under review_below even if confirmed is not read again
+    hopeless = classic(score=0.3, flags=["truncated"])
+    confirmed = score_page(hopeless, doc_type="invoice", second_opinion=hopeless).score
+    assert score_page(hopeless, doc_type="invoice").score < confirmed < BANDS[0]
+    assert not asks(hopeless)
+    # the same page with a lower review threshold: confirmation would carry it across
+    assert asks(hopeless, bands=(confirmed - 0.01, 0.75))
+    # a second reading made anyway (a vision page's word boxes) is always compared
+    assert asks(hopeless, made_anyway=True)
+    # a vision reading in the sample band that the classic engine could contradict (a
+    # penalty) is read again though no agreement could carry it to auto-accept
+    assert asks(vlm(logprob=-0.3))
+
 
 
 def test_a_misread_figure_keeps_a_receipt_from_auto_accept():

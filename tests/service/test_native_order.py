@@ -112,9 +112,8 @@ LATE = textwrap.dedent("""
 
     native.load_page_libraries()  # what a worker does before its model
     before = shared_objects()
-    # the worker's own pipeline: orientation models, Tesseract's second opinion
-    pipeline = PagePipeline.load(create_engine("classic", {"threads": 1}),
-                                 PageSettings(second_opinion_below=1.1))
+    # the worker's own pipeline: its orientation and table models
+    pipeline = PagePipeline.load(create_engine("classic", {"threads": 1}), PageSettings())
     with ThreadPoolExecutor(1) as background:
         for number, page in enumerate(sys.argv[1:]):
             job = Job(job_id=number, original=Path(page), kind=Path(page).suffix[1:],
@@ -128,9 +127,10 @@ LATE = textwrap.dedent("""
 
 def test_a_worker_loads_no_native_library_once_its_model_could_run(tmp_path):
     """Everything a page needs after the worker's model is loaded (the classic reader, the
-    orientation check, Tesseract's second opinion; PNG, JPEG, TIFF, GIF, BMP, WebP and a
-    PDF read from its own text) loads no shared library that the worker had not loaded
-    before its model: on a GPU, one loaded beside the running model crashed the worker."""
+    orientation check, the table model; PNG, JPEG, TIFF, GIF, BMP, WebP and a PDF read
+    from its own text) loads no shared library that the worker had not loaded before its
+    model: on a GPU, one loaded beside the running model crashed the worker. Tesseract's
+    second opinion runs in a process of its own (``engines.tesseract``)."""
     page = render_text_page(["Invoice 2024", "Total 118.50"], width=400, height=300,
                             font_size=28).convert("RGB")
     pages = []
