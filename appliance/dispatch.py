@@ -413,7 +413,7 @@ class Dispatcher:
                 text = "\n".join([*others, reading.text or ""])
                 if specs:
                     unstored = PageResult(text=reading.text, provenance=reading.provenance,
-                                          lines=[asdict(line) for line in reading.lines],
+                                          lines=[line.to_dict() for line in reading.lines],
                                           field_answer=reading.field_answer,
                                           barcodes=reading.barcodes)
                     fields = read_document_fields(self.db, claim.document_id, claim.doc_type,

@@ -1,12 +1,14 @@
 """The page model: what a recogniser finds on a page (lines, their words and boxes) and
 a page's reading, shared by the engines that make it, the reading that orders it and
-everything downstream. It imports nothing of the appliance.
+everything downstream. A line is made once and never changed: the reading that orders
+and marks it makes new lines. It imports nothing of the appliance.
 """
 
 from __future__ import annotations
 
 import re
 from dataclasses import asdict, dataclass, field
+from enum import StrEnum
 
 VERTICAL_ASPECT = 1.5  # as RapidOCR's: a crop this much taller than wide is read turned
 SCRIPT_SHARE = 0.5  # of a column's letters at least, in a script written in columns
@@ -15,23 +17,90 @@ _VERTICAL_SCRIPT = re.compile(r"[\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uac00-\
                               r"\uf900-\ufaff]")
 
 
-@dataclass
+class Structure(StrEnum):
+    """What a line of the page's body is in its Markdown (``reading.markdown``)."""
+
+    HEADING = "heading"
+    LIST = "list"
+    TABLE = "table"
+    TEXT = "text"
+
+
+class Furniture(StrEnum):
+    """What a line of the page's furniture is (``reading.furniture``): the running
+    header at its top, the footer at its foot (and what is printed up its side
+    margin), a page number at either."""
+
+    HEADER = "header"
+    FOOTER = "footer"
+    PAGE_NUMBER = "page_number"
+
+
+@dataclass(frozen=True)
 class Line:
     """One recognised text line: its text, its box [x0, y0, x1, y1] in page pixels, its
-    score; where the engine knows the page's structure, the reading-order index of the
-    block it belongs to and its role there (heading, list, table, text); its words."""
+    score; once the page is read, the reading-order index of the block it belongs to
+    and its role there, in the body (``structure``) or in the furniture; its words."""
 
     text: str
     box: list[float]
     score: float
     block: int | None = None
-    role: str | None = None
+    structure: Structure | None = None
+    furniture: Furniture | None = None
     # the words, where the engine gives them: {"text", "box", "score"}, the score being
     # the least sure of the word's characters
     words: list[dict] | None = None
 
+    @property
+    def role(self) -> str | None:
+        """The line's role as the outputs name it: a line of the furniture has no
+        structure, so one name serves both."""
+        return self.furniture or self.structure
 
-@dataclass
+    def to_dict(self) -> dict:
+        """As stored and written in the JSON output: ``role`` for both roles."""
+        return {"text": self.text, "box": self.box, "score": self.score, "block": self.block,
+                "role": self.role and self.role.value, "words": self.words}
+
+    @classmethod
+    def from_dict(cls, data: dict) -> Line:
+        role = data.get("role")
+        return cls(text=data["text"], box=data["box"], score=data.get("score", 0.0),
+                   block=data.get("block"), words=data.get("words"),
+                   furniture=_member(Furniture, role), structure=_member(Structure, role))
+
+
+def _member(kind: type[StrEnum], value: str | None) -> StrEnum | None:
+    """The member of ``kind`` named ``value``; None for another value or none."""
+    try:
+        return kind(value)
+    except ValueError:
+        return None
+
+
+@dataclass(frozen=True)
+class Block:
+    """A region of the page read as rows, in reading order (``reading.order``): its
+    rows, each left to right; where it is the page's header or footer, which. A block
+    of ``vertical`` text has a row for each column, right to left."""
+
+    rows: list[list[Line]]
+    furniture: Furniture | None = None
+    vertical: bool = False
+
+    @property
+    def lines(self) -> list[Line]:
+        return [line for row in self.rows for line in row]
+
+    @property
+    def box(self) -> list[float]:
+        boxes = [line.box for line in self.lines]
+        return [min(b[0] for b in boxes), min(b[1] for b in boxes),
+                max(b[2] for b in boxes), max(b[3] for b in boxes)]
+
+
+@dataclass(frozen=True)
 class Unread:
     """A reader of line boxes (the classic engine, a PDF's own text) finds a page's lines;
     reading them (their order, blocks and roles, the page's text and Markdown) is a
@@ -69,12 +138,12 @@ class Recognition:
         return cls(text="", markdown="", lines=lines, unread=Unread(page_height, lean_deg))
 
     def to_dict(self) -> dict:
-        return asdict(self)
+        return {**asdict(self), "lines": [line.to_dict() for line in self.lines]}
 
     @classmethod
     def from_dict(cls, data: dict) -> Recognition:
         unread = data.get("unread")
-        return cls(**{**data, "lines": [Line(**line) for line in data.get("lines", [])],
+        return cls(**{**data, "lines": [Line.from_dict(line) for line in data.get("lines", [])],
                       "unread": Unread(**unread) if unread else None})
 
 

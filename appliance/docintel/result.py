@@ -24,10 +24,11 @@ from appliance.docintel.errors import service_error
 from appliance.errors import InvalidRequest
 from appliance.export import document_error
 from appliance.outputs.tree import Box, PageTree, Word, page_trees
-from appliance.quality.blocks import Block, parse_blocks
+from appliance.page import Furniture
+from appliance.quality.blocks import MarkdownBlock, parse_blocks
 from appliance.quality.html_tables import Cell, placed
 from appliance.quality.markdown import escape_markdown
-from appliance.reading.furniture import FOOTER, HEADER, PAGE_NUMBER, is_page_number
+from appliance.reading.furniture import is_page_number
 from appliance.reading.lines import unspaced
 from appliance.store import Database, queries
 from appliance.store.models import Analysis, DocStatus, PageResult, PageStatus
@@ -38,7 +39,8 @@ PAGE_BREAK = "\n\n<!-- PageBreak -->\n\n"  # between the pages of Markdown conte
 INVALID_CONFIDENCE = 0.3
 EDGE = 0.08  # the bands at a page's top and bottom where headers, footers and numbers stand
 # the reading's furniture roles (reading.furniture) as the service names them
-_FURNITURE = {HEADER: "pageHeader", FOOTER: "pageFooter", PAGE_NUMBER: "pageNumber"}
+_FURNITURE = {Furniture.HEADER: "pageHeader", Furniture.FOOTER: "pageFooter",
+              Furniture.PAGE_NUMBER: "pageNumber"}
 _OWN_RUN = ("heading", *_FURNITURE)
 BARCODES = "barcodes"  # the add-on feature, and the page's list of them
 # zxing-cpp's names (engines.barcodes) that the service spells otherwise
@@ -349,7 +351,7 @@ def _tables(readings: list[PageReading]) -> list[dict]:
     return tables
 
 
-def _table_cells(block: Block) -> list[tuple[int, int, str, int, int]]:
+def _table_cells(block: MarkdownBlock) -> list[tuple[int, int, str, int, int]]:
     """(row, column, text, rows spanned, columns spanned) of each cell of a table block:
     an HTML table's as a browser lays them out, a pipe table's without its empty header
     row."""

@@ -55,7 +55,7 @@ from appliance.outputs.hocr import (
     xml_text,
 )
 from appliance.outputs.tree import PageTree, TextBlock
-from appliance.reading.furniture import FOOTER, HEADER, PAGE_NUMBER
+from appliance.page import Furniture
 
 ALTO_NS = "http://www.loc.gov/standards/alto/ns-v4#"
 XSI_NS = "http://www.w3.org/2001/XMLSchema-instance"
@@ -133,11 +133,11 @@ def _page(layout: ET.Element, page: PageTree) -> None:
 
 def _space(page: PageTree, block: TextBlock) -> str:
     """Where on the ALTO page a block stands: a margin for furniture, else PrintSpace."""
-    if block.role == HEADER:
+    if block.role == Furniture.HEADER:
         return "TopMargin"
-    if block.role == FOOTER:
+    if block.role == Furniture.FOOTER:
         return "BottomMargin"
-    if block.role == PAGE_NUMBER:
+    if block.role == Furniture.PAGE_NUMBER:
         top, bottom = page.pixels(block.box)[1::2]
         return "TopMargin" if top + bottom < page.height else "BottomMargin"
     return "PrintSpace"

@@ -51,7 +51,7 @@ import urllib.parse
 import xml.etree.ElementTree as ET
 
 from appliance.outputs.tree import PageTree
-from appliance.reading.furniture import FOOTER, HEADER, PAGE_NUMBER
+from appliance.page import Furniture
 
 XHTML_NS = "http://www.w3.org/1999/xhtml"
 SOFTWARE_NAME = "ocr-appliance"
@@ -60,7 +60,8 @@ SOFTWARE_NAME = "ocr-appliance"
 CAPABILITIES = ("ocr_page", "ocr_carea", "ocr_header", "ocr_footer", "ocr_pageno", "ocr_par",
                 "ocr_line", "ocrx_word")
 # the class of a block of page furniture, by its role
-FURNITURE_CLASS = {HEADER: "ocr_header", FOOTER: "ocr_footer", PAGE_NUMBER: "ocr_pageno"}
+FURNITURE_CLASS = {Furniture.HEADER: "ocr_header", Furniture.FOOTER: "ocr_footer",
+                   Furniture.PAGE_NUMBER: "ocr_pageno"}
 
 _DOCTYPE = ('<!DOCTYPE html PUBLIC "-//W3C//DTD XHTML 1.0 Transitional//EN"\n'
             '    "http://www.w3.org/TR/xhtml1/DTD/xhtml1-transitional.dtd">\n')

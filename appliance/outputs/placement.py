@@ -12,7 +12,7 @@ is the placement ``rate``; a page placed poorly is flagged.
 from __future__ import annotations
 
 import difflib
-from dataclasses import asdict, dataclass
+from dataclasses import dataclass
 
 from appliance.page import Line, Recognition
 
@@ -38,7 +38,7 @@ def words_of(lines: list[dict] | list[Line]) -> list[Placed]:
     share of the characters."""
     placed = []
     for index, line in enumerate(lines):
-        line = line if isinstance(line, dict) else asdict(line)
+        line = line if isinstance(line, dict) else line.to_dict()
         for word in line.get("words") or _split(line["text"], line["box"], line.get("score")):
             if word["text"].strip():
                 placed.append(Placed(word["text"], tuple(word["box"]), word.get("score"), index,
@@ -146,7 +146,7 @@ def place_text(recognition: Recognition, positions: list[Line]) -> None:
     placement (source, rate, words) goes into its provenance; under POOR_PLACEMENT
     the page is flagged ``poorly_placed``."""
     placed, rate = align(words_of(positions), (recognition.text or "").split(), score=None)
-    recognition.lines = [Line(**line) for line in lines_of(placed)]
+    recognition.lines = [Line.from_dict(line) for line in lines_of(placed)]
     recognition.provenance["placement"] = {"rate": round(rate, 4), "words": len(placed)}
     if rate < POOR_PLACEMENT:
         recognition.flags = [*recognition.flags, "poorly_placed"]

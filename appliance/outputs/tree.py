@@ -19,8 +19,8 @@ import numpy as np
 
 from appliance.engines.pdf_text import OCR
 from appliance.outputs.placement import Placed, align, union, words_of
+from appliance.page import Furniture
 from appliance.raster.preprocess import to_original
-from appliance.reading.furniture import FOOTER, HEADER
 from appliance.store import Database, queries
 from appliance.store.models import PageResult, PageStatus
 
@@ -198,6 +198,7 @@ def _blocks(words: list[Placed]) -> list[TextBlock]:
         block = blocks.setdefault(key, TextBlock(line.box, [], members[0].role))
         block.lines.append(line)
         block.box = union([block.box, line.box])
-        if line.role in (HEADER, FOOTER):  # a header's page number is the header's
+        # a header's page number is the header's
+        if line.role in (Furniture.HEADER, Furniture.FOOTER):
             block.role = line.role
     return list(blocks.values())

@@ -37,7 +37,7 @@ _HTML_TAG = re.compile(r"<[^>]*>")
 
 
 @dataclass
-class Block:
+class MarkdownBlock:
     kind: str  # heading | paragraph | list | table | code | quote | html | math | rule
     text: str  # plain text; a table's cells joined by " | " per row, rows by "\n"
     level: int | None = None  # heading level 1-6
@@ -50,7 +50,7 @@ class Block:
         return {key: value for key, value in asdict(self).items() if value is not None}
 
 
-def parse_blocks(markdown: str) -> list[Block]:
+def parse_blocks(markdown: str) -> list[MarkdownBlock]:
     """The top-level blocks of `markdown` in source order. A nested list is one "list"
     block; a blockquote is one "quote" block whatever it holds."""
     return [_block(group) for group in _top_level(MARKDOWN_PARSER.parse(markdown))]
@@ -109,36 +109,38 @@ def _top_level(tokens: list[Token]) -> list[list[Token]]:
     return groups
 
 
-def _block(group: list[Token]) -> Block:
+def _block(group: list[Token]) -> MarkdownBlock:
     first = group[0]
     line = first.map[0] if first.map else 0
     if first.type == "heading_open":
-        return Block("heading", _inline_text(group[1]), level=int(first.tag[1:]), line=line)
+        return MarkdownBlock("heading", _inline_text(group[1]), level=int(first.tag[1:]), line=line)
     if first.type == "paragraph_open":
         raw = group[1].content.strip()
         # No math plugin here: a paragraph fenced by $$ on both ends is display math,
         # and its LaTeX is kept raw (markdown-it would eat backslashes and underscores).
         if len(raw) >= 4 and raw.startswith("$$") and raw.endswith("$$"):
-            return Block("math", raw[2:-2].strip(), line=line)
-        return Block("paragraph", _inline_text(group[1]), line=line)
+            return MarkdownBlock("math", raw[2:-2].strip(), line=line)
+        return MarkdownBlock("paragraph", _inline_text(group[1]), line=line)
     if first.type == "table_open":
         rows = _table_rows(group)
-        return Block("table", "\n".join(" | ".join(row) for row in rows), rows=rows, line=line)
+        return MarkdownBlock("table", "\n".join(" | ".join(row) for row in rows), rows=rows,
+                             line=line)
     if first.type in _CODE_TOKENS:
-        return Block("code", first.content.rstrip("\n"), line=line)
+        return MarkdownBlock("code", first.content.rstrip("\n"), line=line)
     if first.type == "html_block":
         table = _spanning_table(first.content)
         if table is not None:
             rows = [[cell.text for cell in row] for row in table]
-            return Block("table", "\n".join(" | ".join(row) for row in rows), rows=rows,
+            return MarkdownBlock("table", "\n".join(" | ".join(row) for row in rows), rows=rows,
                          line=line, spans=[[[cell.rowspan, cell.colspan] for cell in row]
                                            for row in table])
-        return Block("html", _html_text(first.content), line=line)
+        return MarkdownBlock("html", _html_text(first.content), line=line)
     if first.type == "hr":
-        return Block("rule", "", line=line)
+        return MarkdownBlock("rule", "", line=line)
     if first.type == "blockquote_open":
-        return Block("quote", _nested_text(group), line=line)
-    return Block("list" if first.type in _LIST_OPENERS else "paragraph", _nested_text(group), line=line)
+        return MarkdownBlock("quote", _nested_text(group), line=line)
+    return MarkdownBlock("list" if first.type in _LIST_OPENERS else "paragraph",
+                         _nested_text(group), line=line)
 
 
 def _inline_text(token: Token) -> str:

@@ -12,8 +12,8 @@ routed to review (``layout_doubt``), whatever its characters' scores.
 
 from __future__ import annotations
 
+from appliance.page import Block
 from appliance.reading.lines import PROSE_WORDS, word_count
-from appliance.reading.order import Block
 
 # Rows one after the other with two lines of running text side by side. Of 149 FUNSD
 # forms, 20 synthetic invoices, 32 synthetic Chinese pages and 28 real report,
@@ -26,11 +26,11 @@ LAYOUT_DOUBT = "layout_doubt"
 
 def layout_doubt(blocks: list[Block]) -> str | None:
     """Why the order of ``blocks`` is in doubt, for people; None when it is not."""
-    for block in blocks:
+    for number, block in enumerate(blocks, 1):
         run = 0
         for row in block.rows:
             run = run + 1 if sum(word_count(line.text) >= PROSE_WORDS for line in row) >= 2 else 0
             if run >= DOUBT_ROWS:
-                return (f"block {block.order + 1} reads running text across a gutter in "
+                return (f"block {number} reads running text across a gutter in "
                         f"{DOUBT_ROWS} rows or more: columns may be interleaved")
     return None

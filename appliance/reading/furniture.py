@@ -29,13 +29,8 @@ from __future__ import annotations
 
 import re
 
-from appliance.page import Line
+from appliance.page import Furniture, Line
 from appliance.reading.lines import HEADING_RATIO, median_height, rows, word_count
-
-HEADER = "header"
-FOOTER = "footer"
-PAGE_NUMBER = "page_number"
-ROLES = (HEADER, FOOTER, PAGE_NUMBER)
 
 # A line turned on its side stands this many times taller than wide: three characters
 # or more (a list's "1." alone stands one and a half times taller than wide).
@@ -103,44 +98,46 @@ def up_the_margin(lines: list[Line]) -> list[Line]:
 
 
 def find_furniture(lines: list[Line], page_height: float | None = None
-                   ) -> dict[str, dict[int, str]]:
+                   ) -> dict[Furniture, dict[int, Furniture]]:
     """The page's furniture at its top (HEADER) and its bottom (FOOTER): for each,
     {id(line): role} of the lines there that are a header, a footer or a page number
     (see the module docstring), within EDGE_BAND of the page's edges where
     ``page_height`` (in the lines' pixels) is known."""
     if len(lines) < 3:
-        return {HEADER: {}, FOOTER: {}}
+        return {Furniture.HEADER: {}, Furniture.FOOTER: {}}
     height = median_height(lines)
     page_rows = rows(lines, height)
     if len(page_rows) < 3:
-        return {HEADER: {}, FOOTER: {}}
+        return {Furniture.HEADER: {}, Furniture.FOOTER: {}}
     typeset = len(running_lines(lines)) >= TYPESET_LINES
     top, bottom = _text(page_rows[0]), _text(page_rows[-1])
-    edges = {HEADER: _edge(page_rows, bottom, height, typeset, HEADER, HEADER_GAP),
-             FOOTER: _edge(page_rows[::-1], top, height, typeset, FOOTER, FOOTER_GAP)}
+    edges = {Furniture.HEADER: _edge(page_rows, bottom, height, typeset, Furniture.HEADER,
+                                     HEADER_GAP),
+             Furniture.FOOTER: _edge(page_rows[::-1], top, height, typeset, Furniture.FOOTER,
+                                     FOOTER_GAP)}
     if page_height:
         by_id = {id(line): line for line in lines}
-        inside = {HEADER: lambda line: line.box[3] <= EDGE_BAND * page_height,
-                  FOOTER: lambda line: line.box[1] >= (1 - EDGE_BAND) * page_height}
+        inside = {Furniture.HEADER: lambda line: line.box[3] <= EDGE_BAND * page_height,
+                  Furniture.FOOTER: lambda line: line.box[1] >= (1 - EDGE_BAND) * page_height}
         edges = {edge: {key: role for key, role in found.items() if inside[edge](by_id[key])}
                  for edge, found in edges.items()}
     return edges
 
 
 def _edge(page_rows: list[list[Line]], other_edge: str, height: float, typeset: bool,
-          role: str, gap: float) -> dict[int, str]:
+          role: Furniture, gap: float) -> dict[int, Furniture]:
     """The furniture among the first EDGE_ROWS rows of ``page_rows`` (the page's rows
     from the top down for its header, from the bottom up for its footer);
     ``other_edge``: the text of the row at the page's other edge."""
-    found: dict[int, str] = {}
+    found: dict[int, Furniture] = {}
     index = 0
     # rows that are furniture by what they hold, however close to the body
     while index < EDGE_ROWS:
         row = page_rows[index]
         if len(row) == 1 and is_page_number(row[0].text):
-            found[id(row[0])] = PAGE_NUMBER
+            found[id(row[0])] = Furniture.PAGE_NUMBER
         elif typeset and _numbered_running_row(row, page_rows[index + 1], height):
-            found.update({id(line): PAGE_NUMBER if is_page_number(line.text) else role
+            found.update({id(line): Furniture.PAGE_NUMBER if is_page_number(line.text) else role
                           for line in row})
         elif _text(row) == other_edge:
             found.update({id(line): role for line in row})
@@ -155,7 +152,7 @@ def _edge(page_rows: list[list[Line]], other_edge: str, height: float, typeset: 
         if all(_small_print(row, height) for row in group) \
                 and _set_apart(group[-1], body, height, gap):
             for line in (line for row in group for line in row):
-                found[id(line)] = PAGE_NUMBER if is_page_number(line.text) else role
+                found[id(line)] = Furniture.PAGE_NUMBER if is_page_number(line.text) else role
             break
     return found
 

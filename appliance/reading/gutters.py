@@ -8,7 +8,7 @@ gutters whose sides read as columns.
 from __future__ import annotations
 
 import math
-from contextlib import contextmanager
+from dataclasses import replace
 
 import numpy as np
 
@@ -68,32 +68,27 @@ def _whitest(cover: np.ndarray, run: np.ndarray) -> float:
     return float(widest[0] + widest[-1]) / 2
 
 
-@contextmanager
-def levelled(lines: list[Line], lean_deg: float):
-    """The lines' boxes moved as the page turned by ``-lean_deg`` would move their
-    centres, while the block is running; their own boxes again after. Each keeps its
-    width and height: a line that leans with the page is level then. The turned page
-    is shifted back to where the lines' top-left corner was, so no coordinate turns
-    negative (the gutter search indexes an array by x)."""
+def levelled(lines: list[Line], lean_deg: float) -> list[Line]:
+    """The lines as the page turned by ``-lean_deg`` would place them: each moved as
+    its centre would move, keeping its width and height (a line that leans with the
+    page is level then). The turned page is shifted back to where the lines' top-left
+    corner was, so no coordinate turns negative (the gutter search indexes an array by
+    x). The lines themselves where the page does not lean."""
     if not lean_deg:
-        yield
-        return
-    own = [line.box for line in lines]
+        return lines
     angle = math.radians(lean_deg)
     cos, sin = math.cos(angle), math.sin(angle)
     moves = []
-    for x0, y0, x1, y1 in own:
+    for x0, y0, x1, y1 in (line.box for line in lines):
         x, y = (x0 + x1) / 2, (y0 + y1) / 2
         moves.append((x * cos + y * sin - x, y * cos - x * sin - y))
-    left = min(box[0] for box in own) - min(box[0] + dx for box, (dx, _dy) in zip(own, moves))
-    top = min(box[1] for box in own) - min(box[1] + dy for box, (_dx, dy) in zip(own, moves))
-    try:
-        for line, (x0, y0, x1, y1), (dx, dy) in zip(lines, own, moves):
-            line.box = [x0 + dx + left, y0 + dy + top, x1 + dx + left, y1 + dy + top]
-        yield
-    finally:
-        for line, box in zip(lines, own):
-            line.box = box
+    left = min(line.box[0] for line in lines) - min(
+        line.box[0] + dx for line, (dx, _dy) in zip(lines, moves))
+    top = min(line.box[1] for line in lines) - min(
+        line.box[1] + dy for line, (_dx, dy) in zip(lines, moves))
+    return [replace(line, box=[line.box[0] + dx + left, line.box[1] + dy + top,
+                               line.box[2] + dx + left, line.box[3] + dy + top])
+            for line, (dx, dy) in zip(lines, moves)]
 
 
 def split_at_gutters(lines: list[Line], lean_deg: float) -> list[Line]:
@@ -109,21 +104,20 @@ def split_at_gutters(lines: list[Line], lean_deg: float) -> list[Line]:
     words = [(line, word) for line in lines for word in line.words or ()]
     if not words:
         return lines
-    own = [list(line.box) for line in lines]
-    with levelled(lines, lean_deg):
-        shift = {id(line): (line.box[0] - box[0], line.box[1] - box[1])
-                 for line, box in zip(lines, own)}
-        ink = [Line(text=word["text"], box=_moved(word["box"], shift[id(line)]), score=0.0)
-               for line, word in words]
-        ink += [line for line in lines if not line.words]
-        height = median_height(lines)
-        cuts: dict[int, list[float]] = {}
-        for x, _crossing, _width in find_gutters(ink, height):
-            across = {id(line): x - shift[id(line)][0] for line in lines
-                      if line.words and line.box[0] < x < line.box[2]}
-            if _joined_across(lines, across) or _column_gutter(lines, across, x, shift, height):
-                for key, at in across.items():
-                    cuts.setdefault(key, []).append(at)
+    level = levelled(lines, lean_deg)
+    shift = {id(line): (flat.box[0] - line.box[0], flat.box[1] - line.box[1])
+             for line, flat in zip(lines, level)}
+    ink = [Line(text=word["text"], box=_moved(word["box"], shift[id(line)]), score=0.0)
+           for line, word in words]
+    ink += [flat for flat in level if not flat.words]
+    height = median_height(lines)
+    cuts: dict[int, list[float]] = {}
+    for x, _crossing, _width in find_gutters(ink, height):
+        across = {id(line): x - shift[id(line)][0] for line, flat in zip(lines, level)
+                  if line.words and flat.box[0] < x < flat.box[2]}
+        if _joined_across(lines, across) or _column_gutter(lines, across, x, shift, height):
+            for key, at in across.items():
+                cuts.setdefault(key, []).append(at)
     if not cuts:
         return lines
     return [piece for line in lines for piece in _cut_line(line, cuts.get(id(line), []))]

@@ -22,22 +22,21 @@
   - *paragraphs*: the rest, a blank line where the gap between rows is wider than
     ``PARAGRAPH_GAP`` line heights and between blocks.
 
-Each line is also given its ``block`` (the reading-order index of its block) and its
-``role`` (heading, list, table or text), which the JSON output carries.
+The lines come back marked with their ``block`` (the reading-order index of their
+block) and, in the body, their ``structure`` (heading, list, table or text), which the
+JSON output carries as their ``role``.
 """
 
 from __future__ import annotations
 
 import re
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
-from appliance.page import Line
+from appliance.page import Block, Furniture, Line, Structure
 from appliance.quality.markdown import escape_markdown
-from appliance.reading.furniture import FOOTER, HEADER, PAGE_NUMBER
 from appliance.reading.lines import HEADING_RATIO, PROSE_WORDS, median_height, word_count
 from appliance.reading.lines import rows as row_groups
-from appliance.reading.order import Block
 from appliance.reading.tables import Runs, joined, table_markdown, table_runs
 
 # Another reader of a table's structure (a model on the page's pixels, which the
@@ -59,24 +58,20 @@ _ENUMERATOR = re.compile(r"^\s*(\(?\d{1,3}[.)]|\(?[a-zA-Z][.)])\s+(?=\S)")
 class Page:
     text: str
     markdown: str
-    lines: list[Line]  # in reading order, each with its block and role
+    lines: list[Line]  # in reading order, each marked with its block and role
 
 
 def render(blocks: list[Block], furniture: str = "separate",
            table_reader: TableReader | None = None) -> Page:
     """Text and Markdown of ``blocks`` (in reading order). The page's furniture (its
-    blocks with a role: header, footer) is, as ``furniture`` says, left where it stands
+    header and footer blocks) is, as ``furniture`` says, left where it stands
     ("keep"), read after the body under FURNITURE_HEADING ("separate"), or left out of
     the text and Markdown ("drop"; its lines are still in ``Page.lines``). Each table
     the rules find is written by ``table_reader`` where it gives one, else by them."""
-    body = [block for block in blocks if block.role is None]
-    edges = [block for block in blocks if block.role is not None]
+    body = [block for block in blocks if block.furniture is None]
+    edges = [block for block in blocks if block.furniture is not None]
     if furniture != "keep":
         blocks = body + edges
-    for number, block in enumerate(blocks):
-        block.order = number
-        for line in block.lines:
-            line.block = block.order
     lines = [line for block in blocks for line in block.lines]
     if not lines:
         return Page("", "", [])
@@ -87,10 +82,8 @@ def render(blocks: list[Block], furniture: str = "separate",
                             for line in block.lines] or lines)
     heading_sizes = _heading_sizes(across, height)
     parts: list[str] = []
-    for block in shown:
-        if block.role is None:
-            for line in block.lines:
-                line.role = "text"
+    # what each line of the body is in the Markdown: text unless found otherwise
+    structure = {id(line): Structure.TEXT for block in body for line in block.lines}
     body_parts = _body_parts(shown, height)
     index = 0
     while index < len(body_parts):
@@ -105,12 +98,12 @@ def render(blocks: list[Block], furniture: str = "separate",
         if end > index + 1 or (end == index + 1 and not _one_run(rows, tables)):
             region = [line for part, _ in body_parts[index:end] for row in part for line in row]
             if written := table_reader(region, False):
-                for line in region:
-                    line.role = "table"
+                structure.update((id(line), Structure.TABLE) for line in region)
                 parts.extend(written)
                 index = end
                 continue
-        parts.extend(_block_markdown(rows, tables, height, heading_sizes, table_reader))
+        parts.extend(_block_markdown(rows, tables, height, heading_sizes, table_reader,
+                                     structure))
         index += 1
     if furniture == "separate" and edges:
         parts += ["", FURNITURE_HEADING, ""]
@@ -118,6 +111,8 @@ def render(blocks: list[Block], furniture: str = "separate",
     written = shown + (edges if furniture == "separate" else [])
     text = "\n".join(" ".join(line.text for line in row) for block in written
                      for row in block.rows)
+    lines = [replace(line, block=number, structure=structure.get(id(line)))
+             for number, block in enumerate(blocks) for line in block.lines]
     return Page(text=text, markdown="\n".join(parts).strip("\n"), lines=lines)
 
 
@@ -135,7 +130,7 @@ def _body_parts(blocks: list[Block], body: float
     columns have no runs: a line each, as they stand."""
     parts: list[tuple[list[list[Line]], Runs | None]] = []
     for block in blocks:
-        if block.role is not None or block.vertical:
+        if block.furniture is not None or block.vertical:
             parts.append((block.rows, None))
             continue
         tables = table_runs(block.rows, body)
@@ -170,8 +165,10 @@ def _one_run(rows: list[list[Line]], tables: Runs) -> bool:
 
 
 def _block_markdown(rows: list[list[Line]], tables: Runs | None, body: float,
-                    heading_sizes: list[float], table_reader: TableReader | None) -> list[str]:
-    """A part's Markdown (``_body_parts``); rows as they stand where it has no runs."""
+                    heading_sizes: list[float], table_reader: TableReader | None,
+                    structure: dict[int, Structure]) -> list[str]:
+    """A part's Markdown (``_body_parts``); rows as they stand where it has no runs.
+    What its lines are goes into ``structure`` ({id(line): what})."""
     if tables is None:
         return _rows_as_they_stand(rows)
     out: list[str] = []
@@ -188,8 +185,7 @@ def _block_markdown(rows: list[list[Line]], tables: Runs | None, body: float,
             if out and out[-1] != "":
                 out.append("")
             lines = [line for row in rows[index:end] for line in row]
-            for line in lines:
-                line.role = "table"
+            structure.update((id(line), Structure.TABLE) for line in lines)
             ruled = table_markdown(rows[index:end], columns, body, apart)
             # where the rules found names over groups of columns (HTML), theirs stand
             out.extend(ruled if ruled[0] == "<table>" or not table_reader
@@ -198,7 +194,7 @@ def _block_markdown(rows: list[list[Line]], tables: Runs | None, body: float,
             previous_bottom = None
             index = end
             continue
-        out.append(_row_markdown(row, body, heading_sizes))
+        out.append(_row_markdown(row, body, heading_sizes, structure))
         previous_bottom = max(line.box[3] for line in row)
         index += 1
     while out and out[-1] == "":
@@ -206,20 +202,18 @@ def _block_markdown(rows: list[list[Line]], tables: Runs | None, body: float,
     return out
 
 
-def _row_markdown(row: list[Line], body: float, heading_sizes: list[float]) -> str:
+def _row_markdown(row: list[Line], body: float, heading_sizes: list[float],
+                  structure: dict[int, Structure]) -> str:
     text = " ".join(line.text for line in row)
     level = _heading_level(row, body, heading_sizes)
     if level:
-        for line in row:
-            line.role = "heading"
+        structure.update((id(line), Structure.HEADING) for line in row)
         return "#" * level + " " + escape_markdown(text)
     if bullet := _BULLET.match(text):
-        for line in row:
-            line.role = "list"
+        structure.update((id(line), Structure.LIST) for line in row)
         return "- " + escape_markdown(text[bullet.end():])
     if number := _ENUMERATOR.match(text):
-        for line in row:
-            line.role = "list"
+        structure.update((id(line), Structure.LIST) for line in row)
         marker = number.group(1)
         if marker[:-1].isdigit():  # "3." or "3)": an ordered item as it stands
             return f"{marker} " + escape_markdown(text[number.end():])
@@ -277,20 +271,18 @@ def in_order(lines: list[dict], order: list[int], furniture: str = "separate") -
     blocks: dict[int, list[Line]] = {}
     for line in lines:
         if line.get("block") is not None:
-            blocks.setdefault(line["block"], []).append(
-                Line(text=line["text"], box=line["box"], score=line.get("score", 0.0),
-                     role=line.get("role"), words=line.get("words")))
+            blocks.setdefault(line["block"], []).append(Line.from_dict(line))
     if sorted(order) != sorted(blocks):
         raise ValueError(f"name each of the page's blocks once: {', '.join(map(str, sorted(blocks)))}")
     height = median_height([line for block in blocks.values() for line in block])
-    return render([Block(rows=row_groups(blocks[number], height), role=_furniture(blocks[number]))
-                   for number in order], furniture)
+    return render([Block(rows=row_groups(blocks[number], height),
+                         furniture=_furniture(blocks[number])) for number in order], furniture)
 
 
-def _furniture(lines: list[Line]) -> str | None:
+def _furniture(lines: list[Line]) -> Furniture | None:
     """A stored block's furniture role (the edge it stands at), None for the body."""
-    roles = {line.role for line in lines}
-    for edge in (HEADER, FOOTER):
+    roles = {line.furniture for line in lines}
+    for edge in (Furniture.HEADER, Furniture.FOOTER):
         if edge in roles:
             return edge
-    return FOOTER if PAGE_NUMBER in roles else None
+    return Furniture.FOOTER if Furniture.PAGE_NUMBER in roles else None

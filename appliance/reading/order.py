@@ -34,13 +34,13 @@ from __future__ import annotations
 
 import math
 import statistics
-from dataclasses import dataclass
+from dataclasses import replace
 
-from appliance.page import Line, is_column
+from appliance.page import Block, Furniture, Line, is_column
 from appliance.reading.columns import (MIN_COLUMN_LINES, figure_share, is_card_row, is_column_cut,
                                       prose)
-from appliance.reading.furniture import (FOOTER, FOOTER_GAP, HEADER, TYPESET_LINES, find_furniture,
-                                         running_lines, up_the_margin)
+from appliance.reading.furniture import (FOOTER_GAP, TYPESET_LINES, find_furniture, running_lines,
+                                         up_the_margin)
 from appliance.reading.gutters import find_gutters, levelled, split_at_gutters
 from appliance.reading.lines import centre, median_height, overlap, rows
 from appliance.reading.vertical import column_blocks
@@ -74,28 +74,6 @@ BAND_WHITE = 3.0
 TABLE_FIGURES = 0.5
 
 
-@dataclass
-class Block:
-    """A region read as rows, in reading order: its rows, each left to right; ``role``
-    is the furniture's ("header", "footer"), None for the page's body. A block of
-    ``vertical`` text has a row for each column, right to left (``reading.vertical``)."""
-
-    rows: list[list[Line]]
-    order: int = 0
-    role: str | None = None
-    vertical: bool = False
-
-    @property
-    def lines(self) -> list[Line]:
-        return [line for row in self.rows for line in row]
-
-    @property
-    def box(self) -> list[float]:
-        boxes = [line.box for line in self.lines]
-        return [min(b[0] for b in boxes), min(b[1] for b in boxes),
-                max(b[2] for b in boxes), max(b[3] for b in boxes)]
-
-
 def read_order(lines: list[Line], lean_deg: float = 0.0,
                page_height: float | None = None) -> list[Block]:
     """The page's blocks in reading order (see the module docstring).
@@ -113,17 +91,25 @@ def read_order(lines: list[Line], lean_deg: float = 0.0,
     for line in split_at_gutters(lines, lean_deg):
         if line.box[3] > line.box[1] and line.box[2] > line.box[0]:
             (columns if is_column(line.box, line.text) else across).append(line)
-    lines, blocks = across, []
-    if lines:
-        with levelled(lines, lean_deg):
-            height = median_height(lines)
-            gap = _section_gap(lines, height)
-            blocks = [block for page in _pages(lines, height, gap)
-                      for block in _page(page, height, gap, page_height)]
+    blocks: list[Block] = []
+    if across:
+        level = levelled(across, lean_deg)
+        height = median_height(level)
+        gap = _section_gap(level, height)
+        cut: list[Block] = []
+        roles: dict[int, Furniture] = {}
+        for page in _pages(level, height, gap):
+            page_blocks, page_roles = _page(page, height, gap, page_height)
+            cut += page_blocks
+            roles.update(page_roles)
+        # the blocks were cut on the levelled page; they hold the lines as they came,
+        # each marked with its furniture role
+        own = {id(flat): line for flat, line in zip(level, across)}
+        blocks = [replace(block, rows=[[replace(own[id(line)], furniture=roles.get(id(line)))
+                                        for line in row] for row in block.rows])
+                  for block in cut]
     for group in column_blocks(columns):
         _place(blocks, Block(rows=[[column] for column in group], vertical=True))
-    for number, block in enumerate(blocks):
-        block.order = number
     return blocks
 
 
@@ -132,36 +118,33 @@ def _place(blocks: list[Block], columns: Block) -> None:
     above its top (a headline right of the body it heads), or after the body."""
     top = columns.box[1]
     at = next((index for index, block in enumerate(blocks)
-               if block.role is None and block.box[3] > top), None)
+               if block.furniture is None and block.box[3] > top), None)
     if at is None:  # after the body, before a footer
-        at = next((index for index, block in enumerate(blocks) if block.role == FOOTER),
-                  len(blocks))
+        at = next((index for index, block in enumerate(blocks)
+                   if block.furniture == Furniture.FOOTER), len(blocks))
     blocks.insert(at, columns)
 
 
-def _page(lines: list[Line], height: float, gap: float,
-          page_height: float | None) -> list[Block]:
+def _page(lines: list[Line], height: float, gap: float, page_height: float | None
+          ) -> tuple[list[Block], dict[int, Furniture]]:
     """One page's blocks: its header (``reading.furniture``, found before the body is
     cut, so that no rule takes it for a banner or a spanner), its body, its footer, the
-    lines up its side margin. The lines' ``role`` is their furniture role, None in the
-    body."""
+    lines up its side margin; and its lines' furniture roles ({id(line): role})."""
     margin = up_the_margin(lines)
-    aside = {id(line): FOOTER for line in margin}
+    aside = {id(line): Furniture.FOOTER for line in margin}
     edges = find_furniture([line for line in lines if id(line) not in aside], page_height)
-    roles = {**edges[HEADER], **edges[FOOTER], **aside}
+    roles = {**edges[Furniture.HEADER], **edges[Furniture.FOOTER], **aside}
     body = [line for line in lines if id(line) not in roles]
     blocks = [Block(rows=rows(region, height)) for region in _cut(body, height, gap) if region]
     header, footer = ([line for line in lines if id(line) in edges[edge]]
-                      for edge in (HEADER, FOOTER))
+                      for edge in (Furniture.HEADER, Furniture.FOOTER))
     if header:
-        blocks.insert(0, Block(rows=rows(header, height), role=HEADER))
+        blocks.insert(0, Block(rows=rows(header, height), furniture=Furniture.HEADER))
     if footer:
-        blocks.append(Block(rows=rows(footer, height), role=FOOTER))
+        blocks.append(Block(rows=rows(footer, height), furniture=Furniture.FOOTER))
     if margin:
-        blocks.append(Block(rows=[[line] for line in margin], role=FOOTER))
-    for line in lines:
-        line.role = roles.get(id(line))
-    return blocks
+        blocks.append(Block(rows=[[line] for line in margin], furniture=Furniture.FOOTER))
+    return blocks, roles
 
 
 def _pages(lines: list[Line], height: float, gap: float) -> list[list[Line]]:

@@ -22,7 +22,7 @@ from __future__ import annotations
 
 import logging
 import time
-from dataclasses import asdict, dataclass
+from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from sqlalchemy import case, exists, func, or_, update
@@ -235,7 +235,7 @@ def complete_page(db: Database, claim: Claim, done: PageDone,
                          model_id=done.model_id, timings_ms=done.timings_ms,
                          confidence=done.confidence, signals=done.signals, text=reading.text,
                          markdown=reading.markdown,
-                         lines=[asdict(line) for line in reading.lines],
+                         lines=[line.to_dict() for line in reading.lines],
                          finish_reason=reading.finish_reason, tokens=reading.tokens,
                          flags=reading.flags, provenance=reading.provenance,
                          field_answer=reading.field_answer, barcodes=reading.barcodes)

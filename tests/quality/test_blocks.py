@@ -1,6 +1,6 @@
 from __future__ import annotations
 
-from appliance.quality.blocks import Block, format_problems, parse_blocks
+from appliance.quality.blocks import MarkdownBlock, format_problems, parse_blocks
 from appliance.quality.markdown import markdown_to_text
 
 CLEAN = """# Invoice *No.* 42
@@ -37,7 +37,8 @@ def test_clean_document_blocks_and_no_problems():
 
 
 def test_to_dict_drops_empty_fields():
-    assert Block("paragraph", "hi", line=3).to_dict() == {"kind": "paragraph", "text": "hi", "line": 3}
+    assert MarkdownBlock("paragraph", "hi", line=3).to_dict() == {"kind": "paragraph", "text": "hi",
+                                                                  "line": 3}
     assert parse_blocks("## Two")[0].to_dict() == {"kind": "heading", "text": "Two", "level": 2, "line": 0}
 
 

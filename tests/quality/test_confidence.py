@@ -2,6 +2,7 @@ from __future__ import annotations
 
 import json
 import math
+from dataclasses import replace
 
 import pytest
 
@@ -93,8 +94,7 @@ def test_a_short_unsure_line_weighs_by_its_characters():
     lines = [*CLEAN_LINES, "("]
     scores = [0.99] * len(CLEAN_LINES) + [0.5]
     rec = classic(lines)
-    for line, score in zip(rec.lines, scores):
-        line.score = score
+    rec.lines = [replace(line, score=score) for line, score in zip(rec.lines, scores)]
     # one character in ~250 at 0.5: a hair lower, not sunk by the p10
     assert score_page(rec, doc_type="invoice").score == pytest.approx(
         score_page(classic(), doc_type="invoice").score, abs=0.02)

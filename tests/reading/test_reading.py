@@ -5,10 +5,11 @@ README (appliance eval)."""
 from __future__ import annotations
 
 import math
+from dataclasses import replace
 
 import pytest
 
-from appliance.page import Line
+from appliance.page import Block, Line
 from appliance.quality.blocks import format_problems, parse_blocks
 from appliance.quality.markdown import escape_markdown
 from appliance.reading.lines import rows
@@ -108,10 +109,13 @@ def test_a_page_that_leans_is_read_as_if_level(lean, margin):
     left = column(margin, 100, [f"left {t}" for t in PROSE * 3], pitch=36)
     right = column(margin + 390, 100, [f"right {t}" for t in PROSE * 3], pitch=36)
     cos, sin = math.cos(math.radians(lean)), math.sin(math.radians(lean))
-    for l in left + right:
+
+    def turned(l):
         x, y = (l.box[0] + l.box[2]) / 2, (l.box[1] + l.box[3]) / 2
         dx, dy = x * cos - y * sin - x, x * sin + y * cos - y
-        l.box = [l.box[0] + dx, l.box[1] + dy, l.box[2] + dx, l.box[3] + dy]
+        return replace(l, box=[l.box[0] + dx, l.box[1] + dy, l.box[2] + dx, l.box[3] + dy])
+
+    left, right = [turned(l) for l in left], [turned(l) for l in right]
     straight = [l.text for l in left] + [l.text for l in right]
     boxes = [list(l.box) for l in left + right]
     assert [l.text for block in read_order(left + right, lean_deg=lean)
@@ -706,7 +710,6 @@ def test_lines_a_detector_joined_across_a_narrow_gutter_are_cut_there():
 
 
 def _block_markdown(rows: list[list[Line]]) -> str:
-    from appliance.reading.order import Block
     return render([Block(rows=rows)]).markdown
 
 
@@ -789,7 +792,7 @@ def test_a_line_up_the_side_margin_is_read_with_the_foot_of_the_page():
     stamp = line("Downloaded from archive.example.org on July 24, 2024", 20, 120, 50, h=700)
     blocks = read_order([stamp, *body])
     assert [l.text for block in blocks for l in block.lines] == [*(l.text for l in body), stamp.text]
-    assert blocks[-1].role == "footer" and blocks[0].role is None
+    assert blocks[-1].furniture == "footer" and blocks[0].furniture is None
     turned = line("Turned heading", 520, 100, 550, h=300)
     right = column(600, 100, PROSE)
-    assert all(block.role is None for block in read_order([turned, *body, *right]))
+    assert all(block.furniture is None for block in read_order([turned, *body, *right]))
