@@ -44,9 +44,10 @@ OCR (the appliance before this module).
 from __future__ import annotations
 
 import hashlib
+import re
 import unicodedata
 from collections.abc import Callable
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass, field, replace
 from importlib.metadata import version
 from pathlib import Path
 
@@ -83,6 +84,9 @@ _INK_DPI = 50  # the page is judged for ink at about this resolution
 _RULE_INCHES = 1.0  # a straight run of ink this long is a rule (no glyph stroke is)
 OCR_LINE_MIN_SCORE = 0.5  # a picture's OCR line below this is noise (a photo's texture)
 SAME_TEXT = 80  # a picture's line this similar (0-100) to the layer's text there is a twin
+_HIGH_SURROGATE = re.compile("[\ud800-\udbff]")  # a character past U+FFFF: its first unit
+_LOW_SURROGATE = re.compile("[\udc00-\udfff]")  # ... and its second
+_SURROGATE = re.compile("[\ud800-\udfff]")
 
 
 @dataclass
@@ -249,7 +253,23 @@ def read_layer(path: Path, index: int, password: str | None, size: tuple[int, in
         finally:
             textpage.close()
             page.close()
-    return TextLayer(chars, pictures, size)
+    return TextLayer(_whole_characters(chars), pictures, size)
+
+
+def _whole_characters(chars: list[Char]) -> list[Char]:
+    """The characters with each one outside the Basic Multilingual Plane whole: pdfium
+    gives one (CJK Extension B's "𠮷" in a Japanese or Hong Kong name) as its two UTF-16
+    surrogates, each a character of its own in the same box. A surrogate without its
+    pair is U+FFFD, as any code that is no character."""
+    whole: list[Char] = []
+    for char in chars:
+        if whole and _LOW_SURROGATE.match(char.text) and _HIGH_SURROGATE.match(whole[-1].text):
+            pair = (whole[-1].text + char.text).encode("utf-16-le", "surrogatepass")
+            whole[-1] = replace(whole[-1], text=pair.decode("utf-16-le"))
+        else:
+            whole.append(char)
+    return [replace(char, text="\ufffd") if _SURROGATE.match(char.text) else char
+            for char in whole]
 
 
 def _page_to_device(page, size: tuple[int, int]) -> np.ndarray:

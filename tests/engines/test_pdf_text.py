@@ -26,7 +26,7 @@ from appliance.pipeline.stages import PagePipeline, PageSettings, run_job
 from appliance.raster import render_page
 from appliance.store import Database
 from tests.daemon import Daemon
-from tests.fixtures.documents import write_png
+from tests.fixtures.documents import EXTENSION_B_LINES, write_extension_b_pdf, write_png
 
 
 @pytest.fixture(scope="module")
@@ -295,3 +295,11 @@ def test_two_short_columns_of_a_born_digital_page_are_read_one_after_the_other(t
     done = _read(engine, path, mode="prefer")
     assert _verdict(done)["reader"] == "text"
     assert done.recognition.text.split("\n") == expected
+
+
+def test_a_character_past_the_basic_plane_is_read_whole(tmp_path, engine):
+    """pdfium gives "𠮷" as two UTF-16 surrogates: read one by one, the page failed
+    with a UnicodeEncodeError on every attempt; it is one character, in its place."""
+    done = _read(engine, write_extension_b_pdf(tmp_path / "names.pdf"))
+    assert _verdict(done)["reader"] == "text"
+    assert done.recognition.text.splitlines() == EXTENSION_B_LINES
