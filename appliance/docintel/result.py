@@ -7,7 +7,7 @@ confidences, blocks in reading order, ``outputs.tree``), the structure of its Ma
 page as rendered: in pixels for an image, in inches for a PDF (at the page's dpi),
 each box a polygon of its four corners through the tree's ``to_page``, so the words of
 a page that preprocessing straightened or turned lie on their ink. Offsets count
-Unicode code points.
+Unicode code points, then as the client asked (``docintel.offsets``).
 """
 
 from __future__ import annotations
@@ -21,6 +21,7 @@ from appliance.config import Settings
 from appliance.docintel import API_VERSION
 from appliance.docintel.catalogue import Model, model
 from appliance.docintel.errors import service_error
+from appliance.docintel.offsets import CODE_POINTS, counted_as
 from appliance.errors import InvalidRequest
 from appliance.export import document_error
 from appliance.outputs.tree import Box, PageTree, Word, page_trees
@@ -482,7 +483,7 @@ def analyze_result(db: Database, view: DocumentView, analysis: Analysis,
     content = "".join(parts)
     paragraphs = _paragraphs(readings, spec.layout)
     body = {"apiVersion": API_VERSION, "modelId": spec.model_id,
-            "stringIndexType": "unicodeCodePoint",
+            "stringIndexType": CODE_POINTS,
             "contentFormat": "markdown" if markdown else "text", "content": content,
             "pages": [_page_json(reading, unit, BARCODES in options.get("features", []))
                       for reading in readings],
@@ -495,4 +496,4 @@ def analyze_result(db: Database, view: DocumentView, analysis: Analysis,
         body["documents"] = _documents(db, view.doc.id, spec, readings, content)
     if warnings:
         body["warnings"] = warnings
-    return body
+    return counted_as(body, content, options.get("stringIndexType", CODE_POINTS))

@@ -30,7 +30,7 @@ from fastapi.concurrency import run_in_threadpool
 from fastapi.responses import Response
 
 from appliance.daemon import Appliance
-from appliance.docintel import API_VERSION, PREFIX, catalogue
+from appliance.docintel import API_VERSION, PREFIX, catalogue, offsets
 from appliance.docintel.result import BARCODES, PAGES_PATTERN, operation, status
 from appliance.errors import (
     InvalidRequest, NotFound, NotReady, SourceNotAllowed, SourceUnreachable, TooLarge,
@@ -204,8 +204,8 @@ def install(app: FastAPI, appliance: Appliance, responses: dict) -> None:
             model_id: str, request: Request,
             pages: str | None = Query(None, max_length=200, pattern=PAGES_PATTERN),
             locale: str | None = Query(None, max_length=40),
-            string_index_type: Literal["textElements", "unicodeCodePoint", "utf16CodeUnit"] | None
-            = Query(None, alias="stringIndexType"),
+            string_index_type: Literal[offsets.STRING_INDEX_TYPES] = Query(
+                offsets.DEFAULT, alias="stringIndexType"),
             features: str | None = Query(None, max_length=400, pattern=list_pattern(FEATURES)),
             query_fields: str | None = Query(None, alias="queryFields", max_length=2000),
             output_content_format: Literal["text", "markdown"] = Query(
@@ -219,8 +219,6 @@ def install(app: FastAPI, appliance: Appliance, responses: dict) -> None:
         asked = _listed(features)
         ignored = [feature for feature in asked if feature not in OFFERED]
         ignored += ["queryFields"] * bool(query_fields) + ["figures"] * ("figures" in outputs)
-        if string_index_type == "utf16CodeUnit":
-            ignored.append("stringIndexType=utf16CodeUnit")
         media = request.headers.get("content-type", "").split(";")[0].strip().lower()
         if media != "application/json" and not RAW_TYPES.match(media):
             raise UnsupportedMediaType(f"Content-Type {media[:100]!r} is not supported; send "
@@ -228,7 +226,8 @@ def install(app: FastAPI, appliance: Appliance, responses: dict) -> None:
                                        f"application/octet-stream")
         options = {"outputContentFormat": output_content_format, "pages": pages,
                    "locale": locale, "output": outputs, "ignored": ignored,
-                   "features": [feature for feature in asked if feature in OFFERED]}
+                   "features": [feature for feature in asked if feature in OFFERED],
+                   "stringIndexType": string_index_type}
         with tempfile.TemporaryFile() as body:  # the body as it arrives, never in memory
             async for chunk in request.stream():
                 body.write(chunk)

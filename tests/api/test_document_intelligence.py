@@ -38,6 +38,7 @@ from appliance.security import ApiKeys
 from appliance.store import Database, queries
 from appliance.users import Users
 from tests.daemon import Daemon
+from tests.fixtures.documents import EXTENSION_B_LINES, write_extension_b_pdf
 from tests.fixtures.documents import (
     GROUPED, GROUPS, write_grouped_table_png, write_jpeg, write_multipage_tiff, write_pdf,
     write_png,
@@ -223,6 +224,27 @@ def test_chinese_words_are_one_a_character_as_the_service_gives_them(service, tm
         assert result.content[word.span.offset:][:word.span.length] == word.content
     lefts = [w.polygon[0] for w in page.words[:5]]
     assert lefts == sorted(lefts) and len(set(lefts)) == 5  # each on its own ink
+
+
+def test_offsets_count_as_the_client_asks(service, tmp_path):
+    """stringIndexType: text elements unless asked otherwise, as the service; UTF-16
+    code units for the .NET, Java and JavaScript SDKs, whose strings index so. "𠮷"
+    (past U+FFFF, in a born-digital invoice's name) is one text element and two UTF-16
+    units: every word's span finds the word where the client's string holds it."""
+    _daemon, client = service
+    path = write_extension_b_pdf(tmp_path / "names.pdf")
+    for asked, kind in ((None, "textElements"), ("utf16CodeUnit", "utf16CodeUnit"),
+                        ("unicodeCodePoint", "unicodeCodePoint")):
+        options = {"string_index_type": asked} if asked else {}
+        _result_id, result = analyze(client, "prebuilt-read", path, **options)
+        assert result.string_index_type == kind and not result.warnings
+        assert result.content.splitlines() == EXTENSION_B_LINES
+        units = result.content
+        if kind == "utf16CodeUnit":  # what a UTF-16 string holds at each index
+            units = [part for ch in units for part in ((ch, "") if ord(ch) > 0xFFFF else (ch,))]
+        for word in result.pages[0].words:
+            assert "".join(units[word.span.offset:][:word.span.length]) == word.content, kind
+        assert "".join(units[:result.paragraphs[0].spans[0].length]).startswith("𠮷野家")
 
 
 FAPIAO_QR = "01,32,,24442000000012345678,14464.00,20260305,,3F2A"
