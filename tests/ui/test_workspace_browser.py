@@ -260,6 +260,31 @@ def test_bulk_retry_and_delete_are_done_and_audited(ada, daemon):
     expect(page.locator("#documents-list tr.doc-deleted")).to_have_count(0)
 
 
+def test_a_new_query_starts_a_new_choice(ada, daemon):
+    """A filter or a search lists other documents: nothing stays ticked, the box over
+    the list neither, and its first click ticks every row again."""
+    page = ada
+    pick_all = page.locator("#documents-list input[data-pick-all]")
+    ticked_rows = page.locator("#documents-list input[data-pick]:checked")
+    picked = page.locator("#documents-picked")
+    pick_all.click()
+    expect(picked).to_contain_text("50 documents ticked")
+    done = api_documents(daemon, status="done")["total"]
+    choose(page, "Status", "done")
+    expect(count_line(page)).to_contain_text(f"of {done:,} documents")
+    expect(picked).to_have_text("No document ticked.")
+    expect(ticked_rows).to_have_count(0)
+    expect(pick_all).not_to_be_checked()
+    pick_all.click()
+    expect(pick_all).to_be_checked()
+    expect(picked).to_contain_text("50 documents ticked")
+    search_documents(page, "twelve percent")
+    expect(count_line(page)).to_contain_text("1–1 of 1 document")
+    expect(picked).to_have_text("No document ticked.")
+    expect(ticked_rows).to_have_count(0)
+    expect(pick_all).not_to_be_checked()
+
+
 def test_the_document_view_shows_a_real_page_and_its_downloads(ada, daemon):
     page = ada
     search_documents(page, "twelve percent")
