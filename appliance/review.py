@@ -162,9 +162,11 @@ class ReviewService:
         """The newest reading of the document's key fields, for the form beside its page."""
         return queries.latest_fields(self.db, document_id)
 
-    def next_page(self, reviewer: str, where: ReviewFilter = ReviewFilter()) -> ReviewPage | None:
-        """Lock the oldest highest-priority free page for ``reviewer`` and open it."""
-        page_id = reviews.claim_review(self.db, reviewer, self.lock_s, where)
+    def next_page(self, reviewer: str, where: ReviewFilter = ReviewFilter(),
+                  leaving: int | None = None) -> ReviewPage | None:
+        """Lock the oldest highest-priority free page for ``reviewer`` and open it; the
+        page they are ``leaving`` is freed unless it is that one."""
+        page_id = reviews.claim_review(self.db, reviewer, self.lock_s, where, leaving)
         return self.open_page(page_id) if page_id is not None else None
 
     def open_page(self, page_id: int) -> ReviewPage:

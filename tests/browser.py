@@ -87,3 +87,16 @@ def open_document(page: Page, name: str) -> None:
 def page_body(page: Page) -> Locator:
     """The open page's rendered Markdown (the document view's "Rendered" tab)."""
     return page.locator("#document-body")
+
+
+def ask_for_downloads(page: Page) -> None:
+    """"Prepare downloads" of the open document, until its files are offered."""
+    page.locator("#document-prepare-downloads").click()
+    expect(page.locator("#download-txt")).to_be_visible()
+
+
+def downloaded(page: Page, fmt: str) -> bytes:
+    """What the open document's download button of ``fmt`` (prepared) gives."""
+    with page.expect_download() as download:
+        page.locator(f"#download-{fmt.replace('.', '-')}").click()
+    return Path(download.value.path()).read_bytes()

@@ -1,6 +1,8 @@
 """The Document tab's Gradio wiring: the components of the document view
 (``ui/document_view.py``), how to fill them for a document and page, and the tab's own
-events (choosing a page, zooming, the actions on this one document)."""
+events (choosing a page, zooming, preparing the downloads, the actions on this one
+document). Opening a document or a page makes no download: "Prepare downloads" makes
+them, and any change to the document takes them back (``view_key``)."""
 
 from __future__ import annotations
 
@@ -14,15 +16,16 @@ from appliance.errors import NotFound
 from appliance.export import FORMATS
 from ui import fields_form
 from ui.actions import ACTIONS, perform
-from ui.components import safe_markdown, safe_markdown_view
+from ui.components import escape_markdown_text, safe_markdown, safe_markdown_view
 from ui.confirm_delete import ConfirmDelete
 from ui.document_view import (
     HISTORY_HEADERS, NO_DOCUMENT_TEXT, PageShown, field_rows, history_rows, show_document, show_page, thumbnails,
     view_key,
 )
-from ui.downloads import DOWNLOAD_LABELS
+from ui.downloads import DOWNLOAD_LABELS, prepare_downloads
 from ui.page_image import ZOOMABLE
 
+CHANGED_TEXT = "The document changed while its downloads were made: prepare them again."
 ZOOM_JS = ("(percent) => { const el = document.getElementById('document-image'); "
            "if (el) el.style.setProperty('--page-zoom', String(percent / 100)); return []; }")
 
@@ -62,8 +65,9 @@ class DocumentTab:
         self.confirm = ConfirmDelete(appliance, "document")
         self.message = safe_markdown_view(elem_id="document-message")
         with gr.Row():
-            self.downloads = [gr.DownloadButton(DOWNLOAD_LABELS[fmt], interactive=False,
-                                                visible=fmt != "fields.json", size="sm",
+            self.prepare = gr.Button("Prepare downloads", size="sm", visible=False,
+                                     elem_id="document-prepare-downloads")
+            self.downloads = [gr.DownloadButton(DOWNLOAD_LABELS[fmt], visible=False, size="sm",
                                                 elem_id=f"download-{fmt.replace('.', '-')}")
                               for fmt in FORMATS]
         self.note = safe_markdown_view(elem_id="document-note")
@@ -112,8 +116,9 @@ class DocumentTab:
         self.thumb_pages = gr.State([])  # the page index of each thumbnail
         self.page_outputs = [self.page_index, self.page_choice, self.image, self.facts,
                              self.doubts, self.body, self.text]
+        self.download_outputs = [self.prepare, *self.downloads, self.note]
         self.outputs = [self.document_id, self.shown_key, self.title, self.review_link,
-                        *self.downloads, self.note, self.thumbs, self.thumb_pages,
+                        *self.download_outputs, self.thumbs, self.thumb_pages,
                         *self.page_outputs, self.fields_box, self.fields, self.history]
         self._wire(zoom)
 
@@ -139,32 +144,51 @@ class DocumentTab:
     def refresh(self, latest: LatestOpen, document_id: str | None, index: int,
                 shown_key: str) -> list:
         """``redraw`` when the document changed since it was shown; else nothing."""
-        if not document_id:
-            return [gr.skip()] * len(self.outputs)
-        try:
-            current = view_key(self.library.document(document_id))
-        except NotFound:  # deleted: say so once
-            current = ""
-        if current == shown_key:
+        if not document_id or self.current_key(document_id) == shown_key:
             return [gr.skip()] * len(self.outputs)
         return self.redraw(latest, document_id, index)
 
+    def current_key(self, document_id: str) -> str:
+        try:
+            return view_key(self.library.document(document_id), self.library.fields(document_id))
+        except NotFound:  # deleted: say so once
+            return ""
+
+    def download_updates(self, offered: bool, files: dict[str, Path], note: str) -> list:
+        """The updates of ``download_outputs``: "Prepare downloads" where ``offered``, else
+        a button per file; and the note (Markdown)."""
+        return [gr.Button(visible=offered),
+                *(gr.DownloadButton(value=files.get(fmt), visible=fmt in files)
+                  for fmt in FORMATS), safe_markdown(note)]
+
+    def prepared(self, latest: LatestOpen, document_id: str | None) -> list:
+        """The downloads of the document as it is now, unless the session has opened
+        another while they were made."""
+        if not document_id:
+            return [gr.skip()] * len(self.download_outputs)
+        before = self.current_key(document_id)
+        files, note = prepare_downloads(self.appliance, document_id, self.download_dir)
+        with latest.lock:
+            if document_id != latest.document_id:
+                return [gr.skip()] * len(self.download_outputs)
+            if self.current_key(document_id) != before:  # some files may show it as it was
+                return self.download_updates(True, {}, CHANGED_TEXT)
+            return self.download_updates(not files, files, escape_markdown_text(note))
+
     def _drawn(self, document_id: str | None, index: int) -> list:
-        panel = show_document(self.appliance, document_id, self.download_dir)
+        panel = show_document(self.appliance, document_id)
         pages = self.library.document(document_id).doc.page_count if panel.key else 0
         index = min(max(0, index), max(0, pages - 1))
         shown, thumb_pages = thumbnails(self.library, document_id, self.download_dir /
                                         "thumbnails") if panel.key else ([], [])
         fields = field_rows(self.library.fields(document_id)) if panel.key else None
         history = history_rows(self.library.history(document_id)) if panel.key else []
-        downloads = [gr.DownloadButton(value=panel.files.get(fmt), interactive=fmt in panel.files,
-                                       visible=fmt != "fields.json" or fmt in panel.files)
-                     for fmt in FORMATS]
         page = self.page_updates(document_id if panel.key else None, index)
         page[1] = gr.Dropdown(choices=[(f"page {n + 1} of {pages}", n) for n in range(pages)],
                               value=index if pages else None)
         return [document_id if panel.key else None, panel.key, safe_markdown(panel.title),
-                gr.Button(visible=panel.in_review), *downloads, safe_markdown(panel.note),
+                gr.Button(visible=panel.in_review),
+                *self.download_updates(panel.downloadable, {}, panel.note),
                 gr.Gallery(value=shown, visible=bool(shown)), thumb_pages, *page, gr.Accordion(visible=fields is not None),
                 fields or [], history]
 
@@ -194,6 +218,10 @@ class DocumentTab:
         self.page_choice.input(on_page, inputs=[self.page_choice, self.document_id],
                                outputs=self.page_outputs, **private)
         zoom.change(None, inputs=zoom, js=ZOOM_JS, **private)
+        # a searchable PDF of a long scan keeps a core busy for seconds
+        self.prepare.click(self.prepared, inputs=[self.latest, self.document_id],
+                           outputs=self.download_outputs, trigger_mode="once",
+                           concurrency_limit=2, concurrency_id="document-downloads", **private)
         for action, button in self.actions.items():
             if action != "delete":  # Delete asks first
                 button.click(action_handler(action),

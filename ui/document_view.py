@@ -1,10 +1,11 @@
 """The document view: one document, opened from the list at the page a search found.
 
-It shows the document's state and its downloads (every format, once it is final),
-its pages as thumbnails, the selected page's image (zoomable, every line outlined and
-the low-confidence ones numbered) beside its text with the page's confidence, flags,
-engine and routing reasons, the key fields (read-only: they are corrected in the
-review console or through the API) and the document's history.
+It shows the document's state and, once it is final, its downloads (every format, made
+when asked: ``ui/downloads.py``), its pages as thumbnails, the selected page's image
+(zoomable, every line outlined and the low-confidence ones numbered) beside its text
+with the page's confidence, flags, engine and routing reasons, the key fields
+(read-only: they are corrected in the review console or through the API) and the
+document's history.
 
 Everything comes from ``appliance.library`` and ``appliance.exporter``; names, text,
 messages and field values are untrusted and are escaped, or shown as plain text by
@@ -15,20 +16,18 @@ from __future__ import annotations
 
 import hashlib
 import logging
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from datetime import datetime
 from pathlib import Path
 
 from PIL import Image
 
 from appliance.daemon import Appliance
-from appliance.errors import ApplianceError, NotFound
-from appliance.export import FORMATS
+from appliance.errors import NotFound
 from appliance.library import DocumentView, FieldSet, HistoryEntry, Library, PageStatus, PageView
 from ui import fields_form
 from ui.components import escape_markdown_text
 from ui.document_status import page_progress, status_details
-from ui.downloads import render_formats, write_downloads
 from ui.page_image import annotate_page
 from ui.review import confidence_text, highlights_text
 
@@ -37,7 +36,7 @@ log = logging.getLogger(__name__)
 HISTORY_HEADERS = ["When", "What", "Who", "Page", "Details"]
 THUMBNAIL_PX = 200
 NO_DOCUMENT_TEXT = "Open a document from the list (click its name)."
-WAITING_TEXT = "The downloads appear when every page is finished."
+WAITING_TEXT = "The downloads can be prepared once every page is finished."
 
 
 def when_text(at: float | None) -> str:
@@ -46,19 +45,25 @@ def when_text(at: float | None) -> str:
 
 @dataclass
 class DocumentPanel:
-    """The document's heading and downloads."""
+    """The document's heading, and whether its downloads can be prepared."""
 
     title: str = NO_DOCUMENT_TEXT  # Markdown: our words, the document's facts escaped
-    files: dict[str, Path] = field(default_factory=dict)  # format -> file to download
-    note: str = ""  # what the downloads lack and why (escaped)
+    note: str = ""  # why there are no downloads (escaped)
     key: str = ""  # changes whenever what is shown would change
     in_review: bool = False  # a person has to check pages of it: show the way there
+    downloadable: bool = False  # final, with results: its downloads can be prepared
 
 
-def view_key(view: DocumentView | None) -> str:
+def view_key(view: DocumentView | None, fields: FieldSet | None) -> str:
+    """Changes with anything the view shows, the outputs included: each page's accepted
+    reading (a correction, a rerun) and the newest key fields count even before the
+    document is exported again, so the next refresh takes back downloads prepared
+    before the change."""
     if view is None:
         return ""
-    return f"{view.doc.id}:{view.status}:{sorted(view.page_counts.items())}:{view.doc.exported_at}"
+    return (f"{view.doc.id}:{view.status}:{sorted(view.page_counts.items())}:"
+            f"{view.doc.exported_at}:{[page.result_id for page in view.pages]}:"
+            f"{fields.id if fields else None}")
 
 
 def document_title(view: DocumentView, reviewers_exist: bool) -> str:
@@ -78,9 +83,9 @@ def document_title(view: DocumentView, reviewers_exist: bool) -> str:
     return title + "\n\n" + " · ".join(escape_markdown_text(fact) for fact in facts)
 
 
-def show_document(appliance: Appliance, document_id: str | None,
-                  download_dir: Path) -> DocumentPanel:
-    """The document's heading, and its downloads once it is final."""
+def show_document(appliance: Appliance, document_id: str | None) -> DocumentPanel:
+    """The document's heading, and whether its downloads can be prepared (they are
+    made when asked: the searchable PDF takes seconds)."""
     if not document_id:
         return DocumentPanel()
     try:
@@ -88,23 +93,14 @@ def show_document(appliance: Appliance, document_id: str | None,
     except NotFound:
         return DocumentPanel(title="There is no document with this id (deleted?).")
     panel = DocumentPanel(title=document_title(view, not appliance.review_unstaffed()),
-                          key=view_key(view),
+                          key=view_key(view, appliance.library.fields(document_id)),
                           in_review=bool(view.page_counts[PageStatus.REVIEW]))
     if not view.is_final:
         panel.note = WAITING_TEXT
     elif view.doc.error_code:  # refused at intake: nothing was recognised
         panel.note = "This document could not be processed; the reason is shown above."
     else:
-        # key fields only for a type that has them: a generic document's would be null
-        formats = [fmt for fmt in FORMATS if fmt != "fields.json"
-                   or appliance.library.fields(document_id) is not None]
-        try:
-            rendered, note = render_formats(appliance.exporter, document_id, formats)
-        except ApplianceError as exc:  # changed between the two reads
-            panel.note = escape_markdown_text(exc.message)
-        else:
-            panel.files = write_downloads(rendered, download_dir, document_id, view.doc.name)
-            panel.note = escape_markdown_text(note)
+        panel.downloadable = True
     return panel
 
 

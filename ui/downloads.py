@@ -1,9 +1,11 @@
 """A final document's results as files to download: one per format in the document
 view, and the selected documents' outputs as one zip.
 
-The results come from ``appliance.exporter.rendered``. The searchable PDF is made from
-the original, which retention may have deleted (or a PDF library may refuse): then
-the other formats are still offered, and the note says why the PDF is not.
+The results come from ``appliance.exporter.rendered``, when a person asks for them
+(the searchable PDF of a long scan takes seconds), as the document is at that moment.
+The searchable PDF is made from the original, which retention may have deleted (or a
+PDF library may refuse): then the other formats are still offered, and the note says
+why the PDF is not.
 """
 
 from __future__ import annotations
@@ -31,6 +33,21 @@ def render_formats(exporter, document_id: str, formats=FORMATS
             raise
         others = [fmt for fmt in formats if fmt != "pdf"]
         return exporter.rendered(document_id, others), f"no searchable PDF: {exc.message}"
+
+
+def prepare_downloads(appliance, document_id: str, download_dir: Path
+                      ) -> tuple[dict[str, Path], str]:
+    """The final document in every format, rendered now and written as files named
+    after it: (format -> file, a note: "" or what is missing and why, unescaped)."""
+    try:
+        name = appliance.library.document(document_id).doc.name
+        # key fields only for a type that has them: a generic document's would be null
+        formats = [fmt for fmt in FORMATS if fmt != "fields.json"
+                   or appliance.library.fields(document_id) is not None]
+        rendered, note = render_formats(appliance.exporter, document_id, formats)
+    except ApplianceError as exc:  # deleted, or no longer final (a retry), since it was shown
+        return {}, exc.message
+    return write_downloads(rendered, download_dir, document_id, name), note
 
 
 def write_downloads(rendered: dict[str, str | bytes], download_dir: Path, document_id: str,

@@ -15,13 +15,15 @@ The list is HTML made here. Names, tags, folders, messages and snippets are untr
 reaches the page: the table, each document's open button and checkbox, a progress bar,
 and ``<mark>`` around the spans a search matched (``Hit.marked``). ``listing.js`` turns a
 click on a name into an "open" event (the document, and the page the search found) and
-the checkboxes into a "pick" event with the chosen documents.
+the checkboxes into a "pick" event with the chosen documents; the table names its query
+(``data-query``), so that a new one (a search, a filter, the pager) starts a new choice.
 """
 
 from __future__ import annotations
 
-import html
 import dataclasses
+import hashlib
+import html
 from datetime import datetime
 from pathlib import Path
 from typing import Callable
@@ -206,6 +208,7 @@ def results_html(listed: Listed, views: dict[str, DocumentView], reviewers_exist
         return '<p class="doc-none">No document matches.</p>'
     heads = ['<th><input type="checkbox" data-pick-all aria-label="select every document '
              'on this page"></th>', "<th>Document</th>", "<th>Status</th>", "<th>Pages</th>"]
+    query = hashlib.sha256(repr(listed.query).encode()).hexdigest()[:16]
     if listed.searching:
         heads.append("<th>Where the words are</th>")
     rows = "".join(
@@ -214,5 +217,5 @@ def results_html(listed: Listed, views: dict[str, DocumentView], reviewers_exist
         _deleted_row(doc_id, listed.names.get(doc_id, doc_id), listed.hits.get(doc_id),
                      listed.searching)
         for doc_id in listed.ids)
-    return (f'<table class="doc-list" aria-label="Documents"><thead><tr>{"".join(heads)}'
-            f"</tr></thead><tbody>{rows}</tbody></table>")
+    return (f'<table class="doc-list" aria-label="Documents" data-query="{query}"><thead><tr>'
+            f'{"".join(heads)}</tr></thead><tbody>{rows}</tbody></table>')

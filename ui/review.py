@@ -277,11 +277,12 @@ def reorder(service: ReviewService, page_id: int | None, order: str) -> tuple[st
     return markdown, "The editor holds the page in the new order: check it, then Save correction."
 
 
-def open_next(service: ReviewService, reviewer: str, where: ReviewFilter = ReviewFilter()
-              ) -> tuple[PageView, str]:
-    """Lock and open the next page for ``reviewer``: (the view, a message)."""
+def open_next(service: ReviewService, reviewer: str, where: ReviewFilter = ReviewFilter(),
+              leaving: int | None = None) -> tuple[PageView, str]:
+    """Lock and open the next page for ``reviewer``, freeing the one they are
+    ``leaving`` (the page open when they pressed N): (the view, a message)."""
     try:
-        page = service.next_page(reviewer, where)
+        page = service.next_page(reviewer, where, leaving)
     except ApplianceError as exc:
         return PageView(), exc.message
     return page_view(page, where, document_fields(service, page)), ""
@@ -559,11 +560,12 @@ def build_review_ui(appliance: Appliance) -> gr.Blocks:
             return [*page_updates(page_view(page, fields=document_fields(service, page))),
                     "You still hold this page: it was opened again."]
 
-        def on_next(type_value, folder_value, reason_value, age_value, request: gr.Request):
+        def on_next(open_page, type_value, folder_value, reason_value, age_value,
+                    request: gr.Request):
             reviewer = reviewer_of(request)
             try:
                 view, problem = open_next(service, reviewer, make_filter(
-                    type_value, folder_value, reason_value, age_value))
+                    type_value, folder_value, reason_value, age_value), leaving=open_page)
             except Exception:
                 log.exception("opening the next review page failed reviewer=%s", reviewer)
                 return [*([gr.skip()] * len(page_outputs)), INTERNAL_ERROR_TEXT]
@@ -624,8 +626,8 @@ def build_review_ui(appliance: Appliance) -> gr.Blocks:
             dropdown.change(**refresh)
         busy = dict(trigger_mode="once", concurrency_limit=ACTION_CONCURRENCY,
                     concurrency_id="review-actions", api_visibility="private")
-        next_btn.click(on_next, inputs=filters, outputs=[*page_outputs, message], **busy
-                       ).then(**refresh)
+        next_btn.click(on_next, inputs=[page_id, *filters], outputs=[*page_outputs, message],
+                       **busy).then(**refresh)
         action_inputs = [page_id, editor, original, note, engine, *filters]
         for button, action in ((approve, "approve"), (save, "correct"), (reject, "reject"),
                                (rerun_resolution, "rerun_resolution"),

@@ -90,14 +90,18 @@ def waiting_pages(db: Database, where: ReviewFilter = ReviewFilter(), limit: int
 
 
 def claim_review(db: Database, reviewer: str, lock_s: float,
-                 where: ReviewFilter = ReviewFilter()) -> int | None:
+                 where: ReviewFilter = ReviewFilter(), leaving: int | None = None) -> int | None:
     """Lock the next free page for ``reviewer``; its id, or None when none is free.
-    A page the reviewer already holds comes back first (a reload loses nothing)."""
+    A page the reviewer already holds comes back first (a reload loses nothing); the
+    page they are ``leaving`` (open, and outside the filter changed since) is freed,
+    unless it is the one that comes back."""
     now = time.time()
     queue = _queue(select(Page), where, now).limit(1)
     with db.write() as session:
         page = (session.exec(queue.where(_held_by(reviewer, now))).first()
                 or session.exec(queue.where(_free(now))).first())
+        if leaving is not None and (page is None or page.id != leaving):
+            _release(session, leaving, reviewer)
         if page is None:
             return None
         page.review_owner = reviewer
@@ -207,12 +211,12 @@ def skip(db: Database, page_id: int, reviewer: str) -> None:
         session.add(page)
 
 
-def release_lock(db: Database, page_id: int, reviewer: str) -> None:
-    with db.write() as session:
-        page = session.get(Page, page_id)
-        if page is not None and page.review_owner == reviewer:
-            page.review_owner = page.review_lock_expires_at = None
-            session.add(page)
+def _release(session: Session, page_id: int, reviewer: str) -> None:
+    """The page free for the next claim, if ``reviewer`` still holds it."""
+    page = session.get(Page, page_id)
+    if page is not None and page.review_owner == reviewer:
+        page.review_owner = page.review_lock_expires_at = None
+        session.add(page)
 
 
 def review_actions(db: Database, actions: tuple[str, ...] = ("approve", "correct")

@@ -240,6 +240,25 @@ def test_filters(setup):
     assert service.next_page("anna", ReviewFilter(reason="sampled")).item.document_name == "r.png"
 
 
+def test_moving_on_to_another_filter_frees_the_page_left(setup):
+    service, db, *_ = setup
+    in_review(db, doc_type="receipt", name="r.png")
+    in_review(db, doc_type="invoice", name="i.png")
+    receipt = service.next_page("anna", ReviewFilter(doc_type="receipt")).item.page_id
+    # the same filter again: the page held comes back, and stays held
+    assert service.next_page("anna", ReviewFilter(doc_type="receipt"),
+                             leaving=receipt).item.page_id == receipt
+    invoice = service.next_page("anna", ReviewFilter(doc_type="invoice"), leaving=receipt)
+    assert invoice.item.document_name == "i.png"
+    assert {i.document_name: i.locked_by for i in service.queue()} == {
+        "r.png": None, "i.png": "anna"}
+    assert service.counts()["locked"] == 1
+    # a filter nothing matches: no page opens, and the one left is free too
+    assert service.next_page("anna", ReviewFilter(doc_type="contract"),
+                             leaving=invoice.item.page_id) is None
+    assert service.counts()["locked"] == 0
+
+
 def test_interactive_pages_come_first(setup):
     service, db, *_ = setup
     in_review(db, name="batch.png", lane=Lane.BATCH)

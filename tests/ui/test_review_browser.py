@@ -10,6 +10,7 @@ two reviewers at once. Chromium and the DOM conventions are those of test_browse
 from __future__ import annotations
 
 import re
+import sqlite3
 import time
 
 import pytest
@@ -48,6 +49,8 @@ DOCUMENTS = {
     "report": ("two-pages.pdf", [["Quarterly report", "Revenue grew"],
                                  ["Signed by the board", "Next meeting in March"]]),
     "generic": ("columns.png", None),  # a title over two columns (columns_page)
+    "table": ("held-first.png", [["Stock list", "Staplers 40"]]),
+    "handwriting": ("held-next.png", [["Dear Anna", "see you soon"]]),
 }
 CORRECTED = "# Invoice number 4712\n\nDelivery of office desks, corrected by anna"
 
@@ -377,6 +380,27 @@ def test_two_reviewers_get_different_pages(browser, daemon, tmp_path):
     finally:
         for page in pages:
             page.context.close()
+
+
+def held_by(daemon: Daemon, reviewer: str) -> list[str]:
+    """The documents whose pages ``reviewer`` holds, read from the daemon's store."""
+    with sqlite3.connect(f"file:{daemon.data_dir / 'appliance.db'}?mode=ro", uri=True) as db:
+        return [name for (name,) in db.execute(
+            "SELECT document.name FROM page JOIN document ON document.id = page.document_id "
+            "WHERE page.review_owner = ? ORDER BY document.name", (reviewer,))]
+
+
+def test_moving_on_after_a_filter_change_frees_the_page_that_was_open(anna, daemon, tmp_path):
+    page = anna
+    with screenshot_on_failure(page, tmp_path, daemon):
+        choose_type(page, "table")
+        press(page, "n")
+        expect(title(page)).to_contain_text("held-first.png")
+        assert held_by(daemon, "anna") == ["held-first.png"]
+        choose_type(page, "handwriting")
+        press(page, "n")
+        expect(title(page)).to_contain_text("held-next.png")
+        assert held_by(daemon, "anna") == ["held-next.png"]  # one page: the one open
 
 
 # --- the handlers' pieces without a browser -------------------------------------------

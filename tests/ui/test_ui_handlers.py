@@ -20,6 +20,7 @@ from tests.fixtures.documents import text_similarity, write_pdf, write_png
 from ui.actions import perform
 from ui.document_tab import DocumentTab
 from ui.document_view import WAITING_TEXT, show_document, show_page
+from ui.downloads import prepare_downloads
 from ui.listing import list_details
 from ui.upload import UploadChoices, handle_upload, upload_rows
 from ui.components import escape_markdown_text, safe_markdown, safe_markdown_view
@@ -87,9 +88,9 @@ def test_upload_with_options_then_show_results(running_appliance, tmp_path):
         "report", "batch", ["board", "q3"], "classic", "upload")
 
     # not final yet (or already final on a fast machine): never a half result
-    early = show_document(running_appliance, doc_ids["report.pdf"], tmp_path / "dl")
+    early = show_document(running_appliance, doc_ids["report.pdf"])
     if not running_appliance.library.document(doc_ids["report.pdf"]).is_final:
-        assert early.note == WAITING_TEXT and not early.files
+        assert early.note == WAITING_TEXT and not early.downloadable
 
     wait_final(running_appliance, list(doc_ids.values()))
     found = running_appliance.library.find(DocumentQuery(tag="board", sort="name"))
@@ -98,16 +99,18 @@ def test_upload_with_options_then_show_results(running_appliance, tmp_path):
 
     download_dir = tmp_path / "dl"
     for name, pages in (("report.pdf", [PAGE_A, PAGE_B]), ("receipt.png", [PAGE_C])):
-        panel = show_document(running_appliance, doc_ids[name], download_dir)
+        panel = show_document(running_appliance, doc_ids[name])
+        assert panel.downloadable and not panel.note
+        files, note = prepare_downloads(running_appliance, doc_ids[name], download_dir)
         # a report has no key fields: nothing to download of them
-        assert set(panel.files) == set(FORMATS) - {"fields.json"}, panel.note
+        assert set(files) == set(FORMATS) - {"fields.json"}, note
         stem = Path(name).stem
-        assert sorted(p.name for p in panel.files.values()) == sorted(
+        assert sorted(p.name for p in files.values()) == sorted(
             f"{stem}{suffix}" for fmt, suffix in SUFFIXES.items() if fmt != "fields.json")
-        assert all(p.is_file() for p in panel.files.values())
-        text = panel.files["txt"].read_text()
+        assert all(p.is_file() for p in files.values())
+        text = files["txt"].read_text()
         assert text_similarity(text, " ".join(line for page in pages for line in page)) > 0.7
-        assert json.loads(panel.files["json"].read_text())["document"]["name"] == name
+        assert json.loads(files["json"].read_text())["document"]["name"] == name
         assert f"**done**, {len(pages)}/{len(pages)} pages done" in panel.title
         for index, lines in enumerate(pages):
             shown = show_page(running_appliance.library, doc_ids[name], index)
@@ -145,8 +148,9 @@ def test_upload_errors_are_per_file(tmp_path):
         listed = {v.doc.name: v for v in appliance.library.find().documents}
         assert list_details(listed["notes.txt"], True) == rows[1][2]  # whole in both
         assert str(listed["receipt.png"].status) == "queued"
-        panel = show_document(appliance, uploaded[1].document_id, tmp_path / "dl")
-        assert "could not be processed" in panel.note and not panel.files
+        panel = show_document(appliance, uploaded[1].document_id)
+        assert "could not be processed" in panel.note and not panel.downloadable
+        assert prepare_downloads(appliance, uploaded[1].document_id, tmp_path / "dl")[0] == {}
         assert "unsupported" in panel.title
     finally:
         appliance.db.close()

@@ -260,6 +260,7 @@ def test_one_walk_through_every_button_and_download_shows_no_error(browser, daem
         # --- the document view: a finished document's downloads ...
         search("report.pdf")
         open_document(page, "report.pdf")
+        click("document-prepare-downloads")
         for fmt in ("md", "json", "txt", "hocr", "alto", "pdf"):
             with page.expect_download() as download:
                 click(f"download-{fmt}")

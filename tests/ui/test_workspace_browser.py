@@ -13,6 +13,7 @@ screenshots there.
 from __future__ import annotations
 
 import io
+import json
 import os
 import re
 import sqlite3
@@ -32,8 +33,8 @@ from appliance.store import Database, transitions
 from appliance.store.models import Document, Lane
 from appliance.users import Users
 from tests.browser import (
-    UI_TIMEOUT_MS, list_row, open_document, page_body, screenshot_on_failure, search_documents,
-    upload_input,
+    UI_TIMEOUT_MS, ask_for_downloads, downloaded, list_row, open_document, page_body,
+    screenshot_on_failure, search_documents, upload_input,
 )
 from tests.daemon import Daemon
 from tests.fixtures.documents import text_similarity, write_pdf
@@ -259,6 +260,31 @@ def test_bulk_retry_and_delete_are_done_and_audited(ada, daemon):
     expect(page.locator("#documents-list tr.doc-deleted")).to_have_count(0)
 
 
+def test_a_new_query_starts_a_new_choice(ada, daemon):
+    """A filter or a search lists other documents: nothing stays ticked, the box over
+    the list neither, and its first click ticks every row again."""
+    page = ada
+    pick_all = page.locator("#documents-list input[data-pick-all]")
+    ticked_rows = page.locator("#documents-list input[data-pick]:checked")
+    picked = page.locator("#documents-picked")
+    pick_all.click()
+    expect(picked).to_contain_text("50 documents ticked")
+    done = api_documents(daemon, status="done")["total"]
+    choose(page, "Status", "done")
+    expect(count_line(page)).to_contain_text(f"of {done:,} documents")
+    expect(picked).to_have_text("No document ticked.")
+    expect(ticked_rows).to_have_count(0)
+    expect(pick_all).not_to_be_checked()
+    pick_all.click()
+    expect(pick_all).to_be_checked()
+    expect(picked).to_contain_text("50 documents ticked")
+    search_documents(page, "twelve percent")
+    expect(count_line(page)).to_contain_text("1–1 of 1 document")
+    expect(picked).to_have_text("No document ticked.")
+    expect(ticked_rows).to_have_count(0)
+    expect(pick_all).not_to_be_checked()
+
+
 def test_the_document_view_shows_a_real_page_and_its_downloads(ada, daemon):
     page = ada
     search_documents(page, "twelve percent")
@@ -273,6 +299,7 @@ def test_the_document_view_shows_a_real_page_and_its_downloads(ada, daemon):
     thumbnails.nth(1).click()
     expect(page.locator("#document-page-facts")).to_contain_text("Page 2 of 2")
     assert text_similarity(page_body(page).inner_text(), " ".join(REPORT_PAGES[1])) > 0.6
+    ask_for_downloads(page)
     with page.expect_download() as download:
         page.get_by_role("button", name="Download text (.txt)").click()
     assert "twelve" in Path(download.value.path()).read_text().lower()
@@ -513,6 +540,7 @@ def test_a_generic_document_offers_no_key_fields(ada, daemon):
     page = ada
     search_documents(page, "report.pdf")
     open_document(page, "report.pdf")
+    ask_for_downloads(page)
     expect(page.get_by_role("button", name="Download text (.txt)")).to_be_enabled()
     expect(page.get_by_role("button", name=re.compile("Download key fields"))).to_have_count(0)
 
@@ -533,6 +561,7 @@ def test_every_download_of_the_document_view_arrives_named_after_the_document(ad
     page = ada
     search_documents(page, "report.pdf")
     open_document(page, "report.pdf")
+    ask_for_downloads(page)
     offered = [fmt for fmt in FORMATS if fmt != "fields.json"]  # a report has no fields
     for fmt in offered:
         with page.expect_download() as download:
@@ -543,3 +572,73 @@ def test_every_download_of_the_document_view_arrives_named_after_the_document(ad
                                      params={"format": fmt}).content
         assert content == expected if fmt != "pdf" else content.startswith(b"%PDF"), fmt
     no_error_toast(page)
+
+
+INVOICE_PAGES = [["ACME GmbH", "Invoice number 4713", "Date 12.03.2024", "Net 100.00 EUR",
+                  "VAT 19.00 EUR", "Total 119.00 EUR"], ["Terms of payment", "Thirty days net"]]
+
+
+def ui_downloads(daemon: Daemon, document_id: str) -> dict[str, int]:
+    """The files the web UI has made for the document's downloads (in its folder of the
+    daemon's temporary files), by name, with the time each was last written."""
+    return {path.name: path.stat().st_mtime_ns
+            for path in daemon.data_dir.rglob(f"appliance-ui-*/{document_id}/*")}
+
+
+def test_downloads_are_made_when_asked_and_never_offered_out_of_date(ada, daemon, tmp_path):
+    """Opening a document and turning its pages make no download (a long scan's
+    searchable PDF takes seconds); "Prepare downloads" makes them as the document is then,
+    and a correction after takes them back until they are prepared again."""
+    page = ada
+    invoice = daemon.upload(write_pdf(tmp_path / "invoice-4713.pdf", INVOICE_PAGES),
+                            doc_type="invoice")["id"]
+    daemon.wait_exported([invoice], timeout_s=READ_TIMEOUT_S)
+    search_documents(page, "invoice-4713.pdf")
+    open_document(page, "invoice-4713.pdf")
+    facts, thumbnails = (page.locator("#document-page-facts"),
+                         page.locator("#document-thumbnails .thumbnail-item"))
+    for number in (2, 1):
+        thumbnails.nth(number - 1).click()
+        expect(facts).to_contain_text(f"Page {number} of 2")
+    page.get_by_label("Page", exact=True).click()
+    page.get_by_role("option", name="page 2 of 2").click()
+    expect(facts).to_contain_text("Page 2 of 2")
+    assert ui_downloads(daemon, invoice) == {}
+    expect(page.locator("#download-txt")).to_be_hidden()
+    prepare = page.locator("#document-prepare-downloads")
+    expect(prepare).to_be_visible()
+
+    ask_for_downloads(page)
+    expect(prepare).to_be_hidden()
+    made = ui_downloads(daemon, invoice)
+    assert set(made) == {f"invoice-4713{suffix}" for suffix in SUFFIXES.values()}
+    read = json.loads(downloaded(page, "fields.json"))["fields"]
+    assert next(f for f in read if f["name"] == "number")["value"] == "4713", read
+    thumbnails.nth(0).click()
+    expect(facts).to_contain_text("Page 1 of 2")
+    assert ui_downloads(daemon, invoice) == made  # a page turned makes none again
+
+    # the number corrected (through the API, as an accounting system would): the
+    # document is exported again, and the files made before are no longer offered
+    corrected = daemon.client.put(f"/api/v1/documents/{invoice}/fields",
+                                  json={"fields": {"number": "INV-4714"}})
+    assert corrected.status_code == 200, corrected.text
+    expect(prepare).to_be_visible()
+    expect(page.locator("#download-fields-json")).to_be_hidden()
+    ask_for_downloads(page)
+    for fmt in ("fields.json", "json"):
+        fields = json.loads(downloaded(page, fmt))
+        fields = fields["document"]["fields"] if fmt == "json" else fields["fields"]
+        assert next(f for f in fields if f["name"] == "number")["value"] == "INV-4714", fmt
+    no_error_toast(page)
+
+
+def test_a_document_whose_original_is_gone_offers_every_download_but_the_pdf(ada, daemon):
+    page = ada
+    search_documents(page, "canna.pdf")  # stored without its original
+    open_document(page, "canna.pdf")
+    ask_for_downloads(page)
+    expect(page.locator("#document-note")).to_contain_text("no searchable PDF:")
+    expect(page.locator("#document-note")).to_contain_text("no longer kept")
+    expect(page.locator("#download-pdf")).to_be_hidden()
+    assert CANNA_TEXT in downloaded(page, "txt").decode()
