@@ -25,11 +25,10 @@ from appliance.docintel.offsets import CODE_POINTS, counted_as
 from appliance.errors import InvalidRequest
 from appliance.export import document_error
 from appliance.outputs.tree import Box, PageTree, Word, page_trees
-from appliance.page import Furniture
+from appliance.page import Furniture, Structure
 from appliance.quality.blocks import MarkdownBlock, parse_blocks
 from appliance.quality.html_tables import Cell, placed
 from appliance.quality.markdown import escape_markdown
-from appliance.reading.furniture import is_page_number
 from appliance.reading.lines import unspaced
 from appliance.store import Database, queries
 from appliance.store.models import Analysis, DocStatus, PageResult, PageStatus
@@ -38,11 +37,10 @@ from appliance.store.queries import DocumentView
 PAGE_BREAK = "\n\n<!-- PageBreak -->\n\n"  # between the pages of Markdown content
 # a key field that failed a check: no surer than a value the appliance found on no line
 INVALID_CONFIDENCE = 0.3
-EDGE = 0.08  # the bands at a page's top and bottom where headers, footers and numbers stand
 # the reading's furniture roles (reading.furniture) as the service names them
 _FURNITURE = {Furniture.HEADER: "pageHeader", Furniture.FOOTER: "pageFooter",
               Furniture.PAGE_NUMBER: "pageNumber"}
-_OWN_RUN = ("heading", *_FURNITURE)
+_OWN_RUN = (Structure.HEADING, *_FURNITURE)
 BARCODES = "barcodes"  # the add-on feature, and the page's list of them
 # zxing-cpp's names (engines.barcodes) that the service spells otherwise
 _BARCODE_KINDS = {"DataBarExp": "DataBarExpanded"}
@@ -264,7 +262,7 @@ def _runs(reading: PageReading) -> list[Run]:
         current: Run | None = None
         for line in block.lines:
             role = line.role if line.role in _OWN_RUN else None
-            if current is not None and current.role == role and role != "heading":
+            if current is not None and current.role == role and role != Structure.HEADING:
                 current.lines.append(line)
             else:
                 current = Run(reading, role, [line])
@@ -272,36 +270,20 @@ def _runs(reading: PageReading) -> list[Run]:
     return [run for run in runs if any(reading.by_line[id(line)] for line in run.lines)]
 
 
-def _edge(run: Run) -> str | None:
-    """"top" or "bottom" for a run in the page's header or footer band."""
-    tree = run.reading.tree
-    top, bottom = tree.on_page(_union([line.box for line in run.lines]))[1::2]
-    if tree.height and bottom <= EDGE * tree.height:
-        return "top"
-    if tree.height and top >= (1 - EDGE) * tree.height:
-        return "bottom"
-    return None
-
-
 def _paragraphs(readings: list[PageReading], layout: bool) -> list[dict]:
-    runs = [run for reading in readings for run in _runs(reading)]
-    texts = ["\n".join(line.text for line in run.lines) for run in runs]
-    # a header or footer repeats from page to page (its page number aside)
-    edges = [(_edge(run), re.sub(r"\d+", "#", text)) for run, text in zip(runs, texts)]
-    repeated = {edge for edge in edges if edge[0] and edges.count(edge) > 1}
+    """The pages' paragraphs; with ``layout``, each with the role its lines have in the
+    stored page model: the furniture the reading found (``reading.furniture``), a
+    heading (the first one the document's title)."""
     paragraphs, titled = [], False
-    for run, text, edge in zip(runs, texts, edges):
+    for run in (run for reading in readings for run in _runs(reading)):
         words = [w for line in run.lines for w in run.reading.by_line[id(line)]]
-        paragraph = {"content": text, "spans": _span(words), "boundingRegions": [
-            run.reading.region(_union([line.box for line in run.lines]))]}
+        paragraph = {"content": "\n".join(line.text for line in run.lines),
+                     "spans": _span(words), "boundingRegions": [
+                         run.reading.region(_union([line.box for line in run.lines]))]}
         if layout:
-            if run.role in _FURNITURE:  # the reading found it (reading.furniture)
+            if run.role in _FURNITURE:
                 paragraph["role"] = _FURNITURE[run.role]
-            elif edge[0] and is_page_number(text):
-                paragraph["role"] = "pageNumber"
-            elif edge in repeated:
-                paragraph["role"] = "pageHeader" if edge[0] == "top" else "pageFooter"
-            elif run.role == "heading":
+            elif run.role == Structure.HEADING:
                 paragraph["role"] = "sectionHeading" if titled else "title"
                 titled = True
         paragraphs.append(paragraph)

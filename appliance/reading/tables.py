@@ -85,7 +85,7 @@ def _prose_side_by_side(rows: list[list[Line]], columns: list[list[float]], body
             if cell:
                 filled[i].append(" ".join(line.text for line in cell).strip())
     short = [texts for texts in filled if texts and 2 * sum(
-        _is_figure(text) or word_count(text) < PROSE_WORDS for text in texts) > len(texts)]
+        _is_value(text) or word_count(text) < PROSE_WORDS for text in texts) > len(texts)]
     return not short or (len(short) == 1 and short[0] is filled[0]
                          and all(LIST_MARKER.fullmatch(text) for text in filled[0]))
 
@@ -158,7 +158,7 @@ def _heads(groups: list[tuple[list[int], list[Line]]], below: list[Line],
         named = {i for hits, _ in under for i in hits}
     else:
         named = {i for i, cell in enumerate(cells)
-                 if cell and not _is_figure(" ".join(line.text for line in cell))}
+                 if cell and not _is_value(" ".join(line.text for line in cell))}
     labelled = any(hits == [0] for hits, _ in groups)
     return all(set(hits) <= named for hits, _ in groups if len(hits) > 1) and not (
         labelled and cells[0])
@@ -310,7 +310,7 @@ def table_markdown(rows: list[list[Line]], columns: list[list[float]], body: flo
             grid.append(cells)
     _join_header(grid, body)
     text = [[" ".join(line.text for line in cell) for cell in cells] for cells in grid]
-    named = not any(map(_is_figure, text[0]))  # column names, not data
+    named = not any(map(_is_value, text[0]))  # column names, not data
     if groups:
         return _html_table(groups, text, named, len(columns))
     text = [[escape_markdown(cell) for cell in cells] for cells in text]
@@ -340,7 +340,7 @@ def _html_table(groups: list[list[tuple[list[int], list[Line]]]], text: list[lis
                                for cells in text[1 if named else 0:]])
 
 
-def _is_figure(cell: str) -> bool:
+def _is_value(cell: str) -> bool:
     """Whether a cell holds a value rather than a name: mostly digits ("48.70", "RM48.70",
     "12%"), and not a year or a band (``COLUMN_LABEL``: "1994", "15-24", which head
     columns of figures). "Q1", "EU-15", "population 1995 (mn)" and "1st year" are names."""

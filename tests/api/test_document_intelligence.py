@@ -38,7 +38,8 @@ from appliance.security import ApiKeys
 from appliance.store import Database, queries
 from appliance.users import Users
 from tests.daemon import Daemon
-from tests.fixtures.documents import EXTENSION_B_LINES, write_extension_b_pdf
+from tests.fixtures.documents import (EXTENSION_B_LINES, REPORT_HEADER, write_extension_b_pdf,
+                                     write_report_pdf)
 from tests.fixtures.documents import (
     GROUPED, GROUPS, write_grouped_table_png, write_jpeg, write_multipage_tiff, write_pdf,
     write_png,
@@ -319,6 +320,23 @@ def test_layout_with_markdown_finds_the_heading_and_the_table(service, tmp_path)
     assert grid == [header, *body]
     assert result.sections and "/tables/0" in result.sections[0].elements + \
         [e for s in result.sections for e in s.elements]
+
+
+def test_layout_paragraph_roles_are_the_page_furniture_the_reading_found(service, tmp_path):
+    """The running header and the page numbers of a two-page report are the paragraphs'
+    pageHeader and pageNumber: the same lines the Markdown sets apart and the JSON
+    marks, found by one rule (``reading.furniture``); the body has no role."""
+    daemon, client = service
+    result_id, result = analyze(client, "prebuilt-layout", write_report_pdf(tmp_path / "r.pdf"))
+    roles = [(p.role, p.content, p.bounding_regions[0].page_number) for p in result.paragraphs
+             if p.role]
+    assert roles == [("pageHeader", REPORT_HEADER, 1), ("pageNumber", "1", 1),
+                     ("pageHeader", REPORT_HEADER, 2), ("pageNumber", "2", 2)], roles
+    native = native_result(daemon, result_id)
+    marked = [(line["role"], line["text"]) for page in native["pages"] for line in page["lines"]
+              if line["role"] in ("header", "page_number")]
+    assert marked == [("header", REPORT_HEADER), ("page_number", "1"),
+                      ("header", REPORT_HEADER), ("page_number", "2")]
 
 
 def test_layout_gives_the_cells_that_span_columns_their_span(service, tmp_path):
