@@ -77,7 +77,7 @@ class Dispatcher:
         self._preempt_requested = threading.Event()
         queue = settings.queue
         self.priority = transitions.Priority(queue.batch_delay_s, queue.per_page_delay_s,
-                                             queue.max_size_delay_s)
+                                             queue.max_size_delay_s, queue.born_digital_advance_s)
         # Vision workers read a page with the end of the previous one (multi-page context),
         # so a document's pages go to them in order.
         self.page_context = settings.engine.page_context and any(

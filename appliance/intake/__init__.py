@@ -24,7 +24,7 @@ from appliance.errors import (
 from appliance.intake.sniff import HEAD_BYTES, sniff_kind
 from appliance.intake.spool import CHUNK_BYTES, Spool
 from appliance.tally import Tally
-from appliance.raster import count_pages, decrypted_pdf
+from appliance.raster import born_digital_pages, count_pages, decrypted_pdf
 from appliance.store import Database, contents, queries, transitions
 from appliance.store.models import Document, Lane
 
@@ -67,6 +67,7 @@ def display_name(name: str | None) -> str:
 class Intake:
     def __init__(self, settings: Settings, db: Database, spool: Spool):
         self.limits = settings.limits
+        self.pdf = settings.pdf
         self.queue = settings.queue
         self.retention = settings.retention
         self.db = db
@@ -175,6 +176,9 @@ class Intake:
                 raise TooManyPages(f"the document has {pages} pages, over the limit of "
                                    f"{self.limits.max_pages}; split it, or raise "
                                    f"limits.max_pages")
+            from_text = doc.kind == "pdf" and (doc.text_layer or self.pdf.text_layer) != "ignore"
+            born_digital = (born_digital_pages(path, self.pdf.scan_min_area, password)
+                            if from_text else set())
         except BadInput as exc:
             log.warning("intake rejected doc=%s code=%s source=%s", doc.id, exc.code,
                         options.source)
@@ -184,6 +188,6 @@ class Intake:
             log.info("intake accepted doc=%s kind=%s pages=%d bytes=%d source=%s", doc.id,
                      doc.kind, pages, size, options.source)
             stored = transitions.submit_document(self.db, doc, pages, options.idempotency_key,
-                                                 sent, hold)
+                                                 sent, hold, born_digital)
         # another request with the same key committed first: answer its document
         return stored if stored.id == doc.id else self._replayed(options.idempotency_key, sent)

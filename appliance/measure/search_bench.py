@@ -125,8 +125,8 @@ def generate_store(db: Database, documents: int, pages_per_document: int = 5,
             ":kind, :size, :pages, :source, :lane, :doc_type, :tags, :created, :folder)"), docs)
         session.execute(text(
             'INSERT INTO page (id, document_id, "index", status, attempts, not_before, '
-            "result_id, error_code, updated_at, crash_suspect) VALUES (:id, :doc, :index, "
-            ":status, :attempts, 0, :result, :code, :updated, 0)"), pages)
+            "result_id, error_code, updated_at, crash_suspect, born_digital) VALUES (:id, :doc, "
+            ":index, :status, :attempts, 0, :result, :code, :updated, 0, 0)"), pages)
         session.execute(text(
             "INSERT INTO pageresult (id, page_id, attempt, outcome, engine, model_id, text, "
             "markdown, confidence, finished_at) VALUES (:id, :page, 1, 'ok', :engine, "

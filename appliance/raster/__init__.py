@@ -59,6 +59,33 @@ def count_pages(path: Path, kind: str, max_pixels: int, password: str | None = N
         return getattr(image, "n_frames", 1)
 
 
+def born_digital_pages(path: Path, scan_min_area: float, password: str | None = None
+                       ) -> set[int]:
+    """The pages of a PDF that are born digital: text of their own and no picture over
+    ``scan_min_area`` of the page (a scan, with an OCR layer or without, is read as an
+    image). From the pages' objects alone, about a quarter of a millisecond a page."""
+    import pypdfium2.raw as pdfium_c
+
+    found = set()
+    with open_pdf(path, password) as pdf:
+        for index in range(len(pdf)):
+            with _pdf_page(pdf, index) as page:
+                area = (page.get_width() * page.get_height()) or 1.0
+                texts = page.get_objects(filter=(pdfium_c.FPDF_PAGEOBJ_TEXT,), max_depth=1)
+                if next(texts, None) is None:
+                    continue
+                pictures = page.get_objects(filter=(pdfium_c.FPDF_PAGEOBJ_IMAGE,))
+                if not any(_box_area(picture.get_bounds()) >= scan_min_area * area
+                           for picture in pictures):
+                    found.add(index)
+    return found
+
+
+def _box_area(bounds: tuple[float, float, float, float]) -> float:
+    left, bottom, right, top = bounds
+    return max(0.0, right - left) * max(0.0, top - bottom)
+
+
 # A reviewer's rerun at higher resolution renders PDF pages this much finer per step.
 # a resolution a file states outside this is its mistake (Pillow reads a TIFF without
 # resolution tags as 1 dpi)

@@ -93,6 +93,9 @@ MIGRATIONS: dict[str, list[str]] = {
     "11": [  # each page's barcodes
         "ALTER TABLE pageresult ADD COLUMN barcodes JSON",
     ],
+    "12": [  # born-digital pages go ahead of scans
+        "ALTER TABLE page ADD COLUMN born_digital BOOLEAN NOT NULL DEFAULT 0",
+    ],
 }
 
 

@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import logging
 import time
+from collections.abc import Collection
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
@@ -96,18 +97,20 @@ def _store(session: Session, doc: Document, key: IdempotencyKeyId | None,
 
 def submit_document(db: Database, doc: Document, page_count: int,
                     key: IdempotencyKeyId | None = None, sent: str | None = None,
-                    hold: int | None = None) -> Document:
+                    hold: int | None = None, born_digital: Collection[int] = ()) -> Document:
     """Store a new document and queue its pages; ``sent`` is the sha256 of the content
     sent where it is not the document's own, ``hold`` the submission's hold on its
-    content (``hold_content``). When ``key`` already names a document (a concurrent
-    retry committed first), store nothing and answer that one."""
+    content (``hold_content``), ``born_digital`` the indexes of the pages read from
+    their own text. When ``key`` already names a document (a concurrent retry
+    committed first), store nothing and answer that one."""
     doc.page_count = page_count
     with db.write() as session:
         if (earlier := _keyed_document(session, key)) is not None:
             _release(session, hold)
             return earlier
         _store(session, doc, key, sent, hold)
-        session.add_all(Page(document_id=doc.id, index=i) for i in range(page_count))
+        session.add_all(Page(document_id=doc.id, index=i, born_digital=i in born_digital)
+                        for i in range(page_count))
         _event(session, "submitted", doc.id, source=doc.source, pages=page_count)
     return doc
 
@@ -144,16 +147,20 @@ class Priority:
     its size. Interactive work goes before batch work, a receipt before a 300-page
     PDF, and since the delays are bounded every page's turn comes: batch work ages
     past newer interactive work once it has waited longer than ``batch_delay_s``.
+    A born-digital page (``Page.born_digital``), read in a fraction of a scanned one's
+    time, has no size delay and starts ``born_digital_advance_s`` early.
     """
 
     batch_delay_s: float = 600.0
     per_page_delay_s: float = 2.0
     max_size_delay_s: float = 1800.0
+    born_digital_advance_s: float = 300.0
 
     def order(self):
         lane_delay = case((Document.lane == Lane.BATCH, self.batch_delay_s), else_=0.0)
-        size_delay = func.min(Document.page_count * self.per_page_delay_s,
-                              self.max_size_delay_s)
+        size_delay = case((Page.born_digital, -self.born_digital_advance_s),
+                          else_=func.min(Document.page_count * self.per_page_delay_s,
+                                         self.max_size_delay_s))
         return (Document.created_at + lane_delay + size_delay, Document.created_at, Page.index)
 
 

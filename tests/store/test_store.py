@@ -19,9 +19,9 @@ from tests.fixtures.results import page_done
 RESULT = page_done("hello")
 
 
-def new_doc(db, pages=2, lane=Lane.INTERACTIVE, name="a.pdf") -> Document:
+def new_doc(db, pages=2, lane=Lane.INTERACTIVE, name="a.pdf", born_digital=()) -> Document:
     doc = Document(name=name, sha256="0" * 64, kind="pdf", size_bytes=10, source="api", lane=lane)
-    return transitions.submit_document(db, doc, pages)
+    return transitions.submit_document(db, doc, pages, born_digital=born_digital)
 
 
 def status_of(db, doc_id):
@@ -32,7 +32,7 @@ def test_wal_mode_and_schema_version(db):
     with db.read() as session:
         mode = session.connection().exec_driver_sql("PRAGMA journal_mode").scalar()
     assert mode == "wal"
-    assert db.schema_version() == SCHEMA_VERSION == 12
+    assert db.schema_version() == SCHEMA_VERSION == 13
 
 
 def test_a_version_1_database_is_migrated_in_place(tmp_path):
@@ -52,6 +52,7 @@ def test_a_version_1_database_is_migrated_in_place(tmp_path):
                               ("document", "source_mtime_ns"), ("page", "crash_suspect"),
                               ("pageresult", "field_answer"), ("document", "output_error"),
                               ("document", "text_layer"), ("pageresult", "barcodes"),
+                              ("page", "born_digital"),
                               *(("document", f"pages_{s}") for s in PageStatus)):
             session.exec(text(f"ALTER TABLE {table} DROP COLUMN {column}"))
         session.exec(text("DROP TABLE idempotencykey"))
@@ -63,7 +64,7 @@ def test_a_version_1_database_is_migrated_in_place(tmp_path):
         session.get(SchemaMeta, "schema_version").value = "1"
     old.close()
     migrated = Database(tmp_path / "v1.db")
-    assert migrated.schema_version() == 12
+    assert migrated.schema_version() == 13
     with migrated.read() as session:
         indexes = {row[1] for row in session.exec(text("PRAGMA index_list(page)"))}
     assert "ix_page_review" in indexes
@@ -93,7 +94,7 @@ def test_a_version_9_store_finds_cjk_text_and_pages_waiting_for_review(tmp_path)
         session.get(SchemaMeta, "schema_version").value = "9"
     old.close()
     migrated = Database(tmp_path / "v9.db")
-    assert migrated.schema_version() == 12
+    assert migrated.schema_version() == 13
     found = find_documents(migrated, DocumentQuery(q="植株高度"))
     assert [view.doc.id for view in found.documents] == [done.id]
     found = find_documents(migrated, DocumentQuery(q="Totel"))
@@ -273,6 +274,23 @@ def test_small_documents_go_first_within_a_lane_and_waiting_wins_in_the_end(db):
     with db.write() as session:
         session.get(Document, big.id).created_at += 3000
     assert transitions.claim_next_page(db, "w", 60, priority).document_id == newer.id
+
+
+def test_born_digital_pages_go_ahead_of_scans_that_came_a_little_earlier(db):
+    """A born-digital PDF's pages, read from their own text in a tenth of a second, do
+    not wait behind a folder of scans that arrived before them; a scan page of the
+    same PDF keeps its place; scans that waited past the advance go first again."""
+    scans = [new_doc(db, pages=1, name=f"scan{i}.png") for i in range(3)]
+    report = new_doc(db, pages=3, name="report.pdf", born_digital={0, 2})
+    claimed = [transitions.claim_next_page(db, "w", 60) for _ in range(6)]
+    assert [(c.document_id, c.page_index) for c in claimed] == [
+        (report.id, 0), (report.id, 2), *((scan.id, 0) for scan in scans), (report.id, 1)]
+    older = new_doc(db, pages=1, name="older.png")
+    newer = new_doc(db, pages=1, name="newer.pdf", born_digital={0})
+    with db.write() as session:  # the scan has waited longer than the advance
+        session.get(Document, older.id).created_at -= 400
+    assert transitions.claim_next_page(db, "w", 60).document_id == older.id
+    assert transitions.claim_next_page(db, "w", 60).document_id == newer.id
 
 
 def test_concurrent_claimers_never_share_a_page(tmp_path):
