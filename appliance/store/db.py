@@ -93,6 +93,9 @@ MIGRATIONS: dict[str, list[str]] = {
     "11": [  # each page's barcodes
         "ALTER TABLE pageresult ADD COLUMN barcodes JSON",
     ],
+    "12": [  # each page's selection marks
+        "ALTER TABLE pageresult ADD COLUMN selection_marks JSON",
+    ],
 }
 
 
