@@ -151,8 +151,8 @@ def with_marks(recognition: Recognition, marks: list[dict]) -> Recognition:
     """``recognition`` with its selection ``marks``; where its lines are still to be
     read (``Recognition.unread``), each mark a line of its own, its token
     (``:selected:``, ``:unselected:``) its text and its confidence its score, so that
-    the reading places it among the words of its row (``_beside_marks``). A reading already made (a vision
-    model's) keeps its text: its marks are given beside it."""
+    the reading places it among the words of its row (``_beside_marks``). A reading
+    already made (a vision model's) keeps its text: its marks are given beside it."""
     if recognition.unread is None or not marks:
         return replace(recognition, selection_marks=marks)
     lines = [kept for line in recognition.lines if (kept := _beside_marks(line, marks)).text]

@@ -316,7 +316,8 @@ def test_chinese_text_and_a_grid_give_no_selection_marks(service, tmp_path):
     draw = ImageDraw.Draw(page)
     font = ImageFont.truetype("/usr/share/fonts/opentype/noto/NotoSansCJK-Regular.ttc", 40,
                               index=2)
-    for i, text in enumerate(["人口普查日期：四月十日", "回国人员田中先生", "品名：口罩 数量：四百"]):
+    lines = ["人口普查日期：四月十日", "回国人员田中先生", "品名：口罩 数量：四百"]
+    for i, text in enumerate(lines):
         draw.text((100, 80 + 90 * i), text, font=font, fill=0)
     for r in range(5):  # a grid of 44 px cells, a digit in some
         for c in range(8):
