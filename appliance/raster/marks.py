@@ -34,7 +34,7 @@ from appliance.raster.layout import analyze, gray_pixels, ink_mask
 
 # A box's side against the median height of the page's text lines. Measured on FUNSD
 # forms 0001123541, 13149651, 00837285, 80310840a (lines 10-14 px, boxes 7-16 px) and
-# the Pillow form of tests/api (lines 30 px, boxes 28 px).
+# the Pillow form of tests/api (lines 40 px, boxes 29 px).
 MIN_SIDE = 0.45
 MAX_SIDE = 1.8
 MIN_SIDE_PX = 6  # a smaller square cannot be told from a letter or a speck
