@@ -142,6 +142,9 @@ class OutputSettings:
     # the barcodes and QR codes of every page (a fapiao's QR code checks its fields); a
     # page read from a PDF's own text is rendered for them
     barcodes: bool = True
+    # the check boxes of every page, found on its image and placed in its text as
+    # ":selected:" and ":unselected:"; a page read from a PDF's own text is rendered
+    selection_marks: bool = True
     # the searchable PDF: PDF/A-2b, PDF/A-3b, or a plain PDF (PDF/A that cannot be made,
     # e.g. from a born-digital PDF with fonts not embedded, is written plain, and logged)
     pdf_type: Literal["pdfa-2", "pdfa-3", "pdf"] = "pdfa-2"

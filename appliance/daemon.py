@@ -71,6 +71,7 @@ def page_settings(settings: Settings) -> PageSettings:
         second_opinion_languages=settings.review.second_opinion_languages,
         place_vision_text=settings.output.place_vision_text,
         page_furniture=settings.output.page_furniture, barcodes=settings.output.barcodes,
+        selection_marks=settings.output.selection_marks,
         field_specs=schemas(settings.fields))
 
 

@@ -168,6 +168,9 @@ def render(db: Database, document_id: str) -> dict[str, str]:
             "layout": layout_blocks(result.lines or []) if result else [],
             # its barcodes: format, value, corners in the lines' pixels (engines.barcodes)
             "barcodes": tree.barcodes,
+            # its check boxes: state (selected, unselected), confidence, box in the
+            # lines' pixels (raster.marks)
+            "selection_marks": tree.selection_marks,
             # false: the page's text has no positions (a vision model's reading), so
             # the hOCR and ALTO carry none of it
             "positioned": not tree.unplaced_text,

@@ -10,6 +10,11 @@ import re
 from dataclasses import asdict, dataclass, field
 from enum import StrEnum
 
+# a selection mark's (a check box's) states, and the token that stands for it in a
+# page's text, as the Document Intelligence service names and writes them (``raster.marks``)
+SELECTED, UNSELECTED = "selected", "unselected"
+MARK_TOKENS = {SELECTED: ":selected:", UNSELECTED: ":unselected:"}
+_MARK_TOKEN = re.compile(r"(?<!\S):(?:un)?selected:(?!\S)")
 VERTICAL_ASPECT = 1.5  # as RapidOCR's: a crop this much taller than wide is read turned
 SCRIPT_SHARE = 0.5  # of a column's letters at least, in a script written in columns
 # Han (with its extensions and compatibility forms), kana, Hangul syllables
@@ -130,6 +135,8 @@ class Recognition:
     unread: Unread | None = None
     # the page's barcodes (``engines.barcodes``): format, value, polygon in the lines' pixels
     barcodes: list[dict] = field(default_factory=list)
+    # its selection marks (``raster.marks``): state, confidence, box in the lines' pixels
+    selection_marks: list[dict] = field(default_factory=list)
 
     @classmethod
     def found(cls, lines: list[Line], page_height: float, lean_deg: float = 0.0
@@ -145,6 +152,17 @@ class Recognition:
         unread = data.get("unread")
         return cls(**{**data, "lines": [Line.from_dict(line) for line in data.get("lines", [])],
                       "unread": Unread(**unread) if unread else None})
+
+
+def is_mark(text: str) -> bool:
+    """Whether ``text`` is a selection mark's token: a line or word that was found, not
+    read."""
+    return text in MARK_TOKENS.values()
+
+
+def without_marks(text: str) -> str:
+    """``text`` without its selection marks' tokens: what was read of it."""
+    return _MARK_TOKEN.sub("", text)
 
 
 def is_column(box, text: str) -> bool:

@@ -25,7 +25,7 @@ from appliance.docintel.offsets import CODE_POINTS, counted_as
 from appliance.errors import InvalidRequest
 from appliance.export import document_error
 from appliance.outputs.tree import Box, PageTree, Word, page_trees
-from appliance.page import Furniture, Structure
+from appliance.page import Furniture, Structure, is_mark
 from appliance.quality.blocks import MarkdownBlock, parse_blocks
 from appliance.quality.html_tables import Cell, placed
 from appliance.quality.markdown import escape_markdown
@@ -118,6 +118,8 @@ class PageReading:
     scale: float  # pixels to the page's unit
     words: list[Located] = field(default_factory=list)
     by_line: dict[int, list[Located]] = field(default_factory=dict)  # id(line) -> words
+    # the selection marks' tokens found in the content, by their boxes: not words
+    marks: dict[Box, Located] = field(default_factory=dict)
 
     def polygon(self, box: Box) -> list[float]:
         """A box of the tree (the engine's frame) as the polygon of its corners on the page."""
@@ -171,9 +173,12 @@ def _locate(reading: PageReading, markdown: bool, review_cap: float | None) -> N
                     confidence = min(confidence if confidence is not None else 1.0, review_cap)
                 located = Located(Word(word.text, word.box, confidence),
                                   reading.start + at, reading.start + at + len(form))
+                cursor = at + len(form)
+                if is_mark(word.text):
+                    reading.marks[tuple(word.box)] = located
+                    continue
                 reading.words.append(located)
                 found.append(located)
-                cursor = at + len(form)
 
 
 def _characters(word: Word) -> list[Word]:
@@ -213,6 +218,21 @@ def _joined(words: list[str]) -> str:
     return text
 
 
+def _selection_marks(reading: PageReading) -> list[dict]:
+    """The page's check boxes as the service gives them: each with the span of its token
+    in the content, where the content holds it (a vision model's reading does not: the
+    span is then empty at the page's end, as a barcode's)."""
+    end = {"offset": reading.start + len(reading.text), "length": 0}
+    marks = []
+    for mark in reading.tree.selection_marks:
+        token = reading.marks.get(tuple(mark["box"]))
+        marks.append({"state": mark["state"], "polygon": reading.polygon(mark["box"]),
+                      "confidence": mark["confidence"],
+                      "span": ({"offset": token.start, "length": token.end - token.start}
+                               if token else end)})
+    return marks
+
+
 def _page_json(reading: PageReading, unit: str, barcodes: bool) -> dict:
     tree = reading.tree
     dx, dy = tree.matrix[:2, :2] @ (1.0, 0.0)
@@ -235,6 +255,7 @@ def _page_json(reading: PageReading, unit: str, barcodes: bool) -> dict:
                    "span": {"offset": w.start, "length": w.end - w.start}}
                   for w in reading.words],
         "lines": lines,
+        "selectionMarks": _selection_marks(reading),
         # asked for (features=barcodes): each code, its span empty at the page's end
         # (the content does not hold them)
         **({BARCODES: [{"kind": _BARCODE_KINDS.get(code["format"], code["format"]),

@@ -81,6 +81,8 @@ class PageTree:
     own_text: bool = False
     # the machine's reading of its barcodes (engines.barcodes), in the boxes' frame
     barcodes: list[dict] = field(default_factory=list)
+    # its selection marks (raster.marks), in the boxes' frame
+    selection_marks: list[dict] = field(default_factory=list)
 
     @property
     def matrix(self) -> np.ndarray:
@@ -163,6 +165,7 @@ def page_tree(number: int, result: PageResult, machine: PageResult | None = None
     tree.field_answer = machine.field_answer if result is machine else None
     tree.own_text = (provenance.get("text_layer") or {}).get("reader", OCR) != OCR
     tree.barcodes = machine.barcodes or []
+    tree.selection_marks = machine.selection_marks or []
     words = words_of(machine.lines or [])
     if not words:  # a reading without positions (a vision model's): the text stays unplaced
         tree.unplaced_text = result.text or ""

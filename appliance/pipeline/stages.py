@@ -1,7 +1,8 @@
 """One page's way through a worker, stage by stage: render (or read the PDF page's own
 text), preprocess, recognise (or find the recognition in the result cache), read
 (``pipeline.read``), score, a second opinion on a page in doubt, place a vision
-reading's words, ask a vision model for the fields, read the barcodes. Each stage is
+reading's words, ask a vision model for the fields, read the barcodes; the selection
+marks are found before the read stage, which places them in the text. Each stage is
 timed by one wrapper (``stopwatch.Stopwatch``); its figures travel with the page's result
 (``timings_ms``), which `appliance bench` tables.
 
@@ -42,6 +43,7 @@ from appliance.quality.confidence import Confidence, needs_second_opinion, score
 from appliance.quality.postprocess import postprocess
 from appliance.raster import (ON_DEMAND, PAGE_IMAGE, PageRendering, plausible_dpi,
                               save_page_image)
+from appliance.raster.marks import find_marks, with_marks
 from appliance.raster.preprocess import preprocess
 from appliance.raster.turning import GUESSED
 from appliance.raster.workpage import StepRecord
@@ -70,6 +72,7 @@ class PageSettings:
     place_vision_text: bool = True
     page_furniture: str = "separate"
     barcodes: bool = True  # each page's barcodes are read (engines.barcodes)
+    selection_marks: bool = True  # each page's check boxes are found (raster.marks)
     # the fields of each document type, which a vision engine is asked for
     field_specs: dict[str, tuple[FieldSpec, ...]] = field(default_factory=dict)
 
@@ -164,12 +167,17 @@ def run_job(pipeline: PagePipeline, job: Job, background: ThreadPoolExecutor,
                 image, steps, recognition, key = kept
             if verdict is not None:
                 recognition.provenance["text_layer"] = verdict
-        with clock.stage("read"):
-            recognition = pipeline.read(recognition, image)  # image None: read from its text
 
         def engine_image() -> Image.Image:
             """The image the engine read; a page read from its text rendered only now."""
             return page.image if image is None else image
+        if settings.selection_marks:
+            # before the reading, which places them among the words of their rows
+            with clock.stage("selection_marks"):
+                recognition = with_marks(recognition,
+                                         find_marks(engine_image(), recognition.lines))
+        with clock.stage("read"):
+            recognition = pipeline.read(recognition, image)  # image None: read from its text
         with clock.stage("postprocess"):
             postprocess(recognition)
             confidence = score_page(recognition, doc_type=request.doc_type)

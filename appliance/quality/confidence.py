@@ -62,7 +62,7 @@ from rapidfuzz import fuzz
 
 from appliance.config import DOC_TYPES
 from appliance.engines.pdf_text import TEXT
-from appliance.page import Recognition
+from appliance.page import Recognition, is_mark, without_marks
 from appliance.quality.text_checks import (
     bad_chars, implausible_figures, repeated_lines, script_mix,
 )
@@ -218,7 +218,7 @@ def score_page(recognition: Recognition, *, doc_type: str,
         if name not in penalties:
             penalties.append(name)
 
-    text = recognition.text or ""
+    text = without_marks(recognition.text or "")  # the check boxes were found, not read
     flags = set(recognition.flags)
     chars = sum(1 for ch in text if not ch.isspace())
     signals["chars"] = chars
@@ -349,8 +349,8 @@ def needs_second_opinion(recognition: Recognition, confidence: Confidence, *, do
 def _base(recognition: Recognition, signals: dict) -> tuple[float, str]:
     """The recogniser's own certainty (step 1) and where it came from."""
     logprobs = [lp for lp in (_logprob(token) for token in recognition.tokens) if lp is not None]
-    scored = [(line.score, len(line.text.strip())) for line in recognition.lines
-              if line.text.strip()]
+    lines = [line for line in recognition.lines if not is_mark(line.text)]
+    scored = [(line.score, len(line.text.strip())) for line in lines if line.text.strip()]
     signals.update(tokens=len(logprobs), logprob_mean=None, logprob_p10=None,
                    lines=len(scored), line_score_mean=None, line_score_p10=None)
     if logprobs:
@@ -363,7 +363,7 @@ def _base(recognition: Recognition, signals: dict) -> tuple[float, str]:
         mean = sum(score * weight for score, weight in scored) / total
         low = weighted_percentile(scored, LOW_PERCENTILE)
         signals.update(source="lines", line_score_mean=round(mean, 4),
-                       line_score_p10=round(low, 4), **_word_signals(recognition.lines))
+                       line_score_p10=round(low, 4), **_word_signals(lines))
         blend = MEAN_WEIGHT * mean + (1 - MEAN_WEIGHT) * low
         return min(1.0, max(0.0, 1.0 - CLASSIC_STRETCH * (1.0 - blend))), "lines"
     signals["source"] = "none"

@@ -80,13 +80,13 @@ def analyze(image: Image.Image | np.ndarray) -> Layout:
     """The text layout of a page (PIL image, or an RGB / grayscale uint8 array)."""
     if cv2 is None:
         raise ImportError("layout analysis needs OpenCV (opencv-python-headless)")
-    gray = _gray(image)
+    gray = gray_pixels(image)
     height, width = gray.shape
     scale = min(1.0, ANALYSIS_LONG_SIDE / max(height, width))
     if scale < 1.0:
         gray = cv2.resize(gray, (max(1, round(width * scale)), max(1, round(height * scale))),
                           interpolation=cv2.INTER_AREA)
-    ink = _ink_mask(gray)
+    ink = ink_mask(gray)
     ink_ratio = float(np.count_nonzero(ink)) / ink.size
     labels, all_stats, keep = _glyphs(ink)
     stats = all_stats[keep]
@@ -123,7 +123,7 @@ def analyze(image: Image.Image | np.ndarray) -> Layout:
     )
 
 
-def _gray(image: Image.Image | np.ndarray) -> np.ndarray:
+def gray_pixels(image: Image.Image | np.ndarray) -> np.ndarray:
     if isinstance(image, Image.Image):
         if image.mode != "L":
             image = image.convert("L")
@@ -133,7 +133,7 @@ def _gray(image: Image.Image | np.ndarray) -> np.ndarray:
     return cv2.cvtColor(image, cv2.COLOR_RGB2GRAY)
 
 
-def _ink_mask(gray: np.ndarray) -> np.ndarray:
+def ink_mask(gray: np.ndarray) -> np.ndarray:
     """Pixels darker than their neighbourhood: 255 for ink, 0 for paper."""
     block = max(15, (min(gray.shape) // 40) | 1)  # odd, about 1/40 of the short side
     block = min(block, 51)

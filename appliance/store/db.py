@@ -96,6 +96,9 @@ MIGRATIONS: dict[str, list[str]] = {
     "12": [  # born-digital pages go ahead of scans
         "ALTER TABLE page ADD COLUMN born_digital BOOLEAN NOT NULL DEFAULT 0",
     ],
+    "13": [  # each page's selection marks
+        "ALTER TABLE pageresult ADD COLUMN selection_marks JSON",
+    ],
 }
 
 

@@ -10,7 +10,7 @@ from enum import StrEnum
 from sqlalchemy import JSON, Column, Index
 from sqlmodel import Field, SQLModel
 
-SCHEMA_VERSION = 13
+SCHEMA_VERSION = 14
 
 
 class PageStatus(StrEnum):
@@ -144,6 +144,8 @@ class PageResult(SQLModel, table=True):
     # a vision model's answer to the document type's field question (engines.base)
     field_answer: dict | None = Field(default=None, sa_column=Column(JSON))
     barcodes: list[dict] | None = Field(default=None, sa_column=Column(JSON))  # engines.barcodes
+    # its check boxes: state, confidence, box in the lines' pixels (raster.marks)
+    selection_marks: list[dict] | None = Field(default=None, sa_column=Column(JSON))
     timings_ms: dict | None = Field(default=None, sa_column=Column(JSON))
     confidence: float | None = None
     signals: dict | None = Field(default=None, sa_column=Column(JSON))  # what it was built from

@@ -245,7 +245,8 @@ def complete_page(db: Database, claim: Claim, done: PageDone,
                          lines=[line.to_dict() for line in reading.lines],
                          finish_reason=reading.finish_reason, tokens=reading.tokens,
                          flags=reading.flags, provenance=reading.provenance,
-                         field_answer=reading.field_answer, barcodes=reading.barcodes)
+                         field_answer=reading.field_answer, barcodes=reading.barcodes,
+                         selection_marks=reading.selection_marks)
         session.add(row)
         session.flush()
         page.crash_suspect = False  # it was read, and its worker lived

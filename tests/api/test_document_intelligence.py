@@ -287,6 +287,73 @@ def test_barcodes_are_given_when_asked_for_as_the_service_gives_them(service, tm
     assert plain.pages[0].barcodes is None
 
 
+BOXES = [("Delivery", True), ("Assembly", False), ("Removal of old furniture", True),
+         ("Insurance", False)]
+
+
+def write_form_page(path: Path) -> list[tuple[int, int, int, int]]:
+    """A question over four labelled check boxes (``BOXES``), the ticked ones ticked;
+    the boxes' bounds."""
+    page = Image.new("L", (1240, 700), 255)
+    draw = ImageDraw.Draw(page)
+    font = ImageFont.truetype(FONTS[0], 30)
+    draw.text((100, 60), "Which services do you need?", font=font, fill=0)
+    boxes = []
+    for i, (label, ticked) in enumerate(BOXES):
+        x, y = 100, 150 + 90 * i
+        draw.rectangle([x, y, x + 28, y + 28], outline=0, width=3)
+        if ticked:
+            draw.line([x + 6, y + 15, x + 12, y + 22, x + 23, y + 6], fill=0, width=4)
+        draw.text((x + 50, y - 2), label, font=font, fill=0)
+        boxes.append((x, y, x + 28, y + 28))
+    page.save(path)
+    return boxes
+
+
+def test_selection_marks_are_given_on_their_boxes_and_in_the_content(service, tmp_path):
+    """Each check box of a form, ticked or empty, is a selection mark on its box, and
+    its token stands in the content before its label, where its span points."""
+    _daemon, client = service
+    boxes = write_form_page(tmp_path / "form.png")
+    _result_id, result = analyze(client, "prebuilt-layout", tmp_path / "form.png")
+    marks = result.pages[0].selection_marks
+    assert [mark.state for mark in marks] == [
+        "selected" if ticked else "unselected" for _label, ticked in BOXES]
+    for mark, (x0, y0, x1, y1), (label, _ticked) in zip(marks, boxes, BOXES):
+        xs, ys = mark.polygon[::2], mark.polygon[1::2]  # on the box, give or take its stroke
+        assert all(abs(x - x0) <= 4 or abs(x - x1) <= 4 for x in xs), (mark.polygon, x0, x1)
+        assert all(abs(y - y0) <= 4 or abs(y - y1) <= 4 for y in ys), (mark.polygon, y0, y1)
+        assert 0.5 <= mark.confidence <= 1.0
+        token = result.content[mark.span.offset:mark.span.offset + mark.span.length]
+        assert token == f":{mark.state.value}:"
+        assert result.content[mark.span.offset + mark.span.length:].startswith(f" {label}")
+    # the tokens were found, not read: they are no words
+    assert not any(word.content.endswith("selected:") for word in result.pages[0].words)
+
+
+def test_chinese_text_and_a_grid_give_no_selection_marks(service, tmp_path):
+    """Characters drawn as squares (口, 日, 田, 回, 国) are read as text, and the cells of a
+    ruled grid as large as the print are a table's: neither is a check box."""
+    _daemon, client = service
+    page = Image.new("L", (1240, 900), 255)
+    draw = ImageDraw.Draw(page)
+    font = ImageFont.truetype("/usr/share/fonts/opentype/noto/NotoSansCJK-Regular.ttc", 40,
+                              index=2)
+    lines = ["人口普查日期：四月十日", "回国人员田中先生", "品名：口罩 数量：四百"]
+    for i, text in enumerate(lines):
+        draw.text((100, 80 + 90 * i), text, font=font, fill=0)
+    for r in range(5):  # a grid of 44 px cells, a digit in some
+        for c in range(8):
+            x, y = 100 + 44 * c, 420 + 44 * r
+            draw.rectangle([x, y, x + 44, y + 44], outline=0, width=2)
+            if (r + c) % 3 == 0:
+                draw.text((x + 12, y + 2), str(c), font=font, fill=0)
+    page.save(tmp_path / "no-marks.png")
+    _result_id, result = analyze(client, "prebuilt-layout", tmp_path / "no-marks.png")
+    assert "人口" in result.content
+    assert result.pages[0].selection_marks == []
+
+
 def test_a_pages_range_past_the_document_costs_nothing(service, tmp_path):
     """pages=2-99999999999 on a three-page PDF: pages 2 and 3, answered as any other
     (the range once became a set of 99999999998 numbers at every poll)."""

@@ -182,8 +182,8 @@ def test_json_output_has_blocks_and_provenance(tmp_path, daemon):
     assert provenance["reading"] == reading.RECIPE  # the layout rules that read it
     assert [step["step"] for step in provenance["preprocess"]]  # what preprocessing did
     assert list(provenance["timings_ms"]) == ["raster_ms", "preprocess_ms", "cache_ms",
-                                              "inference_ms", "read_ms", "postprocess_ms",
-                                              "barcodes_ms"]
+                                              "inference_ms", "selection_marks_ms", "read_ms",
+                                              "postprocess_ms", "barcodes_ms"]
 
 
 def test_postprocess_repairs_in_place_or_degrades_and_flags_the_page():

@@ -28,8 +28,8 @@ def test_bench_compares_the_daemon_with_the_bare_engine(tmp_path):
     assert result["appliance"]["pages_done"] == 3
     assert result["appliance"]["pages_per_min"] > 0 and result["bare"]["pages_per_min"] > 0
     assert list(result["stage_ms"]) == ["raster_ms", "preprocess_ms", "cache_ms",
-                                        "inference_ms", "read_ms", "postprocess_ms",
-                                        "barcodes_ms"]  # in pipeline order
+                                        "inference_ms", "selection_marks_ms", "read_ms",
+                                        "postprocess_ms", "barcodes_ms"]  # in pipeline order
     # what each document's outputs cost the daemon: every format but the PDF, the PDF,
     # the files written
     assert list(result["output_ms"]) == ["render_ms", "pdf_ms", "write_ms"]

@@ -344,3 +344,13 @@ def test_a_misread_figure_keeps_a_receipt_from_auto_accept():
 def test_dates_either_way_round_and_codes_are_plausible():
     assert implausible_figures("12/31/2024 31/12/24 1/2/2020 code 4B0-17 3O0 RM 118.50") == (0, 0)
     assert implausible_figures("00/12/2020 and 1,5O and 12.5O.") == (2, 1)
+
+
+def test_selection_marks_found_on_the_page_are_not_scored_as_read_text():
+    """A check box's token (raster.marks) is found, not read: a page scores the same with
+    its marks as without, however sure the finder was of them."""
+    plain = classic(["Delivery", "Assembly"])
+    marked = replace(plain, text=":selected: Delivery\n:unselected: Assembly",
+                     lines=[*plain.lines, Line(":selected:", [0, 0, 30, 30], 0.6),
+                            Line(":unselected:", [0, 40, 30, 70], 0.6)])
+    assert score_page(marked, doc_type="generic") == score_page(plain, doc_type="generic")

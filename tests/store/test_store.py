@@ -32,7 +32,7 @@ def test_wal_mode_and_schema_version(db):
     with db.read() as session:
         mode = session.connection().exec_driver_sql("PRAGMA journal_mode").scalar()
     assert mode == "wal"
-    assert db.schema_version() == SCHEMA_VERSION == 13
+    assert db.schema_version() == SCHEMA_VERSION == 14
 
 
 def test_a_version_1_database_is_migrated_in_place(tmp_path):
@@ -52,7 +52,7 @@ def test_a_version_1_database_is_migrated_in_place(tmp_path):
                               ("document", "source_mtime_ns"), ("page", "crash_suspect"),
                               ("pageresult", "field_answer"), ("document", "output_error"),
                               ("document", "text_layer"), ("pageresult", "barcodes"),
-                              ("page", "born_digital"),
+                              ("page", "born_digital"), ("pageresult", "selection_marks"),
                               *(("document", f"pages_{s}") for s in PageStatus)):
             session.exec(text(f"ALTER TABLE {table} DROP COLUMN {column}"))
         session.exec(text("DROP TABLE idempotencykey"))
@@ -64,7 +64,7 @@ def test_a_version_1_database_is_migrated_in_place(tmp_path):
         session.get(SchemaMeta, "schema_version").value = "1"
     old.close()
     migrated = Database(tmp_path / "v1.db")
-    assert migrated.schema_version() == 13
+    assert migrated.schema_version() == 14
     with migrated.read() as session:
         indexes = {row[1] for row in session.exec(text("PRAGMA index_list(page)"))}
     assert "ix_page_review" in indexes
@@ -94,7 +94,7 @@ def test_a_version_9_store_finds_cjk_text_and_pages_waiting_for_review(tmp_path)
         session.get(SchemaMeta, "schema_version").value = "9"
     old.close()
     migrated = Database(tmp_path / "v9.db")
-    assert migrated.schema_version() == 13
+    assert migrated.schema_version() == 14
     found = find_documents(migrated, DocumentQuery(q="植株高度"))
     assert [view.doc.id for view in found.documents] == [done.id]
     found = find_documents(migrated, DocumentQuery(q="Totel"))
