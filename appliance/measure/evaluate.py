@@ -52,6 +52,7 @@ from appliance.measure.metrics import (
     wer,
 )
 from appliance.measure.release import output_structure, release_gate
+from appliance.page import without_marks
 from appliance.quality.calibration import auroc
 from appliance.quality.repair import repair_rates
 from appliance.quality.blocks import format_problems, parse_blocks
@@ -83,6 +84,7 @@ def score_page(sample: Sample, markdown: str, text: str, *, failed: bool = False
     """Every metric of one page's output against its ground truth, and its score."""
     problems = format_problems(markdown)
     truth, units = sample.text, sample.units
+    text = without_marks(text)  # the check boxes' tokens were found, not read
     truth_tables, tables = _tables(sample.markdown or ""), _tables(markdown)
     if sample.caseless:
         truth, units, text = truth.casefold(), [unit.casefold() for unit in units], text.casefold()
