@@ -17,15 +17,22 @@ TOTAL, PAID, CHANGE = "total", "paid", "change"
 CASH_STEP, CASH_ROUNDING = Decimal("0.05"), Decimal("0.10")
 
 
-def handed(paid: Parsed | None, change: Parsed | None) -> tuple[Decimal, Decimal] | None:
-    """(paid, change), where both were read as amounts with cents and more was paid than
-    given back; else None. A dash before an amount paid is a leader, not a sign ("CASH
-    --20.00"): nobody pays a negative amount."""
+def settled(paid: Parsed | None, change: Parsed | None) -> tuple[Decimal, Decimal] | None:
+    """(paid, change), where both were read as amounts with cents; else None. A dash
+    before an amount paid is a leader, not a sign ("CASH --20.00"): nobody pays a
+    negative amount."""
     amounts = [_amount(parsed) for parsed in (paid, change)]
     if None in amounts:
         return None
     given, back = (abs(amount) for amount in amounts)
-    return (given, back) if given > back else None
+    return given, back
+
+
+def handed(paid: Parsed | None, change: Parsed | None) -> tuple[Decimal, Decimal] | None:
+    """(paid, change) as ``settled`` gives them, where more was paid than given back:
+    a reading that can stand for what was owed; else None."""
+    settlement = settled(paid, change)
+    return settlement if settlement and settlement[0] > settlement[1] else None
 
 
 def due(paid: Parsed | None, change: Parsed | None) -> Decimal | None:

@@ -146,9 +146,11 @@ def _sums(found: dict[str, Found], checks: dict[str, list[Check]]) -> None:
 
 
 def _payment(found: dict[str, Found], checks: dict[str, list[Check]]) -> None:
-    """A cash receipt's total is what was paid less the change."""
+    """A cash receipt's total is what was paid less the change. Checked wherever all
+    three were read as amounts: more change than was paid (a change of 100.00 read
+    for 1.00) fails it, as any other difference does."""
     paid, change = found.get(payment.PAID), found.get(payment.CHANGE)
-    settlement = payment.handed(paid and paid.parsed, change and change.parsed)
+    settlement = payment.settled(paid and paid.parsed, change and change.parsed)
     total = _money(found, payment.TOTAL)
     if settlement is None or total is None:
         return

@@ -161,6 +161,21 @@ def test_a_total_whose_decimal_point_was_misread_is_read_beside_its_label():
     assert total["valid"] is True  # what was paid less the change agrees
 
 
+def test_more_change_than_was_paid_fails_the_payment_check():
+    """Issue 53: a change read as 100.00 beside 10.00 paid and a total of 9.00 passed
+    on one receipt (no check was made where the change was the larger), while the same
+    difference failed on another; both fail now, and the check says why."""
+    for change in ("100.00", "2.00"):
+        reading = read_fields([page((200, 20, "KEDAI MAJU JAYA SDN BHD"),
+                                    (60, 340, "TOTAL"), (500, 340, "9.00"),
+                                    (60, 380, "CASH"), (500, 380, "10.00"),
+                                    (60, 420, "CHANGE"), (500, 420, change))],
+                              DEFAULTS["receipt"], no_history, today=TODAY)
+        fields = by_name(reading)
+        assert fields["total"]["valid"] is False, (change, fields["total"])
+        assert f"change {change}" in json.dumps(fields["total"]), fields["total"]
+
+
 def test_labels_of_their_own_for_the_total():
     # a rounding in the total's own label ("Total After Rounding") does not rule it out
     assert total_of((60, 300, "lotal Sales Incl. GST"), (500, 300, "48.93"),
