@@ -276,17 +276,31 @@ def dashboard_tab(appliance: Appliance) -> None:
     def refresh(request: gr.Request = None):
         lang = language_of(request)
         view = dashboard_view(appliance, lang=lang)
-        axes = {"time": text("plot_time", lang), "pages": text("plot_pages", lang),
-                "waiting": text("plot_pages_waiting", lang),
-                "seconds": text("plot_seconds", lang)}
+        # the plots' words in the person's language: axes, legends and the legends' entries
+        # (the lanes, used and total; percentiles are p50, p95, p99 in both)
+        when = text("plot_time", lang)
+        named = {value: text(key, lang) for value, key in (
+            ("interactive", "lane_name_interactive"), ("batch", "lane_name_batch"),
+            ("used", "series_used"), ("total", "series_total"))}
+
+        def words(frame: pd.DataFrame, column: str) -> pd.DataFrame:
+            frame = frame.copy()
+            frame[column] = frame[column].map(lambda v: named.get(v, v)).astype("string")
+            return frame
+
         values = [view.summary,
-                  gr.LinePlot(value=view.queue, x_title=axes["time"], y_title=axes["waiting"]),
-                  gr.BarPlot(value=view.throughput, x_title=axes["time"],
-                             y_title=axes["pages"]),
-                  gr.LinePlot(value=view.latency, x_title=axes["time"],
-                              y_title=axes["seconds"]),
-                  gr.LinePlot(value=view.vram, x_title=axes["time"]),
-                  gr.LinePlot(value=view.ram, x_title=axes["time"]), view.failures]
+                  gr.LinePlot(value=words(view.queue, "lane"), x_title=when,
+                              y_title=text("plot_pages_waiting", lang),
+                              color_title=text("plot_lane", lang)),
+                  gr.BarPlot(value=view.throughput, x_title=when,
+                             y_title=text("plot_pages", lang)),
+                  gr.LinePlot(value=view.latency, x_title=when,
+                              y_title=text("plot_seconds", lang),
+                              color_title=text("plot_percentile", lang)),
+                  gr.LinePlot(value=words(view.vram, "series"), x_title=when,
+                              color_title=text("plot_series", lang)),
+                  gr.LinePlot(value=words(view.ram, "series"), x_title=when,
+                              color_title=text("plot_series", lang)), view.failures]
         return values + [view.endpoints] if endpoints is not None else values
 
     # on page load, then every REFRESH_S

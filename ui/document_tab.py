@@ -10,6 +10,7 @@ import threading
 from pathlib import Path
 
 import gradio as gr
+import pandas as pd
 
 from appliance.daemon import Appliance
 from appliance.errors import NotFound
@@ -128,8 +129,8 @@ class DocumentTab:
     @staticmethod
     def headers(lang: str) -> list:
         """The updates of ``header_outputs``: the tables' headers in ``lang``."""
-        return [gr.Dataframe(headers=texts(fields_form.FIELD_HEADER_KEYS, lang)),
-                gr.Dataframe(headers=texts(HISTORY_HEADER_KEYS, lang))]
+        return [pd.DataFrame(columns=texts(fields_form.FIELD_HEADER_KEYS, lang)),
+                pd.DataFrame(columns=texts(HISTORY_HEADER_KEYS, lang))]
 
     def page_updates(self, document_id: str | None, index: int, lang: str = EN) -> list:
         shown = show_page(self.library, document_id, index, lang) if document_id else PageShown()
@@ -199,9 +200,10 @@ class DocumentTab:
         page[1] = gr.Dropdown(choices=[(text("page_choice", lang, n=n + 1, count=pages), n)
                                        for n in range(pages)],
                               value=index if pages else None)
-        fields_table = gr.Dataframe(value=fields or [], headers=texts(
-            fields_form.FIELD_HEADER_KEYS, lang))
-        history_table = gr.Dataframe(value=history, headers=texts(HISTORY_HEADER_KEYS, lang))
+        # a frame: its columns are the headers, in the person's language
+        fields_table = pd.DataFrame(fields or [], columns=texts(fields_form.FIELD_HEADER_KEYS,
+                                                                lang))
+        history_table = pd.DataFrame(history, columns=texts(HISTORY_HEADER_KEYS, lang))
         return [document_id if panel.key else None, panel.key, safe_markdown(panel.title),
                 gr.Button(visible=panel.in_review),
                 *self.download_updates(panel.downloadable, {}, panel.note),

@@ -32,6 +32,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 import gradio as gr
+import pandas as pd
 from fastapi import FastAPI
 from fastapi.responses import RedirectResponse
 from PIL import Image
@@ -536,8 +537,8 @@ def build_review_ui(appliance: Appliance) -> gr.Blocks:
             return [view.page_id, view.markdown, view.engine,
                     gr.Markdown(view.title), view.image, view.markdown,
                     safe_markdown(view.markdown), safe_markdown(view.highlights),
-                    gr.Dataframe(value=view.other_pages,
-                                 headers=texts(OTHER_PAGE_HEADER_KEYS, lang)),
+                    pd.DataFrame(view.other_pages,
+                                 columns=texts(OTHER_PAGE_HEADER_KEYS, lang)),
                     gr.Button(engine_text, interactive=ok and view.page_id is not None), "",
                     view.order, *fields_updates(view, lang=lang)]
 
@@ -557,7 +558,7 @@ def build_review_ui(appliance: Appliance) -> gr.Blocks:
             return [counts_text(counts, getattr(request, "username", None), lang),
                     gr.Dropdown(choices=types), gr.Dropdown(choices=folders),
                     gr.Dropdown(choices=reasons),
-                    gr.Dataframe(value=rows, headers=texts(QUEUE_HEADER_KEYS, lang)), key]
+                    pd.DataFrame(rows, columns=texts(QUEUE_HEADER_KEYS, lang)), key]
 
         overview_outputs = [counts_md, doc_type, folder, reason, queue, queue_key]
 

@@ -18,6 +18,7 @@ from pathlib import Path
 from typing import Iterator
 
 import gradio as gr
+import pandas as pd
 
 from appliance.api import DOCS_PATH
 from appliance.config import DOC_TYPES
@@ -262,15 +263,15 @@ def workspace_tabs(appliance: Appliance, download_dir: Path) -> Iterator[None]:
             type_value, lane_value, tag_text or "", engine_name or "", secret or "",
             own_text or ""), lang)
         # the password is not kept
-        return (gr.Dataframe(value=upload_rows(appliance, uploaded, lang),
-                             headers=texts(UPLOAD_HEADER_KEYS, lang)), None, "")
+        return (pd.DataFrame(upload_rows(appliance, uploaded, lang),
+                             columns=texts(UPLOAD_HEADER_KEYS, lang)), None, "")
 
     def on_load(request: gr.Request):
         username = getattr(request, "username", None)
         lang = language_of(request)
         allowed = gr.Button(visible=may_delete(appliance, username))
         return (user_line(appliance, username, lang), gr.Button(visible=bool(username)), allowed,
-                allowed, gr.Dataframe(headers=texts(UPLOAD_HEADER_KEYS, lang)),
+                allowed, pd.DataFrame(columns=texts(UPLOAD_HEADER_KEYS, lang)),
                 *document.headers(lang))
 
     private = dict(api_visibility="private")
