@@ -20,7 +20,7 @@ from appliance.errors import ApplianceError, NotFound
 from appliance.library import DocumentView, PageStatus
 from ui.components import escape_markdown_text
 from ui.document_status import error_text
-from ui.i18n import EN, plural, status_text, text
+from ui.i18n import EN, plural, text
 from ui.downloads import zip_outputs
 
 log = logging.getLogger(__name__)

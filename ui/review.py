@@ -44,9 +44,9 @@ from appliance.quality.routing import REVIEW_CODES
 from appliance.review import ReviewFilter, ReviewPage, ReviewService
 from ui import fields_form
 from ui.auth import LOGOUT_PATH, Sessions, mount_signed_in
-from ui.i18n import LANGUAGE_PATH
 from ui.components import MARKDOWN_VIEW_CSS, escape_markdown_text, safe_markdown, safe_markdown_view
-from ui.i18n import EN, doc_type_choices, doc_type_text, label, language_of, plural, status_text, text, texts
+from ui.i18n import (EN, LANGUAGE_PATH, doc_type_text, label, language_of, plural, status_text,
+                     text, texts)
 from ui.page_image import ZOOM_CSS, ZOOMABLE, annotate_page
 
 if TYPE_CHECKING:

@@ -21,7 +21,6 @@ import gradio as gr
 import pandas as pd
 
 from appliance.api import DOCS_PATH
-from appliance.config import DOC_TYPES
 from appliance.daemon import Appliance
 from appliance.engines import registry
 from appliance.library import DocStatus
@@ -32,8 +31,7 @@ from ui.components import escape_markdown_text, safe_markdown, safe_markdown_vie
 from ui.confirm_delete import ConfirmDelete
 from ui.document_status import remaining_s
 from ui.document_tab import DocumentTab
-from ui.i18n import (EN, LANGUAGE_PATH, doc_type_choices, label, language_of, status_text,
-                     text, texts)
+from ui.i18n import EN, LANGUAGE_PATH, doc_type_choices, label, language_of, text, texts
 from ui.listing import (
     ANY, FIELDS_CHOICES, LIST_CSS, LIST_JS, NEWEST, PAGER_MOVES, SORT_CHOICES, SOURCE_CHOICES,
     Listed, browse_query, pager_offset, pager_text, results_html, search_sort,
