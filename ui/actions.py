@@ -20,27 +20,22 @@ from appliance.errors import ApplianceError, NotFound
 from appliance.library import DocumentView, PageStatus
 from ui.components import escape_markdown_text
 from ui.document_status import error_text
+from ui.i18n import EN, plural, text
 from ui.downloads import zip_outputs
 
 log = logging.getLogger(__name__)
 
 NO_LOGIN_ACTOR = "web-ui"
-ACTIONS = {  # action: (button label, what was done, in the past tense)
-    "retry": ("Retry failed pages", "queued their failed pages again"),
-    "cancel": ("Cancel", "cancelled"),
-    "review": ("Send to review", "sent to review"),
-    "delete": ("Delete", "deleted"),
-}
-NOTHING_SELECTED_TEXT = "Tick the documents to act on in the list first."
-DELETE_REFUSED_TEXT = ("Only an administrator may delete documents; you are signed in as a "
-                       "reviewer. Ask an administrator to delete them.")
-INTERNAL_ERROR_TEXT = "the action failed because of an internal error; the server log has why"
+ACTIONS = ("retry", "cancel", "review", "delete")  # each: action_X (its button), done_X (done)
+NOTHING_SELECTED_TEXT = text("nothing_ticked")
+DELETE_REFUSED_TEXT = text("delete_refused")
+INTERNAL_ERROR_TEXT = text("action_internal_error")
 
 
 NAMED = 5  # documents named in a line about several; more are counted
 
 
-def names_text(appliance: Appliance, document_ids: list[str]) -> str:
+def names_text(appliance: Appliance, document_ids: list[str], lang: str = EN) -> str:
     """The documents' names as Markdown text (escaped: a file name is untrusted), e.g.
     "a.pdf, b.pdf and 4 more"."""
     names = []
@@ -48,27 +43,28 @@ def names_text(appliance: Appliance, document_ids: list[str]) -> str:
         try:
             names.append(escape_markdown_text(appliance.library.document(document_id).doc.name))
         except NotFound:
-            names.append("(deleted)")
-    more = f" and {len(document_ids) - NAMED} more" if len(document_ids) > NAMED else ""
-    return ", ".join(names) + more
+            names.append(text("names_deleted", lang))  # our words: no markup
+    more = (text("names_more", lang, n=len(document_ids) - NAMED)
+            if len(document_ids) > NAMED else "")
+    return ("，" if lang != EN else ", ").join(names) + more
 
 
-def _documents(count: int) -> str:
-    return f"{count} document{'s' if count != 1 else ''}"
+def _documents(count: int, lang: str = EN) -> str:
+    return plural("documents", count, lang)
 
 
-def picked_text(appliance: Appliance, chosen: list[str]) -> str:
+def picked_text(appliance: Appliance, chosen: list[str], lang: str = EN) -> str:
     """How many documents are ticked, and which: an action acts on these names."""
     if not chosen:
-        return "No document ticked."
-    return f"**{_documents(len(chosen))}** ticked: {names_text(appliance, chosen)}"
+        return text("none_ticked", lang)
+    return text("ticked", lang, documents=_documents(len(chosen), lang),
+                names=names_text(appliance, chosen, lang))
 
 
-def delete_question(appliance: Appliance, document_ids: list[str]) -> str:
+def delete_question(appliance: Appliance, document_ids: list[str], lang: str = EN) -> str:
     """What Delete asks before it deletes."""
-    return (f"**Delete {_documents(len(document_ids))} for good?** "
-            f"{names_text(appliance, document_ids)}. Their pages, outputs and key fields "
-            "go; the audit trail keeps who deleted them.")
+    return text("delete_question", lang, documents=_documents(len(document_ids), lang),
+                names=names_text(appliance, document_ids, lang))
 
 
 def actor_of(username: str | None) -> str:
@@ -84,14 +80,13 @@ def may_delete(appliance: Appliance, username: str | None) -> bool:
     return user is not None and user.role == "admin"
 
 
-def not_retried(view: DocumentView) -> str:
+def not_retried(view: DocumentView, lang: str = EN) -> str:
     """Why Retry would read nothing of the document again; "" when it would."""
     if view.doc.error_code:
-        return ("it was refused when it was submitted, so it has no pages to read again ("
-                f"{error_text(view.doc.error_code, view.doc.error_message)}); fix the file "
-                "and upload it again")
+        return text("not_retried_refused", lang,
+                    why=error_text(view.doc.error_code, view.doc.error_message, lang))
     if not view.page_counts[PageStatus.FAILED]:
-        return "none of its pages failed"
+        return text("not_retried_none", lang)
     return ""
 
 
@@ -111,14 +106,14 @@ def _act(appliance: Appliance, action: str, document_id: str, actor: str) -> int
 
 
 def perform(appliance: Appliance, action: str, document_ids: list[str],
-            username: str | None) -> str:
+            username: str | None, lang: str = EN) -> str:
     """Do ``action`` to each document; a Markdown line on what happened (names and
     reasons escaped: a file name is untrusted)."""
     if not document_ids:
-        return NOTHING_SELECTED_TEXT
+        return text("nothing_ticked", lang)
     if action == "delete" and not may_delete(appliance, username):
         log.warning("ui delete refused user=%s documents=%d", username, len(document_ids))
-        return DELETE_REFUSED_TEXT
+        return text("delete_refused", lang)
     actor = actor_of(username)
     done, pages, refused = 0, 0, []
     for document_id in document_ids:
@@ -126,36 +121,37 @@ def perform(appliance: Appliance, action: str, document_ids: list[str],
         try:
             view = appliance.library.document(document_id)
             name = view.doc.name
-            if action == "retry" and (why := not_retried(view)):
+            if action == "retry" and (why := not_retried(view, lang)):
                 refused.append(f"{name}: {why}")
                 continue
             pages += _act(appliance, action, document_id, actor)
             done += 1
         except ApplianceError as exc:  # deleted since, a page being read, ...
-            refused.append(f"{name}: {error_text(exc.code, exc.message)}")
+            refused.append(f"{name}: {error_text(exc.code, exc.message, lang)}")
         except Exception:
             log.exception("ui action failed action=%s doc=%s", action, document_id)
-            refused.append(f"{name}: {INTERNAL_ERROR_TEXT}")
-    label, past = ACTIONS[action]
-    line = f"**{label}:** {_documents(done)} {past}"
+            refused.append(f"{name}: {text('action_internal_error', lang)}")
+    past = text(f"done_{action}", lang)
+    line = text("action_line", lang, label=text(f"action_{action}", lang),
+                documents=_documents(done, lang), past=past)
     if action == "retry":
-        line += f" ({pages} page{'s' if pages != 1 else ''})"
-    return line + "." + "".join(f"\n- not {past}: {escape_markdown_text(why)}"
-                                for why in refused)
+        line += text("action_pages", lang, pages=plural("pages", pages, lang))
+    return line + ("。" if lang != EN else ".") + "".join(
+        text("action_not", lang, past=past, why=escape_markdown_text(why)) for why in refused)
 
 
-def download_zip(appliance: Appliance, document_ids: list[str], folder: Path
+def download_zip(appliance: Appliance, document_ids: list[str], folder: Path, lang: str = EN
                  ) -> tuple[Path | None, str]:
     """The selected documents' outputs as one zip in ``folder``: (the zip, or None when
     none of them is finished; a Markdown line on what it holds)."""
     if not document_ids:
-        return None, NOTHING_SELECTED_TEXT
+        return None, text("nothing_ticked", lang)
     folder.mkdir(parents=True, exist_ok=True)
     # a folder per request: two people zipping at once never share a file
     zip_path = Path(tempfile.mkdtemp(dir=folder)) / f"documents-{time.strftime('%Y%m%d-%H%M%S')}.zip"
-    added, left_out = zip_outputs(appliance, document_ids, zip_path)
+    added, left_out = zip_outputs(appliance, document_ids, zip_path, lang)
     notes = "".join(f"\n- {escape_markdown_text(why)}" for why in left_out)
     if not added:
         zip_path.unlink(missing_ok=True)
-        return None, "None of the selected documents is finished: there is nothing to zip." + notes
-    return zip_path, f"**Download:** the outputs of {_documents(added)} in one zip." + notes
+        return None, text("zip_none", lang) + notes
+    return zip_path, text("zip_done", lang, documents=_documents(added, lang)) + notes

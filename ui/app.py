@@ -25,7 +25,7 @@ from appliance.daemon import Appliance
 from ui.auth import Sessions, mount_sign_in, mount_signed_in
 from ui.components import MARKDOWN_VIEW_CSS, escape_markdown_text
 from ui.dashboard import dashboard_tab
-from ui.document_status import NO_REVIEWER_TEXT
+from ui.i18n import EN, label, language_of, text
 from ui.page_image import ZOOM_CSS
 from ui.review import mount_review
 from ui.workspace import workspace_tabs
@@ -33,33 +33,46 @@ from ui.workspace import workspace_tabs
 STATUS_REFRESH_S = 2.0
 
 
-def status_line(appliance: Appliance) -> str:
+def status_line(appliance: Appliance, lang: str = EN) -> str:
     """One line on the appliance's state, e.g. "paused: GPU memory 87 %" while memory
     is above its high watermark and no new pages start; a warning above it while pages
     routed to review can never finish."""
     status = appliance.status()
-    ready = "ready" if status["ready"] else "starting: the engine is warming up"
-    line = (f"Engine **{status['engine']}**, {ready} · {status['queue_depth']} pages waiting"
-            f" · {status['memory']['message']}")  # our own words: no escaping needed
+    ready = text("engine_ready" if status["ready"] else "engine_starting", lang)
+    # our own words: no escaping needed (the memory's message is the library's, in English)
+    line = text("status_line", lang, engine=status["engine"], ready=ready,
+                queued=status["queue_depth"], memory=status["memory"]["message"])
     if appliance.review_unstaffed():
-        line = (f"**⚠ Review is on, but {NO_REVIEWER_TEXT}. Pages sent to review cannot "
-                f"finish until then.**\n\n{line}")
+        line = f"{text('review_unstaffed', lang, why=text('no_reviewer', lang))}\n\n{line}"
     return line
 
 
 def build_ui(appliance: Appliance, download_dir: Path) -> gr.Blocks:
-    # analytics off: an on-premise appliance must not call out
-    with gr.Blocks(title="OCR Appliance", analytics_enabled=False,
+    # analytics off: an on-premise appliance must not call out; the title is set in
+    # the page's language by ui.i18n.language_script (Gradio shows a title as it is)
+    with gr.Blocks(title=text("app_title"), analytics_enabled=False,
                    delete_cache=(3600, 3600)) as blocks:
-        gr.Markdown("## OCR Appliance")
+        gr.Markdown(label("app_heading"))
         if appliance.engine_notice:  # e.g. running on the classic engine: say how to add a model
-            gr.Markdown(f"**Note:** {escape_markdown_text(appliance.engine_notice)}",
-                        elem_id="engine-notice", container=True, padding=True)
-        health = gr.Markdown(status_line(appliance), elem_id="status-line")
-        gr.Timer(STATUS_REFRESH_S).tick(lambda: status_line(appliance), outputs=health,
+            # the library's words, in English (escaped); only "Note:" is translated
+            notice = gr.Markdown(elem_id="engine-notice", container=True, padding=True)
+
+            def notice_line(request: gr.Request) -> str:
+                return text("note", language_of(request),
+                            note=escape_markdown_text(appliance.engine_notice))
+
+            blocks.load(notice_line, outputs=notice, api_visibility="private")
+        health = gr.Markdown(elem_id="status-line")
+
+        def health_line(request: gr.Request) -> str:
+            return status_line(appliance, language_of(request))
+
+        blocks.load(health_line, outputs=health, show_progress="hidden",
+                    api_visibility="private")
+        gr.Timer(STATUS_REFRESH_S).tick(health_line, outputs=health,
                                         show_progress="hidden", api_visibility="private")
         with workspace_tabs(appliance, download_dir):
-            with gr.Tab("Dashboard", id="dashboard"):
+            with gr.Tab(label("tab_dashboard"), id="dashboard"):
                 dashboard_tab(appliance)
     return blocks
 
@@ -79,7 +92,8 @@ def mount_ui(app: FastAPI, appliance: Appliance) -> None:
     # account protects it at once
     mount_signed_in(app, blocks, "/", sessions, required=appliance.auth_on,
                     max_file_size=appliance.settings.limits.max_bytes,
-                    # Gradio's "Use via API" would show an empty page: the
-                    # workspace links the REST API's docs instead
-                    footer_links=["settings"], run_history=False,
+                    # no footer: Gradio's "Use via API" would show an empty page (the
+                    # workspace links the REST API's docs instead), and its settings are
+                    # a developer's (PWA, screen recording); the language is ours
+                    footer_links=[], run_history=False,
                     ssr_mode=False, mcp_server=False, css=ZOOM_CSS + MARKDOWN_VIEW_CSS)

@@ -41,13 +41,14 @@ from starlette.routing import Mount
 from appliance.api_guards import error_response
 from appliance.errors import ApplianceError, Unauthorized
 from appliance.users import User, Users
+from ui.i18n import (EN, I18N, LANGUAGE_COOKIE, LANGUAGE_COOKIE_AGE_S, LANGUAGE_PATH, ZH,
+                     chosen_language, language_of, language_script, text)
 
 log = logging.getLogger(__name__)
 
 SESSION_COOKIE = "appliance-session"
 SESSION_TTL_S = 10 * 3600.0  # a working day
 LOGIN_PATH, LOGOUT_PATH = "/login", "/logout"
-LOGIN_FAILED_TEXT = "Wrong name or password (or too many tries: wait a few minutes)."
 # In every page of a mounted UI: a call of the UI's own that answers 401 (signed out in
 # another tab, the session ran out, the daemon restarted) brings the sign-in page, and
 # back here after; otherwise each action would only say "Error".
@@ -138,42 +139,70 @@ def _back_to(target: str) -> str:
     return target
 
 
-def login_page(target: str, message: str = "", username: str = "") -> str:
+LANGUAGE_NAMES = {EN: "English", ZH: "简体中文"}  # each in its own language
+
+
+def language_link(lang: str, target: str) -> str:
+    """Where the language link goes: it sets ``lang`` and comes back to ``target``."""
+    return f"{LANGUAGE_PATH}?set={quote(lang)}&next={quote(_back_to(target))}"
+
+
+def login_page(target: str, message: str = "", username: str = "", lang: str = EN) -> str:
+    """The sign-in page in ``lang``; ``message`` is ours (already in ``lang``)."""
     error = f'<p class="error" role="alert">{html.escape(message)}</p>' if message else ""
     # after a wrong password the name stays, and the password is typed again
     focus_name, focus_password = ("", " autofocus") if username else (" autofocus", "")
+    back = _back_to(target)
+    here = f"{LOGIN_PATH}?next={quote(back)}"
+    languages = " · ".join(
+        f'<a href="{html.escape(language_link(code, here))}" lang="{code}"'
+        + (' aria-current="true"' if code == lang else "") + f">{name}</a>"
+        for code, name in LANGUAGE_NAMES.items())
+    # our own words: the intro holds markup of ours, nothing else is markup
     return f"""<!doctype html>
-<html lang="en"><head><meta charset="utf-8"><title>Sign in - OCR Appliance</title>
+<html lang="{lang}"><head><meta charset="utf-8"><title>{html.escape(text("sign_in_title", lang))}</title>
 <meta name="viewport" content="width=device-width, initial-scale=1">
 <style>body{{font-family:sans-serif;max-width:22rem;margin:4rem auto;padding:0 1rem}}
 label,input,button{{display:block;width:100%;box-sizing:border-box;margin:.3rem 0}}
-input{{padding:.5rem}}button{{padding:.6rem;margin-top:1rem}}.error{{color:#b00020}}</style>
-</head><body><h1>OCR Appliance</h1><p>Sign in with your account. An administrator
-creates accounts with <code>appliance users add NAME</code>.</p>{error}
+input{{padding:.5rem}}button{{padding:.6rem;margin-top:1rem}}.error{{color:#b00020}}
+.languages{{font-size:.9rem}}</style>
+</head><body><p class="languages" id="languages">{html.escape(text("sign_in_language", lang))} {languages}</p>
+<h1>{html.escape(text("app_title", lang))}</h1><p>{text("sign_in_intro", lang)}</p>{error}
 <form method="post" action="{LOGIN_PATH}">
-<input type="hidden" name="next" value="{html.escape(_back_to(target))}">
-<label for="username">username</label>
+<input type="hidden" name="next" value="{html.escape(back)}">
+<label for="username">{html.escape(text("sign_in_username", lang))}</label>
 <input id="username" name="username" autocomplete="username" required{focus_name}
  value="{html.escape(username)}">
-<label for="password">password</label>
+<label for="password">{html.escape(text("sign_in_password", lang))}</label>
 <input id="password" name="password" type="password" autocomplete="current-password"{focus_password}>
-<button type="submit">Login</button></form></body></html>"""
+<button type="submit">{html.escape(text("sign_in_button", lang))}</button></form></body></html>"""
 
 
 def mount_sign_in(app: FastAPI, sessions: Sessions) -> None:
     """The sign-in and sign-out routes; add them before the UIs' mounts."""
 
     @app.get(LOGIN_PATH, include_in_schema=False)
-    def sign_in_page(next: str = "/") -> HTMLResponse:
-        return HTMLResponse(login_page(next), headers=_PAGE_HEADERS)
+    def sign_in_page(request: Request, next: str = "/") -> HTMLResponse:
+        return HTMLResponse(login_page(next, lang=language_of(request)), headers=_PAGE_HEADERS)
+
+    @app.get(LANGUAGE_PATH, include_in_schema=False)
+    def set_language(request: Request, set: str = "", next: str = "/") -> RedirectResponse:
+        """The language link: ``set`` (en, zh-CN), or without it the other one than now;
+        kept in this browser's cookie, and back to ``next``."""
+        lang = chosen_language(set) or (EN if language_of(request) == ZH else ZH)
+        response = RedirectResponse(_back_to(next), status_code=303)
+        response.set_cookie(LANGUAGE_COOKIE, lang, max_age=LANGUAGE_COOKIE_AGE_S, httponly=True,
+                            samesite="lax", secure=request.url.scheme == "https", path="/")
+        return response
 
     @app.post(LOGIN_PATH, include_in_schema=False)
     async def sign_in(request: Request, username: str = Form(""), password: str = Form(""),
                       next: str = Form("/")):
         address = request.client.host if request.client else "-"
         if not await check_login(sessions.users, username.strip(), password, address):
-            return HTMLResponse(login_page(next, LOGIN_FAILED_TEXT, username), status_code=401,
-                                headers=_PAGE_HEADERS)
+            lang = language_of(request)
+            return HTMLResponse(login_page(next, text("sign_in_failed", lang), username, lang),
+                                status_code=401, headers=_PAGE_HEADERS)
         response = RedirectResponse(_back_to(next), status_code=303)
         response.set_cookie(SESSION_COOKIE, sessions.open(username.strip()),
                             max_age=int(sessions.ttl_s), httponly=True, samesite="lax",
@@ -192,10 +221,12 @@ def mount_sign_in(app: FastAPI, sessions: Sessions) -> None:
 class SignInGate:
     """ASGI wrapper of one mounted Gradio app (see the module docstring)."""
 
-    def __init__(self, ui_app, sessions: Sessions, required: Callable[[], bool] | None):
+    def __init__(self, ui_app, sessions: Sessions, required: Callable[[], bool] | None,
+                 title_key: str = "app_title"):
         self.ui_app = ui_app
         self.sessions = sessions
         self.required = required  # None: always required
+        self.title_key = title_key  # the page's title, in the ui.i18n catalogue
 
     async def __call__(self, scope, receive, send):
         if scope["type"] in ("http", "websocket"):
@@ -205,6 +236,9 @@ class SignInGate:
             connection = HTTPConnection(scope)
             if required and self.sessions.user_of(connection) is None:
                 return await self._refuse(connection, receive, send)
+            if scope["type"] == "http" and scope["method"] == "GET":
+                send = _with_language(send, language_script(language_of(connection),
+                                                            self.title_key))
         await self.ui_app(scope, receive, send)
 
     @staticmethod
@@ -221,13 +255,43 @@ class SignInGate:
         await response(scope, receive, send)
 
 
+def _with_language(send, script: str):
+    """``send`` of a response that gets ``script`` first in its <head> when it is a page
+    (HTML): the page's language (``ui.i18n.language_script``), before Gradio starts."""
+    start: dict | None = None
+    chunks: list[bytes] = []
+
+    async def sending(message) -> None:
+        nonlocal start
+        if message["type"] == "http.response.start":
+            headers = dict(message.get("headers") or [])
+            if not headers.get(b"content-type", b"").startswith(b"text/html"):
+                return await send(message)
+            start = message
+            return None
+        if start is None or message["type"] != "http.response.body":
+            return await send(message)
+        chunks.append(message.get("body", b""))
+        if message.get("more_body"):
+            return None
+        body = b"".join(chunks).replace(b"<head>", b"<head>" + script.encode(), 1)
+        headers = [(k, v) for k, v in start.get("headers") or [] if k != b"content-length"]
+        headers.append((b"content-length", str(len(body)).encode()))
+        await send({**start, "headers": headers})
+        await send({"type": "http.response.body", "body": body})
+
+    return sending
+
+
 def mount_signed_in(app: FastAPI, blocks: gr.Blocks, path: str, sessions: Sessions,
-                    required: Callable[[], bool] | None = None, **options) -> None:
+                    required: Callable[[], bool] | None = None, title_key: str = "app_title",
+                    **options) -> None:
     """Mount ``blocks`` at ``path`` of ``app`` for signed-in users only; with
-    ``required``, only while it answers True."""
+    ``required``, only while it answers True. Its pages are in the person's language
+    (``ui.i18n``; Gradio's translations are ``I18N``), titled ``title_key``."""
     gr.mount_gradio_app(app, blocks, path=path, auth_dependency=sessions.user_of,
-                        head=SIGNED_OUT_HEAD, **options)
+                        head=SIGNED_OUT_HEAD, i18n=I18N, **options)
     app.state.signed_in = sessions.user_of  # the API docs open to the signed-in (AccessGuard)
     mount = next(route for route in reversed(app.router.routes)
                  if isinstance(route, Mount) and route.path == path.rstrip("/"))
-    mount.app = SignInGate(mount.app, sessions, required)
+    mount.app = SignInGate(mount.app, sessions, required, title_key)

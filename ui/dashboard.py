@@ -30,6 +30,7 @@ from appliance.metrics import (
 )
 from appliance.library import FailureRow, Lane
 from ui.components import escape_markdown_text, safe_markdown, safe_markdown_view
+from ui.i18n import EN, label, language_of, text, texts
 
 if TYPE_CHECKING:
     from appliance.daemon import Appliance
@@ -42,9 +43,12 @@ LATENCY_WINDOW_S = 300.0  # each point of the latency plot: the 5 minutes before
 LATENCY_STEP_S = 15.0  # a point every 15 s of the hour
 BUCKET_S = 60.0
 GIB = 2**30
-FAILURE_HEADERS = ["When", "Document", "Page", "Code", "Message"]
-ENDPOINT_HEADERS = ["Endpoint", "Model", "In flight", "State",
-                    f"Latency p50 ({SUMMARY_WINDOW_S / 60:.0f} min)", "Errors (since start)"]
+FAILURE_HEADER_KEYS = ["failure_when", "failure_document", "failure_page", "failure_code",
+                       "failure_message"]
+FAILURE_HEADERS = texts(FAILURE_HEADER_KEYS)
+ENDPOINT_HEADER_KEYS = ["endpoint_name", "endpoint_model", "endpoint_in_flight",
+                        "endpoint_state", "endpoint_latency", "endpoint_errors"]
+ENDPOINT_HEADERS = texts(ENDPOINT_HEADER_KEYS)
 PERCENTILES = (("p50", 50), ("p95", 95), ("p99", 99))
 CLOCK = {"x_title": "time", "x_axis_format": "%H:%M:%S"}  # the history's time axis
 
@@ -141,32 +145,33 @@ def _cell(text: str, limit: int = MESSAGE_CHARS) -> str:
     return escape_markdown_text(text)
 
 
-def failures_markdown(rows: list[FailureRow]) -> str:
-    """The latest failures as a table; names, codes and messages escaped."""
+def failures_markdown(rows: list[FailureRow], lang: str = EN) -> str:
+    """The latest failures as a table; names, codes and messages escaped (the codes and
+    the engines' messages as they are)."""
     if not rows:
-        return "No failures."
-    lines = ["| " + " | ".join(FAILURE_HEADERS) + " |",
+        return text("no_failures", lang)
+    lines = ["| " + " | ".join(texts(FAILURE_HEADER_KEYS, lang)) + " |",
              "|" + "---|" * len(FAILURE_HEADERS)]
     for row in rows:
         when = datetime.fromtimestamp(row.at).strftime("%Y-%m-%d %H:%M:%S")
-        page = str(row.page) if row.page is not None else "whole document"
+        page = str(row.page) if row.page is not None else text("failure_whole", lang)
         lines.append(f"| {when} | {_cell(row.document, 120)} | {page} | {_cell(row.code, 60)} "
                      f"| {_cell(row.message)} |")
     return safe_markdown("\n".join(lines))
 
 
-def endpoint_state(endpoint: EndpointStatus) -> str:
+def endpoint_state(endpoint: EndpointStatus, lang: str = EN) -> str:
     if endpoint.out is not None:
-        return f"out: {endpoint.out}"
+        return text("endpoint_out", lang, why=endpoint.out)
     if endpoint.state in ("idle", "busy"):
-        return "in service"
+        return text("endpoint_in_service", lang)
     return endpoint.state  # starting, or dead until its worker is restarted
 
 
-def endpoints_markdown(endpoints: list[EndpointStatus], now: float) -> str:
+def endpoints_markdown(endpoints: list[EndpointStatus], now: float, lang: str = EN) -> str:
     """The remote endpoints as a table; every cell escaped (why an endpoint is out
     quotes its server)."""
-    lines = ["| " + " | ".join(ENDPOINT_HEADERS) + " |",
+    lines = ["| " + " | ".join(texts(ENDPOINT_HEADER_KEYS, lang)) + " |",
              "|" + "---|" * len(ENDPOINT_HEADERS)]
     for endpoint in endpoints:
         recent = sorted(seconds for at, seconds in endpoint.answered.recent
@@ -174,7 +179,8 @@ def endpoints_markdown(endpoints: list[EndpointStatus], now: float) -> str:
         errors = ", ".join(f"{code} {n}" for code, n in endpoint.answered.errors.items())
         cells = [endpoint.name, endpoint.model,
                  f"{endpoint.in_flight} / {endpoint.max_concurrency}",
-                 endpoint_state(endpoint), _seconds(percentile(recent, 50)), errors or "none"]
+                 endpoint_state(endpoint, lang), _seconds(percentile(recent, 50)),
+                 errors or text("none", lang)]
         lines.append("| " + " | ".join(_cell(cell) for cell in cells) + " |")
     return safe_markdown("\n".join(lines))
 
@@ -183,33 +189,37 @@ def _seconds(value: float | None) -> str:
     return "–" if value is None else f"{value:.1f} s"
 
 
-def summary_markdown(appliance: Appliance, snapshot, completions, now: float) -> str:
+def summary_markdown(appliance: Appliance, snapshot, completions, now: float,
+                     lang: str = EN) -> str:
     recent = sorted(c.latency_s for c in completions
                     if c.finished_at >= now - SUMMARY_WINDOW_S)
     minutes = SUMMARY_WINDOW_S / 60
     waiting = sum(snapshot.queued.values())
     running = sum(snapshot.running.values())
-    lanes = ", ".join(f"{lane} {n}" for lane, n in snapshot.queued.items())
+    lanes = ", ".join(f"{lane if lang == EN else text(f'lane_name_{lane}', lang)} {n}"
+                      for lane, n in snapshot.queued.items())
     backlog = appliance.library.review_backlog()
     memory = appliance.memory.status()
     workers = appliance.worker_status()
     restarts = sum(w["restarts"] for w in workers)
     busy = sum(w["state"] == "busy" for w in workers)
-    ram = (f"{snapshot.ram_used_bytes / GIB:.1f} of {snapshot.ram_total_bytes / GIB:.1f} GiB")
+    ram = text("summary_ram", lang, used=f"{snapshot.ram_used_bytes / GIB:.1f}",
+               total=f"{snapshot.ram_total_bytes / GIB:.1f}")
     latency = ", ".join(f"{name} {_seconds(percentile(recent, q))}" for name, q in PERCENTILES)
     return "\n".join([
-        f"- **Queue:** {waiting} pages waiting ({lanes}), {running} being read",
-        f"- **Throughput:** {len(recent)} pages in the last {minutes:.0f} min "
-        f"({len(recent) / minutes:.1f} per minute)",
-        f"- **Page latency** (arrival to result, last {minutes:.0f} min): {latency}",
-        f"- **Review backlog:** {backlog['waiting']} pages waiting, {backlog['locked']} "
-        f"being reviewed",
-        f"- **Memory:** {memory['message']} · host RAM {ram}",
-        f"- **Workers:** {len(workers)} ({busy} busy), {restarts} restarts",
-    ])  # our own words and numbers: nothing from a document
+        text("summary_queue", lang, waiting=waiting, lanes=lanes, running=running),
+        text("summary_throughput", lang, pages=len(recent), minutes=f"{minutes:.0f}",
+             rate=f"{len(recent) / minutes:.1f}"),
+        text("summary_latency", lang, minutes=f"{minutes:.0f}", latency=latency),
+        text("summary_backlog", lang, waiting=backlog["waiting"], locked=backlog["locked"]),
+        text("summary_memory", lang, memory=memory["message"], ram=ram),
+        text("summary_workers", lang, workers=len(workers), busy=busy, restarts=restarts),
+    ])  # our own words and numbers: nothing from a document (the memory's line is the
+    # library's, in English)
 
 
-def dashboard_view(appliance: Appliance, now: float | None = None) -> DashboardView:
+def dashboard_view(appliance: Appliance, now: float | None = None,
+                   lang: str = EN) -> DashboardView:
     """Everything the Dashboard tab shows, read now."""
     metrics = metrics_for(appliance)
     samples = metrics.history.samples()
@@ -222,11 +232,11 @@ def dashboard_view(appliance: Appliance, now: float | None = None) -> DashboardV
     vram, ram = memory_frames(samples)
     endpoints = metrics.endpoints(now)
     return DashboardView(
-        summary=summary_markdown(appliance, samples[-1], completions, now),
+        summary=summary_markdown(appliance, samples[-1], completions, now, lang),
         queue=queue_frame(samples), throughput=throughput_frame(completions, now),
         latency=latency_frame(completions, now), vram=vram, ram=ram,
-        failures=failures_markdown(appliance.library.latest_failures(FAILURE_LIMIT)),
-        endpoints=endpoints_markdown(endpoints, now) if endpoints else None)
+        failures=failures_markdown(appliance.library.latest_failures(FAILURE_LIMIT), lang),
+        endpoints=endpoints_markdown(endpoints, now, lang) if endpoints else None)
 
 
 # --- Gradio wiring ---------------------------------------------------------------
@@ -236,38 +246,61 @@ def dashboard_tab(appliance: Appliance) -> None:
     summary = gr.Markdown(elem_id="dashboard-summary")
     endpoints = None
     if appliance.remote_specs:  # [[engine.remote]]: fixed until a restart
-        gr.Markdown("### Remote endpoints")
+        gr.Markdown(label("remote_endpoints"))
         endpoints = safe_markdown_view(value="", elem_id="dashboard-endpoints")
     with gr.Row():
-        queue = gr.LinePlot(x="time", y="pages", color="lane", label="Queue depth (pages)",
+        queue = gr.LinePlot(x="time", y="pages", color="lane", label=label("plot_queue"),
                             y_title="pages waiting", elem_id="dashboard-queue", **CLOCK,
                             y_lim=[0, None], y_axis_format="d")
-        throughput = gr.BarPlot(x="time", y="pages", label="Pages read per minute",
+        throughput = gr.BarPlot(x="time", y="pages", label=label("plot_throughput"),
                                 y_title="pages", elem_id="dashboard-throughput",
                                 x_title="time", x_axis_format="%H:%M", y_axis_format="d")
     with gr.Row():
         latency = gr.LinePlot(x="time", y="seconds", color="percentile",
-                              label=f"Page latency, arrival to result (over the "
-                                    f"{LATENCY_WINDOW_S / 60:.0f} minutes before each point)",
+                              label=label("plot_latency"),
                               y_title="seconds", elem_id="dashboard-latency", **CLOCK,
                               y_lim=[0, None])
-    memory_label = "VRAM" if appliance.memory.device.name != "host" else \
-        "Watched memory (host RAM: no GPU found)"
+    memory_label = label("plot_vram" if appliance.memory.device.name != "host" else
+                         "plot_watched")
     with gr.Row():
-        vram = gr.LinePlot(x="time", y="GiB", color="series", label=f"{memory_label} (GiB)",
+        vram = gr.LinePlot(x="time", y="GiB", color="series", label=memory_label,
                            y_title="GiB", elem_id="dashboard-vram", **CLOCK, y_lim=[0, None])
-        ram = gr.LinePlot(x="time", y="GiB", color="series", label="Host RAM (GiB)",
+        ram = gr.LinePlot(x="time", y="GiB", color="series", label=label("plot_ram"),
                           y_title="GiB", elem_id="dashboard-ram", **CLOCK, y_lim=[0, None])
-    gr.Markdown("### Latest failures")
-    failures = safe_markdown_view(value="No failures.", elem_id="dashboard-failures")
+    gr.Markdown(label("latest_failures"))
+    failures = safe_markdown_view(value=label("no_failures"), elem_id="dashboard-failures")
     outputs = [summary, queue, throughput, latency, vram, ram, failures]
     if endpoints is not None:
         outputs.append(endpoints)
 
-    def refresh():
-        view = dashboard_view(appliance)
-        values = [view.summary, view.queue, view.throughput, view.latency, view.vram, view.ram,
-                  view.failures]
+    def refresh(request: gr.Request = None):
+        lang = language_of(request)
+        view = dashboard_view(appliance, lang=lang)
+        # the plots' words in the person's language: axes, legends and the legends' entries
+        # (the lanes, used and total; percentiles are p50, p95, p99 in both)
+        when = text("plot_time", lang)
+        named = {value: text(key, lang) for value, key in (
+            ("interactive", "lane_name_interactive"), ("batch", "lane_name_batch"),
+            ("used", "series_used"), ("total", "series_total"))}
+
+        def words(frame: pd.DataFrame, column: str) -> pd.DataFrame:
+            frame = frame.copy()
+            frame[column] = frame[column].map(lambda v: named.get(v, v)).astype("string")
+            return frame
+
+        values = [view.summary,
+                  gr.LinePlot(value=words(view.queue, "lane"), x_title=when,
+                              y_title=text("plot_pages_waiting", lang),
+                              color_title=text("plot_lane", lang)),
+                  gr.BarPlot(value=view.throughput, x_title=when,
+                             y_title=text("plot_pages", lang)),
+                  gr.LinePlot(value=view.latency, x_title=when,
+                              y_title=text("plot_seconds", lang),
+                              color_title=text("plot_percentile", lang)),
+                  gr.LinePlot(value=words(view.vram, "series"), x_title=when,
+                              color_title=text("plot_series", lang)),
+                  gr.LinePlot(value=words(view.ram, "series"), x_title=when,
+                              color_title=text("plot_series", lang)), view.failures]
         return values + [view.endpoints] if endpoints is not None else values
 
     # on page load, then every REFRESH_S

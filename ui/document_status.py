@@ -8,18 +8,19 @@ import math
 
 from appliance.export import document_error
 from appliance.library import DocumentView, PageStatus
+from ui.i18n import EN, plural, text
 
-NO_REVIEWER_TEXT = ("no reviewer account exists, so nobody can check it: an administrator must "
-                    "add one with `appliance users add NAME`")
+NO_REVIEWER_TEXT = text("no_reviewer")
 
 
-def error_text(code: str | None, message: str | None) -> str:
-    """An error as a person reads it: the message, then the reason code."""
+def error_text(code: str | None, message: str | None, lang: str = EN) -> str:
+    """An error as a person reads it: the message (the library's, in English), then the
+    reason code, which is never translated."""
     if not code and not message:
         return ""
     if not code:
         return message or ""
-    return f"{message or 'failed'} [{code}]"
+    return f"{message or text('failed_reason', lang)} [{code}]"
 
 
 def page_progress(view: DocumentView) -> tuple[int, int]:
@@ -27,28 +28,26 @@ def page_progress(view: DocumentView) -> tuple[int, int]:
     return view.page_counts[PageStatus.DONE], view.doc.page_count
 
 
-def document_problem(view: DocumentView) -> str:
+def document_problem(view: DocumentView, lang: str = EN) -> str:
     """Why a document (or some of its pages) failed, in plain words; empty if nothing did.
     The pages' own reasons need ``view`` with its pages (``Library.document``)."""
     error = document_error(view)
-    return error_text(error["code"], error["message"]) if error else ""
+    return error_text(error["code"], error["message"], lang) if error else ""
 
 
-def review_text(view: DocumentView, reviewers_exist: bool) -> str:
+def review_text(view: DocumentView, reviewers_exist: bool, lang: str = EN) -> str:
     """What a document waiting for review needs: a person (and who can be one)."""
-    waiting = view.page_counts[PageStatus.REVIEW]
-    text = (f"a person has to check {waiting} page{'s' if waiting != 1 else ''} in the review "
-            f"console (/review) before this document is finished")
+    said = plural("review_needed", view.page_counts[PageStatus.REVIEW], lang)
     if not reviewers_exist:
-        text += f"; {NO_REVIEWER_TEXT}"
-    return text
+        said += ("；" if lang != EN else "; ") + text("no_reviewer", lang)
+    return said
 
 
-def status_details(view: DocumentView, reviewers_exist: bool = True) -> str:
+def status_details(view: DocumentView, reviewers_exist: bool = True, lang: str = EN) -> str:
     """The details of a document's status: why it failed, or what it waits for."""
     if view.page_counts[PageStatus.REVIEW]:
-        return review_text(view, reviewers_exist)
-    return document_problem(view)
+        return review_text(view, reviewers_exist, lang)
+    return document_problem(view, lang)
 
 
 def remaining_s(view: DocumentView, service_times: list[float], readers: int) -> float | None:
@@ -63,9 +62,9 @@ def remaining_s(view: DocumentView, service_times: list[float], readers: int) ->
     return math.ceil(unread / max(1, readers)) * median
 
 
-def duration_text(seconds: float) -> str:
+def duration_text(seconds: float, lang: str = EN) -> str:
     if seconds < 60:
-        return f"{max(1, round(seconds))} s"
+        return text("duration_s", lang, n=max(1, round(seconds)))
     if seconds < 3600:
-        return f"{round(seconds / 60)} min"
-    return f"{seconds / 3600:.1f} h"
+        return text("duration_min", lang, n=round(seconds / 60))
+    return text("duration_h", lang, n=f"{seconds / 3600:.1f}")

@@ -28,15 +28,18 @@ from appliance.library import DocumentView, FieldSet, HistoryEntry, Library, Pag
 from ui import fields_form
 from ui.components import escape_markdown_text
 from ui.document_status import page_progress, status_details
+from ui.i18n import EN, doc_type_text, source_text, status_text, text, texts
 from ui.page_image import annotate_page
 from ui.review import confidence_text, highlights_text
 
 log = logging.getLogger(__name__)
 
-HISTORY_HEADERS = ["When", "What", "Who", "Page", "Details"]
+HISTORY_HEADER_KEYS = ["history_when", "history_what", "history_who", "history_page",
+                       "history_details"]
+HISTORY_HEADERS = texts(HISTORY_HEADER_KEYS)
 THUMBNAIL_PX = 200
-NO_DOCUMENT_TEXT = "Open a document from the list (click its name)."
-WAITING_TEXT = "The downloads can be prepared once every page is finished."
+NO_DOCUMENT_TEXT = text("no_document")
+WAITING_TEXT = text("downloads_waiting")
 
 
 def when_text(at: float | None) -> str:
@@ -66,39 +69,47 @@ def view_key(view: DocumentView | None, fields: FieldSet | None) -> str:
             f"{fields.id if fields else None}")
 
 
-def document_title(view: DocumentView, reviewers_exist: bool) -> str:
+def document_title(view: DocumentView, reviewers_exist: bool, lang: str = EN) -> str:
     doc = view.doc
     done, total = page_progress(view)
-    title = (f"### {escape_markdown_text(doc.name)}\n\n**{view.status}**, {done}/{total} "
-             f"pages done")
-    details = status_details(view, reviewers_exist)
+    title = (f"### {escape_markdown_text(doc.name)}\n\n"
+             + text("document_title", lang, status=status_text(view.status, lang), done=done,
+                    total=total))
+    details = status_details(view, reviewers_exist, lang)
     if details:
         title += f" — {escape_markdown_text(details)}"
-    facts = [f"type {doc.doc_type}", f"{doc.source} {when_text(doc.created_at)}",
-             f"lane {doc.lane}", f"id {doc.id}"]
+    english = lang == EN  # in English, the stored words (type, source, lane) as they are
+    facts = [text("fact_type", lang, value=doc.doc_type if english else
+                  doc_type_text(doc.doc_type, lang)),
+             text("fact_source", lang, source=doc.source if english else
+                  source_text(doc.source, lang), when=when_text(doc.created_at)),
+             text("fact_lane", lang, value=doc.lane if english else
+                  text(f"lane_name_{doc.lane}", lang)),
+             text("fact_id", lang, value=doc.id)]
     if doc.watch_folder:
-        facts.insert(2, f"folder {doc.watch_folder}")
+        facts.insert(2, text("fact_folder", lang, value=doc.watch_folder))
     if doc.tags:
-        facts.insert(2, "tags " + ", ".join(doc.tags))
+        facts.insert(2, text("fact_tags", lang, value=", ".join(doc.tags)))
     return title + "\n\n" + " · ".join(escape_markdown_text(fact) for fact in facts)
 
 
-def show_document(appliance: Appliance, document_id: str | None) -> DocumentPanel:
+def show_document(appliance: Appliance, document_id: str | None, lang: str = EN
+                  ) -> DocumentPanel:
     """The document's heading, and whether its downloads can be prepared (they are
     made when asked: the searchable PDF takes seconds)."""
     if not document_id:
-        return DocumentPanel()
+        return DocumentPanel(title=text("no_document", lang))
     try:
         view = appliance.library.document(document_id)
     except NotFound:
-        return DocumentPanel(title="There is no document with this id (deleted?).")
-    panel = DocumentPanel(title=document_title(view, not appliance.review_unstaffed()),
+        return DocumentPanel(title=text("document_gone", lang))
+    panel = DocumentPanel(title=document_title(view, not appliance.review_unstaffed(), lang),
                           key=view_key(view, appliance.library.fields(document_id)),
                           in_review=bool(view.page_counts[PageStatus.REVIEW]))
     if not view.is_final:
-        panel.note = WAITING_TEXT
+        panel.note = text("downloads_waiting", lang)
     elif view.doc.error_code:  # refused at intake: nothing was recognised
-        panel.note = "This document could not be processed; the reason is shown above."
+        panel.note = text("document_refused", lang)
     else:
         panel.downloadable = True
     return panel
@@ -115,33 +126,38 @@ class PageShown:
     text: str = ""
 
 
-def page_facts(page: PageView, count: int) -> str:
-    """Page N of M, its status, confidence, engine, flags and why it was routed."""
-    head = f"**Page {page.number} of {count}** · {page.page.status}"
+def page_facts(page: PageView, count: int, lang: str = EN) -> str:
+    """Page N of M, its status, confidence, engine, flags and why it was routed (the
+    flags and routing reasons are codes: never translated)."""
+    head = text("page_head", lang, n=page.number, count=count,
+                status=status_text(page.page.status, lang))
     result = page.result
     if page.page.status == PageStatus.FAILED:
         return f"{head} · {escape_markdown_text(page.page.error_message or '')} " \
                f"\\[{escape_markdown_text(page.page.error_code or 'failed')}\\]"
     if result is None:
-        return f"{head} · not read yet"
-    facts = [f"confidence {confidence_text(result.confidence)}",
-             f"read by {escape_markdown_text(result.engine or 'unknown')}",
-             "flags: " + (", ".join(escape_markdown_text(f) for f in result.flags or []) or
-                          "none"),
-             "routing: " + (", ".join(escape_markdown_text(r) for r in result.reasons or [])
-                            or "none recorded")]
-    facts += ["codes: " + ", ".join(escape_markdown_text(f"{code['format']} {code['value']}")
-                                    for code in result.barcodes)] if result.barcodes else []
+        return f"{head} · {text('page_not_read', lang)}"
+    facts = [text("page_confidence", lang, value=confidence_text(result.confidence, lang)),
+             text("page_read_by", lang, engine=escape_markdown_text(
+                 result.engine or text("unknown", lang))),
+             text("page_flags", lang, value=", ".join(
+                 escape_markdown_text(f) for f in result.flags or []) or text("none", lang)),
+             text("page_routing", lang, value=", ".join(
+                 escape_markdown_text(r) for r in result.reasons or [])
+                 or text("none_recorded", lang))]
+    facts += [text("page_codes", lang, value=", ".join(
+        escape_markdown_text(f"{code['format']} {code['value']}")
+        for code in result.barcodes))] if result.barcodes else []
     return f"{head} · " + " · ".join(facts)
 
 
-def show_page(library: Library, document_id: str, index: int) -> PageShown:
+def show_page(library: Library, document_id: str, index: int, lang: str = EN) -> PageShown:
     """The page at ``index`` (0-based) of the document; an empty view if it has none."""
     try:
         page = library.page(document_id, index)
         count = library.document(document_id).doc.page_count
     except NotFound:
-        return PageShown(facts="This page is not there.")
+        return PageShown(facts=text("page_missing", lang))
     result = page.result
     doubtful = page.doubtful_lines()
     image = None
@@ -153,12 +169,12 @@ def show_page(library: Library, document_id: str, index: int) -> PageShown:
             log.warning("page image unreadable doc=%s page=%d", document_id, page.number)
     markdown = (result.markdown or "") if result and page.page.status != PageStatus.FAILED \
         else ""
-    return PageShown(image=image, facts=page_facts(page, count),
-                     doubts=highlights_text(doubtful) if result else "",
+    return PageShown(image=image, facts=page_facts(page, count, lang),
+                     doubts=highlights_text(doubtful, lang) if result else "",
                      markdown=markdown, text=(result.text or "") if markdown else "")
 
 
-def thumbnails(library: Library, document_id: str, cache_dir: Path
+def thumbnails(library: Library, document_id: str, cache_dir: Path, lang: str = EN
                ) -> tuple[list[tuple[Path, str]], list[int]]:
     """(a small image and caption per page that has an image, the pages' indexes). Each
     is made once and kept in ``cache_dir``."""
@@ -178,7 +194,7 @@ def thumbnails(library: Library, document_id: str, cache_dir: Path
             except OSError:
                 log.warning("page image unreadable doc=%s page=%d", document_id, index + 1)
                 continue
-        shown.append((small, f"page {index + 1}"))
+        shown.append((small, text("thumbnail_caption", lang, n=index + 1)))
         indexes.append(index)
     return shown, indexes
 

@@ -15,15 +15,15 @@ from pathlib import Path
 
 from appliance.errors import ApplianceError, OutputFailed
 from appliance.export import FORMATS, SUFFIXES, safe_stem, write_atomic
+from ui.i18n import EN, label, status_text, text
 
-DOWNLOAD_LABELS = {"md": "Download Markdown (.md)", "json": "Download JSON (.json)",
-                   "txt": "Download text (.txt)", "hocr": "Download hOCR (.hocr)",
-                   "alto": "Download ALTO XML (.alto.xml)",
-                   "pdf": "Download searchable PDF (.pdf)",
-                   "fields.json": "Download key fields (.fields.json)"}
+DOWNLOAD_LABELS = {"md": label("download_md"), "json": label("download_json"),
+                   "txt": label("download_txt"), "hocr": label("download_hocr"),
+                   "alto": label("download_alto"), "pdf": label("download_pdf"),
+                   "fields.json": label("download_fields")}
 
 
-def render_formats(exporter, document_id: str, formats=FORMATS
+def render_formats(exporter, document_id: str, formats=FORMATS, lang: str = EN
                    ) -> tuple[dict[str, str | bytes], str]:
     """(the document in ``formats``, a note: "" or why the PDF is missing)."""
     try:
@@ -32,10 +32,10 @@ def render_formats(exporter, document_id: str, formats=FORMATS
         if "pdf" not in formats:
             raise
         others = [fmt for fmt in formats if fmt != "pdf"]
-        return exporter.rendered(document_id, others), f"no searchable PDF: {exc.message}"
+        return exporter.rendered(document_id, others), text("no_searchable_pdf", lang, why=exc.message)
 
 
-def prepare_downloads(appliance, document_id: str, download_dir: Path
+def prepare_downloads(appliance, document_id: str, download_dir: Path, lang: str = EN
                       ) -> tuple[dict[str, Path], str]:
     """The final document in every format, rendered now and written as files named
     after it: (format -> file, a note: "" or what is missing and why, unescaped)."""
@@ -44,7 +44,7 @@ def prepare_downloads(appliance, document_id: str, download_dir: Path
         # key fields only for a type that has them: a generic document's would be null
         formats = [fmt for fmt in FORMATS if fmt != "fields.json"
                    or appliance.library.fields(document_id) is not None]
-        rendered, note = render_formats(appliance.exporter, document_id, formats)
+        rendered, note = render_formats(appliance.exporter, document_id, formats, lang)
     except ApplianceError as exc:  # deleted, or no longer final (a retry), since it was shown
         return {}, exc.message
     return write_downloads(rendered, download_dir, document_id, name), note
@@ -64,7 +64,8 @@ def write_downloads(rendered: dict[str, str | bytes], download_dir: Path, docume
     return files
 
 
-def zip_outputs(appliance, document_ids: list[str], zip_path: Path) -> tuple[int, list[str]]:
+def zip_outputs(appliance, document_ids: list[str], zip_path: Path, lang: str = EN
+                ) -> tuple[int, list[str]]:
     """The outputs (``output.formats``) of the final ones of ``document_ids`` in one zip,
     a folder per document. Returns (documents in it, why each other one is not: its
     name, unescaped, and the reason)."""
@@ -77,9 +78,10 @@ def zip_outputs(appliance, document_ids: list[str], zip_path: Path) -> tuple[int
                 view = appliance.library.document(document_id)
                 name = view.doc.name
                 if not view.is_final:
-                    left_out.append(f"{name}: {view.status}, not finished yet")
+                    left_out.append(text("zip_not_finished", lang, name=name,
+                                         status=status_text(view.status, lang)))
                     continue
-                rendered, note = render_formats(appliance.exporter, document_id, formats)
+                rendered, note = render_formats(appliance.exporter, document_id, formats, lang)
             except ApplianceError as exc:  # deleted since, refused at intake, ...
                 left_out.append(f"{name}: {exc.message}")
                 continue

@@ -20,12 +20,14 @@ from __future__ import annotations
 import gradio as gr
 
 from ui.components import escape_markdown_text
+from ui.i18n import EN, plural, text, texts
 
 FORM_ID = "review-fields"
 SAVE_ID = "review-fields-save"
-FIELD_HEADERS = ["Field", "Value", "Valid", "Failed checks", "Evidence page"]
+FIELD_HEADER_KEYS = ["field_field", "field_value", "field_valid", "field_failed", "field_page"]
+FIELD_HEADERS = texts(FIELD_HEADER_KEYS)
 MARKS = {True: "✓", False: "✗", None: "–"}
-NO_FIELDS_TEXT = "No key fields were read for this document."
+NO_FIELDS_TEXT = text("fields_none")
 
 
 def form_size(field_specs: dict) -> int:
@@ -61,27 +63,28 @@ def field_rows(fields: list[dict]) -> list[list[str]]:
             for f in fields]
 
 
-def field_label(row: list[str], required: bool = False) -> str:
+def field_label(row: list[str], required: bool = False, lang: str = EN) -> str:
     """An input's label, plain text (Gradio shows it as text): name, required, validity
-    mark and the failed checks' messages."""
+    mark and the failed checks' messages (the engine's, in English)."""
     name, _value, mark, failed, _pages = row
-    label = f"{name}{' (required)' if required else ''} {mark}"
+    label = f"{name}{text('field_required', lang) if required else ''} {mark}"
     return f"{label} {failed}" if failed else label
 
 
-def field_info(row: list[str]) -> str:
+def field_info(row: list[str], lang: str = EN) -> str:
     """An input's info line: where its evidence is, in our words only (see above)."""
     _name, value, _mark, _failed, pages = row
     if pages:
-        return f"on page{'s' if ',' in pages else ''} {pages}"
-    return "no box on a page" if value else "not found"
+        return text("field_on_page_other" if "," in pages else "field_on_page_one", lang,
+                    pages=pages)
+    return text("field_no_box" if value else "field_not_found", lang)
 
 
-def input_updates(fields: list[dict] | None, size: int) -> list:
+def input_updates(fields: list[dict] | None, size: int, lang: str = EN) -> list:
     """The pool's ``size`` inputs showing ``fields`` (the rest hidden and empty)."""
     shown = (fields or [])[:size]
-    updates = [gr.Textbox(value=row[1], label=field_label(row, bool(f.get("required"))),
-                          info=field_info(row), visible=True, interactive=True)
+    updates = [gr.Textbox(value=row[1], label=field_label(row, bool(f.get("required")), lang),
+                          info=field_info(row, lang), visible=True, interactive=True)
                for f, row in zip(shown, field_rows(shown))]
     return updates + [gr.Textbox(value="", label="", info=None, visible=False)
                       for _ in range(size - len(updates))]
@@ -103,16 +106,14 @@ def changed_values(fields: list[dict], values: list[str | None]) -> dict[str, st
     return changes
 
 
-def saved_text(changes: dict[str, str], fields: list[dict]) -> str:
+def saved_text(changes: dict[str, str], fields: list[dict], lang: str = EN) -> str:
     """One Markdown line after a save, e.g. "saved: gross; 1 check still fails (gross)"."""
     names = ", ".join(escape_markdown_text(name) for name in changes)
     failing = [(f["name"], message) for f in fields for message in failed_checks(f)]
     if not failing:
-        return f"saved: {names}; every check passes"
+        return text("fields_saved_ok", lang, names=names)
     where = ", ".join(dict.fromkeys(escape_markdown_text(str(name)) for name, _ in failing))
-    many = len(failing) != 1
-    return (f"saved: {names}; {len(failing)} check{'s' if many else ''} still "
-            f"fail{'' if many else 's'} ({where})")
+    return plural("fields_saved_fail", len(failing), lang, names=names, where=where)
 
 
 def field_highlights(fields: list[dict] | None, page_number: int,
@@ -138,10 +139,9 @@ def _on_image(box, affine: tuple[float, ...] | None):
             for x, y in ((x0, y0), (x1, y0), (x1, y1), (x0, y1))]
 
 
-def form_note(fields: list[dict] | None, size: int) -> str:
+def form_note(fields: list[dict] | None, size: int, lang: str = EN) -> str:
     """The form's status line when a page opens: "" unless something is not shown."""
     if fields is not None and not fields:
-        return NO_FIELDS_TEXT
+        return text("fields_none", lang)
     hidden = len(fields or []) - size
-    return (f"{hidden} more field{'s' if hidden != 1 else ''} of this reading are not "
-            "shown: the field configuration has fewer now." if hidden > 0 else "")
+    return plural("fields_hidden", hidden, lang) if hidden > 0 else ""

@@ -30,17 +30,20 @@ from typing import Callable
 
 from appliance.library import DocumentPage, DocumentQuery, DocumentView, Hit, PageStatus
 from ui.document_status import duration_text, error_text, page_progress, review_text
+from ui.i18n import EN, doc_type_text, label, plural, source_text, status_text, text
 
 PAGE_SIZE = 50
 ANY = ""  # the "no filter" value of every filter
 DAY_S = 86400.0
 NEWEST, BEST_MATCH = "date:desc", "relevance:desc"
-SORT_CHOICES = [("newest first", NEWEST), ("oldest first", "date:asc"),
-                ("name, A to Z", "name:asc"), ("name, Z to A", "name:desc"),
-                ("status", "status:asc"), ("best match (when searching)", BEST_MATCH)]
-SOURCE_CHOICES = [("any source", ANY), ("web upload", "upload"), ("REST API", "api"),
-                  ("watched folder", "watch"), ("command line", "cli")]
-FIELDS_CHOICES = [("any", ANY), ("some field invalid", "invalid"), ("all fields valid", "valid")]
+SORT_CHOICES = [(label("sort_newest"), NEWEST), (label("sort_oldest"), "date:asc"),
+                (label("sort_name_asc"), "name:asc"), (label("sort_name_desc"), "name:desc"),
+                (label("sort_status"), "status:asc"), (label("sort_best"), BEST_MATCH)]
+SOURCE_CHOICES = [(label("any_source"), ANY), (label("source_upload"), "upload"),
+                  (label("source_api"), "api"), (label("source_watch"), "watch"),
+                  (label("source_cli"), "cli")]
+FIELDS_CHOICES = [(label("fields_any"), ANY), (label("fields_invalid"), "invalid"),
+                  (label("fields_valid"), "valid")]
 PAGER_MOVES = ("first", "previous", "next", "last")
 HERE = Path(__file__).parent
 LIST_JS = (HERE / "listing.js").read_text()
@@ -103,15 +106,17 @@ class Listed:
                 or tuple(view.doc.id for view in found.documents) != self.ids)
 
 
-CHANGED_TEXT = " · **the list has changed since:** Refresh list shows it"
+CHANGED_TEXT = text("pager_changed")
 
 
-def pager_text(offset: int, shown: int, total: int, changed: bool = False) -> str:
+def pager_text(offset: int, shown: int, total: int, changed: bool = False,
+               lang: str = EN) -> str:
     """e.g. "51–100 of 1,003 documents", and whether the query now finds others."""
+    changed_text = text("pager_changed", lang) if changed else ""
     if not total:
-        return "No document matches." + (CHANGED_TEXT if changed else "")
-    return (f"{offset + 1:,}–{offset + shown:,} of {total:,} document{'s' if total != 1 else ''}"
-            + (CHANGED_TEXT if changed else ""))
+        return text("pager_none", lang) + changed_text
+    return plural("pager_range", total, lang, first=f"{offset + 1:,}",
+                  last=f"{offset + shown:,}", total=f"{total:,}") + changed_text
 
 
 def text_html(text: object) -> str:
@@ -132,16 +137,16 @@ def snippet_html(hit: Hit) -> str:
     return "".join(parts)
 
 
-def list_details(view: DocumentView, reviewers_exist: bool) -> str:
+def list_details(view: DocumentView, reviewers_exist: bool, lang: str = EN) -> str:
     """What the list says beside a status: why it failed at intake, what it waits for,
     or how many pages failed (the document view gives their reasons)."""
     if view.page_counts[PageStatus.REVIEW]:
-        return review_text(view, reviewers_exist)
+        return review_text(view, reviewers_exist, lang)
     if view.doc.error_code:
-        return error_text(view.doc.error_code, view.doc.error_message)
+        return error_text(view.doc.error_code, view.doc.error_message, lang)
     failed = view.page_counts[PageStatus.FAILED]
     if failed:
-        return f"{failed} page{'s' if failed != 1 else ''} failed: open it for why"
+        return plural("list_failed", failed, lang)
     return ""
 
 
@@ -150,72 +155,89 @@ def _when(at: float) -> str:
 
 
 def _row(view: DocumentView, hit: Hit | None, searching: bool, reviewers_exist: bool,
-         remaining: Callable[[DocumentView], float | None]) -> str:
+         remaining: Callable[[DocumentView], float | None], lang: str = EN) -> str:
     doc = view.doc
     name, doc_id = text_html(doc.name), text_html(doc.id)
-    where = doc.source + (f": {doc.watch_folder}" if doc.watch_folder else "")
+    # in English the source's word as stored (upload, api, watch, cli)
+    source = doc.source if lang == EN else source_text(doc.source, lang)
+    where = source + (f": {doc.watch_folder}" if doc.watch_folder else "")
     meta = " · ".join(text_html(part) for part in (
-        _when(doc.created_at), doc.doc_type, where, ", ".join(doc.tags or [])) if part)
+        _when(doc.created_at), doc_type_text(doc.doc_type, lang), where,
+        ", ".join(doc.tags or [])) if part)
     done, total = page_progress(view)
     left = remaining(view)
     # whole: two lines show (the remedy ends a message), and all of it on hover
-    details = text_html(list_details(view, reviewers_exist))
+    details = text_html(list_details(view, reviewers_exist, lang))
+    # our words are escaped as well: a translation holds no markup
+    said = {key: text_html(text(key, lang, name=doc.name)) for key in ("list_select",
+                                                                       "list_progress")}
+    pages = text_html(text("list_pages_done", lang, done=done, total=total)
+                      + (text("list_left", lang, duration=duration_text(left, lang))
+                         if left is not None else ""))
     cells = [
-        f'<td><input type="checkbox" data-pick="{doc_id}" aria-label="select {name}"></td>',
+        f'<td><input type="checkbox" data-pick="{doc_id}" aria-label="{said["list_select"]}"></td>',
         f'<td><button type="button" class="doc-open" data-open="{doc_id}" '
         f'data-page="{hit.page_index if hit else 0}">{name}</button>'
         f'<div class="doc-meta">{meta}</div></td>',
-        f'<td><span class="doc-status">{text_html(view.status)}</span>'
+        # the status's word translated; its value (data-status) as the library has it
+        f'<td><span class="doc-status" data-status="{text_html(view.status)}">'
+        f'{text_html(status_text(view.status, lang))}</span>'
         f'<div class="doc-details" title="{details}">{details}</div></td>',
-        f'<td><progress value="{done}" max="{max(total, 1)}" aria-label="pages done of '
-        f'{name}"></progress> <span class="doc-pages">{done}/{total} pages'
-        + (f" · about {duration_text(left)} left" if left is not None else "") + "</span></td>",
+        f'<td><progress value="{done}" max="{max(total, 1)}" aria-label="'
+        f'{said["list_progress"]}"></progress> <span class="doc-pages">{pages}</span></td>',
     ]
     if searching:
-        cells.append(_hit_cell(hit))
+        cells.append(_hit_cell(hit, lang))
     return f'<tr data-document="{doc_id}">{"".join(cells)}</tr>'
 
 
-NOT_REVIEWED_TEXT = "not reviewed yet"
+NOT_REVIEWED_TEXT = text("list_not_reviewed")
 
 
-def _hit_cell(hit: Hit | None) -> str:
+def _hit_cell(hit: Hit | None, lang: str = EN) -> str:
     if not hit:
-        return '<td class="doc-hit">the name matches</td>'
+        return f'<td class="doc-hit">{text_html(text("list_name_matches", lang))}</td>'
     unreviewed = ("" if hit.reviewed else
-                  f' <span class="doc-unreviewed">({NOT_REVIEWED_TEXT})</span>')
-    return f'<td class="doc-hit">page {hit.page_index + 1}{unreviewed}: {snippet_html(hit)}</td>'
+                  f' <span class="doc-unreviewed">'
+                  f'({text_html(text("list_not_reviewed", lang))})</span>')
+    where = text_html(text("list_hit_page", lang, n=hit.page_index + 1))
+    return f'<td class="doc-hit">{where}{unreviewed}: {snippet_html(hit)}</td>'
 
 
-
-def _deleted_row(doc_id: str, name: str, hit: Hit | None, searching: bool) -> str:
+def _deleted_row(doc_id: str, name: str, hit: Hit | None, searching: bool,
+                 lang: str = EN) -> str:
     """A row deleted since the list was made: it stays, so the rows below do not move."""
+    deleted = text_html(text("list_deleted", lang))
     cells = ['<td></td>', f'<td><span class="doc-gone">{text_html(name)}</span>'
-             '<div class="doc-meta">deleted</div></td>',
-             '<td><span class="doc-status">deleted</span><div class="doc-details"></div></td>',
+             f'<div class="doc-meta">{deleted}</div></td>',
+             f'<td><span class="doc-status" data-status="deleted">{deleted}</span>'
+             '<div class="doc-details"></div></td>',
              "<td></td>"]
     if searching:
-        cells.append(_hit_cell(hit))
+        cells.append(_hit_cell(hit, lang))
     return f'<tr data-document="{text_html(doc_id)}" class="doc-deleted">{"".join(cells)}</tr>'
 
 
 def results_html(listed: Listed, views: dict[str, DocumentView], reviewers_exist: bool = True,
-                 remaining: Callable[[DocumentView], float | None] = lambda view: None
-                 ) -> str:
-    """The listed rows as a table, each as ``views`` has it now (a row missing there was
-    deleted); ``remaining`` estimates a document's time left."""
+                 remaining: Callable[[DocumentView], float | None] = lambda view: None,
+                 lang: str = EN) -> str:
+    """The listed rows as a table in ``lang``, each as ``views`` has it now (a row
+    missing there was deleted); ``remaining`` estimates a document's time left."""
     if not listed.ids:
-        return '<p class="doc-none">No document matches.</p>'
-    heads = ['<th><input type="checkbox" data-pick-all aria-label="select every document '
-             'on this page"></th>', "<th>Document</th>", "<th>Status</th>", "<th>Pages</th>"]
+        return f'<p class="doc-none">{text_html(text("pager_none", lang))}</p>'
+    heads = [f'<th><input type="checkbox" data-pick-all aria-label="'
+             f'{text_html(text("list_select_all", lang))}"></th>',
+             *(f"<th>{text_html(text(key, lang))}</th>"
+               for key in ("list_document", "list_status", "list_pages"))]
     query = hashlib.sha256(repr(listed.query).encode()).hexdigest()[:16]
     if listed.searching:
-        heads.append("<th>Where the words are</th>")
+        heads.append(f"<th>{text_html(text('list_where', lang))}</th>")
     rows = "".join(
         _row(views[doc_id], listed.hits.get(doc_id), listed.searching, reviewers_exist,
-             remaining) if doc_id in views else
+             remaining, lang) if doc_id in views else
         _deleted_row(doc_id, listed.names.get(doc_id, doc_id), listed.hits.get(doc_id),
-                     listed.searching)
+                     listed.searching, lang)
         for doc_id in listed.ids)
-    return (f'<table class="doc-list" aria-label="Documents" data-query="{query}"><thead><tr>'
+    return (f'<table class="doc-list" aria-label="{text_html(text("list_label", lang))}" '
+            f'data-query="{query}"><thead><tr>'
             f'{"".join(heads)}</tr></thead><tbody>{rows}</tbody></table>')

@@ -32,6 +32,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 import gradio as gr
+import pandas as pd
 from fastapi import FastAPI
 from fastapi.responses import RedirectResponse
 from PIL import Image
@@ -44,6 +45,8 @@ from appliance.review import ReviewFilter, ReviewPage, ReviewService
 from ui import fields_form
 from ui.auth import LOGOUT_PATH, Sessions, mount_signed_in
 from ui.components import MARKDOWN_VIEW_CSS, escape_markdown_text, safe_markdown, safe_markdown_view
+from ui.i18n import (EN, LANGUAGE_PATH, doc_type_text, label, language_of, plural, status_text,
+                     text, texts)
 from ui.page_image import ZOOM_CSS, ZOOMABLE, annotate_page
 
 if TYPE_CHECKING:
@@ -57,20 +60,17 @@ REFRESH_S = 5.0
 ACTION_CONCURRENCY = 8  # reviewers acting at once (each action is a short transaction)
 EXCERPT_CHARS = 160
 ANY = ""  # the "no filter" choice of every filter dropdown
-AGE_CHOICES = [("any age", ""), ("waiting 10 min or more", "600"),
-               ("waiting 1 h or more", "3600"), ("waiting 4 h or more", "14400"),
-               ("waiting 1 day or more", "86400")]
-QUEUE_HEADERS = ["Document", "Page", "Type", "Folder", "Why", "Confidence", "Waiting",
-                 "Reviewer"]
+AGE_CHOICES = [(label("any_age"), ""), (label("age_10m"), "600"), (label("age_1h"), "3600"),
+               (label("age_4h"), "14400"), (label("age_1d"), "86400")]
+QUEUE_HEADER_KEYS = ["queue_document", "queue_page", "queue_type", "queue_folder", "queue_why",
+                     "queue_confidence", "queue_waiting", "queue_reviewer"]
+QUEUE_HEADERS = texts(QUEUE_HEADER_KEYS)
 # of the table's width, so that each header fits and a long "Why" wraps in its column
 QUEUE_WIDTHS = ["19%", "6%", "8%", "9%", "31%", "10%", "8%", "9%"]
-OTHER_PAGE_HEADERS = ["Page", "Status", "Confidence", "Text"]
-INTERNAL_ERROR_TEXT = ("the action failed because of an internal error; the server log has "
-                       "the details")
-EMPTY_QUEUE_TEXT = ("### The queue is empty\n\nNo page waits for review{filtered}. "
-                    "New pages show in the counts above; press **N** to look again.")
-RERUN_RETURNS = "it comes back to the queue if it still needs review."
-START_TEXT = "Press **N** (Next page) to open the oldest page waiting for review."
+OTHER_PAGE_HEADER_KEYS = ["queue_page", "other_status", "queue_confidence", "other_text"]
+OTHER_PAGE_HEADERS = texts(OTHER_PAGE_HEADER_KEYS)
+INTERNAL_ERROR_TEXT = text("review_internal_error")
+START_TEXT = text("review_start")
 
 # action: (button id, label, key). The key works alone while no text field has the
 # focus, and with Alt everywhere (in the editor too); Save is Ctrl+S (Cmd+S) or Alt+S,
@@ -112,70 +112,74 @@ def is_filtered(where: ReviewFilter) -> bool:
                                        where.min_age_s))
 
 
-def age_text(since: float | None, now: float | None = None) -> str:
+def age_text(since: float | None, now: float | None = None, lang: str = EN) -> str:
     if since is None:
         return ""
     seconds = max(0.0, (now or time.time()) - since)
     if seconds < 60:
-        return "just now"
+        return text("just_now", lang)
     if seconds < 3600:
-        return f"{int(seconds // 60)} min"
+        return text("age_min", lang, n=int(seconds // 60))
     if seconds < 86400:
-        return f"{seconds / 3600:.1f} h"
-    return f"{seconds / 86400:.1f} d"
+        return text("age_h", lang, n=f"{seconds / 3600:.1f}")
+    return text("age_d", lang, n=f"{seconds / 86400:.1f}")
 
 
-def confidence_text(confidence: float | None) -> str:
-    return "unknown" if confidence is None else f"{confidence:.2f}"
+def confidence_text(confidence: float | None, lang: str = EN) -> str:
+    return text("unknown", lang) if confidence is None else f"{confidence:.2f}"
 
 
-def counts_text(counts: dict, reviewer: str | None = None) -> str:
-    """The queue in one line, e.g. "**12** pages wait · 2 being reviewed · low_confidence 10"."""
+def counts_text(counts: dict, reviewer: str | None = None, lang: str = EN) -> str:
+    """The queue in one line, e.g. "**12** pages wait · 2 being reviewed · low_confidence 10"
+    (the reason codes are never translated)."""
     waiting, locked = counts.get("waiting", 0), counts.get("locked", 0)
-    parts = [f"**{waiting}** page{'s' if waiting != 1 else ''} waiting",
-             f"{locked} being reviewed"]
+    parts = [plural("review_counts", waiting, lang), text("review_locked", lang, n=locked)]
     by_reason = counts.get("by_reason") or {}
     if by_reason:
-        parts.append("by reason: " + ", ".join(
-            f"{escape_markdown_text(code)} {n}" for code, n in sorted(by_reason.items())))
+        parts.append(text("review_by_reason", lang, reasons=", ".join(
+            f"{escape_markdown_text(code)} {n}" for code, n in sorted(by_reason.items()))))
     line = " · ".join(parts)
-    return f"{line} · signed in as **{escape_markdown_text(reviewer)}**" if reviewer else line
+    return (line + text("review_signed_in", lang, name=escape_markdown_text(reviewer))
+            if reviewer else line)
 
 
 Choices = list[tuple[str, str]]
 
 
 def filter_choices(counts: dict, watch_folders: list[str], doc_types: list[str],
-                   reason_codes: list[str]) -> tuple[Choices, Choices, Choices]:
-    """Dropdown entries (label, value) for doc type, folder and reason; "" is "any"."""
-    def entries(name: str, values: list[str], bucket: str) -> Choices:
+                   reason_codes: list[str], lang: str = EN) -> tuple[Choices, Choices, Choices]:
+    """Dropdown entries (label, value) for doc type, folder and reason; "" is "any".
+    Types are named in ``lang``; folders and reason codes as they are."""
+    def entries(any_key: str, values: list[str], bucket: str, name=str) -> Choices:
         found = counts.get(bucket) or {}
-        return [(f"any {name}", ANY)] + [(f"{v} ({found.get(v, 0)})", v)
-                                         for v in sorted(set(values) | set(found))]
-    return (entries("type", doc_types, "by_doc_type"),
-            entries("folder", watch_folders, "by_folder"),
-            entries("reason", reason_codes, "by_reason"))
+        return [(text(any_key, lang), ANY)] + [(f"{name(v)} ({found.get(v, 0)})", v)
+                                               for v in sorted(set(values) | set(found))]
+    return (entries("any_type", doc_types, "by_doc_type",
+                    lambda v: v if lang == EN else doc_type_text(v, lang)),
+            entries("any_folder", watch_folders, "by_folder"),
+            entries("any_reason", reason_codes, "by_reason"))
 
 
 def queue_rows(service: ReviewService, where: ReviewFilter = ReviewFilter(),
-               limit: int = QUEUE_LIMIT) -> list[list[str]]:
+               limit: int = QUEUE_LIMIT, lang: str = EN) -> list[list[str]]:
     """The waiting pages that match ``where``, in the order "Next page" takes them."""
     now = time.time()
-    return [[item.document_name, f"{item.page_number}/{item.page_count}", item.doc_type,
-             item.folder or "", "; ".join(item.reasons), confidence_text(item.confidence),
-             age_text(item.waiting_since, now), item.locked_by or ""]
+    return [[item.document_name, f"{item.page_number}/{item.page_count}",
+             item.doc_type if lang == EN else doc_type_text(item.doc_type, lang),
+             item.folder or "", "; ".join(item.reasons), confidence_text(item.confidence, lang),
+             age_text(item.waiting_since, now, lang), item.locked_by or ""]
             for item in service.queue(where, limit)]
 
 
-def highlights_text(highlights: list[dict]) -> str:
+def highlights_text(highlights: list[dict], lang: str = EN) -> str:
     """The low-confidence lines or tokens as a numbered list (escaped: OCR text)."""
     if not highlights:
-        return "No line or token was read with low confidence."
-    lines = [f"**Read with low confidence** ({len(highlights)}; boxed on the image where "
-             f"the engine gave a position):", ""]
+        return text("low_confidence_none", lang)
+    lines = [text("low_confidence_head", lang, n=len(highlights)), ""]
     for number, mark in enumerate(highlights, 1):
-        text = escape_markdown_text(str(mark.get("text", ""))) or "(empty)"
-        lines.append(f"{number}. {text} — score {confidence_text(mark.get('score'))}")
+        read = escape_markdown_text(str(mark.get("text", ""))) or text("empty_text", lang)
+        lines.append(text("low_confidence_item", lang, number=number, text=read,
+                          score=confidence_text(mark.get("score"), lang)))
     return "\n".join(lines)
 
 
@@ -209,24 +213,28 @@ class PageView:
     order: str = ""
 
 
-def page_title(page: ReviewPage, now: float | None = None) -> str:
+def page_title(page: ReviewPage, now: float | None = None, lang: str = EN) -> str:
     """Why the page is here (as it stands now: ``why_here``), its confidence and where
     it comes from, prominently."""
     item = page.item
-    reasons = ", ".join(escape_markdown_text(r) for r in item.reasons) or "none left"
-    facts = [f"type {escape_markdown_text(item.doc_type)}"]
+    reasons = (", ".join(escape_markdown_text(r) for r in item.reasons)
+               or text("none_left", lang))  # codes and details: never translated
+    doc_type = item.doc_type if lang == EN else doc_type_text(item.doc_type, lang)
+    facts = [text("fact_type", lang, value=escape_markdown_text(doc_type))]
     if item.folder:
-        facts.append(f"folder {escape_markdown_text(item.folder)}")
+        facts.append(text("fact_folder", lang, value=escape_markdown_text(item.folder)))
     if page.engine:
-        facts.append(f"read by {escape_markdown_text(page.engine)}")
+        facts.append(text("page_read_by", lang, engine=escape_markdown_text(page.engine)))
     if item.waiting_since:
-        facts.append(f"waiting {age_text(item.waiting_since, now)}")
+        facts.append(text("review_waiting_for", lang, age=age_text(item.waiting_since, now,
+                                                                     lang)))
     if item.locked_until:
-        facts.append(f"yours until {datetime.fromtimestamp(item.locked_until):%H:%M}")
-    return (f"### {escape_markdown_text(item.document_name)} — page {item.page_number} of "
-            f"{item.page_count}\n\n"
-            f"**Confidence {confidence_text(item.confidence)} · Why here: {reasons}**\n\n"
-            + " · ".join(facts))
+        facts.append(text("review_yours_until", lang,
+                          time=f"{datetime.fromtimestamp(item.locked_until):%H:%M}"))
+    return (text("review_page_title", lang, name=escape_markdown_text(item.document_name),
+                 n=item.page_number, count=item.page_count) + "\n\n"
+            + text("review_why", lang, confidence=confidence_text(item.confidence, lang),
+                   reasons=reasons) + "\n\n" + " · ".join(facts))
 
 
 def document_fields(service: ReviewService, page: ReviewPage | None) -> list[dict] | None:
@@ -236,12 +244,12 @@ def document_fields(service: ReviewService, page: ReviewPage | None) -> list[dic
 
 
 def page_view(page: ReviewPage | None, where: ReviewFilter = ReviewFilter(),
-              fields: list[dict] | None = None) -> PageView:
+              fields: list[dict] | None = None, lang: str = EN) -> PageView:
     """What to show for ``page``; ``fields`` are its document's key fields (their
     evidence on this page is boxed on the image)."""
     if page is None:
-        return PageView(title=EMPTY_QUEUE_TEXT.format(
-            filtered=" that matches the filters" if is_filtered(where) else ""))
+        return PageView(title=text("review_empty", lang, filtered=text(
+            "review_empty_filtered", lang) if is_filtered(where) else ""))
     number = page.item.page_number
     image = None
     if page.image_path is not None:
@@ -252,9 +260,10 @@ def page_view(page: ReviewPage | None, where: ReviewFilter = ReviewFilter(),
             log.warning("review page image unreadable page=%s path=%s", page.item.page_id,
                         page.image_path)
     return PageView(
-        page_id=page.item.page_id, title=page_title(page),
-        image=image, markdown=page.markdown, highlights=highlights_text(page.highlights),
-        other_pages=[[str(p["number"]), str(p["status"]), confidence_text(p["confidence"]),
+        page_id=page.item.page_id, title=page_title(page, lang=lang),
+        image=image, markdown=page.markdown, highlights=highlights_text(page.highlights, lang),
+        other_pages=[[str(p["number"]), status_text(str(p["status"]), lang),
+                      confidence_text(p["confidence"], lang),
                       _excerpt(p["text"])] for p in page.other_pages],
         engine=page.engine,
         key_fields=None if fields is None else {
@@ -262,30 +271,30 @@ def page_view(page: ReviewPage | None, where: ReviewFilter = ReviewFilter(),
         order=" ".join(str(number) for number in range(1, len(page.blocks) + 1)))
 
 
-def reorder(service: ReviewService, page_id: int | None, order: str) -> tuple[str | None, str]:
+def reorder(service: ReviewService, page_id: int | None, order: str, lang: str = EN
+            ) -> tuple[str | None, str]:
     """The page's Markdown with its blocks in the reviewer's ``order`` (the numbers on
     the image, "1 3 2"), and a message; None and the reason when it cannot be."""
     if page_id is None:
-        return None, "Open a page first."
+        return None, text("review_open_first", lang)
     count = len(service.open_page(page_id).blocks)
     numbers = order.replace(",", " ").split()
     if not count or sorted(numbers) != sorted(str(n) for n in range(1, count + 1)):
-        return None, (f"Give each block number from 1 to {count} once, in the order the page "
-                      f"reads, e.g. {' '.join(str(n) for n in range(count, 0, -1))}."
-                      if count else "This page was read whole: it has no blocks to reorder.")
+        return None, (text("review_order_bad", lang, count=count, example=" ".join(
+            str(n) for n in range(count, 0, -1))) if count else text("review_order_whole", lang))
     markdown = service.reordered(page_id, [int(n) - 1 for n in numbers])
-    return markdown, "The editor holds the page in the new order: check it, then Save correction."
+    return markdown, text("review_order_done", lang)
 
 
 def open_next(service: ReviewService, reviewer: str, where: ReviewFilter = ReviewFilter(),
-              leaving: int | None = None) -> tuple[PageView, str]:
+              leaving: int | None = None, lang: str = EN) -> tuple[PageView, str]:
     """Lock and open the next page for ``reviewer``, freeing the one they are
     ``leaving`` (the page open when they pressed N): (the view, a message)."""
     try:
         page = service.next_page(reviewer, where, leaving)
     except ApplianceError as exc:
-        return PageView(), exc.message
-    return page_view(page, where, document_fields(service, page)), ""
+        return PageView(title=text("review_start", lang)), exc.message
+    return page_view(page, where, document_fields(service, page), lang), ""
 
 
 def held_page(service: ReviewService, reviewer: str) -> ReviewPage | None:
@@ -302,7 +311,7 @@ def _same_text(a: str, b: str) -> bool:
 def perform(service: ReviewService, reviewer: str, action: str, page_id: int | None, *,
             markdown: str = "", original: str = "", note: str = "", engine: str | None = None,
             available_engines: tuple[str, ...] = (registry.FALLBACK,),
-            where: ReviewFilter = ReviewFilter()) -> tuple[str, PageView | None]:
+            where: ReviewFilter = ReviewFilter(), lang: str = EN) -> tuple[str, PageView | None]:
     """Do ``action`` on the open page; then open the next one.
 
     Returns (message, view): view is the next page's (or the empty queue's), or None
@@ -310,38 +319,36 @@ def perform(service: ReviewService, reviewer: str, action: str, page_id: int | N
     says why: an edit would be lost, the lock ran out, ...).
     """
     if page_id is None:
-        return "No page is open: press N to open the next page.", None
+        return text("review_no_page", lang), None
     edited = not _same_text(markdown or "", original or "")
     try:
         if action == "approve":
             if edited:
-                return ("You edited the text: save it as a correction (Ctrl+S), or revert "
-                        "your edits (U) to approve the machine's reading.", None)
+                return text("review_edited", lang), None
             service.approve(reviewer, page_id)
-            done = "Approved."
+            done = text("review_approved", lang)
         elif action == "correct":
             if edited:
                 service.correct(reviewer, page_id, markdown)
-                done = "Correction saved."
+                done = text("review_corrected", lang)
             else:  # nothing to correct: the machine's reading stands
                 service.approve(reviewer, page_id)
-                done = "Nothing was changed, so the page was approved."
+                done = text("review_unchanged", lang)
         elif action == "reject":
             service.reject(reviewer, page_id, " ".join((note or "").split()))
-            done = "Rejected as unreadable."
+            done = text("review_rejected", lang)
         elif action == "rerun_resolution":
             service.rerun(reviewer, page_id, higher_resolution=True)
-            done = f"The page is read again at a higher resolution; {RERUN_RETURNS}"
+            done = text("review_rerun_higher", lang)
         elif action == "rerun_engine":
             other = other_engine(engine, available_engines)
             if other is None:
-                return ("There is no other engine to read this page with (the vision model "
-                        "is not installed); try a higher resolution (H).", None)
+                return text("review_no_other", lang), None
             service.rerun(reviewer, page_id, engine=other)
-            done = f"The page is read again by the {other} engine; {RERUN_RETURNS}"
+            done = text("review_rerun_other", lang, engine=other)
         elif action == "skip":
             service.skip(reviewer, page_id)
-            done = "Skipped: the page went to the back of the queue."
+            done = text("review_skipped", lang)
         else:
             raise ValueError(f"unknown review action {action!r}")
     except LockLost as exc:
@@ -349,20 +356,21 @@ def perform(service: ReviewService, reviewer: str, action: str, page_id: int | N
     except ApplianceError as exc:
         return f"{exc.message} [{exc.code}]", None
     log.info("review action=%s page=%s reviewer=%s", action, page_id, reviewer)
-    view, problem = open_next(service, reviewer, where)
-    return problem or (f"{done} The next page is open." if view.page_id else done), view
+    view, problem = open_next(service, reviewer, where, lang=lang)
+    return problem or (text("review_next_open", lang, done=done) if view.page_id else done), view
 
 
 def save_fields(appliance: Appliance, reviewer: str, page_id: int | None,
-                key_fields: dict | None, values: list[str | None]) -> tuple[str, PageView | None]:
+                key_fields: dict | None, values: list[str | None], lang: str = EN
+                ) -> tuple[str, PageView | None]:
     """"Save fields": the inputs' changed ``values`` (in the order of
     ``key_fields["fields"]``) as ``reviewer``'s corrections. Returns (a status line, the
     page's view with the fields checked again), or (why not, None) when nothing was saved."""
     if page_id is None or not key_fields:
-        return "No page with key fields is open.", None
+        return text("review_no_fields_page", lang), None
     changes = fields_form.changed_values(key_fields["fields"], values)
     if not changes:
-        return "No field was changed.", None
+        return text("review_no_field_changed", lang), None
     try:
         saved = appliance.correct_fields(key_fields["document_id"], changes, reviewer)
         page = appliance.review.open_page(page_id)
@@ -370,8 +378,8 @@ def save_fields(appliance: Appliance, reviewer: str, page_id: int | None,
         return escape_markdown_text(exc.message), None
     log.info("review fields corrected doc=%s fields=%s reviewer=%s", key_fields["document_id"],
              ",".join(changes), reviewer)
-    return (fields_form.saved_text(changes, saved.fields),
-            page_view(page, fields=saved.fields))
+    return (fields_form.saved_text(changes, saved.fields, lang),
+            page_view(page, fields=saved.fields, lang=lang))
 
 
 # --- Gradio wiring ---------------------------------------------------------------
@@ -402,11 +410,12 @@ def shortcuts_help() -> str:
             "them.")
 
 
-def _engine_label(engine: str | None, available: tuple[str, ...]) -> tuple[str, bool]:
+def _engine_label(engine: str | None, available: tuple[str, ...], lang: str = EN
+                  ) -> tuple[str, bool]:
     other = other_engine(engine, available)
     if other is None:
-        return "Other engine (O): none installed", False
-    return f"Rerun with {other} (O)", True
+        return text("btn_no_engine", lang), False
+    return text("btn_rerun_with", lang, engine=other), True
 
 
 def build_review_ui(appliance: Appliance) -> gr.Blocks:
@@ -419,92 +428,93 @@ def build_review_ui(appliance: Appliance) -> gr.Blocks:
     def reviewer_of(request: gr.Request | None) -> str:
         name = getattr(request, "username", None) if request is not None else None
         if not name:  # the mount has auth: only a logged-in request gets here
-            raise gr.Error("Log in to review pages.")
+            raise gr.Error(text("review_log_in", language_of(request)))
         return name
 
-    with gr.Blocks(title="OCR Appliance · Review", analytics_enabled=False,
+    with gr.Blocks(title=text("review_title"), analytics_enabled=False,
                    delete_cache=(3600, 3600)) as blocks:
         with gr.Row(equal_height=True):
-            gr.Markdown("## Review", scale=0, min_width=120)
+            gr.Markdown(label("review_heading"), scale=0, min_width=120)
             counts_md = gr.Markdown(elem_id="review-counts", scale=4)
-            gr.Button("Log out", link=LOGOUT_PATH, size="sm", scale=0,
+            gr.Button(label("language_switch"), link=f"{LANGUAGE_PATH}?next={MOUNT_PATH}/",
+                      size="sm", scale=0, min_width=90, variant="secondary",
+                      elem_id="review-language")
+            gr.Button(label("log_out"), link=LOGOUT_PATH, size="sm", scale=0,
                       min_width=90, variant="secondary", elem_id="review-log-out")
         with gr.Row(equal_height=True):
-            doc_type = gr.Dropdown(label="Type", choices=[("any type", ANY)], value=ANY,
+            doc_type = gr.Dropdown(label=label("filter_type"), choices=[(label("any_type"), ANY)], value=ANY,
                                    allow_custom_value=True, scale=1, min_width=140)
-            folder = gr.Dropdown(label="Folder", choices=[("any folder", ANY)], value=ANY,
+            folder = gr.Dropdown(label=label("folder"), choices=[(label("any_folder"), ANY)], value=ANY,
                                  allow_custom_value=True, scale=1, min_width=140)
-            reason = gr.Dropdown(label="Reason", choices=[("any reason", ANY)], value=ANY,
+            reason = gr.Dropdown(label=label("reason"), choices=[(label("any_reason"), ANY)], value=ANY,
                                  allow_custom_value=True, scale=1, min_width=140)
-            age = gr.Dropdown(label="Age", choices=AGE_CHOICES, value="", scale=1,
+            age = gr.Dropdown(label=label("age"), choices=AGE_CHOICES, value="", scale=1,
                               min_width=140)
-            next_btn = gr.Button(_label("next"), variant="primary", elem_id="review-next",
+            next_btn = gr.Button(label("btn_next"), variant="primary", elem_id="review-next",
                                  scale=1, min_width=160)
-        title = gr.Markdown(START_TEXT, elem_id="review-why")
+        title = gr.Markdown(label("review_start"), elem_id="review-why")
         message = gr.Markdown(elem_id="review-message")
         with gr.Row():
-            approve = gr.Button(_label("approve"), variant="primary", elem_id="review-approve")
-            save = gr.Button(_label("correct"), variant="primary", elem_id="review-save")
-            reject = gr.Button(_label("reject"), variant="stop", elem_id="review-reject")
-            rerun_resolution = gr.Button(_label("rerun_resolution"),
+            approve = gr.Button(label("btn_approve"), variant="primary", elem_id="review-approve")
+            save = gr.Button(label("btn_correct"), variant="primary", elem_id="review-save")
+            reject = gr.Button(label("btn_reject"), variant="stop", elem_id="review-reject")
+            rerun_resolution = gr.Button(label("btn_rerun_resolution"),
                                          elem_id="review-rerun-resolution")
-            engine_label, engine_ok = _engine_label(None, available)
+            engine_label, engine_ok = _engine_label(None, available)  # drawn again at load
             rerun_engine = gr.Button(engine_label, interactive=engine_ok,
                                      elem_id="review-rerun-engine")
-            skip = gr.Button(_label("skip"), elem_id="review-skip")
+            skip = gr.Button(label("btn_skip"), elem_id="review-skip")
         with gr.Row():
             with gr.Column(scale=5):
-                image = gr.Image(label="Page as the engine read it", type="pil", format="png",
+                image = gr.Image(label=label("page_image"), type="pil", format="png",
                                  interactive=False, height=900, elem_id="review-image",
                                  elem_classes=[ZOOMABLE], buttons=["fullscreen", "download"])
                 with gr.Row():
-                    zoom_out = gr.Button("Zoom out (−)", size="sm", min_width=60,
+                    zoom_out = gr.Button(label("zoom_out"), size="sm", min_width=60,
                                          elem_id="review-zoom-out")
-                    zoom_fit = gr.Button("Fit (0)", size="sm", min_width=60,
+                    zoom_fit = gr.Button(label("zoom_fit"), size="sm", min_width=60,
                                          elem_id="review-zoom-fit")
-                    zoom_in = gr.Button("Zoom in (+)", size="sm", min_width=60,
+                    zoom_in = gr.Button(label("zoom_in"), size="sm", min_width=60,
                                         elem_id="review-zoom-in")
             with gr.Column(scale=4):
-                with gr.Accordion("Key fields", open=True, visible=False,
+                with gr.Accordion(label("key_fields"), open=True, visible=False,
                                   elem_id=fields_form.FORM_ID) as fields_box:
                     field_inputs = [gr.Textbox(lines=1, max_lines=1, visible=False,
                                                elem_id=f"review-field-{i}")
                                     for i in range(fields_size)]
-                    fields_save = gr.Button("Save fields (Enter)", size="sm",
+                    fields_save = gr.Button(label("save_fields"), size="sm",
                                             elem_id=fields_form.SAVE_ID)
                     fields_status = safe_markdown_view(elem_id="review-fields-status")
-                editor = gr.Textbox(label="Markdown (edit, then Save correction)", lines=24,
+                editor = gr.Textbox(label=label("editor"), lines=24,
                                     max_lines=60, interactive=True, elem_id="review-editor",
                                     autoscroll=False)
                 with gr.Row():
-                    revert = gr.Button(_label("revert"), size="sm", elem_id="review-revert")
+                    revert = gr.Button(label("btn_revert"), size="sm", elem_id="review-revert")
                 with gr.Row(equal_height=True):
-                    order_box = gr.Textbox(label="Reading order (the numbered blocks on the "
-                                                 "page)", lines=1, max_lines=1, scale=4,
+                    order_box = gr.Textbox(label=label("reading_order"), lines=1, max_lines=1, scale=4,
                                            elem_id="review-order")
-                    apply_order = gr.Button("Apply order", size="sm", scale=1,
+                    apply_order = gr.Button(label("apply_order"), size="sm", scale=1,
                                             elem_id="review-apply-order")
-                note = gr.Textbox(label="Why unreadable (optional, kept with a rejection)",
+                note = gr.Textbox(label=label("reject_note"),
                                   lines=1, max_lines=2, elem_id="review-note")
             with gr.Column(scale=4):
-                gr.Markdown("**Preview** (as the result will read; HTML is shown as text, but "
-                            "for a table whose cells span)")
+                gr.Markdown(label("preview"))
                 preview = safe_markdown_view(container=True,
                                              padding=True, max_height=900,
                                              elem_id="review-preview")
         highlights = safe_markdown_view(elem_id="review-highlights", container=True,
                                         padding=True)
-        with gr.Accordion("Other pages of this document", open=True):
+        with gr.Accordion(label("other_pages"), open=True):
             others = gr.Dataframe(headers=OTHER_PAGE_HEADERS, datatype="str",
                                   interactive=False, column_count=len(OTHER_PAGE_HEADERS),
                                   wrap=True, max_height=300, elem_id="review-other-pages")
-        with gr.Accordion("Queue", open=True):
+        with gr.Accordion(label("queue"), open=True):
             queue = gr.Dataframe(headers=QUEUE_HEADERS, datatype="str", interactive=False,
                                  column_count=len(QUEUE_HEADERS), wrap=True, max_height=400,
                                  column_widths=QUEUE_WIDTHS,
-                                 label="Waiting pages, in the order Next page takes them",
+                                 label=label("queue_label"),
                                  elem_id="review-queue")
-        gr.Markdown(shortcuts_help(), elem_id="review-keys")
+        gr.Markdown(label("keys_help"), elem_id="review-keys")
 
         page_id = gr.State(None)
         original = gr.State("")
@@ -516,105 +526,115 @@ def build_review_ui(appliance: Appliance) -> gr.Blocks:
         page_outputs = [page_id, original, engine, title, image, editor, preview, highlights,
                         others, rerun_engine, note, order_box, *fields_outputs]
 
-        def fields_updates(view: PageView, status: str = "") -> list:
+        def fields_updates(view: PageView, status: str = "", lang: str = EN) -> list:
             fields = view.key_fields["fields"] if view.key_fields else None
             return [view.key_fields, gr.Accordion(visible=fields is not None),
-                    *fields_form.input_updates(fields, fields_size),
-                    safe_markdown(status or fields_form.form_note(fields, fields_size))]
+                    *fields_form.input_updates(fields, fields_size, lang),
+                    safe_markdown(status or fields_form.form_note(fields, fields_size, lang))]
 
-        def page_updates(view: PageView) -> list:
-            label, ok = _engine_label(view.engine, available)
+        def page_updates(view: PageView, lang: str = EN) -> list:
+            engine_text, ok = _engine_label(view.engine, available, lang)
             return [view.page_id, view.markdown, view.engine,
                     gr.Markdown(view.title), view.image, view.markdown,
                     safe_markdown(view.markdown), safe_markdown(view.highlights),
-                    view.other_pages,
-                    gr.Button(label, interactive=ok and view.page_id is not None), "",
-                    view.order, *fields_updates(view)]
+                    pd.DataFrame(view.other_pages,
+                                 columns=texts(OTHER_PAGE_HEADER_KEYS, lang)),
+                    gr.Button(engine_text, interactive=ok and view.page_id is not None), "",
+                    view.order, *fields_updates(view, lang=lang)]
 
         def overview(type_value, folder_value, reason_value, age_value, known,
                      request: gr.Request) -> list:
             """Counts, filter choices and queue rows; nothing is sent when nothing changed
             (an open dropdown is not redrawn under the clerk's pointer)."""
+            lang = language_of(request)
             counts = service.counts()
             types, folders, reasons = filter_choices(counts, watch_names, list(DOC_TYPES),
-                                                     list(REVIEW_CODES))
+                                                     list(REVIEW_CODES), lang)
             rows = queue_rows(service, make_filter(type_value, folder_value, reason_value,
-                                                   age_value))
-            key = json.dumps([counts, rows])
+                                                   age_value), lang=lang)
+            key = json.dumps([counts, rows, lang])
             if key == known:
                 return [gr.skip()] * len(overview_outputs)
-            return [counts_text(counts, getattr(request, "username", None)),
+            return [counts_text(counts, getattr(request, "username", None), lang),
                     gr.Dropdown(choices=types), gr.Dropdown(choices=folders),
-                    gr.Dropdown(choices=reasons), rows, key]
+                    gr.Dropdown(choices=reasons),
+                    pd.DataFrame(rows, columns=texts(QUEUE_HEADER_KEYS, lang)), key]
 
         overview_outputs = [counts_md, doc_type, folder, reason, queue, queue_key]
 
         def on_load(request: gr.Request):
             reviewer = reviewer_of(request)
+            lang = language_of(request)
+            start = PageView(title=text("review_start", lang))
             try:
                 page = held_page(service, reviewer)
             except ApplianceError as exc:
-                return [*page_updates(PageView()), exc.message]
+                return [*page_updates(start, lang), exc.message]
             if page is None:
-                return [*page_updates(PageView()), ""]
-            return [*page_updates(page_view(page, fields=document_fields(service, page))),
-                    "You still hold this page: it was opened again."]
+                return [*page_updates(start, lang), ""]
+            return [*page_updates(page_view(page, fields=document_fields(service, page),
+                                            lang=lang), lang),
+                    text("review_held", lang)]
 
         def on_next(open_page, type_value, folder_value, reason_value, age_value,
                     request: gr.Request):
             reviewer = reviewer_of(request)
+            lang = language_of(request)
             try:
                 view, problem = open_next(service, reviewer, make_filter(
-                    type_value, folder_value, reason_value, age_value), leaving=open_page)
+                    type_value, folder_value, reason_value, age_value), leaving=open_page,
+                    lang=lang)
             except Exception:
                 log.exception("opening the next review page failed reviewer=%s", reviewer)
-                return [*([gr.skip()] * len(page_outputs)), INTERNAL_ERROR_TEXT]
-            return [*page_updates(view), problem]
+                return [*([gr.skip()] * len(page_outputs)), text("review_internal_error", lang)]
+            return [*page_updates(view, lang), problem]
 
         def action_handler(action: str):
-            def handler(pid, text, machine_text, why, page_engine, type_value, folder_value,
+            def handler(pid, edited, machine_text, why, page_engine, type_value, folder_value,
                         reason_value, age_value, request: gr.Request):
                 reviewer = reviewer_of(request)
+                lang = language_of(request)
                 where = make_filter(type_value, folder_value, reason_value, age_value)
                 try:
                     text_message, view = perform(
-                        service, reviewer, action, pid, markdown=text or "",
+                        service, reviewer, action, pid, markdown=edited or "",
                         original=machine_text or "", note=why or "", engine=page_engine,
-                        available_engines=available, where=where)
+                        available_engines=available, where=where, lang=lang)
                 except Exception:
                     log.exception("review action failed action=%s page=%s", action, pid)
-                    text_message, view = INTERNAL_ERROR_TEXT, None
+                    text_message, view = text("review_internal_error", lang), None
                 if view is None:
                     return [*([gr.skip()] * len(page_outputs)), text_message]
-                return [*page_updates(view), text_message]
+                return [*page_updates(view, lang), text_message]
             return handler
 
         def on_save_fields(data: dict, request: gr.Request):
             reviewer = reviewer_of(request)
+            lang = language_of(request)
             try:
                 status, view = save_fields(appliance, reviewer, data[page_id], data[key_fields],
-                                           [data[box] for box in field_inputs])
+                                           [data[box] for box in field_inputs], lang)
             except Exception:
                 log.exception("saving key fields failed page=%s", data[page_id])
-                status, view = INTERNAL_ERROR_TEXT, None
+                status, view = text("review_internal_error", lang), None
             if view is None:
                 # the title, the image and the form stay as they are
                 return [*([gr.skip()] * (len(fields_outputs) + 1)), safe_markdown(status)]
             # why the page is here, with the fields checked again
-            return [gr.Markdown(view.title), view.image, *fields_updates(view, status)]
+            return [gr.Markdown(view.title), view.image, *fields_updates(view, status, lang)]
 
-        def on_apply_order(pid, order):
+        def on_apply_order(pid, order, request: gr.Request):
             try:
-                markdown, text_message = reorder(service, pid, order or "")
+                markdown, text_message = reorder(service, pid, order or "", language_of(request))
             except ApplianceError as exc:
                 markdown, text_message = None, exc.message
             if markdown is None:
                 return gr.skip(), gr.skip(), text_message
             return markdown, safe_markdown(markdown), text_message
 
-        def on_revert(machine_text):
+        def on_revert(machine_text, request: gr.Request):
             return (machine_text, safe_markdown(machine_text or ""),
-                    "Reverted to the machine's reading.")
+                    text("review_reverted", language_of(request)))
 
         refresh = dict(fn=overview, inputs=[*filters, queue_key], outputs=overview_outputs,
                        show_progress="hidden", concurrency_limit=ACTION_CONCURRENCY,
@@ -662,7 +682,7 @@ def mount_review(app: FastAPI, appliance: Appliance, sessions: Sessions) -> None
     def review_root() -> RedirectResponse:  # the mount answers "/review/" only
         return RedirectResponse(f"{MOUNT_PATH}/")
 
-    mount_signed_in(app, blocks, MOUNT_PATH, sessions,
-                    footer_links=["settings"], run_history=False, ssr_mode=False,
+    mount_signed_in(app, blocks, MOUNT_PATH, sessions, title_key="review_title",
+                    footer_links=[],  # no Gradio settings or API page: see ui/app.py run_history=False, ssr_mode=False,
                     show_error=False,  # a clerk sees our messages, never an exception's
                     mcp_server=False, css=CSS + ZOOM_CSS + MARKDOWN_VIEW_CSS, js=shortcuts_js())

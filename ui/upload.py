@@ -19,18 +19,19 @@ from appliance.errors import ApplianceError, NotFound
 from appliance.intake import SubmitOptions
 from appliance.library import DocumentView, Lane
 from ui.document_status import document_problem, error_text
+from ui.i18n import EN, label, plural, text, texts
 
 log = logging.getLogger(__name__)
 
-UPLOAD_HEADERS = ["File", "Outcome", "Details"]
-LANE_CHOICES = [("interactive (read first)", Lane.INTERACTIVE.value),
-                ("batch (read when the interactive queue is empty)", Lane.BATCH.value)]
-TEXT_LAYER_CHOICES = [("as configured", ""),
-                      ("read it where it can be trusted (auto)", "auto"),
-                      ("always read by OCR (ignore)", "ignore"),
-                      ("trust any text that maps to Unicode (prefer)", "prefer")]
-INTERNAL_ERROR_TEXT = ("the file could not be accepted because of an internal error; "
-                       "the server log has the details")
+UPLOAD_HEADER_KEYS = ["upload_file", "upload_outcome", "upload_details"]
+UPLOAD_HEADERS = texts(UPLOAD_HEADER_KEYS)
+LANE_CHOICES = [(label("lane_interactive"), Lane.INTERACTIVE.value),
+                (label("lane_batch"), Lane.BATCH.value)]
+TEXT_LAYER_CHOICES = [(label("text_layer_default"), ""),
+                      (label("text_layer_auto"), "auto"),
+                      (label("text_layer_ignore"), "ignore"),
+                      (label("text_layer_prefer"), "prefer")]
+INTERNAL_ERROR_TEXT = text("upload_internal_error")
 
 
 @dataclass(frozen=True)
@@ -71,8 +72,8 @@ def upload_name(item) -> str:
     return Path(os.fspath(item)).name
 
 
-def handle_upload(appliance: Appliance, files, choices: UploadChoices = UploadChoices()
-                  ) -> list[Upload]:
+def handle_upload(appliance: Appliance, files, choices: UploadChoices = UploadChoices(),
+                  lang: str = EN) -> list[Upload]:
     """Submit every uploaded file: the document each became, or why it was refused.
 
     A file that is refused (too large, unreadable, an engine that does not run here,
@@ -87,32 +88,31 @@ def handle_upload(appliance: Appliance, files, choices: UploadChoices = UploadCh
             doc = appliance.submit_path(path, choices.submit_options())
         except ApplianceError as exc:
             log.warning("upload refused name=%r code=%s", name, exc.code)
-            results.append(Upload(name, refusal=error_text(exc.code, exc.message)))
+            results.append(Upload(name, refusal=error_text(exc.code, exc.message, lang)))
             continue
         except Exception:
             log.exception("upload failed name=%r", name)
-            results.append(Upload(name, refusal=INTERNAL_ERROR_TEXT))
+            results.append(Upload(name, refusal=text("upload_internal_error", lang)))
             continue
         results.append(Upload(name, doc.id))
     return results
 
 
-def upload_row(upload: Upload, view: DocumentView | None) -> list[str]:
+def upload_row(upload: Upload, view: DocumentView | None, lang: str = EN) -> list[str]:
     """(file, outcome, details) of one file as it was submitted: accepted (the list
     follows it from there), failed at intake (stored, with the reason) or refused."""
     if upload.document_id is None:
-        return [upload.name, "refused", upload.refusal]
+        return [upload.name, text("upload_refused", lang), upload.refusal]
     if view is None:  # deleted at once by someone else
-        return [upload.name, "accepted", "the document is no longer stored"]
-    if view.doc.error_code:
-        return [upload.name, "failed", document_problem(view)]  # whole: the table wraps
-    pages = view.doc.page_count
-    return [upload.name, "accepted",
-            f"{pages} page{'s' if pages != 1 else ''} to read; the list shows how far it is"]
+        return [upload.name, text("upload_accepted", lang), text("upload_gone", lang)]
+    if view.doc.error_code:  # whole: the table wraps
+        return [upload.name, text("upload_failed", lang), document_problem(view, lang)]
+    return [upload.name, text("upload_accepted", lang),
+            plural("upload_pages", view.doc.page_count, lang)]
 
 
-def upload_rows(appliance: Appliance, uploads: list[Upload]) -> list[list[str]]:
-    return [upload_row(u, _stored(appliance, u.document_id)) for u in uploads]
+def upload_rows(appliance: Appliance, uploads: list[Upload], lang: str = EN) -> list[list[str]]:
+    return [upload_row(u, _stored(appliance, u.document_id), lang) for u in uploads]
 
 
 def _stored(appliance: Appliance, document_id: str | None) -> DocumentView | None:

@@ -18,9 +18,9 @@ from pathlib import Path
 from typing import Iterator
 
 import gradio as gr
+import pandas as pd
 
 from appliance.api import DOCS_PATH
-from appliance.config import DOC_TYPES
 from appliance.daemon import Appliance
 from appliance.engines import registry
 from appliance.library import DocStatus
@@ -31,29 +31,34 @@ from ui.components import escape_markdown_text, safe_markdown, safe_markdown_vie
 from ui.confirm_delete import ConfirmDelete
 from ui.document_status import remaining_s
 from ui.document_tab import DocumentTab
+from ui.i18n import EN, LANGUAGE_PATH, doc_type_choices, label, language_of, text, texts
 from ui.listing import (
     ANY, FIELDS_CHOICES, LIST_CSS, LIST_JS, NEWEST, PAGER_MOVES, SORT_CHOICES, SOURCE_CHOICES,
     Listed, browse_query, pager_offset, pager_text, results_html, search_sort,
 )
-from ui.upload import (LANE_CHOICES, TEXT_LAYER_CHOICES, UPLOAD_HEADERS, UploadChoices,
-                       handle_upload, upload_rows)
+from ui.upload import (LANE_CHOICES, TEXT_LAYER_CHOICES, UPLOAD_HEADER_KEYS, UPLOAD_HEADERS,
+                       UploadChoices, handle_upload, upload_rows)
 
 REFRESH_S = 2.0
 PACE_PAGES = 50  # the pages read last, whose median service time paces the estimates
-PAGER_LABELS = {"first": "« First", "previous": "‹ Previous", "next": "Next ›",
-                "last": "Last »"}
+PAGER_LABELS = {move: label(f"pager_{move}") for move in PAGER_MOVES}
 
 
-def user_line(appliance: Appliance, username: str | None) -> str:
+def user_line(appliance: Appliance, username: str | None, lang: str = EN) -> str:
     """Who is signed in and what they may do (empty where no login is configured)."""
     if not username:
         return ""
     user = appliance.users.get(username)
     role = user.role if user else "unknown"
-    line = f"Signed in as **{escape_markdown_text(username)}** ({escape_markdown_text(role)})"
+    role_text = text(f"role_{role}", lang) if f"role_{role}" in ROLE_KEYS else role
+    line = text("signed_in_as", lang, name=escape_markdown_text(username),
+                role=escape_markdown_text(role_text))
     if not may_delete(appliance, username):
-        line += " · deleting is for administrators"
+        line += text("delete_for_admins", lang)
     return line
+
+
+ROLE_KEYS = {"role_admin", "role_reviewer", "role_unknown"}
 
 
 @contextmanager
@@ -64,90 +69,97 @@ def workspace_tabs(appliance: Appliance, download_dir: Path) -> Iterator[None]:
     places of the tabs after them, and Gradio then draws the Dashboard tab twice."""
     settings = appliance.settings
     with gr.Tabs() as tabs:
-        with gr.Tab("Documents", id="documents"):
+        with gr.Tab(label("tab_documents"), id="documents"):
             # who is signed in, what they may do, and the way out (in this tab: a link of
             # the Markdown would open a new one and leave this one signed in on screen)
             with gr.Row(equal_height=True):
                 user = gr.Markdown(elem_id="workspace-user")
                 # the REST API's docs (Gradio's own "Use via API" page has no route to show)
-                gr.Button("API docs", link=DOCS_PATH, link_target="_blank", size="sm", scale=0,
+                # the language: the other one than shown, kept in this browser (ui.i18n)
+                gr.Button(label("language_switch"), link=f"{LANGUAGE_PATH}?next=/", size="sm",
+                          scale=0, min_width=90, elem_id="workspace-language")
+                gr.Button(label("api_docs"), link=DOCS_PATH, link_target="_blank", size="sm", scale=0,
                           min_width=100, elem_id="workspace-api-docs")
-                sign_out = gr.Button("Sign out", link=LOGOUT_PATH, size="sm", scale=0,
+                sign_out = gr.Button(label("sign_out"), link=LOGOUT_PATH, size="sm", scale=0,
                                      min_width=100, visible=False, elem_id="workspace-sign-out")
-            with gr.Accordion("Upload", open=True):
+            with gr.Accordion(label("upload"), open=True):
                 with gr.Row():
-                    upload = gr.File(label="Drop documents here (PDF, TIFF, PNG, JPEG, ...)",
+                    upload = gr.File(label=label("upload_files"),
                                      file_count="multiple", type="filepath", scale=2,
                                      elem_id="upload-files")
                     with gr.Column(scale=3):
                         with gr.Row():
-                            doc_type = gr.Dropdown(label="Document type", choices=list(DOC_TYPES),
+                            doc_type = gr.Dropdown(label=label("document_type"), choices=doc_type_choices(),
                                                    value="generic", elem_id="upload-type")
-                            lane = gr.Dropdown(label="Lane", choices=LANE_CHOICES,
+                            lane = gr.Dropdown(label=label("lane"), choices=LANE_CHOICES,
                                                value=LANE_CHOICES[0][1], elem_id="upload-lane")
                             # shown where there is a choice: a vision engine and its classic reader
                             readings = appliance.readings()
-                            engine = gr.Dropdown(label="Read with", value="", interactive=True,
-                                                 choices=[("the configured engine", ""), *readings],
+                            engine = gr.Dropdown(label=label("read_with"), value="", interactive=True,
+                                                 choices=[(label("configured_engine"), ""),
+                                                          *readings],
                                                  visible=len(readings) > 1, elem_id="upload-engine")
-                            text_layer = gr.Dropdown(label="A PDF's own text", value="",
+                            text_layer = gr.Dropdown(label=label("text_layer"), value="",
                                                      choices=TEXT_LAYER_CHOICES,
                                                      elem_id="upload-text-layer")
                         with gr.Row():
-                            tags = gr.Textbox(label="Tags (comma-separated)", elem_id="upload-tags")
-                            password = gr.Textbox(label="Password of an encrypted PDF (used to "
-                                                        "read it, never stored)", type="password",
+                            tags = gr.Textbox(label=label("tags_input"), elem_id="upload-tags")
+                            password = gr.Textbox(label=label("pdf_password"), type="password",
                                                   elem_id="upload-password")
                 upload_results = gr.Dataframe(headers=UPLOAD_HEADERS, datatype="str",
-                                              label="Last upload", interactive=False, wrap=True,
+                                              label=label("last_upload"), interactive=False,
+                                              wrap=True, elem_id="upload-results",
                                               column_count=len(UPLOAD_HEADERS))
             with gr.Row(equal_height=True):
-                search = gr.Textbox(label="Search", scale=4, elem_id="documents-search",
-                                    placeholder="words of the text, or of the name")
-                sort = gr.Dropdown(label="Sort", choices=SORT_CHOICES, value=NEWEST,
+                search = gr.Textbox(label=label("search"), scale=4, elem_id="documents-search",
+                                    placeholder=label("search_placeholder"))
+                sort = gr.Dropdown(label=label("sort"), choices=SORT_CHOICES, value=NEWEST,
                                    scale=1, elem_id="documents-sort")
-                search_button = gr.Button("Search", variant="primary", scale=0, min_width=100,
+                search_button = gr.Button(label("search"), variant="primary", scale=0, min_width=100,
                                           elem_id="documents-search-button")
             with gr.Row():
-                statuses = gr.Dropdown(label="Status", choices=list(DocStatus), value=[],
+                statuses = gr.Dropdown(label=label("filter_status"), value=[],
+                                       choices=[(label(f"status_{s}"), s.value) for s in DocStatus],
                                        multiselect=True, elem_id="filter-status")
-                type_filter = gr.Dropdown(label="Type", choices=[("any type", ANY), *DOC_TYPES],
+                type_filter = gr.Dropdown(label=label("filter_type"),
+                                          choices=[(label("any_type"), ANY), *doc_type_choices()],
                                           value=ANY, elem_id="filter-type")
-                tag = gr.Textbox(label="Tag", elem_id="filter-tag")
-                source = gr.Dropdown(label="Source", choices=SOURCE_CHOICES, value=ANY,
+                tag = gr.Textbox(label=label("filter_tag"), elem_id="filter-tag")
+                source = gr.Dropdown(label=label("filter_source"), choices=SOURCE_CHOICES, value=ANY,
                                      elem_id="filter-source")
-                folder = gr.Dropdown(label="Watched folder", value=ANY, elem_id="filter-folder",
-                                     choices=[("any folder", ANY), *(w.name or Path(w.path).name
+                folder = gr.Dropdown(label=label("filter_folder"), value=ANY, elem_id="filter-folder",
+                                     choices=[(label("any_folder"), ANY), *(w.name or Path(w.path).name
                                                                      for w in settings.watch)])
             with gr.Row():
-                engine_filter = gr.Dropdown(label="Engine", value=ANY, elem_id="filter-engine",
-                                            choices=[("any engine", ANY), *registry.names()])
-                fields = gr.Dropdown(label="Key fields", choices=FIELDS_CHOICES, value=ANY,
+                engine_filter = gr.Dropdown(label=label("filter_engine"), value=ANY, elem_id="filter-engine",
+                                            choices=[(label("any_engine"), ANY),
+                                                     *registry.names()])
+                fields = gr.Dropdown(label=label("filter_fields"), choices=FIELDS_CHOICES, value=ANY,
                                      elem_id="filter-fields")
-                since = gr.DateTime(label="From (day)", include_time=False, type="timestamp",
+                since = gr.DateTime(label=label("filter_since"), include_time=False, type="timestamp",
                                     elem_id="filter-since")
-                until = gr.DateTime(label="To (day)", include_time=False, type="timestamp",
+                until = gr.DateTime(label=label("filter_until"), include_time=False, type="timestamp",
                                     elem_id="filter-until")
             with gr.Row(equal_height=True):
                 pager = {move: gr.Button(PAGER_LABELS[move], size="sm", scale=0, min_width=110,
                                          elem_id=f"documents-{move}") for move in PAGER_MOVES}
-                refresh_button = gr.Button("Refresh list", size="sm", scale=0, min_width=110,
+                refresh_button = gr.Button(label("refresh_list"), size="sm", scale=0, min_width=110,
                                            elem_id="documents-refresh")
                 page_line = gr.Markdown(elem_id="documents-count")
             with gr.Row(equal_height=True):
-                picked_line = gr.Markdown("No document ticked.", elem_id="documents-picked")
-                bulk = {action: gr.Button(f"{label} (ticked)", size="sm",
+                picked_line = gr.Markdown(label("none_ticked"), elem_id="documents-picked")
+                bulk = {action: gr.Button(label(f"bulk_{action}"), size="sm",
                                           elem_id=f"bulk-{action}", visible=action != "delete",
                                           variant="stop" if action == "delete" else "secondary")
-                        for action, (label, _past) in ACTIONS.items()}
-                zip_button = gr.Button("Download ticked (.zip)", size="sm", elem_id="bulk-zip")
+                        for action in ACTIONS}
+                zip_button = gr.Button(label("bulk_zip"), size="sm", elem_id="bulk-zip")
             confirm = ConfirmDelete(appliance, "bulk")
-            zip_file = gr.File(label="Outputs of the ticked documents", visible=False,
+            zip_file = gr.File(label=label("bulk_zip_file"), visible=False,
                                elem_id="bulk-zip-file")
             message = safe_markdown_view(elem_id="documents-message")
             results = gr.HTML("", js_on_load=LIST_JS, css_template=LIST_CSS,
                               elem_id="documents-list")
-        with gr.Tab("Document", id="document"):
+        with gr.Tab(label("tab_document"), id="document"):
             document = DocumentTab(appliance, download_dir)
         yield  # the tab bar's other tabs
 
@@ -162,17 +174,17 @@ def workspace_tabs(appliance: Appliance, download_dir: Path) -> Iterator[None]:
         times = [c.service_s for c in recent]
         return lambda view: remaining_s(view, times, len(appliance.workers))
 
-    def drawn(rows: Listed, views: dict, known: str, changed: bool) -> list:
+    def drawn(rows: Listed, views: dict, known: str, changed: bool, lang: str) -> list:
         """[the list, its count line, its key]: the list only when it differs from ``known``."""
-        shown = results_html(rows, views, not appliance.review_unstaffed(), pace())
+        shown = results_html(rows, views, not appliance.review_unstaffed(), pace(), lang)
         key = hashlib.sha256(shown.encode()).hexdigest()
         line = pager_text(rows.query.offset if rows.query else 0, len(rows.ids), rows.total,
-                          changed)
+                          changed, lang)
         return [gr.skip() if key == known else shown, line, key]
 
     unchanged = [gr.skip()] * len(list_outputs)  # before the first query has run
 
-    def run(query) -> list:
+    def run(query, lang: str) -> list:
         """A query runs: the rows it finds become the list."""
         if query is None:
             return unchanged
@@ -181,71 +193,84 @@ def workspace_tabs(appliance: Appliance, download_dir: Path) -> Iterator[None]:
             query = replace(query, offset=pager_offset("last", query.offset, found.total))
             found = appliance.library.find(query)
         rows = Listed.of(query, found)
-        return [*drawn(rows, {view.doc.id: view for view in found.documents}, "", False), rows]
+        return [*drawn(rows, {view.doc.id: view for view in found.documents}, "", False, lang),
+                rows]
 
-    def redrawn(rows: Listed, known: str) -> list:
+    def redrawn(rows: Listed, known: str, lang: str) -> list:
         """The listed rows as they are now, where they were; and whether the query finds
         others by now."""
         if rows.query is None:
             return unchanged
         changed = rows.differs(appliance.library.find(rows.query))
-        return [*drawn(rows, appliance.library.documents(list(rows.ids)), known, changed),
+        return [*drawn(rows, appliance.library.documents(list(rows.ids)), known, changed, lang),
                 gr.skip()]
 
-    def on_query(*values):
+    def on_query(request: gr.Request, *values):
         """A new query: its rows, and the message about the rows before cleared."""
-        return [*run(browse_query(*values)), ""]
+        return [*run(browse_query(*values), language_of(request)), ""]
 
-    def on_search(*values):
+    def on_search(request: gr.Request, *values):
         *controls, sort_value = values
         order = search_sort(controls[0], sort_value)
-        return [gr.Dropdown(value=order), *on_query(*controls, order)]
+        return [gr.Dropdown(value=order), *on_query(request, *controls, order)]
 
     def pager_handler(move: str):
-        def handler(rows: Listed):
+        def handler(rows: Listed, request: gr.Request):
             return run(rows.query and replace(
-                rows.query, offset=pager_offset(move, rows.query.offset, rows.total)))
+                rows.query, offset=pager_offset(move, rows.query.offset, rows.total)),
+                language_of(request))
         return handler
 
-    def on_refresh(rows: Listed):
-        return run(rows.query)
+    def on_refresh(rows: Listed, request: gr.Request):
+        return run(rows.query, language_of(request))
 
-    def on_tick(rows, known, latest, document_id, index, shown):
-        return [*redrawn(rows, known), *document.refresh(latest, document_id, index, shown)]
+    def on_tick(rows, known, latest, document_id, index, shown, request: gr.Request):
+        lang = language_of(request)
+        return [*redrawn(rows, known, lang),
+                *document.refresh(latest, document_id, index, shown, lang)]
 
-    def on_open(latest, evt: gr.EventData):
+    def on_open(latest, evt: gr.EventData, request: gr.Request):
         """The document in its tab, without the message about the one open before."""
         return [gr.Tabs(selected="document"), "",
-                *document.open(latest, str(evt.document), int(getattr(evt, "page", 0) or 0))]
+                *document.open(latest, str(evt.document), int(getattr(evt, "page", 0) or 0),
+                               language_of(request))]
 
-    def on_pick(evt: gr.EventData):
+    def on_pick(evt: gr.EventData, request: gr.Request):
         chosen = [str(d) for d in getattr(evt, "documents", None) or []]
-        return chosen, picked_text(appliance, chosen)
+        return chosen, picked_text(appliance, chosen, language_of(request))
 
-    def acted(action: str, chosen: list[str], username: str | None) -> str:
-        return safe_markdown(perform(appliance, action, chosen, username))
+    def acted(action: str, chosen: list[str], username: str | None, lang: str) -> str:
+        return safe_markdown(perform(appliance, action, chosen, username, lang))
 
     def bulk_handler(action: str):
         def handler(chosen, request: gr.Request):
-            return acted(action, chosen, getattr(request, "username", None))
+            return acted(action, chosen, getattr(request, "username", None),
+                         language_of(request))
         return handler
 
-    def on_zip(chosen):
-        path, text = download_zip(appliance, chosen, download_dir / "zips")
+    def on_zip(chosen, request: gr.Request):
+        path, said = download_zip(appliance, chosen, download_dir / "zips", language_of(request))
         # a str: Gradio 6.31's FileData refuses a Path
         return (gr.File(value=str(path) if path else None, visible=path is not None),
-                safe_markdown(text))
+                safe_markdown(said))
 
-    def on_upload(files, type_value, lane_value, tag_text, engine_name, secret, own_text):
+    def on_upload(files, type_value, lane_value, tag_text, engine_name, secret, own_text,
+                  request: gr.Request):
+        lang = language_of(request)
         uploaded = handle_upload(appliance, files, UploadChoices(
             type_value, lane_value, tag_text or "", engine_name or "", secret or "",
-            own_text or ""))
-        return upload_rows(appliance, uploaded), None, ""  # the password is not kept
+            own_text or ""), lang)
+        # the password is not kept
+        return (pd.DataFrame(upload_rows(appliance, uploaded, lang),
+                             columns=texts(UPLOAD_HEADER_KEYS, lang)), None, "")
 
     def on_load(request: gr.Request):
         username = getattr(request, "username", None)
+        lang = language_of(request)
         allowed = gr.Button(visible=may_delete(appliance, username))
-        return user_line(appliance, username), gr.Button(visible=bool(username)), allowed, allowed
+        return (user_line(appliance, username, lang), gr.Button(visible=bool(username)), allowed,
+                allowed, pd.DataFrame(columns=texts(UPLOAD_HEADER_KEYS, lang)),
+                *document.headers(lang))
 
     private = dict(api_visibility="private")
     querying = dict(inputs=filters, show_progress="hidden", concurrency_limit=8,
@@ -274,7 +299,10 @@ def workspace_tabs(appliance: Appliance, download_dir: Path) -> Iterator[None]:
     results.pick(on_pick, outputs=[picked, picked_line], show_progress="hidden",
                  trigger_mode="multiple", concurrency_limit=1, **private)
     # after an action the rows are drawn again where they are
-    after_action = dict(fn=lambda rows: redrawn(rows, ""), inputs=listed, outputs=list_outputs,
+    def after_action(rows: Listed, request: gr.Request):
+        return redrawn(rows, "", language_of(request))
+
+    after_action = dict(fn=after_action, inputs=listed, outputs=list_outputs,
                         show_progress="hidden", **private)
     for action, button in bulk.items():
         if action != "delete":  # Delete asks first
@@ -282,7 +310,7 @@ def workspace_tabs(appliance: Appliance, download_dir: Path) -> Iterator[None]:
                          trigger_mode="once", concurrency_limit=4,
                          concurrency_id="document-actions", **private).then(**after_action)
     confirm.wire(bulk["delete"], [picked], list, message,
-                 lambda asked, username: [acted("delete", asked, username)], [message]
+                 lambda asked, username, lang: [acted("delete", asked, username, lang)], [message]
                  ).then(**after_action)
     zip_button.click(on_zip, inputs=picked, outputs=[zip_file, message], trigger_mode="once",
                      concurrency_limit=2, concurrency_id="documents-zip", **private)
@@ -290,5 +318,6 @@ def workspace_tabs(appliance: Appliance, download_dir: Path) -> Iterator[None]:
                   outputs=[upload_results, upload, password], concurrency_limit=4,
                   **private).then(**refresh)
     gr.on(triggers=None, fn=on_load,
-          outputs=[user, sign_out, bulk["delete"], document.actions["delete"]],
+          outputs=[user, sign_out, bulk["delete"], document.actions["delete"], upload_results,
+                   *document.header_outputs],
           **private).then(**refresh)

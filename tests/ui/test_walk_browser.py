@@ -95,14 +95,19 @@ def choose_type(page: Page, doc_type: str) -> None:
 
 def every_button(page: Page) -> dict[str, list[str]]:
     """The buttons and downloads the page's app has (Gradio's own config: hidden ones
-    too), by the tab they are in ("" outside any tab): their elem_id, or their label."""
+    too), by the tab they are in (its ui.i18n key; "" outside any tab): their elem_id,
+    or their label."""
     return page.evaluate("""() => {
         const config = window.gradio_config;
         const components = new Map(config.components.map((c) => [c.id, c]));
         const found = {};
         const visit = (node, tab) => {
             const component = components.get(node.id);
-            if (component?.type === "tabitem") tab = component.props.label;
+            if (component?.type === "tabitem") {  // a label of ui.i18n: by its key
+                const label = component.props.label;
+                tab = typeof label === "string" && label.startsWith("__i18n__")
+                    ? JSON.parse(label.slice(8)).key : label?.key ?? label;
+            }
             if (["button", "downloadbutton", "uploadbutton"].includes(component?.type))
                 (found[tab] ??= []).push(component.props.elem_id || component.props.value);
             for (const child of node.children || []) visit(child, tab);
@@ -316,6 +321,11 @@ def test_one_walk_through_every_button_and_download_shows_no_error(browser, daem
         expect(why).to_contain_text("walk.png")
         click("review-reject")
         expect(message).to_contain_text("Rejected as unreadable.")
+        # the language link: to Chinese and back (the rest of the walk reads English)
+        click("review-language")
+        expect(page.locator("#review-counts")).to_contain_text("页等待复核")
+        click("review-language")
+        expect(page.locator("#review-counts")).to_contain_text("waiting")
         click("review-log-out")
         expect(page).to_have_url(re.compile(r"/login"))
 
@@ -332,6 +342,8 @@ def test_one_walk_through_every_button_and_download_shows_no_error(browser, daem
         click("document-confirm-yes")
         expect(document_message).to_contain_text("1 document deleted")
         page.get_by_role("tab", name="Documents", exact=True).click()
+        click("workspace-language")  # the page again, in Chinese; signing out still works
+        expect(page.get_by_role("tab", name="文档", exact=True)).to_be_visible()
         click("workspace-sign-out")
         expect(page).to_have_url(re.compile(r"/login"))
     page.context.close()
@@ -339,5 +351,5 @@ def test_one_walk_through_every_button_and_download_shows_no_error(browser, daem
     assert not errors, errors
     assert "Traceback" not in daemon.log(), daemon.log()
     # every button the three have, and no other, was walked
-    offered = {*buttons["Documents"], *buttons["Document"], *review_buttons}
+    offered = {*buttons["tab_documents"], *buttons["tab_document"], *review_buttons}
     assert offered == walked, (offered - walked, walked - offered)

@@ -1,0 +1,60 @@
+"""The UI's catalogue (ui/i18n.py): every entry has its Chinese, with the same fields."""
+
+from __future__ import annotations
+
+import re
+import string
+
+import pytest
+
+from ui.i18n import EN, TEXTS, ZH, from_accept_language, language_of, plural, text
+
+SAME_IN_BOTH = {"source_api", "fact_source"}  # "REST API", "{source} {when}"
+
+
+def fields(template: str) -> set[str]:
+    return {name for _literal, name, _spec, _conv in string.Formatter().parse(template) if name}
+
+
+@pytest.mark.parametrize("key", sorted(TEXTS))
+def test_every_entry_is_translated(key):
+    en, zh = TEXTS[key]
+    assert en.strip() and zh.strip(), key
+    assert fields(en) == fields(zh), key  # the same values fill both
+    if key not in SAME_IN_BOTH:
+        assert en != zh, f"{key} is not translated"
+        words = re.sub(r"\{\w+\}|GiB", "", zh)  # fields and units only: no Chinese needed
+        assert (re.search(r"[\u4e00-\u9fff]", zh) or not re.search(r"[A-Za-z]", words)
+                or key == "language_switch"), key
+
+
+def test_plural_pairs_are_whole():
+    for key in TEXTS:
+        if key.endswith("_one"):
+            assert key[:-4] + "_other" in TEXTS, key
+    assert plural("documents", 1) == "1 document" and plural("documents", 3, ZH) == "3 个文档"
+
+
+def test_a_missing_key_is_an_error_not_english():
+    with pytest.raises(KeyError):
+        text("no_such_text", ZH)
+
+
+@pytest.mark.parametrize(("header", "lang"), [
+    ("zh-CN,zh;q=0.9,en;q=0.8", ZH), ("zh", ZH), ("zh-Hans-CN", ZH), ("zh-TW", ZH),
+    ("en-US,en;q=0.9", EN), ("de-DE,zh;q=0.5", ZH), ("en;q=0.5,zh;q=0.9", ZH),
+    ("fr", EN), ("", EN), (None, EN), ("zh;q=0", EN),
+])
+def test_the_browser_language(header, lang):
+    assert from_accept_language(header) == lang
+
+
+def test_a_chosen_language_wins_over_the_browser():
+    class Request:
+        def __init__(self, cookies, headers):
+            self.cookies, self.headers = cookies, headers
+
+    assert language_of(Request({"appliance-lang": "en"}, {"accept-language": "zh-CN"})) == EN
+    assert language_of(Request({"appliance-lang": "zh-CN"}, {"accept-language": "en"})) == ZH
+    assert language_of(Request({"appliance-lang": "klingon"}, {"accept-language": "zh"})) == ZH
+    assert language_of(None) == EN
