@@ -28,6 +28,12 @@ def page_progress(view: DocumentView) -> tuple[int, int]:
     return view.page_counts[PageStatus.DONE], view.doc.page_count
 
 
+def pages_read(view: DocumentView) -> tuple[int, int]:
+    """(pages the machine has read, of them those waiting for a person's review)."""
+    waiting = view.page_counts[PageStatus.REVIEW]
+    return view.page_counts[PageStatus.DONE] + waiting, waiting
+
+
 def document_problem(view: DocumentView, lang: str = EN) -> str:
     """Why a document (or some of its pages) failed, in plain words; empty if nothing did.
     The pages' own reasons need ``view`` with its pages (``Library.document``)."""

@@ -177,6 +177,8 @@ TEXTS: dict[str, tuple[str, str]] = {
     "list_progress": ("pages done of {name}", "{name} 已完成页数"),
     "list_pages_done": ("{done}/{total} pages", "{done}/{total} 页"),
     "list_left": (" · about {duration} left", " · 约剩 {duration}"),
+    "list_waiting_one": (" · {n} read, waiting for review", " · {n} 页已识别，等待复核"),
+    "list_waiting_other": (" · {n} read, waiting for review", " · {n} 页已识别，等待复核"),
     "list_failed_one": ("{n} page failed: open it for why", "{n} 页失败：打开查看原因"),
     "list_failed_other": ("{n} pages failed: open it for why", "{n} 页失败：打开查看原因"),
     "list_name_matches": ("the name matches", "文件名匹配"),

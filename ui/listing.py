@@ -29,7 +29,7 @@ from pathlib import Path
 from typing import Callable
 
 from appliance.library import DocumentPage, DocumentQuery, DocumentView, Hit, PageStatus
-from ui.document_status import duration_text, error_text, page_progress, review_text
+from ui.document_status import duration_text, error_text, page_progress, pages_read, review_text
 from ui.i18n import EN, doc_type_text, label, plural, source_text, status_text, text
 
 PAGE_SIZE = 50
@@ -165,6 +165,7 @@ def _row(view: DocumentView, hit: Hit | None, searching: bool, reviewers_exist: 
         _when(doc.created_at), doc_type_text(doc.doc_type, lang), where,
         ", ".join(doc.tags or [])) if part)
     done, total = page_progress(view)
+    read, waiting = pages_read(view)
     left = remaining(view)
     # whole: two lines show (the remedy ends a message), and all of it on hover
     details = text_html(list_details(view, reviewers_exist, lang))
@@ -172,6 +173,7 @@ def _row(view: DocumentView, hit: Hit | None, searching: bool, reviewers_exist: 
     said = {key: text_html(text(key, lang, name=doc.name)) for key in ("list_select",
                                                                        "list_progress")}
     pages = text_html(text("list_pages_done", lang, done=done, total=total)
+                      + (plural("list_waiting", waiting, lang) if waiting else "")
                       + (text("list_left", lang, duration=duration_text(left, lang))
                          if left is not None else ""))
     cells = [
@@ -183,7 +185,10 @@ def _row(view: DocumentView, hit: Hit | None, searching: bool, reviewers_exist: 
         f'<td><span class="doc-status" data-status="{text_html(view.status)}">'
         f'{text_html(status_text(view.status, lang))}</span>'
         f'<div class="doc-details" title="{details}">{details}</div></td>',
-        f'<td><progress value="{done}" max="{max(total, 1)}" aria-label="'
+        # pages read and waiting for a person fill the bar in another colour than pages
+        # done: a document read to the end and waiting for review is not one still queued
+        f'<td><progress value="{read}" max="{max(total, 1)}"'
+        + (' class="doc-waiting"' if waiting else "") + f' aria-label="'
         f'{said["list_progress"]}"></progress> <span class="doc-pages">{pages}</span></td>',
     ]
     if searching:

@@ -26,6 +26,7 @@ from ui.actions import (
 from ui.components import escape_markdown_text
 from ui.document_status import remaining_s
 from ui.document_view import document_title, page_facts
+from ui.i18n import ZH
 from ui.listing import (
     DAY_S, PAGE_SIZE, Listed, browse_query, pager_offset, pager_text, results_html,
     snippet_html,
@@ -67,6 +68,20 @@ def test_the_list_escapes_every_value_from_a_document():
     assert 'class="doc-deleted"' in gone and "&lt;img src=x" in gone and ">deleted<" in gone
     assert results_html(Listed.of(DocumentQuery(), DocumentPage(0, [])), {}) == \
         '<p class="doc-none">No document matches.</p>'
+
+
+def test_pages_read_and_waiting_for_review_are_drawn_apart_from_pages_queued():
+    """Issue 53: a page waiting for a reviewer showed the same empty 0/1 bar as a page
+    still queued. Read and waiting, it fills the bar in another colour and says so."""
+    waiting, queued = view("receipt.png", DocStatus.REVIEW, review=1), view(queued=1)
+    for shown_view, bar, said in ((waiting, '<progress value="1" max="1" class="doc-waiting"',
+                                   "0/1 pages · 1 read, waiting for review"),
+                                  (queued, '<progress value="0" max="1" aria-label', "0/1 pages")):
+        listed = Listed.of(DocumentQuery(), DocumentPage(total=1, documents=[shown_view]))
+        shown = results_html(listed, {shown_view.doc.id: shown_view})
+        assert bar in shown and said in shown, shown
+    listed = Listed.of(DocumentQuery(), DocumentPage(total=1, documents=[waiting]))
+    assert "1 页已识别，等待复核" in results_html(listed, {waiting.doc.id: waiting}, lang=ZH)
 
 
 def test_a_redraw_keeps_the_rows_where_the_query_put_them():
