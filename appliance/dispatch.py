@@ -385,7 +385,7 @@ class Dispatcher:
                           doc_type=claim.doc_type, engine=claim.engine, attempt=claim.attempt,
                           pdf_password=self.settings.pdf_password(claim.watch_folder),
                           deadline_s=timeout_s, context=self._context(claim),
-                          resolution_boost=boost,
+                          resolution_boost=boost, turn_deg=claim.options.get("turn_deg"),
                           text_layer=claim.text_layer or self.settings.pdf.text_layer)
                 try:
                     worker.send(job, claim, kill_after_s)

@@ -44,6 +44,7 @@ log = logging.getLogger(__name__)
 # A line read with a score under this, or a token whose probability is under this, is
 # highlighted for the reviewer.
 HIGHLIGHT_BELOW = 0.8
+TURNS = (90, 180, 270)  # a reviewer's turns of a page, clockwise
 
 
 @dataclass
@@ -218,7 +219,10 @@ class ReviewService:
         self._settled(reviews.reject(self.db, page_id, reviewer, note))
 
     def rerun(self, reviewer: str, page_id: int, *, engine: str | None = None,
-              higher_resolution: bool = False) -> None:
+              higher_resolution: bool = False, turn_deg: int | None = None) -> None:
+        """Read the page again: with ``engine``, a resolution higher than its last, or
+        turned ``turn_deg`` degrees clockwise from how it was last shown (90, 180, 270),
+        which replaces the orientation the machine chose."""
         options: dict = {}
         if engine:
             if engine not in registry.names():
@@ -227,10 +231,29 @@ class ReviewService:
             options["engine"] = engine
         if higher_resolution:
             options["resolution_boost"] = self._options(page_id).get("resolution_boost", 0) + 1
+        if turn_deg is not None:
+            if turn_deg not in TURNS:
+                raise InvalidRequest(f"a page turns by 90, 180 or 270 degrees, not {turn_deg}")
+            options["turn_deg"] = (self._turned(page_id) + turn_deg) % 360
         if not options:
-            raise InvalidRequest("a rerun needs another engine or a higher resolution")
+            raise InvalidRequest("a rerun needs another engine, a higher resolution or a turn")
         reviews.rerun(self.db, page_id, reviewer, options)
         self.wake()
+
+    def _turned(self, page_id: int) -> int:
+        """How far clockwise the page as it came was turned for its last reading: the
+        reviewer's turn, else the orientation step's (its record says counter-clockwise)."""
+        with self.db.read() as session:
+            page = session.get(Page, page_id)
+            result = session.get(PageResult, page.result_id) if page and page.result_id else None
+        if page is None:
+            raise NotFound(f"no page with id {page_id}")
+        if "turn_deg" in (page.options or {}):
+            return page.options["turn_deg"]
+        steps = ((result.provenance or {}).get("preprocess") or []) if result else []
+        rotated = next((step["detail"].get("rotated_deg", 0) for step in steps
+                        if step.get("step") == "orientation"), 0)
+        return (360 - rotated) % 360
 
     def skip(self, reviewer: str, page_id: int) -> None:
         reviews.skip(self.db, page_id, reviewer)

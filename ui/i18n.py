@@ -427,18 +427,24 @@ TEXTS: dict[str, tuple[str, str]] = {
     "btn_reject": ("Reject as unreadable (X)", "无法识别，退回（X）"),
     "btn_rerun_resolution": ("Rerun at higher resolution (H)", "以更高分辨率重新识别（H）"),
     "btn_rerun_engine": ("Rerun with the other engine (O)", "用另一个引擎重新识别（O）"),
+    "btn_turn_right": ("Turn right, read again (R)", "向右转 90°，重新识别（R）"),
+    "btn_turn_around": ("Turn upside down, read again (T)", "旋转 180°，重新识别（T）"),
+    "btn_turn_left": ("Turn left, read again (L)", "向左转 90°，重新识别（L）"),
     "btn_skip": ("Skip (K)", "跳过（K）"),
     "btn_revert": ("Revert my edits (U)", "撤销我的修改（U）"),
     "btn_no_engine": ("Other engine (O): none installed", "其他引擎（O）：未安装"),
     "btn_rerun_with": ("Rerun with {engine} (O)", "用 {engine} 重新识别（O）"),
     "keys_help": ("Keys: **N** next page · **A** approve · **Ctrl+S** save correction · **X** "
                   "reject as unreadable · **H** rerun at higher resolution · **O** rerun with "
-                  "the other engine · **K** skip · **U** revert my edits · **E** edit the text, "
+                  "the other engine · **R** **T** **L** turn the page right, upside down or "
+                  "left and read it again · **K** skip · **U** revert my edits · **E** edit the "
+                  "text, "
                   "**Esc** leave it · **+ − 0** zoom · in the editor hold **Alt** (Alt+A "
                   "approves, Alt+N opens the next page) · in the key fields **Tab** moves on, "
                   "**Enter** or **Ctrl+S** saves them.",
                   "快捷键：**N** 下一页 · **A** 通过 · **Ctrl+S** 保存更正 · **X** 无法识别，退回 · "
-                  "**H** 以更高分辨率重新识别 · **O** 用另一个引擎重新识别 · **K** 跳过 · "
+                  "**H** 以更高分辨率重新识别 · **O** 用另一个引擎重新识别 · **R** **T** **L** "
+                  "将页面向右、倒转或向左旋转后重新识别 · **K** 跳过 · "
                   "**U** 撤销我的修改 · **E** 编辑文本，**Esc** 退出编辑 · **+ − 0** 缩放 · "
                   "在编辑器中按住 **Alt**（Alt+A 通过，Alt+N 打开下一页）· 在关键字段中 "
                   "**Tab** 切换，**Enter** 或 **Ctrl+S** 保存。"),
@@ -499,6 +505,9 @@ TEXTS: dict[str, tuple[str, str]] = {
     "review_rerun_other": ("The page is read again by the {engine} engine; it comes back to the "
                            "queue if it still needs review.",
                            "该页将由 {engine} 引擎重新识别；如仍需复核，会回到队列。"),
+    "review_turned": ("The page is read again, turned as you asked; it comes back to the queue "
+                      "if it still needs review.",
+                      "该页已按您的要求旋转并重新识别；如仍需复核，会回到队列。"),
     "review_skipped": ("Skipped: the page went to the back of the queue.",
                        "已跳过：该页已移到队列末尾。"),
     "review_next_open": ("{done} The next page is open.", "{done}已打开下一页。"),

@@ -41,7 +41,7 @@ from appliance.config import DOC_TYPES
 from appliance.engines import registry
 from appliance.errors import ApplianceError, LockLost
 from appliance.quality.routing import REVIEW_CODES
-from appliance.review import ReviewFilter, ReviewPage, ReviewService
+from appliance.review import TURNS, ReviewFilter, ReviewPage, ReviewService
 from ui import fields_form
 from ui.auth import LOGOUT_PATH, Sessions, mount_signed_in
 from ui.components import MARKDOWN_VIEW_CSS, escape_markdown_text, safe_markdown, safe_markdown_view
@@ -82,9 +82,14 @@ ACTIONS = {
     "reject": ("review-reject", "Reject as unreadable", "x"),
     "rerun_resolution": ("review-rerun-resolution", "Rerun at higher resolution", "h"),
     "rerun_engine": ("review-rerun-engine", "Rerun with the other engine", "o"),
+    "turn_right": ("review-turn-right", "Turn right and read again", "r"),
+    "turn_around": ("review-turn-around", "Turn upside down and read again", "t"),
+    "turn_left": ("review-turn-left", "Turn left and read again", "l"),
     "skip": ("review-skip", "Skip", "k"),
     "revert": ("review-revert", "Revert my edits", "u"),
 }
+# the turns a reviewer asks for (clockwise from the page as it is shown)
+TURN_ACTIONS = dict(zip(("turn_right", "turn_around", "turn_left"), TURNS))
 SAVE_KEY_LABEL = "Ctrl+S"
 PLAIN_KEYS = {key: button for action, (button, _label, key) in ACTIONS.items()
               if action != "correct"} | {
@@ -346,6 +351,9 @@ def perform(service: ReviewService, reviewer: str, action: str, page_id: int | N
                 return text("review_no_other", lang), None
             service.rerun(reviewer, page_id, engine=other)
             done = text("review_rerun_other", lang, engine=other)
+        elif action in TURN_ACTIONS:
+            service.rerun(reviewer, page_id, turn_deg=TURN_ACTIONS[action])
+            done = text("review_turned", lang)
         elif action == "skip":
             service.skip(reviewer, page_id)
             done = text("review_skipped", lang)
@@ -463,6 +471,8 @@ def build_review_ui(appliance: Appliance) -> gr.Blocks:
             engine_label, engine_ok = _engine_label(None, available)  # drawn again at load
             rerun_engine = gr.Button(engine_label, interactive=engine_ok,
                                      elem_id="review-rerun-engine")
+            turns = {action: gr.Button(label(f"btn_{action}"), elem_id=ACTIONS[action][0])
+                     for action in TURN_ACTIONS}
             skip = gr.Button(label("btn_skip"), elem_id="review-skip")
         with gr.Row():
             with gr.Column(scale=5):
@@ -651,7 +661,8 @@ def build_review_ui(appliance: Appliance) -> gr.Blocks:
         action_inputs = [page_id, editor, original, note, engine, *filters]
         for button, action in ((approve, "approve"), (save, "correct"), (reject, "reject"),
                                (rerun_resolution, "rerun_resolution"),
-                               (rerun_engine, "rerun_engine"), (skip, "skip")):
+                               (rerun_engine, "rerun_engine"), (skip, "skip"),
+                               *((button, action) for action, button in turns.items())):
             button.click(action_handler(action), inputs=action_inputs,
                          outputs=[*page_outputs, message], **busy).then(**refresh)
         fields_save_inputs = {page_id, key_fields, *field_inputs}

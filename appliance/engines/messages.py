@@ -36,6 +36,7 @@ class Job:
     deadline_s: float  # the engine stops itself after this; the supervisor kills later
     context: str = ""  # the end of the previous page's Markdown
     resolution_boost: int = 0  # a reviewer's rerun at higher resolution
+    turn_deg: int | None = None  # a reviewer's turn of the page as it came, clockwise
     text_layer: str = "auto"  # a PDF page's own text: auto, ignore or prefer (engines.pdf_text)
 
 

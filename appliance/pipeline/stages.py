@@ -153,7 +153,8 @@ def run_job(pipeline: PagePipeline, job: Job, background: ThreadPoolExecutor,
                                           doc_type=job.doc_type, max_pixels=job.max_pixels,
                                           classify_upside_down=pipeline.classify_upside_down,
                                           text_boxes=pipeline.text_boxes,
-                                          resolution_boost=job.resolution_boost)
+                                          resolution_boost=job.resolution_boost,
+                                          turn_deg=job.turn_deg)
             # the page as the engine sees it serves review: write it while the engine works
             saving = background.submit(save_page_image, image, job.page_image)
             recognition, key = _recognition(pipeline, image, request, clock)

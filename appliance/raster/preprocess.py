@@ -74,7 +74,8 @@ import numpy as np
 from PIL import Image
 
 from appliance.config import DOC_TYPES, PreprocessSettings
-from appliance.raster.turning import ClassifyUpsideDown, TextBoxDirections, deskew, orientation
+from appliance.raster.turning import (ClassifyUpsideDown, TextBoxDirections, deskew, orientation,
+                                      turned)
 from appliance.raster.workpage import StepRecord, WorkPage
 
 log = logging.getLogger(__name__)
@@ -126,18 +127,21 @@ def preprocess(image: Image.Image, settings: PreprocessSettings, *, doc_type: st
                max_pixels: int | None = None,
                classify_upside_down: ClassifyUpsideDown | None = None,
                text_boxes: TextBoxDirections | None = None,
-               resolution_boost: int = 0) -> tuple[Image.Image, list[StepRecord]]:
+               resolution_boost: int = 0,
+               turn_deg: int | None = None) -> tuple[Image.Image, list[StepRecord]]:
     """The cleaned page and one record per step that ran (none when disabled).
 
     ``resolution_boost``: read the page this many profile rungs sharper (a reviewer's
-    rerun at higher resolution), with print that much bigger.
+    rerun at higher resolution), with print that much bigger. ``turn_deg``: a
+    reviewer's turn of the page as it came, clockwise, in place of the orientation
+    step's own.
 
     A grayscale (``L``) page stays grayscale, anything else becomes RGB. When no step
     changes a pixel, ``image`` itself is returned.
     """
     if doc_type not in RESOLUTION_PROFILES:
         raise ValueError(f"unknown document type {doc_type!r}; known: {', '.join(DOC_TYPES)}")
-    if not settings.enabled:
+    if not settings.enabled and turn_deg is None:
         return image, []
     mode = "L" if image.mode in ("L", "1") else "RGB"
     working = image if image.mode == mode else image.convert(mode)
@@ -145,7 +149,8 @@ def preprocess(image: Image.Image, settings: PreprocessSettings, *, doc_type: st
 
     steps: list[tuple[str, bool, Callable[[], dict]]] = [
         ("orientation", settings.orientation, lambda: orientation(page, classify_upside_down,
-                                                                  text_boxes)),
+                                                                  text_boxes))
+         if turn_deg is None else ("orientation", True, lambda: turned(page, turn_deg)),
         ("deskew", settings.deskew, lambda: deskew(page, settings.deskew_min_angle_deg)),
         ("crop", settings.crop_borders, lambda: _crop(page)),
         ("contrast", settings.contrast, lambda: _contrast(page)),
@@ -154,6 +159,8 @@ def preprocess(image: Image.Image, settings: PreprocessSettings, *, doc_type: st
          lambda: _resolution(page, RESOLUTION_PROFILES[doc_type], doc_type, max_pixels,
                              resolution_boost)),
     ]
+    if not settings.enabled:  # the reviewer's turn alone
+        steps = steps[:1]
     records = []
     for name, enabled, run in steps:
         if not enabled:

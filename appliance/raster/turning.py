@@ -48,6 +48,18 @@ _ROTATE = {  # counter-clockwise degrees -> (cv2 code, coordinate map for a W x 
 }
 
 
+def turned(page: WorkPage, clockwise_deg: int) -> dict:
+    """A person's turn of the page as it came (a reviewer's "rotate and read again"),
+    in place of the orientation vote: ``rotated_deg`` counter-clockwise, as
+    ``orientation`` records it."""
+    rotate = (360 - clockwise_deg) % 360
+    if rotate:
+        code, coordinates = _ROTATE[rotate]
+        height, width = page.pixels.shape[:2]
+        page.update(cv2.rotate(page.pixels, code), coordinates(width, height).astype(float))
+    return {"rotated_deg": rotate, "by": "reviewer"}
+
+
 def orientation(page: WorkPage, classify: ClassifyUpsideDown | None,
                 text_boxes: TextBoxDirections | None) -> dict:
     """``rotated_deg``: the counter-clockwise turn applied (0, 90, 180 or 270)."""

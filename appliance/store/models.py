@@ -115,7 +115,8 @@ class Page(SQLModel, table=True):
     review_since: float | None = None
     review_owner: str | None = None
     review_lock_expires_at: float | None = None
-    # a reviewer's rerun: {"engine": "classic"|"llama"} and/or {"resolution_boost": 1}
+    # a reviewer's rerun: {"engine": "classic"|"llama"}, {"resolution_boost": 1} and/or
+    # {"turn_deg": 90} (the page as it came turned clockwise, in place of its orientation)
     options: dict | None = Field(default=None, sa_column=Column(JSON))
     # its worker died while it was read with other pages: read alone until it answers
     crash_suspect: bool = False

@@ -77,6 +77,27 @@ def test_turned_pages_come_out_upright(page, classifier, text_boxes, turned):
         assert out is rotated
 
 
+@pytest.mark.parametrize("turned", [90, 180, 270])
+def test_a_reviewers_turn_replaces_the_orientation_vote(page, classifier, turned):
+    """A reviewer's "rotate and read again" (``turn_deg``, clockwise, from the page as
+    it came) is done whatever the classifier would vote, and even with preprocessing
+    off; its record maps the boxes back as the orientation step's does."""
+    rotated = page.rotate(turned, expand=True)  # counter-clockwise
+    for settings in (only("orientation"), replace(OFF, enabled=False)):
+        out, [record] = preprocess(rotated, settings, classify_upside_down=classifier,
+                                   turn_deg=turned, doc_type="generic")
+        assert record.step == "orientation" and record.detail["by"] == "reviewer"
+        assert np.array_equal(np.asarray(out), np.asarray(page))
+        back = to_original([record.to_dict()])
+        height, width = np.asarray(out).shape[:2]
+        x, y, _ = back @ np.array([0.0, 0.0, 1.0])  # the turned page's top left corner
+        assert (round(x), round(y)) in {(0, 0), (rotated.width, 0), (0, rotated.height),
+                                        (rotated.width, rotated.height)}
+    # turned back the other way round, a page upright as it came stays so
+    out, _ = preprocess(page, only("orientation"), turn_deg=0)
+    assert np.array_equal(np.asarray(out), np.asarray(page))
+
+
 def monospaced_receipt(font_size: int = 22) -> Image.Image:
     """An upright receipt in monospaced print, its rows close together: its characters
     stack into columns (item names, quantities, an "X", decimal points)."""

@@ -218,6 +218,27 @@ def test_rerun_queues_the_page_with_its_options(setup):
                                                          "resolution_boost": 1}
 
 
+def test_a_turn_is_counted_from_the_page_as_the_reviewer_sees_it(setup):
+    """Issue 53: a page the orientation step turned 180 degrees on a guess comes back as
+    it came when the reviewer turns it 180 again; turning once more adds to the
+    reviewer's own turn. The option replaces the orientation the machine chose."""
+    service, db, *_ = setup
+    turned = {"preprocess": [{"step": "orientation", "ms": 1.0,
+                              "detail": {"rotated_deg": 180}}]}
+    in_review(db, provenance=turned)
+    page = service.next_page("anna")
+    with pytest.raises(InvalidRequest):
+        service.rerun("anna", page.item.page_id, turn_deg=45)
+    service.rerun("anna", page.item.page_id, turn_deg=180)
+    claim = transitions.claim_next_page(db, "w1", lease_s=60)
+    assert claim.options == {"turn_deg": 0}
+    transitions.complete_page(db, claim, page_done("Invoice 7"), ["low_confidence"],
+                              review=True)
+    page = service.next_page("anna")
+    service.rerun("anna", page.item.page_id, turn_deg=90)
+    assert transitions.claim_next_page(db, "w1", lease_s=60).options == {"turn_deg": 90}
+
+
 def test_skip_sends_the_page_to_the_back_of_the_queue(setup):
     service, db, *_ = setup
     in_review(db, name="a.png")
