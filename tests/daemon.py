@@ -18,6 +18,8 @@ from typing import Iterator
 import httpx
 
 from appliance.config import Settings, dump_toml
+from appliance.security import ApiKeys
+from appliance.users import Users
 
 READY_TIMEOUT_S = 240
 SYSTEMD_ENV = ("NOTIFY_SOCKET", "WATCHDOG_USEC", "WATCHDOG_PID")  # only when a test asks
@@ -171,3 +173,19 @@ class Daemon:
                 os.killpg(self.process.pid, signal.SIGKILL)
                 self.process.wait()
         self.client.close()
+
+
+def with_accounts(tmp: Path, accounts: dict[str, str], password: str, review: dict,
+                  **sections) -> Daemon:
+    """A daemon with review on and sign-in accounts ({name: role}, each with
+    ``password``): auth is on then, so the REST API wants a key, which its client
+    sends."""
+    users_file = tmp / "users.toml"
+    for name, role in accounts.items():
+        Users(users_file).add(name, role, password)
+    keys_file = tmp / "api-keys.toml"
+    key = ApiKeys(keys_file).add("tests")
+    daemon = Daemon(tmp, review={"enabled": True, "users_file": str(users_file), **review},
+                    auth={"api_keys_file": str(keys_file)}, **sections)
+    daemon.client.headers["X-API-Key"] = key
+    return daemon

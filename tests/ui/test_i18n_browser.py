@@ -14,10 +14,8 @@ import re
 import pytest
 from playwright.sync_api import Page, expect
 
-from appliance.security import ApiKeys
-from appliance.users import Users
 from tests.browser import UI_TIMEOUT_MS, screenshot_on_failure
-from tests.daemon import Daemon
+from tests.daemon import with_accounts
 from tests.fixtures.documents import write_png
 from ui.i18n import TEXTS
 
@@ -31,14 +29,8 @@ pytestmark = pytest.mark.usefixtures("patient_expect")
 @pytest.fixture(scope="module")
 def daemon(tmp_path_factory):
     tmp = tmp_path_factory.mktemp("i18n-daemon")
-    users_file = tmp / "users.toml"
-    Users(users_file).add("ada", "admin", PASSWORD)
-    keys_file = tmp / "api-keys.toml"
-    key = ApiKeys(keys_file).add("tests")
-    d = Daemon(tmp, review={"enabled": True, "users_file": str(users_file),
-                            "review_below": 1.0, "accept_from": 1.0},
-               auth={"api_keys_file": str(keys_file)})
-    d.client.headers["X-API-Key"] = key
+    d = with_accounts(tmp, {"ada": "admin"}, PASSWORD,
+                      review={"review_below": 1.0, "accept_from": 1.0})
     with d.running():
         d.upload(write_png(tmp / "zebra.png", ["Zebra 42", "Qwv 7"]), doc_type="fapiao")
         yield d

@@ -19,13 +19,11 @@ from playwright.sync_api import Browser, Locator, Page, expect
 
 from appliance.intake.spool import Spool
 from appliance.review import ReviewService
-from appliance.security import ApiKeys
 from appliance.store import Database, queries
 from appliance.store.models import PageStatus
-from appliance.users import Users
 from tests.browser import screenshot_on_failure
 from tests.conftest import make_settings
-from tests.daemon import Daemon
+from tests.daemon import Daemon, with_accounts
 from tests.fixtures.documents import write_pdf, write_png
 from tests.service.test_review import in_review
 from ui.page_image import annotate_page
@@ -61,16 +59,8 @@ pytestmark = pytest.mark.usefixtures("patient_expect")
 @pytest.fixture(scope="module")
 def daemon(tmp_path_factory):
     tmp = tmp_path_factory.mktemp("review-daemon")
-    users_file = tmp / "users.toml"
-    for name in REVIEWERS:
-        Users(users_file).add(name, "reviewer", PASSWORD)
-    # with accounts, auth is on: the REST API wants a key, the console a login
-    keys_file = tmp / "api-keys.toml"
-    key = ApiKeys(keys_file).add("tests")
-    d = Daemon(tmp, review={"enabled": True, "users_file": str(users_file),
-                            "review_below": 1.0, "accept_from": 1.0},
-               auth={"api_keys_file": str(keys_file)})
-    d.client.headers["X-API-Key"] = key
+    d = with_accounts(tmp, {name: "reviewer" for name in REVIEWERS}, PASSWORD,
+                      review={"review_below": 1.0, "accept_from": 1.0})
     d.start()
     try:
         d.wait_ready()

@@ -19,10 +19,8 @@ from pathlib import Path
 import pytest
 from playwright.sync_api import Browser, Page, expect
 
-from appliance.security import ApiKeys
-from appliance.users import Users
 from tests.browser import UI_TIMEOUT_MS, open_document, screenshot_on_failure, upload_input
-from tests.daemon import Daemon
+from tests.daemon import Daemon, with_accounts
 from tests.fixtures.documents import write_pdf, write_png
 
 PASSWORD = "correct horse battery"
@@ -39,15 +37,9 @@ pytestmark = pytest.mark.usefixtures("patient_expect")
 @pytest.fixture(scope="module")
 def daemon(tmp_path_factory):
     tmp = tmp_path_factory.mktemp("walk-daemon")
-    users_file = tmp / "users.toml"
-    Users(users_file).add("ada", "admin", PASSWORD)
-    keys_file = tmp / "api-keys.toml"
-    key = ApiKeys(keys_file).add("tests")
-    d = Daemon(tmp, review={"enabled": True, "users_file": str(users_file),
-                            "review_below": 0.5, "accept_from": 1.0, "sample_rate": 0.0,
-                            "always_review": ["invoice", "receipt"]},
-               auth={"api_keys_file": str(keys_file)})
-    d.client.headers["X-API-Key"] = key
+    d = with_accounts(tmp, {"ada": "admin"}, PASSWORD,
+                      review={"review_below": 0.5, "accept_from": 1.0, "sample_rate": 0.0,
+                              "always_review": ["invoice", "receipt"]})
     with d.running():
         d.ids = {
             "report": d.upload(write_pdf(tmp / "report.pdf", REPORT_PAGES))["id"],
