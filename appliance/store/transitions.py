@@ -30,6 +30,7 @@ from sqlalchemy import case, exists, func, or_, update
 from sqlalchemy.orm import aliased
 from sqlmodel import Session, select
 
+from appliance.config import QueueSettings
 from appliance.errors import (
     ApplianceError, Cancelled, CrashesWorker, LeaseExpired, NotFound, OriginalPurged,
 )
@@ -151,10 +152,11 @@ class Priority:
     time, has no size delay and starts ``born_digital_advance_s`` early.
     """
 
-    batch_delay_s: float = 600.0
-    per_page_delay_s: float = 2.0
-    max_size_delay_s: float = 1800.0
-    born_digital_advance_s: float = 300.0
+    # the configuration's defaults (``queue``), named there once
+    batch_delay_s: float = QueueSettings.batch_delay_s
+    per_page_delay_s: float = QueueSettings.per_page_delay_s
+    max_size_delay_s: float = QueueSettings.max_size_delay_s
+    born_digital_advance_s: float = QueueSettings.born_digital_advance_s
 
     def order(self):
         lane_delay = case((Document.lane == Lane.BATCH, self.batch_delay_s), else_=0.0)
