@@ -7,7 +7,8 @@ and marks it makes new lines. It imports nothing of the appliance.
 from __future__ import annotations
 
 import re
-from dataclasses import asdict, dataclass, field
+from collections.abc import Sequence
+from dataclasses import asdict, dataclass, field, replace
 from enum import StrEnum
 
 # a selection mark's (a check box's) states, and the token that stands for it in a
@@ -42,6 +43,24 @@ class Furniture(StrEnum):
 
 
 @dataclass(frozen=True)
+class Word:
+    """One word of a line: its text, its box [x0, y0, x1, y1] in page pixels and its
+    score, the least sure of its characters; None where the reading gives none (a
+    vision model's words placed on another reading's boxes, ``outputs.placement``)."""
+
+    text: str
+    box: Sequence[float]
+    score: float | None = None
+
+    def to_dict(self) -> dict:
+        return {"text": self.text, "box": self.box, "score": self.score}
+
+    @classmethod
+    def from_dict(cls, data: dict) -> Word:
+        return cls(text=data["text"], box=data["box"], score=data.get("score"))
+
+
+@dataclass(frozen=True)
 class Line:
     """One recognised text line: its text, its box [x0, y0, x1, y1] in page pixels, its
     score; once the page is read, the reading-order index of the block it belongs to
@@ -53,9 +72,7 @@ class Line:
     block: int | None = None
     structure: Structure | None = None
     furniture: Furniture | None = None
-    # the words, where the engine gives them: {"text", "box", "score"}, the score being
-    # the least sure of the word's characters
-    words: list[dict] | None = None
+    words: list[Word] | None = None  # where the engine gives them
 
     @property
     def role(self) -> str | None:
@@ -66,13 +83,15 @@ class Line:
     def to_dict(self) -> dict:
         """As stored and written in the JSON output: ``role`` for both roles."""
         return {"text": self.text, "box": self.box, "score": self.score, "block": self.block,
-                "role": self.role and self.role.value, "words": self.words}
+                "role": self.role and self.role.value,
+                "words": None if self.words is None else [word.to_dict() for word in self.words]}
 
     @classmethod
     def from_dict(cls, data: dict) -> Line:
-        role = data.get("role")
+        role, words = data.get("role"), data.get("words")
         return cls(text=data["text"], box=data["box"], score=data.get("score", 0.0),
-                   block=data.get("block"), words=data.get("words"),
+                   block=data.get("block"),
+                   words=None if words is None else [Word.from_dict(word) for word in words],
                    furniture=_member(Furniture, role), structure=_member(Structure, role))
 
 
@@ -116,10 +135,11 @@ class Unread:
     lean_deg: float = 0.0  # how far the lines descend to the right
 
 
-@dataclass
+@dataclass(frozen=True)
 class Recognition:
     """What an engine returns for one page image: its reading, or, where ``unread`` is
-    set, the lines it found, which the read stage reads."""
+    set, the lines it found, which the read stage reads. Each stage after the engine
+    makes a new one (``noted``, ``flagged``, ``dataclasses.replace``)."""
 
     text: str
     markdown: str
@@ -143,6 +163,13 @@ class Recognition:
               ) -> Recognition:
         """The lines a reader of line boxes found, for the read stage to read."""
         return cls(text="", markdown="", lines=lines, unread=Unread(page_height, lean_deg))
+
+    def noted(self, entries: dict) -> Recognition:
+        """This reading with ``entries`` in its provenance."""
+        return replace(self, provenance={**self.provenance, **entries})
+
+    def flagged(self, flag: str) -> Recognition:
+        return replace(self, flags=[*self.flags, flag])
 
     def to_dict(self) -> dict:
         return {**asdict(self), "lines": [line.to_dict() for line in self.lines]}

@@ -24,8 +24,8 @@ from appliance.docintel.errors import service_error
 from appliance.docintel.offsets import CODE_POINTS, counted_as
 from appliance.errors import InvalidRequest
 from appliance.export import document_error
-from appliance.outputs.tree import Box, PageTree, Word, page_trees
-from appliance.page import Furniture, Structure, is_mark
+from appliance.outputs.tree import Box, PageTree, page_trees
+from appliance.page import Furniture, Structure, Word, is_mark
 from appliance.quality.blocks import MarkdownBlock, parse_blocks
 from appliance.quality.html_tables import Cell, placed
 from appliance.quality.markdown import escape_markdown
@@ -168,7 +168,7 @@ def _locate(reading: PageReading, markdown: bool, review_cap: float | None) -> N
                 if hit is None:
                     continue
                 at, form = hit
-                confidence = word.confidence if word.confidence is not None else default
+                confidence = word.score if word.score is not None else default
                 if review_cap is not None:
                     confidence = min(confidence if confidence is not None else 1.0, review_cap)
                 located = Located(Word(word.text, word.box, confidence),
@@ -205,7 +205,7 @@ def _characters(word: Word) -> list[Word]:
         box[along] = start + length * done / sum(shares)
         done += share
         box[along + 2] = start + length * done / sum(shares)
-        words.append(Word(piece, tuple(box), word.confidence))
+        words.append(Word(piece, tuple(box), word.score))
     return words
 
 
@@ -250,7 +250,7 @@ def _page_json(reading: PageReading, unit: str, barcodes: bool) -> dict:
         "unit": unit,
         "spans": [{"offset": reading.start, "length": len(reading.text)}],
         "words": [{"content": w.word.text, "polygon": reading.polygon(w.word.box),
-                   "confidence": round(w.word.confidence if w.word.confidence is not None
+                   "confidence": round(w.word.score if w.word.score is not None
                                        else 1.0, 4),
                    "span": {"offset": w.start, "length": w.end - w.start}}
                   for w in reading.words],

@@ -22,7 +22,7 @@ from rapidocr import RapidOCR
 
 from appliance.engines.base import PageRequest, timed_reading
 from appliance.errors import EngineError
-from appliance.page import VERTICAL_ASPECT, Line, Recognition, is_column
+from appliance.page import VERTICAL_ASPECT, Line, Recognition, Word, is_column
 
 log = logging.getLogger(__name__)
 
@@ -178,7 +178,7 @@ def _one_turned_line(above: Line, below: Line) -> bool:
     return overlap >= width / 2 and below.box[1] - above.box[3] <= width
 
 
-def _words(text: str, chars, column: bool = False) -> list[dict] | None:
+def _words(text: str, chars, column: bool = False) -> list[Word] | None:
     """The line's words from its characters (text, confidence, quad each; spaces are
     not among them): each word's box and its least sure character's confidence; in a
     column of vertical text (``reading.vertical``) each character is a word, on its
@@ -192,8 +192,8 @@ def _words(text: str, chars, column: bool = False) -> list[dict] | None:
         mine = chars[start:start + len(word)]
         start += len(word)
         quads = np.array([quad for _char, _conf, quad in mine], dtype=np.float32).reshape(-1, 2)
-        result.append({"text": word, "box": _quad_to_box(quads),
-                       "score": round(min(float(conf) for _char, conf, _quad in mine), 4)})
+        result.append(Word(word, _quad_to_box(quads),
+                           round(min(float(conf) for _char, conf, _quad in mine), 4)))
     return result
 
 

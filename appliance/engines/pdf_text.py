@@ -59,7 +59,7 @@ from rapidfuzz.distance import Levenshtein
 from appliance.config import PdfSettings
 from appliance.engines.base import PageRequest
 from appliance.engines.cache import ResultCache, image_digest
-from appliance.page import Line, Recognition
+from appliance.page import Line, Recognition, Word
 from appliance.raster import PageRendering, open_pdf, to_rgb
 
 AUTO, IGNORE, PREFER = "auto", "ignore", "prefer"
@@ -339,10 +339,9 @@ def _line(chars: list[Char]) -> Line | None:
             word.append(char)
     if not words:
         return None
-    entries = [{"text": "".join(c.text for c in word), "box": _padded(word),
-                "score": 1.0} for word in words]
-    return Line(text=" ".join(entry["text"] for entry in entries),
-                box=_union(entry["box"] for entry in entries), score=1.0, words=entries)
+    entries = [Word("".join(c.text for c in word), _padded(word), 1.0) for word in words]
+    return Line(text=" ".join(entry.text for entry in entries),
+                box=_union(entry.box for entry in entries), score=1.0, words=entries)
 
 
 def _padded(word: list[Char]) -> list[float]:
@@ -498,7 +497,7 @@ def picture_lines(layer: TextLayer, lines: list[Line],
             if line.score < OCR_LINE_MIN_SCORE:
                 continue
             moved = Line(text=line.text, box=placed(line.box), score=line.score,
-                         words=[{**word, "box": placed(word["box"])} for word in line.words]
+                         words=[replace(word, box=placed(word.box)) for word in line.words]
                          if line.words else None)
             if not _in_layer(moved, lines):
                 found.append(moved)
@@ -539,16 +538,15 @@ def read_page(page: PageRendering, mode: str, settings: PdfSettings,
     key = cache.key(f"{image_digest(page.preview(_INK_DPI))}:{layer.digest()}", reader,
                     request) if cache else None
     if key and (cached := cache.get(key)) is not None:
-        cached.flags = [*cached.flags, "cached"]
-        return cached.provenance["text_layer"], cached, key
+        return cached.provenance["text_layer"], cached.flagged("cached"), key
     verdict, lines = judge(layer, page, mode, settings, ocr)
     if verdict.reader == OCR:
         return verdict.to_dict(), None, None
     found = picture_lines(layer, lines, ocr)
     if found:
         verdict.reader, verdict.ocr_lines = MIXED, len(found)
-    recognition = Recognition.found(lines + found, page_height=page.size[1])
-    recognition.provenance["text_layer"] = verdict.to_dict()
+    recognition = Recognition.found(lines + found, page_height=page.size[1]).noted(
+        {"text_layer": verdict.to_dict()})
     if key:
         cache.put(key, recognition)
     return verdict.to_dict(), recognition, key

@@ -269,11 +269,9 @@ class VisionEngine:
             return reader.recognize(image, request)
 
     def _fallback(self, image, request, provenance, reason: str) -> Recognition:
-        result = self._read_classic(image, request)
-        result.flags = ["fallback"]
-        result.provenance = {**provenance, "fallback_engine": self._classic.model_id,
-                             "fallback_reason": reason}
-        return result
+        return replace(self._read_classic(image, request), flags=["fallback"],
+                       provenance={**provenance, "fallback_engine": self._classic.model_id,
+                                   "fallback_reason": reason})
 
     def close(self) -> None:
         self.close_model()

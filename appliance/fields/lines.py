@@ -7,6 +7,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from appliance.outputs.tree import PageTree
+from appliance.page import Word
 
 
 @dataclass
@@ -25,7 +26,7 @@ class ReadLine:
     order: int  # in reading order over the document
     text: str
     box: tuple[float, float, float, float]  # in the tree's frame
-    words: list  # outputs.tree.Word
+    words: list[Word]
     confidence: float
 
     def evidence(self, span: tuple[int, int] | None = None) -> Evidence:
@@ -57,7 +58,7 @@ def read_lines(pages: list[PageTree]) -> list[ReadLine]:
             for line in block.lines:
                 if not line.words:
                     continue
-                scores = [w.confidence for w in line.words if w.confidence is not None]
+                scores = [w.score for w in line.words if w.score is not None]
                 lines.append(ReadLine(page, len(lines), line.text, line.box, line.words,
                                    sum(scores) / len(scores) if scores else 1.0))
     return lines

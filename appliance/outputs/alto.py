@@ -124,7 +124,7 @@ def _page(layout: ET.Element, page: PageTree) -> None:
                         "WIDTH": str(gap)})
                 attributes = {"ID": f"word_{n}_{b}_{li}_{w}",
                               "CONTENT": xml_text(word.text), **_position(box)}
-                confidence = known_confidence(word.confidence)
+                confidence = known_confidence(word.score)
                 if confidence is not None:
                     attributes["WC"] = word_confidence(confidence)
                 ET.SubElement(text_line, "String", attributes)

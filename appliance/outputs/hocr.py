@@ -148,7 +148,7 @@ def _page(body: ET.Element, page: PageTree, image: str) -> None:
             span = _el(par, "span", "ocr_line", f"line_{n}_{b}_{li}", _title(*line_props))
             for w, word in enumerate(line.words, start=1):
                 props = [_bbox(page.pixels(word.box))]
-                confidence = known_confidence(word.confidence)
+                confidence = known_confidence(word.score)
                 if confidence is not None:
                     props.append(f"x_wconf {confidence_percent(confidence)}")
                 _el(span, "span", "ocrx_word", f"word_{n}_{b}_{li}_{w}",

@@ -437,7 +437,7 @@ def _placed_lines(tree: PageTree) -> list[list[tuple[str, tuple[float, float, fl
                     x0, y0, x1, y1 = word.box
                     box = (x0 - left, y0 - top, x1 - left, y1 - top)
                     words.append((text, _clipped(box, width, height),
-                                  word.confidence))
+                                  word.score))
             if words and is_column(line.box, "".join(text for text, _box, _c in words)):
                 placed.extend([word] for word in words)  # each character where it stands
             elif words:

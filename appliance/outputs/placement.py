@@ -12,7 +12,7 @@ is the placement ``rate``; a page placed poorly is flagged.
 from __future__ import annotations
 
 import difflib
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from appliance.page import Line, Recognition
 
@@ -140,13 +140,12 @@ def union(boxes) -> tuple[float, float, float, float]:
             max(b[2] for b in boxes), max(b[3] for b in boxes))
 
 
-def place_text(recognition: Recognition, positions: list[Line]) -> None:
+def place_text(recognition: Recognition, positions: list[Line]) -> Recognition:
     """Give a reading without positions (a vision model's) lines with word boxes: its
     words aligned to ``positions``, another reading's lines of the same page image. The
     placement (source, rate, words) goes into its provenance; under POOR_PLACEMENT
     the page is flagged ``poorly_placed``."""
     placed, rate = align(words_of(positions), (recognition.text or "").split(), score=None)
-    recognition.lines = [Line.from_dict(line) for line in lines_of(placed)]
-    recognition.provenance["placement"] = {"rate": round(rate, 4), "words": len(placed)}
-    if rate < POOR_PLACEMENT:
-        recognition.flags = [*recognition.flags, "poorly_placed"]
+    recognition = replace(recognition, lines=[Line.from_dict(line) for line in lines_of(placed)]
+                          ).noted({"placement": {"rate": round(rate, 4), "words": len(placed)}})
+    return recognition.flagged("poorly_placed") if rate < POOR_PLACEMENT else recognition

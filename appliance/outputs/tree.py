@@ -19,20 +19,13 @@ import numpy as np
 
 from appliance.engines.pdf_text import OCR
 from appliance.outputs.placement import Placed, align, union, words_of
-from appliance.page import Furniture
+from appliance.page import Furniture, Word
 from appliance.raster.preprocess import to_original
 from appliance.store import Database, queries
 from appliance.store.models import PageResult, PageStatus
 
 Box = tuple[float, float, float, float]  # x0, y0, x1, y1
 IDENTITY = (1.0, 0.0, 0.0, 0.0, 1.0, 0.0)
-
-
-@dataclass
-class Word:
-    text: str
-    box: Box
-    confidence: float | None = None  # 0-1, where the engine gave one
 
 
 @dataclass

@@ -144,7 +144,7 @@ def run_job(pipeline: PagePipeline, job: Job, background: ThreadPoolExecutor,
             # when someone opens it (``review.page_image``)
             steps = []
             reader = (pdf_text.NAME, pdf_text.model_id())
-            recognition.provenance[PAGE_IMAGE] = ON_DEMAND
+            recognition = recognition.noted({PAGE_IMAGE: ON_DEMAND})
         else:
             with clock.stage("raster"):
                 rendered_image = page.image
@@ -167,7 +167,7 @@ def run_job(pipeline: PagePipeline, job: Job, background: ThreadPoolExecutor,
                     saving = background.submit(save_page_image, kept[0], job.page_image)
                 image, steps, recognition, key = kept
             if verdict is not None:
-                recognition.provenance["text_layer"] = verdict
+                recognition = recognition.noted({"text_layer": verdict})
 
         def engine_image() -> Image.Image:
             """The image the engine read; a page read from its text rendered only now."""
@@ -180,7 +180,7 @@ def run_job(pipeline: PagePipeline, job: Job, background: ThreadPoolExecutor,
         with clock.stage("read"):
             recognition = pipeline.read(recognition, image)  # image None: read from its text
         with clock.stage("postprocess"):
-            postprocess(recognition)
+            recognition = postprocess(recognition)
             confidence = score_page(recognition, doc_type=request.doc_type)
         # a vision reading has no word boxes: its words go on the classic reading's
         placing = bool(settings.place_vision_text and not recognition.lines
@@ -201,26 +201,27 @@ def run_job(pipeline: PagePipeline, job: Job, background: ThreadPoolExecutor,
             with clock.stage("placement"):
                 classic = second or pipeline.recognise(
                     engine_image(), replace(request, engine=registry.FALLBACK))
-                place_text(recognition, classic.lines)
+                recognition = place_text(recognition, classic.lines)
         specs = settings.field_specs.get(request.doc_type)
         if (specs and isinstance(engine, VisionEngine) and request.engine != registry.FALLBACK
                 and reader[0] != pdf_text.NAME):
             with clock.stage("fields"):
-                recognition.field_answer = _field_answer(engine, engine_image(), recognition,
-                                                          specs, request)
+                recognition = _with_field_answer(engine, engine_image(), recognition, specs,
+                                                 request)
         if settings.barcodes:
             with clock.stage("barcodes"):
-                recognition.barcodes = read_barcodes(engine_image())
+                recognition = replace(recognition, barcodes=read_barcodes(engine_image()))
         if key:  # so that deleting the document can delete its cache entries too
-            recognition.provenance[CACHE_PROVENANCE] = key
-        recognition.provenance["preprocess"] = [step.to_dict() for step in steps]
-        recognition.provenance["image_size"] = list(page.size if image is None else image.size)
-        # the page as rendered, which hOCR, ALTO and text layers are placed on
-        recognition.provenance["rendered"] = {
-            "size": list(page.size), "dpi": round(page.dpi, 2) if plausible_dpi(page.dpi) else None}
-        # where the image was kept depends on the DPI it was rendered at, which the
-        # settings may change later: the page finds its image by this one
-        recognition.provenance["page_image_dpi"] = job.dpi
+            recognition = recognition.noted({CACHE_PROVENANCE: key})
+        recognition = recognition.noted({
+            "preprocess": [step.to_dict() for step in steps],
+            "image_size": list(page.size if image is None else image.size),
+            # the page as rendered, which hOCR, ALTO and text layers are placed on
+            "rendered": {"size": list(page.size),
+                         "dpi": round(page.dpi, 2) if plausible_dpi(page.dpi) else None},
+            # where the image was kept depends on the DPI it was rendered at, which the
+            # settings may change later: the page finds its image by this one
+            "page_image_dpi": job.dpi})
         if saving is not None:
             saving.result()
     except ApplianceError as exc:
@@ -267,8 +268,7 @@ def _recognition(pipeline: PagePipeline, image: Image.Image, request: PageReques
             key = cache.key(image_digest(image), pipeline.engine, request)
             recognition = cache.get(key)
     if recognition is not None:
-        recognition.flags = [*recognition.flags, "cached"]
-        return recognition, key
+        return recognition.flagged("cached"), key
     if request.cancel is not None and request.cancel.is_set():
         raise PagePreempted("taken back before the engine read it")
     with clock.stage("inference"):
@@ -296,10 +296,9 @@ def _better_way_up(pipeline: PagePipeline, job: Job, rendered: Image.Image,
     options = [(turned[0], turned[1], pipeline.read(turned[2], turned[0]), turned[3]),
                (image, steps, pipeline.read(recognition, image), key)]
     scores = [score_page(option[2], doc_type=request.doc_type).score for option in options]
-    best = options[scores.index(max(scores))]
-    best[2].provenance["way_up"] = {"turned": round(scores[0], 4),
-                                    "as_it_came": round(scores[1], 4)}
-    return best
+    image, steps, recognition, key = options[scores.index(max(scores))]
+    return image, steps, recognition.noted({"way_up": {"turned": round(scores[0], 4),
+                                                       "as_it_came": round(scores[1], 4)}}), key
 
 
 def _second_reading(pipeline: PagePipeline, image: Image.Image, request: PageRequest,
@@ -314,23 +313,23 @@ def _second_reading(pipeline: PagePipeline, image: Image.Image, request: PageReq
     return None
 
 
-def _field_answer(engine: VisionEngine, image: Image.Image, recognition: Recognition,
-                  specs: tuple[FieldSpec, ...], request: PageRequest) -> dict | None:
-    """The vision model's reading of the page's fields, from the image and the page's
-    lines (``fields.model``). None when the question does not fit the model's context,
+def _with_field_answer(engine: VisionEngine, image: Image.Image, recognition: Recognition,
+                       specs: tuple[FieldSpec, ...], request: PageRequest) -> Recognition:
+    """``recognition`` with the vision model's reading of the page's fields, from the
+    image and the page's lines (``fields.model``), and the question's version in its
+    provenance. The answer is None when the question does not fit the model's context,
     or its answer ran out of tokens or is not of the question's schema: the rules
     extractor then reads every field. The page's own reading stands either way."""
     asked = question(request.doc_type, specs, recognition.lines, image.width, image.height)
-    recognition.provenance["fields_question"] = asked.version
+    recognition, answer = recognition.noted({"fields_question": asked.version}), None
     try:
         answer = engine.ask(image, asked, request)
     except EngineError as exc:
         log.warning("the vision model could not answer %s (%s)", asked.version, exc.message)
-        return None
     if answer is None:
-        return None
+        return recognition
     try:
-        return parse_answer(answer, specs)
+        return replace(recognition, field_answer=parse_answer(answer, specs))
     except ValueError as exc:
         log.warning("the model's answer to %s is not of its schema (%s)", asked.version, exc)
-        return None
+        return recognition

@@ -31,7 +31,7 @@ import numpy as np
 import onnxruntime
 from PIL import Image
 
-from appliance.page import Line
+from appliance.page import Line, Word
 from appliance.quality.html_tables import Cell, table_lines
 from appliance.quality.markdown import escape_markdown
 from appliance.reading.lines import rows, unspaced
@@ -203,13 +203,13 @@ def _words(line: Line) -> list[dict]:
         total, start, words = len(line.text), 0, []
         for token in line.text.split(" "):
             if token:
-                words.append({"text": token, "box": [x0 + (x1 - x0) * start / total, y0,
-                              x0 + (x1 - x0) * (start + len(token)) / total, y1]})
+                words.append(Word(token, [x0 + (x1 - x0) * start / total, y0,
+                                          x0 + (x1 - x0) * (start + len(token)) / total, y1]))
             start += len(token) + 1
     out = []
     for word in words:
-        pieces = _pieces(word["text"])
-        x0, y0, x1, y1 = word["box"]
+        pieces = _pieces(word.text)
+        x0, y0, x1, y1 = word.box
         total, start = sum(map(len, pieces)), 0
         for number, piece in enumerate(pieces):
             left = x0 + (x1 - x0) * start / total

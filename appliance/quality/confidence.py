@@ -376,8 +376,8 @@ def _word_signals(lines) -> dict:
     words = [word for line in lines for word in (line.words or [])]
     if not words:
         return {"words": 0}
-    scores = [word["score"] for word in words]
-    tokens = [word["text"] for word in words]
+    scores = [word.score for word in words]
+    tokens = [word.text for word in words]
     return {"words": len(words),
             "word_score_p05": round(percentile(scores, 5), 4),
             "shaky_words": round(sum(score < SHAKY_WORD for score in scores) / len(scores), 4),

@@ -8,6 +8,8 @@ reading gets today's repair. Repair (seed 000 §6.3) fixes the Markdown in place
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 from appliance.page import Recognition
 from appliance.quality.markdown import escape_markdown, markdown_to_text
 from appliance.quality.repair import repair
@@ -15,18 +17,18 @@ from appliance.quality.repair import repair
 REPAIR_FLAGS = {1: "repaired", 2: "degraded"}
 
 
-def postprocess(recognition: Recognition) -> None:
-    """Repair ``recognition``'s Markdown in place and record it."""
+def postprocess(recognition: Recognition) -> Recognition:
+    """``recognition`` with its Markdown repaired, and the repair recorded."""
     repaired = repair(recognition.markdown, recognition.lines)
-    recognition.provenance["repair"] = {"level": repaired.level, "fixes": repaired.fixes,
-                                        "problems": repaired.problems}
+    recognition = recognition.noted({"repair": {"level": repaired.level,
+                                                "fixes": repaired.fixes,
+                                                "problems": repaired.problems}})
     if repaired.level == 0:
-        return
+        return recognition
     if repaired.level == 1:
-        recognition.markdown = repaired.markdown
-        recognition.text = markdown_to_text(repaired.markdown)
+        text, markdown = markdown_to_text(repaired.markdown), repaired.markdown
     else:  # plain text, one line per line read; the Markdown output shows it literally
-        recognition.text = repaired.markdown
-        recognition.markdown = "\n\n".join(
+        text, markdown = repaired.markdown, "\n\n".join(
             escape_markdown(line) for line in repaired.markdown.splitlines() if line.strip())
-    recognition.flags = [*recognition.flags, REPAIR_FLAGS[repaired.level]]
+    return replace(recognition, text=text, markdown=markdown).flagged(
+        REPAIR_FLAGS[repaired.level])

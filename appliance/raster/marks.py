@@ -29,7 +29,7 @@ import cv2
 import numpy as np
 from PIL import Image
 
-from appliance.page import MARK_TOKENS, SELECTED, UNSELECTED, Line, Recognition
+from appliance.page import MARK_TOKENS, SELECTED, UNSELECTED, Line, Recognition, Word
 from appliance.raster.layout import analyze, gray_pixels, ink_mask
 
 # A box's side against the median height of the page's text lines. Measured on FUNSD
@@ -72,7 +72,7 @@ def find_marks(image: Image.Image, lines: list[Line]) -> list[dict]:
                | cv2.morphologyEx(ink, cv2.MORPH_OPEN, np.ones((run, 1), np.uint8)))
     contours, hierarchy = cv2.findContours(strokes, cv2.RETR_CCOMP, cv2.CHAIN_APPROX_SIMPLE)
     words = [word for line in lines for word in _words(line)
-             if not BOX_SYMBOLS.intersection(word["text"])]
+             if not BOX_SYMBOLS.intersection(word.text)]
     marks = []
     for contour, (_next, _previous, _child, parent) in zip(contours, hierarchy[0]
                                                             if hierarchy is not None else []):
@@ -85,7 +85,7 @@ def find_marks(image: Image.Image, lines: list[Line]) -> list[dict]:
         inside = _inside(ink[y:y + h, x:x + w] > 0, frame)
         box = [float(x), float(y), float(x + w), float(y + h)]
         if (sides < SIDE_INK or inside >= SOLID
-                or any(_within(box, word["box"]) for word in words)):
+                or any(_within(box, word.box) for word in words)):
             continue
         selected = inside >= FILLED
         # how clear the evidence is: the frame's weakest side, and how far the inside
@@ -106,9 +106,9 @@ def _text_height(image: Image.Image, lines: list[Line]) -> float | None:
     return analyze(image).char_height_px
 
 
-def _words(line: Line) -> list[dict]:
+def _words(line: Line) -> list[Word]:
     """The line's words; the line as one where the recogniser gave none."""
-    return line.words or [{"text": line.text, "box": line.box}]
+    return line.words or [Word(line.text, line.box, line.score)]
 
 
 def _sides(frame: np.ndarray) -> float:
@@ -157,8 +157,8 @@ def with_marks(recognition: Recognition, marks: list[dict]) -> Recognition:
         return replace(recognition, selection_marks=marks)
     lines = [kept for line in recognition.lines if (kept := _beside_marks(line, marks)).text]
     lines += [Line(MARK_TOKENS[mark["state"]], mark["box"], mark["confidence"],
-                   words=[{"text": MARK_TOKENS[mark["state"]], "box": mark["box"],
-                           "score": mark["confidence"]}]) for mark in marks]
+                   words=[Word(MARK_TOKENS[mark["state"]], mark["box"], mark["confidence"])])
+              for mark in marks]
     return replace(recognition, lines=lines, selection_marks=marks)
 
 
@@ -169,13 +169,13 @@ def _beside_marks(line: Line, marks: list[dict]) -> Line:
     inside = [mark for mark in marks if _within(mark["box"], line.box)]
     if not inside:
         return line
-    words = [{**word, "text": "".join(ch for ch in word["text"] if ch not in BOX_SYMBOLS)}
-             if any(_within(mark["box"], word["box"]) for mark in inside) else word
+    words = [replace(word, text="".join(ch for ch in word.text if ch not in BOX_SYMBOLS))
+             if any(_within(mark["box"], word.box) for mark in inside) else word
              for word in _words(line)]
-    words = [word for word in words if word["text"]]
+    words = [word for word in words if word.text]
     if not words:
         return replace(line, text="")
-    box = [min(w["box"][0] for w in words), min(w["box"][1] for w in words),
-           max(w["box"][2] for w in words), max(w["box"][3] for w in words)]
-    return replace(line, text=" ".join(word["text"] for word in words), box=box,
+    box = [min(w.box[0] for w in words), min(w.box[1] for w in words),
+           max(w.box[2] for w in words), max(w.box[3] for w in words)]
+    return replace(line, text=" ".join(word.text for word in words), box=box,
                    words=words if line.words else None)

@@ -12,7 +12,7 @@ from dataclasses import replace
 
 import numpy as np
 
-from appliance.page import Line
+from appliance.page import Line, Word
 from appliance.reading.lines import PROSE_WORDS, median_height, word_count
 
 # A gutter is at least this many median line heights wide. Typeset reports keep theirs
@@ -107,7 +107,7 @@ def split_at_gutters(lines: list[Line], lean_deg: float) -> list[Line]:
     level = levelled(lines, lean_deg)
     shift = {id(line): (flat.box[0] - line.box[0], flat.box[1] - line.box[1])
              for line, flat in zip(lines, level)}
-    ink = [Line(text=word["text"], box=_moved(word["box"], shift[id(line)]), score=0.0)
+    ink = [Line(text=word.text, box=_moved(word.box, shift[id(line)]), score=0.0)
            for line, word in words]
     ink += [flat for flat in level if not flat.words]
     height = median_height(lines)
@@ -140,8 +140,8 @@ def _column_gutter(lines: list[Line], across: dict[int, float], x: float,
     for line in lines:
         if id(line) in across or not line.words or word_count(line.text) < PROSE_WORDS:
             continue
-        left = min(word["box"][0] for word in line.words) + shift[id(line)][0]
-        right = max(word["box"][2] for word in line.words) + shift[id(line)][0]
+        left = min(word.box[0] for word in line.words) + shift[id(line)][0]
+        right = max(word.box[2] for word in line.words) + shift[id(line)][0]
         if x - height <= right <= x:
             beside[0] += 1
         elif x <= left <= x + height:
@@ -153,8 +153,8 @@ def _column_gutter(lines: list[Line], across: dict[int, float], x: float,
 def _joins_running_text(line: Line, x: float) -> bool:
     """Whether ``line`` holds running text (PROSE_WORDS words) on both sides of ``x``
     (its own coordinates)."""
-    left = [word["text"] for word in line.words or () if word["box"][2] <= x]
-    right = [word["text"] for word in line.words or () if word["box"][0] >= x]
+    left = [word.text for word in line.words or () if word.box[2] <= x]
+    right = [word.text for word in line.words or () if word.box[0] >= x]
     return min(word_count(" ".join(left)), word_count(" ".join(right))) >= PROSE_WORDS
 
 
@@ -168,12 +168,12 @@ def _cut_line(line: Line, xs: list[float]) -> list[Line]:
     a detector's box reaches into it), as tall as the line, with its score."""
     if not line.words:
         return [line]
-    pieces: list[list[dict]] = [[]]
+    pieces: list[list[Word]] = [[]]
     for word in line.words:
-        if pieces[-1] and any(pieces[-1][-1]["box"][2] <= x <= word["box"][0] for x in xs):
+        if pieces[-1] and any(pieces[-1][-1].box[2] <= x <= word.box[0] for x in xs):
             pieces.append([])
         pieces[-1].append(word)
-    return [Line(text=" ".join(word["text"] for word in piece) if len(pieces) > 1 else line.text,
-                 box=[min(word["box"][0] for word in piece), line.box[1],
-                      max(word["box"][2] for word in piece), line.box[3]],
+    return [Line(text=" ".join(word.text for word in piece) if len(pieces) > 1 else line.text,
+                 box=[min(word.box[0] for word in piece), line.box[1],
+                      max(word.box[2] for word in piece), line.box[3]],
                  score=line.score, words=piece) for piece in pieces]

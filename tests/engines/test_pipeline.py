@@ -186,20 +186,20 @@ def test_json_output_has_blocks_and_provenance(tmp_path, daemon):
                                               "postprocess_ms", "barcodes_ms"]
 
 
-def test_postprocess_repairs_in_place_or_degrades_and_flags_the_page():
+def test_postprocess_repairs_or_degrades_and_flags_the_page():
     clean = Recognition(text="", markdown="# Title\n\nBody text.")
-    postprocess(clean)
+    clean = postprocess(clean)
     assert clean.markdown == "# Title\n\nBody text." and clean.flags == []
     assert clean.provenance["repair"] == {"level": 0, "fixes": [], "problems": []}
 
     wrapped = Recognition(text="", markdown="```markdown\n| a | b |\n|---|---|\n| 1 | 2 | 3 |\n```")
-    postprocess(wrapped)
+    wrapped = postprocess(wrapped)
     assert wrapped.flags == ["repaired"] and format_problems(wrapped.markdown) == []
     assert "3" in wrapped.text and "```" not in wrapped.markdown
 
     hopeless = Recognition(text="", markdown="<table><tr><td>*a*</td></tr></table>\n# 1. x",
                            lines=[Line("*a*", [0, 0, 9, 9], 0.9), Line("1. x", [0, 20, 9, 29], 0.8)])
-    postprocess(hopeless)
+    hopeless = postprocess(hopeless)
     assert hopeless.flags == ["degraded"] and hopeless.provenance["repair"]["problems"]
     assert hopeless.text.splitlines() == ["*a*", "1. x"]
     assert format_problems(hopeless.markdown) == []

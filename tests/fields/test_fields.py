@@ -16,7 +16,8 @@ from appliance.fields.document import read_fields
 from appliance.fields.qr import FapiaoQr, parse
 from appliance.fields.schema import DEFAULTS, schemas
 from appliance.fields.validate import Seen
-from appliance.outputs.tree import PageTree, TextBlock, TextLine, Word
+from appliance.outputs.tree import PageTree, TextBlock, TextLine
+from appliance.page import Word
 
 TODAY = datetime.date(2026, 12, 1)
 CHAR_W, LINE_H = 14.0, 28.0

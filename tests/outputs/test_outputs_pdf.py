@@ -20,7 +20,8 @@ from PIL import Image
 
 from appliance.errors import EncryptedPdf
 from appliance.outputs.pdf import PAGES_WITHOUT_TEXT_KEY, device_to_user, searchable_pdf
-from appliance.outputs.tree import PageTree, TextBlock, TextLine, Word
+from appliance.outputs.tree import PageTree, TextBlock, TextLine
+from appliance.page import Word
 from appliance.raster import render_page
 from appliance.raster.synthetic import render_text_page, sample_lines, text_page_words
 from tests.fixtures.documents import write_encrypted_pdf, write_pdf

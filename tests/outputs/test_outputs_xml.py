@@ -16,7 +16,8 @@ import xmlschema
 
 from appliance.outputs.alto import to_alto
 from appliance.outputs.hocr import to_hocr
-from appliance.outputs.tree import PageTree, TextBlock, TextLine, Word, pixel_box
+from appliance.outputs.tree import PageTree, TextBlock, TextLine, pixel_box
+from appliance.page import Word
 
 DATA = Path(__file__).parents[1] / "data"
 ALTO = "{http://www.loc.gov/standards/alto/ns-v4#}"

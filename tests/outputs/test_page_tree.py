@@ -81,7 +81,7 @@ def test_words_land_where_they_stand_on_a_page_submitted_turned_and_askew(runnin
     assert page.text_angle == 90  # the text runs up the page
     words = [word for block in page.blocks for line in block.lines for word in line.words]
     assert len(missed([(w.text, page.on_page(w.box)) for w in words], truth)) <= 0.05 * len(truth)
-    assert all(0 < word.confidence <= 1 for word in words)
+    assert all(0 < word.score <= 1 for word in words)
 
     data = running_appliance.exporter.pdf(doc.id)
     assert text_lines(page_texts(data)[0]) == [line.text for b in page.blocks for line in b.lines]
@@ -115,7 +115,7 @@ def test_a_correction_keeps_the_positions_of_the_words_it_kept(tmp_path):
     # added words stand where the word they come before starts, on its line
     assert new["Approved"][0] == new["and"][0] == old["Signed"][0]
     assert new["Approved"][1] == old["Signed"][1]
-    assert {w.confidence for b in after.blocks for line in b.lines for w in line.words} == {1.0}
+    assert {w.score for b in after.blocks for line in b.lines for w in line.words} == {1.0}
 
 
 def boxes(tree) -> dict:

@@ -94,7 +94,8 @@ def test_a_short_unsure_line_weighs_by_its_characters():
     lines = [*CLEAN_LINES, "("]
     scores = [0.99] * len(CLEAN_LINES) + [0.5]
     rec = classic(lines)
-    rec.lines = [replace(line, score=score) for line, score in zip(rec.lines, scores)]
+    rec = replace(rec, lines=[replace(line, score=score)
+                              for line, score in zip(rec.lines, scores)])
     # one character in ~250 at 0.5: a hair lower, not sunk by the p10
     assert score_page(rec, doc_type="invoice").score == pytest.approx(
         score_page(classic(), doc_type="invoice").score, abs=0.02)
@@ -150,7 +151,7 @@ def test_penalties_multiply():
 
 def test_repair_level_is_read_from_postprocess():
     rec = vlm("| a | b |\n| 1 | 2 | 3 |\nTotal due 160.50 EUR, paid in full by transfer")
-    postprocess(rec)
+    rec = postprocess(rec)
     conf = score_page(rec, doc_type="invoice")
     assert conf.signals["repair_level"] == rec.provenance["repair"]["level"]
     assert ("repaired" in conf.penalties) == (conf.signals["repair_level"] == 1)

@@ -9,7 +9,7 @@ from dataclasses import replace
 
 import pytest
 
-from appliance.page import Block, Line
+from appliance.page import Block, Line, Word
 from appliance.quality.blocks import format_problems, parse_blocks
 from appliance.quality.markdown import escape_markdown
 from appliance.reading.lines import rows
@@ -684,10 +684,10 @@ def _worded(pieces: list[tuple[str, float]], y: float) -> Line:
     words = []
     for text, x in pieces:
         for word in text.split():
-            words.append({"text": word, "box": [x, y, x + 12 * len(word), y + H], "score": 0.9})
+            words.append(Word(word, [x, y, x + 12 * len(word), y + H], 0.9))
             x += 12 * len(word) + 10
-    return Line(text=" ".join(w["text"] for w in words), box=[words[0]["box"][0], y,
-                words[-1]["box"][2], y + H], score=0.9, words=words)
+    return Line(text=" ".join(w.text for w in words), box=[words[0].box[0], y,
+                words[-1].box[2], y + H], score=0.9, words=words)
 
 
 def test_lines_a_detector_joined_across_a_narrow_gutter_are_cut_there():
@@ -752,14 +752,14 @@ def test_two_short_columns_of_running_text_are_read_one_after_the_other():
     assert order_of(form) == ["Name:", "Jane Smith", "Department of the office:", "Archives"]
 
 
-def _justified(text: str, x0: float, x1: float, y: float) -> list[dict]:
+def _justified(text: str, x0: float, x1: float, y: float) -> list[Word]:
     """The words of a justified line from ``x0`` to ``x1``: 12 px a character, the
     white shared out between them, as a typesetter spreads it."""
     words = text.split()
     white = (x1 - x0 - 12 * sum(len(word) for word in words)) / (len(words) - 1)
     boxes, x = [], x0
     for word in words:
-        boxes.append({"text": word, "box": [x, y, x + 12 * len(word), y + H], "score": 0.9})
+        boxes.append(Word(word, [x, y, x + 12 * len(word), y + H], 0.9))
         x += 12 * len(word) + white
     return boxes
 
@@ -778,8 +778,8 @@ def test_a_few_lines_joined_across_a_column_gutter_are_cut_there():
         y = 100 + 40 * i
         halves = [_justified(left, 100, 560, y), _justified(right, 580, 1040, y)]
         pieces = [halves[0] + halves[1]] if i < 3 else halves
-        lines += [Line(text=" ".join(w["text"] for w in words), score=0.9, words=words,
-                       box=[words[0]["box"][0], y, words[-1]["box"][2], y + H])
+        lines += [Line(text=" ".join(w.text for w in words), score=0.9, words=words,
+                       box=[words[0].box[0], y, words[-1].box[2], y + H])
                   for words in pieces]
     assert order_of(lines) == lefts + rights
 

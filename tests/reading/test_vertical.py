@@ -80,10 +80,10 @@ def test_pages_of_vertical_text_read_in_order_with_each_character_placed(engine,
     assert cer(joined("\n".join(truth)), joined(reading.text)) <= 0.03, reading.text
     assert reading.text.splitlines()[0] == truth[0]
     first = next(line for line in reading.lines if is_column(line.box, line.text))
-    assert [word["text"] for word in first.words] == list(first.text)
-    tops = [word["box"][1] for word in first.words]
+    assert [word.text for word in first.words] == list(first.text)
+    tops = [word.box[1] for word in first.words]
     assert tops == sorted(tops) and len(set(tops)) == len(tops)  # one under the other
     for word in first.words:  # each on its own character's ink
-        x0, y0, x1, y1 = (round(v) for v in word["box"])
+        x0, y0, x1, y1 = (round(v) for v in word.box)
         ink = Image.Image.getextrema(image.convert("L").crop((x0, y0, x1, y1)))
         assert ink[0] < 128, (word, ink)

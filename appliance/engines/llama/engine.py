@@ -129,9 +129,8 @@ class LlamaEngine(VisionEngine):
         result = super()._read(image, request)
         # the decode loop's counters as this page ended: `bench` works out from them how
         # busy the loop was while the daemon fed it (their growth between two pages)
-        result.provenance["decode_loop"] = {key: round(value, 3) for key, value in
-                                            self.decoder.stats.to_dict().items()}
-        return result
+        return result.noted({"decode_loop": {key: round(value, 3) for key, value in
+                                             self.decoder.stats.to_dict().items()}})
 
     def submit(self, image: Image.Image, prompt: Prompt, request: PageRequest, *,
                sampled: bool, give_up: threading.Event | None = None) -> Future:

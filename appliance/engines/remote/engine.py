@@ -93,11 +93,11 @@ class RemoteEngine(VisionEngine):
 
     def _read(self, image: Image.Image, request: PageRequest):
         result = super()._read(image, request)
-        if "fallback_engine" not in result.provenance:
-            result.provenance["served_model"] = self._served_model
-            # confidence then rests on the other signals; the page says so
-            result.provenance["logprobs"] = bool(result.tokens)
-        return result
+        if "fallback_engine" in result.provenance:
+            return result
+        # without log-probabilities, confidence rests on the other signals; the page says so
+        return result.noted({"served_model": self._served_model,
+                             "logprobs": bool(result.tokens)})
 
     def close_model(self) -> None:
         self.breaker.close()
