@@ -1,7 +1,7 @@
 """Born-digital PDF pages read from their own text (``pdf.text_layer``).
 
 A PDF page that shows text of its own (the searchable PDF's "own text",
-``outputs.pdf.shows_text``) is read from it: pdfium's text page gives each
+``raster.pdf_content.shows_text``) is read from it: pdfium's text page gives each
 character with its box, font size and render mode, in the pixels of the page as it
 was rendered. The characters become lines and words (a new line where the baseline
 moves, the text runs back or a gap wider than ``LINE_GAP`` em opens: a table's cells
@@ -61,6 +61,7 @@ from appliance.engines.base import PageRequest
 from appliance.engines.cache import ResultCache, image_digest
 from appliance.page import Line, Recognition, Word
 from appliance.raster import PageRendering, open_pdf, to_rgb
+from appliance.raster.pdf_content import shows_text as page_shows_text
 
 AUTO, IGNORE, PREFER = "auto", "ignore", "prefer"
 MODES = (AUTO, IGNORE, PREFER)
@@ -180,8 +181,6 @@ class TextLayer:
 def shows_text(path: Path, index: int, password: str | None) -> bool:
     """Whether page ``index`` shows text of its own, as the searchable PDF judges it."""
     import pikepdf
-
-    from appliance.outputs.pdf import shows_text as page_shows_text
 
     with pikepdf.open(path, password=password or "") as pdf:
         return page_shows_text(pdf.pages[index].obj)

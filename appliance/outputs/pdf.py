@@ -97,6 +97,8 @@ from appliance.errors import CorruptFile, EncryptedPdf
 from appliance.outputs.tree import UNKNOWN_DPI, PageTree
 from appliance.page import is_column
 from appliance.raster import plausible_dpi
+from appliance.raster.pdf_content import (INVISIBLE, drawn_forms, inherited, shows_text,
+                                          text_modes)
 
 if TYPE_CHECKING:
     import pikepdf
@@ -130,11 +132,6 @@ _QUIET_LOGGERS = {"fontTools": logging.WARNING, "fpdf": logging.WARNING,
 for _name, _level in _QUIET_LOGGERS.items():
     if logging.getLogger(_name).level == logging.NOTSET:
         logging.getLogger(_name).setLevel(_level)
-
-# the operators that show text, and how many forms a page's check looks into
-_SHOW_TEXT = "Tj TJ ' \""
-_INVISIBLE = 3  # the text render mode that neither fills nor strokes: an OCR layer's
-_MAX_FORMS = 256
 
 # EXIF orientations that mirror the image: a PDF page's /Rotate cannot say them
 _MIRRORING = frozenset({2, 4, 5, 7})
@@ -294,64 +291,6 @@ class _Parts:
         self.plan = _Plan(sorted(self.lines), without, replaced)
 
 
-def shows_text(page: pikepdf.Dictionary) -> bool:
-    """Whether the page's content, or a form it draws, shows a string: a text layer
-    added to it would make its text extract twice."""
-    import pikepdf
-
-    seen: set[tuple[int, int]] = set()
-    pending = [page]
-    while pending:
-        container = pending.pop()
-        try:
-            for operands, _operator in pikepdf.parse_content_stream(container, _SHOW_TEXT):
-                if any(_has_string(operand) for operand in operands):
-                    return True
-        except pikepdf.PdfError:  # content pdfium still displays as far as it can
-            log.info("event=unparsed_content page_text_check=skipped", exc_info=True)
-        for _name, form in _drawn_forms(container, page):
-            if form.objgen not in seen and len(seen) < _MAX_FORMS:
-                seen.add(form.objgen)
-                pending.append(form)
-    return False
-
-
-def _drawn_forms(container: pikepdf.Object, page: pikepdf.Dictionary
-                 ) -> list[tuple[pikepdf.Name, pikepdf.Stream]]:
-    """The form XObjects the page's content (``container`` is ``page``) or a form's
-    content may draw, by their resource names."""
-    import pikepdf
-
-    resources = _inherited(container, "/Resources") if container is page \
-        else container.get("/Resources")
-    xobjects = resources.get("/XObject") if isinstance(resources, pikepdf.Dictionary) \
-        else None
-    return [(name, form)
-            for name, form in (xobjects.items() if isinstance(xobjects, pikepdf.Dictionary)
-                               else [])
-            if isinstance(form, pikepdf.Stream) and form.get("/Subtype") == "/Form"]
-
-
-def _text_modes(container: pikepdf.Object) -> list[tuple[object, int | None]]:
-    """Each instruction of the content with, where it shows a string, the text render
-    mode (Tr) it is shown in; Tr is graphics state, saved and restored by q and Q.
-    PdfError for content that cannot be parsed."""
-    import pikepdf
-
-    mode, saved, out = 0, [], []
-    for instruction in pikepdf.parse_content_stream(container):
-        operator, operands = str(instruction.operator), instruction.operands
-        if operator == "q":
-            saved.append(mode)
-        elif operator == "Q":
-            mode = saved.pop() if saved else 0
-        elif operator == "Tr" and operands:
-            mode = int(operands[0])
-        shown = operator in _SHOW_TEXT.split() and any(_has_string(o) for o in operands)
-        out.append((instruction, mode if shown else None))
-    return out
-
-
 def _shows_invisible_text_only(page: pikepdf.Dictionary) -> bool:
     """Whether every string the page shows, in its content or the forms it draws, is
     invisible (an earlier OCR's layer), and where ``_take_off_invisible_text`` can
@@ -359,11 +298,11 @@ def _shows_invisible_text_only(page: pikepdf.Dictionary) -> bool:
     import pikepdf
 
     try:
-        for container in (page, *(form for _name, form in _drawn_forms(page, page))):
-            if any(mode not in (None, _INVISIBLE) for _ins, mode in _text_modes(container)):
+        for container in (page, *(form for _name, form in drawn_forms(page, page))):
+            if any(mode not in (None, INVISIBLE) for _ins, mode in text_modes(container)):
                 return False
             if container is not page and any(shows_text(inner) for _name, inner
-                                             in _drawn_forms(container, page)):
+                                             in drawn_forms(container, page)):
                 return False  # a form within a form: not taken apart here
     except pikepdf.PdfError:  # content that cannot be parsed is left as it is
         return False
@@ -380,14 +319,14 @@ def _take_off_invisible_text(pdf: pikepdf.Pdf, page: pikepdf.Page) -> None:
 
     def without(container) -> bytes:
         return pikepdf.unparse_content_stream(
-            [instruction for instruction, mode in _text_modes(container) if mode is None])
+            [instruction for instruction, mode in text_modes(container) if mode is None])
 
     page.obj[Name.Contents] = pdf.make_stream(without(page.obj))
-    forms = {name: form for name, form in _drawn_forms(page.obj, page.obj)
+    forms = {name: form for name, form in drawn_forms(page.obj, page.obj)
              if shows_text(form)}
     if not forms:
         return
-    resources = Dictionary(dict(_inherited(page.obj, "/Resources").items()))
+    resources = Dictionary(dict(inherited(page.obj, "/Resources").items()))
     xobjects = Dictionary(dict(resources[Name.XObject].items()))
     for name, form in forms.items():
         copy = pdf.make_stream(without(form))
@@ -397,14 +336,6 @@ def _take_off_invisible_text(pdf: pikepdf.Pdf, page: pikepdf.Page) -> None:
         xobjects[name] = copy
     resources[Name.XObject] = xobjects
     page.obj[Name.Resources] = resources
-
-
-def _has_string(operand) -> bool:
-    import pikepdf
-
-    if isinstance(operand, pikepdf.Array):  # TJ: strings and kerning
-        return any(_has_string(item) for item in operand)
-    return isinstance(operand, pikepdf.String) and len(bytes(operand)) > 0
 
 
 def _why_no_text(tree: PageTree | None) -> str:
@@ -596,22 +527,11 @@ def device_to_user(page: pikepdf.Dictionary, width_px: float, height_px: float) 
                      [0.0, 0.0, 1.0]])
 
 
-def _inherited(page: pikepdf.Dictionary, key: str):
-    import pikepdf
-
-    node, seen = page, 0
-    while isinstance(node, pikepdf.Dictionary) and seen < 64:
-        if key in node:
-            return node[key]
-        node, seen = node.get("/Parent"), seen + 1
-    return None
-
-
 def _box(page: pikepdf.Dictionary, key: str) -> tuple[float, float, float, float] | None:
     """The named box, normalised; None where it is missing, malformed or empty."""
     import pikepdf
 
-    value = _inherited(page, key)
+    value = inherited(page, key)
     if not isinstance(value, pikepdf.Array) or len(value) != 4:
         return None
     try:
@@ -635,7 +555,7 @@ def _displayed_box(page: pikepdf.Dictionary) -> tuple[float, float, float, float
 
 
 def _quarter_turns(page: pikepdf.Dictionary) -> int:
-    value = _inherited(page, "/Rotate")
+    value = inherited(page, "/Rotate")
     try:
         degrees = int(float(value)) if value is not None else 0
     except (TypeError, ValueError):
