@@ -30,11 +30,12 @@ from appliance.engines import registry
 from appliance.errors import InvalidRequest, NotFound
 from appliance.fields.validate import INVALID, MISSING
 from appliance.intake.spool import Spool
+from appliance.pipeline.read import reordered
 from appliance.quality.markdown import markdown_to_text
 from appliance.quality.routing import review_reasons
 from appliance.raster import ON_DEMAND, PAGE_IMAGE, render_dpi, write_page_image
 from appliance.raster.preprocess import to_original
-from appliance.reading.markdown import in_order, layout_blocks
+from appliance.reading.markdown import layout_blocks
 from appliance.store import Database, queries, reviews
 from appliance.store.models import Document, FieldSet, Page, PageResult
 from appliance.store.reviews import ReviewFilter
@@ -204,7 +205,8 @@ class ReviewService:
         if result is None:
             raise NotFound(f"no reading of page {page_id} to reorder")
         try:
-            return in_order(result.lines or [], order, self.settings.output.page_furniture).markdown
+            return reordered(result.lines or [], result.provenance or {}, order,
+                             self.settings.output.page_furniture).markdown
         except ValueError as exc:
             raise InvalidRequest(str(exc)) from None
 

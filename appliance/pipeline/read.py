@@ -7,6 +7,8 @@ is installed, else by the rules.
 It runs after the result cache, which holds what the engine found, not its reading: a
 new layout rule or another ``page_furniture`` reads cached pages again without
 recognising them. A vision model's reading (its own text and Markdown) passes through.
+A reviewer's reading order is read by the same rules (``reordered``), with the tables
+the model wrote kept as it wrote them: the model does not load in the daemon.
 """
 
 from __future__ import annotations
@@ -19,6 +21,7 @@ from PIL import Image
 
 from appliance import reading
 from appliance.page import Line, Recognition
+from appliance.reading.markdown import Page, in_order
 
 if TYPE_CHECKING:
     from appliance.pipeline.table_model import TableStructure
@@ -26,6 +29,9 @@ if TYPE_CHECKING:
 log = logging.getLogger(__name__)
 
 READ_BY = "reading"  # the provenance entry naming the layout rules that read a page
+# the provenance entry of the tables the model wrote: each one's lines (their indices in
+# the reading's lines), whether the rules read them as one table, and its Markdown
+TABLES = "tables"
 
 
 class ReadStage:
@@ -46,27 +52,60 @@ class ReadStage:
         unread = recognition.unread
         if unread is None:
             return recognition
+        written: list[tuple[list[Line], bool, list[str]]] = []
         read = reading.read_lines(recognition.lines, lean_deg=unread.lean_deg,
                                   page_furniture=self.page_furniture,
                                   page_height=unread.page_height,
-                                  table_reader=self._table_reader(image))
+                                  table_reader=self._table_reader(image, written))
+        provenance = {**read.provenance, **recognition.provenance, READ_BY: reading.RECIPE}
+        if written:
+            index = {_place(line): number for number, line in enumerate(read.lines)}
+            provenance[TABLES] = [{"lines": [index[_place(line)] for line in lines],
+                                   "whole": whole, "markdown": markdown}
+                                  for lines, whole, markdown in written]
         return replace(recognition, text=read.text, markdown=read.markdown, lines=read.lines,
-                       flags=[*read.flags, *recognition.flags],
-                       provenance={**read.provenance, **recognition.provenance,
-                                   READ_BY: reading.RECIPE}, unread=None)
+                       flags=[*read.flags, *recognition.flags], provenance=provenance,
+                       unread=None)
 
-    def _table_reader(self, image: Image.Image | None):
+    def _table_reader(self, image: Image.Image | None,
+                      written: list[tuple[list[Line], bool, list[str]]]):
+        """The table model's reader of the tables on ``image``; what it writes goes into
+        ``written``."""
         if self._tables is None or image is None:
             return None
         tables = self._tables
 
         def read(lines: list[Line], whole: bool) -> list[str] | None:
             try:
-                return tables.markdown(image, lines, whole)
+                markdown = tables.markdown(image, lines, whole)
             except Exception:  # the rules still write the table
                 log.exception("event=table_model_failed")
                 return None
+            if markdown:
+                written.append((lines, whole, markdown))
+            return markdown
         return read
+
+
+def reordered(lines: list[dict], provenance: dict, order: list[int],
+              page_furniture: str = "separate") -> Page:
+    """A stored reading (its lines and provenance) read again with its blocks in
+    ``order``, a reviewer's (``reading.markdown.in_order``); each table the model wrote
+    that is read again as it was, of the same lines, as the model wrote it. ValueError
+    unless ``order`` names each of the page's blocks once."""
+    written = {}
+    for table in provenance.get(TABLES) or []:
+        places = frozenset(_place(Line.from_dict(lines[number])) for number in table["lines"])
+        written[places, table["whole"]] = table["markdown"]
+
+    def read(region: list[Line], whole: bool) -> list[str] | None:
+        return written.get((frozenset(_place(line) for line in region), whole))
+    return in_order(lines, order, page_furniture, read if written else None)
+
+
+def _place(line: Line) -> tuple:
+    """What tells a line of a page from the others: its box and text."""
+    return (*line.box, line.text)
 
 
 def _table_model(threads: int) -> TableStructure | None:

@@ -262,12 +262,13 @@ def layout_blocks(lines: list[dict]) -> list[dict]:
     return [blocks[order] for order in sorted(blocks)]
 
 
-def in_order(lines: list[dict], order: list[int], furniture: str = "separate") -> Page:
+def in_order(lines: list[dict], order: list[int], furniture: str = "separate",
+             table_reader: TableReader | None = None) -> Page:
     """A stored page (its lines, with their ``block`` and ``role``) rendered again with
     its blocks in ``order`` (block numbers, as ``layout_blocks`` gives them): a
     reviewer's reading order. Each block keeps its rows, and the page's furniture is
-    placed as ``furniture`` says (``render``). ValueError unless ``order`` names each of
-    the page's blocks once."""
+    placed as ``furniture`` says (``render``, as is ``table_reader``). ValueError unless
+    ``order`` names each of the page's blocks once."""
     blocks: dict[int, list[Line]] = {}
     for line in lines:
         if line.get("block") is not None:
@@ -276,7 +277,8 @@ def in_order(lines: list[dict], order: list[int], furniture: str = "separate") -
         raise ValueError(f"name each of the page's blocks once: {', '.join(map(str, sorted(blocks)))}")
     height = median_height([line for block in blocks.values() for line in block])
     return render([Block(rows=row_groups(blocks[number], height),
-                         furniture=_furniture(blocks[number])) for number in order], furniture)
+                         furniture=_furniture(blocks[number])) for number in order], furniture,
+                  table_reader)
 
 
 def _furniture(lines: list[Line]) -> Furniture | None:

@@ -13,7 +13,7 @@ from appliance.engines.base import PageRequest
 from appliance.engines.classic import ClassicEngine
 from appliance.pipeline import table_model
 from appliance.pipeline.stages import PagePipeline
-from appliance.pipeline.read import ReadStage
+from appliance.pipeline.read import ReadStage, reordered
 from appliance.pipeline.table_model import Grid, TableStructure, _placed, _rows_agree, model_path
 
 FONT = "/usr/share/fonts/truetype/dejavu/DejaVuSans.ttf"
@@ -105,3 +105,30 @@ def test_two_printed_rows_in_one_row_of_the_grid_are_not_taken():
     one_column = Grid([(0, 0, 1, 1), (1, 0, 1, 1)], [[0, 0, 180, 20], [0, 40, 180, 60]])
     assert not _rows_agree(one_column, _placed(one_column, words), 0.0)
 
+
+
+def test_a_reviewer_s_order_keeps_the_tables_the_model_wrote(engine, monkeypatch):
+    """Issue 51: review reads a page again in a reviewer's order by the read stage's rules
+    (``pipeline.read.reordered``), in the daemon, where the model does not load: a table
+    the model wrote stays as it wrote it, not as the rules would write it."""
+    read = ReadStage.with_table_model(threads=2)
+    markdown = read._tables.markdown
+
+    def model(*args):  # the model's reading, told apart from the rules' by one cell
+        first, *rest = markdown(*args)
+        return [first.replace("Region", "Sales region"), *rest]
+    monkeypatch.setattr(read._tables, "markdown", model)
+    page = Image.new("RGB", (900, 520), "white")
+    ImageDraw.Draw(page).text((40, 30), "Supplies ordered this quarter",
+                              font=ImageFont.truetype(FONT, 30), fill="black")
+    page.paste(ruled_table(GRID), (0, 140))
+    result = PagePipeline(engine, read=read).recognise(page, PageRequest(doc_type="table"))
+    assert "| Sales region |" in result.markdown
+    stored = result.to_dict()
+    blocks = sorted({line["block"] for line in stored["lines"]})
+    assert len(blocks) == 2
+    again = reordered(stored["lines"], stored["provenance"], blocks)
+    assert again.markdown == result.markdown
+    swapped = reordered(stored["lines"], stored["provenance"], blocks[::-1]).markdown
+    assert swapped.startswith(result.markdown.split("\n\n")[1])
+    assert swapped.endswith("Supplies ordered this quarter")
