@@ -16,7 +16,7 @@ German, French and Spanish: 143 MB).
   among English, French and German) takes the language of the document's other such
   lines, read together, unless its own evidence is clearly stronger (``OWN_EVIDENCE``).
 - A Chinese line is Simplified or Traditional by the characters that only one of the
-  two forms writes (hanzidentifier's tables: 发 and 發, 这 and 這); a line of characters
+  two forms writes (CC-CEDICT's, from zhon: 发 and 發, 这 and 這); a line of characters
   both forms share (人民, 工作) takes the form of the nearest line that tells, else
   Simplified.
 - A line without letters (an amount, a date) has no language of its own and breaks no
@@ -143,15 +143,18 @@ def _form(text: str) -> str | None:
 def _telling(text: str) -> tuple[int, int]:
     """How many characters of ``text`` only the Simplified form writes, and only the
     Traditional."""
-    import hanzidentifier
+    simplified, traditional = _one_form_only()
+    return sum(ch in simplified for ch in text), sum(ch in traditional for ch in text)
 
-    simplified = traditional = 0
-    for ch in text:
-        in_simplified, in_traditional = (hanzidentifier.is_simplified(ch),
-                                         hanzidentifier.is_traditional(ch))
-        simplified += in_simplified and not in_traditional
-        traditional += in_traditional and not in_simplified
-    return simplified, traditional
+
+@functools.cache
+def _one_form_only() -> tuple[frozenset[str], frozenset[str]]:
+    """The characters that only Simplified Chinese writes, and only Traditional: of
+    CC-CEDICT's, as zhon lists them."""
+    from zhon import cedict
+
+    simplified, traditional = set(cedict.simplified), set(cedict.traditional)
+    return frozenset(simplified - traditional), frozenset(traditional - simplified)
 
 
 def _confidence(locale: str, lines: list[_Line], detector) -> float:
