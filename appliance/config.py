@@ -371,7 +371,7 @@ class DocIntelSettings:
     retry_after_s: int = field(default=1, metadata={"min": 0, "max": 60})
     # The locales features=languages tells apart (``docintel.languages``): a script that
     # one listed language alone writes costs nothing; two or more of one script cost the
-    # model of each, about 30 MB a language, once a request asks for languages.
+    # model of each, 30 to 40 MB a language, once a request asks for languages.
     languages: list[str] = field(default_factory=lambda: list(languages.DEFAULT),
                                  metadata={"choices": languages.LOCALES})
 
