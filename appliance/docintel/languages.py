@@ -17,8 +17,8 @@ German, French and Spanish: 148 MB).
   lines, read together, unless its own evidence is clearly stronger (``OWN_EVIDENCE``).
 - A Chinese line is Simplified or Traditional by the characters that only one of the
   two forms writes (CC-CEDICT's, from zhon: 发 and 發, 这 and 這); a line of characters
-  both forms share (人民, 工作) takes the form of the nearest line that tells, else
-  Simplified.
+  both forms share (人民, 工作) takes the form of the last line before it that tells,
+  else of the first after it, else Simplified.
 - A line without letters (an amount, a date) has no language of its own and breaks no
   run: consecutive lines of one language are one span, from the first one's start to
   the last one's end, within a page. Each locale is one entry, its spans in content
@@ -78,7 +78,7 @@ def languages(content: str, pages: list[tuple[int, int]],
               locales: tuple[str, ...]) -> list[dict]:
     """The ``languages`` of a result whose ``content`` holds each page's text at
     ``pages`` (offset, length), told apart among ``locales``; spans in code points."""
-    detector = _detector(tuple(locales))
+    detector = _detector(locales)
     by_page = [[line for match in _LINE.finditer(content, start, start + length)
                 if (line := _line(match, detector))] for start, length in pages]
     lines = [line for page in by_page for line in page]
@@ -130,7 +130,7 @@ def _decide(lines: list[_Line], detector) -> None:
     after = list(itertools.accumulate(reversed(told), lambda later, form: form or later))[::-1]
     before = list(itertools.accumulate(told, lambda earlier, form: form or earlier))
     for line, earlier, later in zip(chinese, before, after):
-        line.locale = earlier or later or SIMPLIFIED  # the nearest line that tells, before first
+        line.locale = earlier or later or SIMPLIFIED
 
 
 def _form(text: str) -> str | None:

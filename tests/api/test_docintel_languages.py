@@ -52,6 +52,13 @@ def test_each_line_s_language_and_lines_of_one_language_one_span():
         "zh-Hant": ["本年度報告顯示各地區的銷售額均有增長。\n上半年工作"]}
 
 
+def test_a_line_of_characters_both_forms_write_takes_its_neighbour_s_form():
+    """The last line before it that tells, else the first after it."""
+    content = "上半年工作\n這是繁體中文的報告\n人民大会\n上半年工作"
+    assert _found(languages(content, [(0, len(content))], DEFAULT), content) == {
+        "zh-Hant": ["上半年工作\n這是繁體中文的報告"], "zh-Hans": ["人民大会\n上半年工作"]}
+
+
 def test_confidences_say_how_sure_each_language_is():
     confidence = {language["locale"]: language["confidence"]
                   for language in languages(CONTENT, _pages(PAGES), EUROPEAN)}
