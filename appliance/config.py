@@ -21,6 +21,7 @@ from dataclasses import dataclass, field, fields, is_dataclass
 from pathlib import Path
 from typing import Literal
 
+from appliance.docintel import languages
 from appliance.engines.names import AUTO, CONFIG_NAMES, ENGINE_NAMES, REMOTE
 from appliance.errors import ConfigError
 from appliance.fields.choices import LOCATES, PICKS
@@ -368,6 +369,11 @@ class DocIntelSettings:
     # The Retry-After (seconds) of a running analysis: how long a client waits between
     # polls; 0 sends none, so each client polls at its own interval.
     retry_after_s: int = field(default=1, metadata={"min": 0, "max": 60})
+    # The locales features=languages tells apart (``docintel.languages``): a script that
+    # one listed language alone writes costs nothing; two or more of one script cost the
+    # model of each, 30 to 40 MB a language, once a request asks for languages.
+    languages: list[str] = field(default_factory=lambda: list(languages.DEFAULT),
+                                 metadata={"choices": languages.LOCALES})
 
 
 @dataclass
@@ -462,7 +468,15 @@ def settings_from_dict(raw: dict, base_dir: Path, source: Path | None = None) ->
     _check_networks(settings.server.trusted_proxies, "server.trusted_proxies", where)
     _check_remote(settings.engine, where)
     _check_fields(settings.fields, where)
+    _check_di(settings.di, where)
     return settings
+
+
+def _check_di(di: DocIntelSettings, where) -> None:
+    if languages.told_apart(di.languages) < 2:  # nothing to tell apart
+        raise ConfigError(f"{where}: di.languages = {di.languages!r} names one language, and "
+                          f"zh-Hans and zh-Hant are one, Chinese; list at least two, e.g. "
+                          f"[\"zh-Hans\", \"zh-Hant\", \"en\"]")
 
 
 def _check_fields(settings: FieldsSettings, where) -> None:

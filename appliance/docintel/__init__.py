@@ -10,6 +10,7 @@ obeys retention; its result id is the document's id.
 - ``catalogue``: the models offered and how each maps onto the appliance's document
   types and key fields;
 - ``result``: an analysis's state and its AnalyzeResult, from the store;
+- ``languages``: the language of each line of a result's content (``features=languages``);
 - ``errors``: the service's error body and the appliance's reason codes in its terms.
 """
 

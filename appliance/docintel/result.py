@@ -3,7 +3,8 @@
 Everything comes from what the appliance keeps of the document: its pages' accepted
 text or Markdown (``content``), its page trees (words and lines with their boxes and
 confidences, blocks in reading order, ``outputs.tree``), the structure of its Markdown
-(tables, ``quality.blocks``) and its key fields. Positions are the trees' boxes on the
+(tables, ``quality.blocks``) and its key fields; the languages of the content are found
+when asked for (``docintel.languages``). Positions are the trees' boxes on the
 page as rendered: in pixels for an image, in inches for a PDF (at the page's dpi),
 each box a polygon of its four corners through the tree's ``to_page``, so the words of
 a page that preprocessing straightened or turned lie on their ink. Offsets count
@@ -21,6 +22,7 @@ from appliance.config import Settings
 from appliance.docintel import API_VERSION
 from appliance.docintel.catalogue import Model, model
 from appliance.docintel.errors import service_error
+from appliance.docintel.languages import LANGUAGES, languages
 from appliance.docintel.offsets import CODE_POINTS, counted_as
 from appliance.errors import InvalidRequest
 from appliance.export import document_error
@@ -491,6 +493,9 @@ def analyze_result(db: Database, view: DocumentView, analysis: Analysis,
             "pages": [_page_json(reading, unit, BARCODES in options.get("features", []))
                       for reading in readings],
             "paragraphs": paragraphs, "styles": []}
+    if LANGUAGES in options.get("features", []):
+        body[LANGUAGES] = languages(content, [(r.start, len(r.text)) for r in readings],
+                                    tuple(settings.di.languages))
     if spec.layout:
         body["tables"] = tables = _tables(readings)
         body["sections"] = _sections(paragraphs, tables)

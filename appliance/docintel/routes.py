@@ -31,6 +31,7 @@ from fastapi.responses import Response
 
 from appliance.daemon import Appliance
 from appliance.docintel import API_VERSION, PREFIX, catalogue, offsets
+from appliance.docintel.languages import LANGUAGES
 from appliance.docintel.result import BARCODES, PAGES_PATTERN, operation, status
 from appliance.errors import (
     InvalidRequest, NotFound, NotReady, SourceNotAllowed, SourceUnreachable, TooLarge,
@@ -43,9 +44,10 @@ from appliance.store.models import Lane
 log = logging.getLogger(__name__)
 
 TAG = "docintel"  # every analysis's document carries it: the workspace finds them by it
-FEATURES = ("ocrHighResolution", "languages", "barcodes", "formulas", "keyValuePairs",
+FEATURES = ("ocrHighResolution", LANGUAGES, BARCODES, "formulas", "keyValuePairs",
             "styleFont", "queryFields")
-OFFERED = (BARCODES,)  # the add-on features the appliance gives; the others are warned about
+# the add-on features the appliance gives; the others are warned about
+OFFERED = (BARCODES, LANGUAGES)
 OUTPUTS = ("pdf", "figures")
 # a raw body: a document as its bytes; application/json: the AnalyzeDocumentRequest
 RAW_TYPES = re.compile(r"^(application/(octet-stream|pdf)|image/[\w.+-]+)$")

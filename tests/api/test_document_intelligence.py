@@ -38,7 +38,8 @@ from appliance.security import ApiKeys
 from appliance.store import Database, queries
 from appliance.users import Users
 from tests.daemon import Daemon
-from tests.fixtures.documents import (EXTENSION_B_LINES, REPORT_HEADER, write_extension_b_pdf,
+from tests.fixtures.documents import (BILINGUAL, EXTENSION_B_LINES, REPORT_HEADER,
+                                     write_bilingual_pdf, write_extension_b_pdf,
                                      write_report_pdf)
 from tests.fixtures.documents import (
     GROUPED, GROUPS, write_grouped_table_png, write_jpeg, write_multipage_tiff, write_pdf,
@@ -285,6 +286,27 @@ def test_barcodes_are_given_when_asked_for_as_the_service_gives_them(service, tm
     assert not result.warnings  # the feature is offered, not ignored
     _result_id, plain = analyze(client, "prebuilt-read", path)
     assert plain.pages[0].barcodes is None
+
+
+@pytest.mark.parametrize("model_id, content_format", [("prebuilt-read", "text"),
+                                                     ("prebuilt-layout", "markdown")])
+def test_languages_are_given_when_asked_for_as_the_service_gives_them(service, tmp_path,
+                                                                      model_id, content_format):
+    """features=languages on a born-digital page of three paragraphs, in Simplified
+    Chinese, English and Traditional Chinese: a language for each line, the lines of one
+    language together one span, each span finding its paragraph in the content; without
+    the feature the result has no languages, as the service's."""
+    _daemon, client = service
+    path = write_bilingual_pdf(tmp_path / "report.pdf")
+    _result_id, result = analyze(client, model_id, path, output_content_format=content_format,
+                                 features=[DocumentAnalysisFeature.LANGUAGES])
+    found = {language.locale: [result.content[span.offset:span.offset + span.length]
+                               for span in language.spans] for language in result.languages}
+    assert found == {locale: ["\n".join(lines)] for locale, lines in BILINGUAL.items()}
+    assert all(0.5 <= language.confidence <= 1.0 for language in result.languages)
+    assert not result.warnings  # the feature is offered, not ignored
+    _result_id, plain = analyze(client, model_id, path)
+    assert plain.languages is None
 
 
 BOXES = [("Delivery", True), ("Assembly", False), ("Removal of old furniture", True),

@@ -40,6 +40,11 @@ def test_shipped_default_loads_and_matches_the_code_defaults(tmp_path):
     ({"review": {"second_opinion_languages": "eng --tessdata-dir /tmp"}},
      "review.second_opinion_languages = 'eng --tessdata-dir /tmp' is not a list of Tesseract "
      "languages; write e.g. \"eng\""),
+    ({"di": {"languages": ["zh-Hans", "zh-Hant"]}},
+     "di.languages = ['zh-Hans', 'zh-Hant'] names one language, and zh-Hans and zh-Hant are "
+     "one, Chinese; list at least two"),
+    ({"di": {"languages": ["zh", "en"]}}, "'di.languages' = ['zh', 'en'] must be a non-empty "
+                                          "list of 'zh-Hans', 'zh-Hant'"),
 ])
 def test_bad_keys_and_values_name_the_key_and_the_fix(raw, message):
     with pytest.raises(ConfigError, match=message.replace("[", r"\[").replace("]", r"\]")):
