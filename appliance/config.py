@@ -21,7 +21,7 @@ from dataclasses import dataclass, field, fields, is_dataclass
 from pathlib import Path
 from typing import Literal
 
-from appliance.docintel import languages
+from appliance.docintel import locales
 from appliance.engines.names import AUTO, CONFIG_NAMES, ENGINE_NAMES, REMOTE
 from appliance.errors import ConfigError
 from appliance.fields.choices import LOCATES, PICKS
@@ -372,8 +372,8 @@ class DocIntelSettings:
     # The locales features=languages tells apart (``docintel.languages``): a script that
     # one listed language alone writes costs nothing; two or more of one script cost the
     # model of each, 30 to 40 MB a language, once a request asks for languages.
-    languages: list[str] = field(default_factory=lambda: list(languages.DEFAULT),
-                                 metadata={"choices": languages.LOCALES})
+    languages: list[str] = field(default_factory=lambda: list(locales.DEFAULT),
+                                 metadata={"choices": locales.LOCALES})
 
 
 @dataclass
@@ -473,7 +473,7 @@ def settings_from_dict(raw: dict, base_dir: Path, source: Path | None = None) ->
 
 
 def _check_di(di: DocIntelSettings, where) -> None:
-    if languages.told_apart(di.languages) < 2:  # nothing to tell apart
+    if locales.told_apart(di.languages) < 2:  # nothing to tell apart
         raise ConfigError(f"{where}: di.languages = {di.languages!r} names one language, and "
                           f"zh-Hans and zh-Hant are one, Chinese; list at least two, e.g. "
                           f"[\"zh-Hans\", \"zh-Hant\", \"en\"]")

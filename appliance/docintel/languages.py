@@ -37,23 +37,11 @@ from dataclasses import dataclass
 
 import regex
 
+from appliance.docintel.locales import SIMPLIFIED, TRADITIONAL, base
 from appliance.page import without_marks
 
 LANGUAGES = "languages"  # the add-on feature, and the result's list
 CHINESE = "zh"  # a line's language before its form is told
-SIMPLIFIED, TRADITIONAL = "zh-Hans", "zh-Hant"
-# the locales a configuration may list (``[di] languages``): the scripts RapidOCR reads
-# (its recognisers: Chinese, Latin, Japanese, Korean, Cyrillic, Arabic,
-# Devanagari, Tamil, Telugu, Thai, Greek) and languages lingua tells apart in them
-LOCALES = (SIMPLIFIED, TRADITIONAL, "ja", "ko",
-           "en", "de", "fr", "es", "it", "pt", "nl", "sv", "da", "nb", "fi", "pl", "cs", "sk",
-           "hu", "ro", "hr", "sl", "tr", "vi", "id", "ms", "ca", "et", "lv", "lt",
-           "ru", "uk", "be", "bg", "sr", "mk", "kk", "mn",
-           "ar", "fa", "ur", "hi", "mr", "ta", "te", "th", "el")
-# the default: a language for each script RapidOCR reads, so that each is told by
-# its characters and no model is loaded (10 MB in all, against 210 MB with six more
-# Latin languages of Europe); a Latin line is English
-DEFAULT = (SIMPLIFIED, TRADITIONAL, "en", "ja", "ko", "ru", "ar", "hi", "ta", "te", "th", "el")
 # a short line keeps its own language over the document's only where lingua finds it
 # this many times likelier (among the default and six Latin languages of Europe,
 # "Rechnung Nr. 12345" in an English document: 0.99 German against 0.001 English;
@@ -169,15 +157,6 @@ def _confidence(locale: str, lines: list[_Line], detector) -> float:
         (agree + 1) / (agree + other + 2))
 
 
-def told_apart(locales) -> int:
-    """How many languages ``locales`` name: zh-Hans and zh-Hant are one, Chinese."""
-    return len({_base(locale) for locale in locales})
-
-
-def _base(locale: str) -> str:
-    return locale.split("-")[0]
-
-
 def _locale(language) -> str:
     """lingua's language as a locale; Chinese as ``CHINESE`` until its form is told."""
     return language.iso_code_639_1.name.lower()
@@ -186,7 +165,7 @@ def _locale(language) -> str:
 def _language(locale: str):
     from lingua import IsoCode639_1, Language
 
-    return Language.from_iso_code_639_1(IsoCode639_1.from_str(_base(locale)))
+    return Language.from_iso_code_639_1(IsoCode639_1.from_str(base(locale)))
 
 
 @functools.cache
