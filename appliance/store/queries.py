@@ -111,6 +111,13 @@ def accepted_results(db: Database, document_id: str) -> list[tuple[Page, PageRes
         return [(page, result) for page, result in rows]
 
 
+def page_id(db: Database, document_id: str, index: int) -> int | None:
+    """The id of the document's page at ``index`` (0-based); None when there is none."""
+    with db.read() as session:
+        return session.exec(select(Page.id).where(Page.document_id == document_id,
+                                                  Page.index == index)).first()
+
+
 def analysis(db: Database, document_id: str) -> Analysis | None:
     """The Document Intelligence request of a document; None for one submitted otherwise."""
     with db.read() as session:
