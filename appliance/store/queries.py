@@ -327,6 +327,15 @@ def pages_in_flight(db: Database) -> dict[tuple[str, str], int]:
     return {(lane, status): n for lane, status, n in rows}
 
 
+def waiting_pages(db: Database) -> Counter:
+    """Pages of every document queued, being read or waiting for review, by status."""
+    with db.read() as session:
+        rows = session.exec(select(Page.status, func.count()).where(Page.status.in_(
+            (PageStatus.QUEUED, PageStatus.RUNNING, PageStatus.REVIEW)))
+            .group_by(Page.status)).all()
+    return Counter(dict(rows))
+
+
 def failed_pages_by_code(db: Database) -> dict[str, int]:
     """Pages that ended ``failed``, per reason code."""
     with db.read() as session:
