@@ -14,7 +14,7 @@ import logging
 import re
 from typing import Literal
 
-from fastapi import FastAPI, File, Form, Header, Query, Request, UploadFile
+from fastapi import FastAPI, File, Form, Header, Path, Query, Request, UploadFile
 from fastapi.exceptions import RequestValidationError
 from fastapi.middleware.cors import CORSMiddleware
 from fastapi.responses import JSONResponse, Response
@@ -35,6 +35,7 @@ from appliance.errors import (
 from appliance.export import FORMATS, SUFFIXES, document_json, safe_stem
 from appliance.intake import SubmitOptions
 from appliance.metrics import metrics_for
+from appliance.review import TURNS
 from appliance.store.models import DocStatus, Lane
 from appliance.store.search import SORTS, DocumentQuery
 
@@ -56,12 +57,17 @@ DOCUMENT_LINKS = {"GetDocument": "get_document", "GetResult": "get_result",
                   "CancelDocument": "cancel_document", "CorrectFields": "correct_fields",
                   "RetryDocument": "retry_document", "SendToReview": "send_to_review"}
 # SQLite's integers end at 2**63 - 1; an offset past any real store is still just empty
+# (and a page number past it, not found)
 MAX_OFFSET = 2**62
 MAX_TIME = 1e11  # UNIX seconds: past the year 5000
 
 
 class FieldCorrections(BaseModel):
     fields: dict[str, str]  # field name -> value as it should read ("" removes it)
+
+
+class PageTurn(BaseModel):
+    degrees: Literal[TURNS]  # clockwise, from the page as it was last read
 
 
 class ErrorDetail(BaseModel):
@@ -82,10 +88,11 @@ ERROR_STATUSES = {
     403: "the caller's address is not in auth.allow_from (forbidden_address), or a "
          "webhook_url (a Document Intelligence urlSource) to a host not in "
          "webhooks.allow_hosts (webhook_not_allowed, source_not_allowed)",
-    404: "no such document (not_found)",
+    404: "no such document, or no such page of it (not_found)",
     405: "the route does not take this method (method_not_allowed)",
     409: "not final yet (not_ready), refused at intake so without a result (no_result), an "
-         "Idempotency-Key sent with other content (idempotency_conflict), an engine "
+         "Idempotency-Key sent with other content (idempotency_conflict), a page queued or "
+         "being read (page_busy) or open in a reviewer's console (review_lock_lost), an engine "
          "this appliance does not run (engine_unavailable), or key fields set on a "
          "document whose type has none (no_fields) or not the ones named (unknown_field)",
     413: "the upload is over limits.max_bytes (too_large); nothing was stored",
@@ -298,6 +305,19 @@ def create_app(appliance: Appliance) -> FastAPI:
         its results are written again once they are settled."""
         sent = appliance.send_to_review(document_id, actor(request))
         return {"sent": sent, **document_json(appliance.library.document(document_id))}
+
+    @app.post("/api/v1/documents/{document_id}/pages/{number}/turn", tags=["documents"],
+              operation_id="turn_page", responses=errors(400, 404, 409))
+    def turn_page(document_id: str, body: PageTurn, request: Request,
+                  number: int = Path(ge=1, le=MAX_OFFSET, description="1 for the first page")):
+        """The page turned `degrees` clockwise from how it was last read, and read again
+        in place of the orientation the machine chose, as the review console's Turn
+        does: a page done, failed or waiting for review (409 page_busy while it is
+        queued or being read, review_lock_lost while a reviewer has it open). Audited
+        under the API key's name; the document's results are written again once the
+        page is read."""
+        appliance.review.turn(actor(request), document_id, number, body.degrees)
+        return document_json(appliance.library.document(document_id))
 
     @app.delete("/api/v1/documents/{document_id}", tags=["documents"], status_code=204,
                 operation_id="delete_document", responses=errors(404, 409))

@@ -278,6 +278,14 @@ class LockLost(ApplianceError):
     http_status = 409
 
 
+class PageBusy(ApplianceError):
+    """A page asked to be read again while it is queued or being read."""
+
+    code = "page_busy"
+    http_status = 409
+    advice = "ask again once it is read"
+
+
 class QueueFull(ApplianceError):
     """Backpressure: the lane's queue is over its cap. Nothing was stored; try later."""
 

@@ -9,6 +9,7 @@ are the document view's. The store's types its readers meet are named here too
 
 from __future__ import annotations
 
+from collections import Counter
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -126,6 +127,10 @@ class Library:
 
     def latest_failures(self, limit: int) -> list[FailureRow]:
         return queries.latest_failures(self.db, limit)
+
+    def waiting_pages(self) -> Counter:
+        """Pages queued, being read and waiting for review, by status."""
+        return queries.waiting_pages(self.db)
 
     def review_backlog(self) -> dict:
         return queries.review_backlog(self.db)

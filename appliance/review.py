@@ -221,10 +221,12 @@ class ReviewService:
         self._settled(reviews.reject(self.db, page_id, reviewer, note))
 
     def rerun(self, reviewer: str, page_id: int, *, engine: str | None = None,
-              higher_resolution: bool = False, turn_deg: int | None = None) -> None:
+              higher_resolution: bool = False, turn_deg: int | None = None,
+              held: bool = True) -> None:
         """Read the page again: with ``engine``, a resolution higher than its last, or
         turned ``turn_deg`` degrees clockwise from how it was last shown (90, 180, 270),
-        which replaces the orientation the machine chose."""
+        which replaces the orientation the machine chose. ``held``: the reviewer holds
+        the page's lock; else any page read to an end (``reviews.rerun``)."""
         options: dict = {}
         if engine:
             if engine not in registry.names():
@@ -239,8 +241,19 @@ class ReviewService:
             options["turn_deg"] = (self._turned(page_id) + turn_deg) % 360
         if not options:
             raise InvalidRequest("a rerun needs another engine, a higher resolution or a turn")
-        reviews.rerun(self.db, page_id, reviewer, options)
+        reviews.rerun(self.db, page_id, reviewer, options, held)
         self.wake()
+
+    def turn(self, person: str, document_id: str, number: int, turn_deg: int) -> None:
+        """Page ``number`` (1 for the first) of the document turned ``turn_deg`` degrees
+        clockwise from how it was last shown, and read again: the review console's turn,
+        from the document view or the REST API, where nobody holds the page's lock. A
+        page done or failed is read again as well as one waiting for review; one
+        queued or being read is refused (PageBusy), as is one another reviewer holds."""
+        page_id = queries.page_id(self.db, document_id, number - 1)
+        if page_id is None:
+            raise NotFound(f"document {document_id} has no page {number}")
+        self.rerun(person, page_id, turn_deg=turn_deg, held=False)
 
     def _turned(self, page_id: int) -> int:
         """How far clockwise the page as it came was turned for its last reading: the

@@ -4,6 +4,7 @@ Playwright's own browser downloads are not used), driven by Playwright's Python 
 from __future__ import annotations
 
 import os
+import re
 import shutil
 from contextlib import contextmanager
 from pathlib import Path
@@ -64,6 +65,28 @@ def open_ui(page: Page, daemon: Daemon) -> None:
 def upload_input(page: Page) -> Locator:
     """The drop zone's file input (the tables carry hidden CSV-import inputs of their own)."""
     return page.locator("#upload-files input[type=file]")
+
+
+def unfold(page: Page, accordion: str) -> None:
+    """Open the accordion of that elem_id, where it is folded."""
+    toggle = page.locator(f"#{accordion} > button.label-wrap")
+    if not re.search(r"\bopen\b", toggle.get_attribute("class") or ""):
+        toggle.click()
+    expect(toggle).to_have_class(re.compile(r"\bopen\b"))
+
+
+def show_filters(page: Page) -> None:
+    """The documents' filters, folded unless asked for, unfolded."""
+    unfold(page, "documents-filters")
+
+
+def last_upload(page: Page) -> Locator:
+    """After a drop, the upload panel's table of the files dropped: the panel folds once
+    the drop is done, and is unfolded here."""
+    expect(page.locator("#upload-panel > button.label-wrap")).not_to_have_class(
+        re.compile(r"\bopen\b"))
+    unfold(page, "upload-panel")
+    return page.get_by_role("table", name="Last upload")
 
 
 def list_row(page: Page, name: str) -> Locator:

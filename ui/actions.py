@@ -1,11 +1,12 @@
 """What a person can do with documents from the web UI, to one (the document view) or
 to those ticked in the list: read failed pages again, cancel, send to review, delete,
-and download their outputs as one zip.
+and download their outputs as one zip; and to the page shown, turn it and read it again.
 
 The backend audits each action under the actor it is given: the signed-in user's
 name (``gr.Request.username``), or ``NO_LOGIN_ACTOR`` where no login is configured.
 Deleting is an administrator's: a reviewer is refused (and the UI does not offer
-it); with no login configured, whoever reaches the UI may delete.
+it); with no login configured, whoever reaches the UI may delete. Turning a page needs
+the review console's rights (a signed-in account), so with no login nobody may.
 """
 
 from __future__ import annotations
@@ -78,6 +79,32 @@ def may_delete(appliance: Appliance, username: str | None) -> bool:
         return not appliance.auth_on()
     user = appliance.users.get(username)
     return user is not None and user.role == "admin"
+
+
+def may_review(appliance: Appliance, username: str | None) -> bool:
+    """The review console's rights: a signed-in account, a reviewer's or an
+    administrator's. Where no login is configured nobody has them (the console always
+    wants a sign-in)."""
+    return bool(username) and appliance.users.get(username) is not None
+
+
+def turn_page(appliance: Appliance, document_id: str | None, index: int, degrees: int,
+              username: str | None, lang: str = EN) -> str:
+    """Turn the document's page at ``index`` (0-based) ``degrees`` clockwise and have it
+    read again, as the review console does; a Markdown line on what happened."""
+    if not document_id:
+        return text("no_document", lang)
+    if not may_review(appliance, username):
+        log.warning("ui turn refused user=%s doc=%s", username, document_id)
+        return text("turn_refused", lang)
+    try:
+        appliance.review.turn(username, document_id, index + 1, degrees)
+    except ApplianceError as exc:  # queued, being read, open in the console, deleted
+        return text("turn_not", lang, n=index + 1,
+                    why=escape_markdown_text(error_text(exc.code, exc.message, lang)))
+    log.info("ui page turned doc=%s page=%d degrees=%d user=%s", document_id, index + 1,
+             degrees, username)
+    return text("turn_done", lang, n=index + 1)
 
 
 def not_retried(view: DocumentView, lang: str = EN) -> str:

@@ -1,8 +1,9 @@
 """The Document tab's Gradio wiring: the components of the document view
 (``ui/document_view.py``), how to fill them for a document and page, and the tab's own
 events (choosing a page, zooming, preparing the downloads, the actions on this one
-document). Opening a document or a page makes no download: "Prepare downloads" makes
-them, and any change to the document takes them back (``view_key``)."""
+document, turning the page shown). Opening a document or a page makes no download:
+"Prepare downloads" makes them, and any change to the document takes them back
+(``view_key``)."""
 
 from __future__ import annotations
 
@@ -16,7 +17,7 @@ from appliance.daemon import Appliance
 from appliance.errors import NotFound
 from appliance.export import FORMATS
 from ui import fields_form
-from ui.actions import ACTIONS, perform
+from ui.actions import ACTIONS, perform, turn_page
 from ui.i18n import EN, label, language_of, text, texts
 from ui.components import escape_markdown_text, safe_markdown, safe_markdown_view
 from ui.confirm_delete import ConfirmDelete
@@ -26,6 +27,7 @@ from ui.document_view import (
 )
 from ui.downloads import DOWNLOAD_LABELS, prepare_downloads
 from ui.page_image import ZOOMABLE
+from ui.review import TURN_ACTIONS
 
 CHANGED_TEXT = text("downloads_changed")
 ZOOM_JS = ("(percent) => { const el = document.getElementById('document-image'); "
@@ -89,6 +91,13 @@ class DocumentTab:
             with gr.Column(scale=4):
                 self.page_choice = gr.Dropdown(label=label("page"), choices=[], value=None,
                                                interactive=True, elem_id="document-page")
+                # the review console's turns, shown to those who may use it (the workspace
+                # decides at load)
+                with gr.Row():
+                    self.turns = {action: gr.Button(label(f"page_{action}"), size="sm",
+                                                    visible=False,
+                                                    elem_id=f"document-{action.replace('_', '-')}")
+                                  for action in TURN_ACTIONS}
                 self.facts = safe_markdown_view(elem_id="document-page-facts")
                 self.doubts = safe_markdown_view(elem_id="document-page-doubts")
                 with gr.Tabs():
@@ -226,6 +235,15 @@ class DocumentTab:
                 return [safe_markdown(message), *self.redraw(latest, document_id, index, lang)]
             return handler
 
+        def turn_handler(degrees: int):
+            def handler(latest, document_id, index, request: gr.Request):
+                """What became of the turn, and the document shown again."""
+                lang = language_of(request)
+                message = turn_page(self.appliance, document_id, int(index or 0), degrees,
+                                    getattr(request, "username", None), lang)
+                return [safe_markdown(message), *self.redraw(latest, document_id, index, lang)]
+            return handler
+
         def deleted(ids: list[str], username: str | None, lang: str) -> list:
             """Delete asked and answered: its message, and the document shown gone."""
             message = perform(self.appliance, "delete", ids, username, lang)
@@ -247,6 +265,11 @@ class DocumentTab:
                              inputs=[self.latest, self.document_id, self.page_index],
                              outputs=[self.message, *self.outputs], trigger_mode="once",
                              concurrency_limit=4, concurrency_id="document-actions", **private)
+        for action, button in self.turns.items():
+            button.click(turn_handler(TURN_ACTIONS[action]),
+                         inputs=[self.latest, self.document_id, self.page_index],
+                         outputs=[self.message, *self.outputs], trigger_mode="once",
+                         concurrency_limit=4, concurrency_id="document-actions", **private)
         self.confirm.wire(
             self.actions["delete"], [self.document_id],
             lambda document_id: [document_id] if document_id else [], self.message,

@@ -115,6 +115,22 @@ TEXTS: dict[str, tuple[str, str]] = {
                          "{n} 页待识别；进度见列表"),
     "upload_pages_other": ("{n} pages to read; the list shows how far it is",
                            "{n} 页待识别；进度见列表"),
+    # after a drop: what became of the files, and the queue (ui/upload.py)
+    "dropped_head": ("Just dropped ({documents}):", "刚上传（{documents}）："),
+    "dropped_queued": ("{n} queued", "{n} 个排队中"),
+    "dropped_reading": ("{n} reading", "{n} 个识别中"),
+    "dropped_review": ("{n} need review", "{n} 个待复核"),
+    "dropped_done": ("{n} done", "{n} 个已完成"),
+    "dropped_failed": ("{n} failed", "{n} 个失败"),
+    "dropped_refused": ("{n} refused", "{n} 个被拒绝"),
+    "dropped_why": ("(why: open Upload)", "（原因：展开“上传”查看）"),
+    "queue_head": ("All pages:", "全部页面："),
+    "queue_queued": ("{n} queued", "{n} 页排队中"),
+    "queue_reading": ("{n} reading", "{n} 页识别中"),
+    "queue_review": ("{n} need review", "{n} 页待复核"),
+    "queue_idle": ("nothing waiting", "没有等待的页面"),
+    "filters": ("Filters", "筛选"),
+    "filters_set": ("Filters ({n} set)", "筛选（已设置 {n} 项）"),
     "upload_internal_error": ("the file could not be accepted because of an internal error; "
                               "the server log has the details",
                               "内部错误，文件未能接收；详情见服务器日志"),
@@ -298,6 +314,17 @@ TEXTS: dict[str, tuple[str, str]] = {
     "none_recorded": ("none recorded", "无记录"),
     "unknown": ("unknown", "未知"),
     "page_missing": ("This page is not there.", "此页不存在。"),
+    # turning the page shown (ui/actions.py): the review console's turn, for its people
+    "page_turn_right": ("Turn right, read again", "向右转 90°，重新识别"),
+    "page_turn_around": ("Turn upside down, read again", "旋转 180°，重新识别"),
+    "page_turn_left": ("Turn left, read again", "向左转 90°，重新识别"),
+    "turn_done": ("**Page {n}** is read again, turned as you asked; this view shows the new "
+                  "reading once it is done.",
+                  "**第 {n} 页**已按您的要求旋转，正在重新识别；识别完成后本页显示新结果。"),
+    "turn_not": ("**Page {n}** was not turned: {why}", "**第 {n} 页**未旋转：{why}"),
+    "turn_refused": ("Turning a page is for those who may use the review console: sign in "
+                     "as a reviewer or an administrator.",
+                     "只有能使用复核台的人可以旋转页面：请以复核员或管理员身份登录。"),
     "thumbnail_caption": ("page {n}", "第 {n} 页"),
     # key fields (ui/fields_form.py)
     "field_field": ("Field", "字段"),

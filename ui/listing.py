@@ -6,6 +6,7 @@ documents again and redraw them where they were, and a deleted one stays as a ro
 says so. Were the list re-queried under the pointer, a document that leaves the filter
 (after a retry, say) would move the rows up, and the next click would tick the document
 that moved there. Each row keeps one height for the same reason: a name over its facts,
+each on one line and whole (cut with an ellipsis where too long, all of it on hover),
 beside a status over at most two lines of its details (all of them on hover).
 Whether the query now finds other rows is only said (``pager_text``); "Refresh list" shows
 them.
@@ -178,8 +179,9 @@ def _row(view: DocumentView, hit: Hit | None, searching: bool, reviewers_exist: 
                          if left is not None else ""))
     cells = [
         f'<td><input type="checkbox" data-pick="{doc_id}" aria-label="{said["list_select"]}"></td>',
+        # the name whole on one line, cut with an ellipsis: all of it on hover
         f'<td><button type="button" class="doc-open" data-open="{doc_id}" '
-        f'data-page="{hit.page_index if hit else 0}">{name}</button>'
+        f'data-page="{hit.page_index if hit else 0}" title="{name}">{name}</button>'
         f'<div class="doc-meta">{meta}</div></td>',
         # the status's word translated; its value (data-status) as the library has it
         f'<td><span class="doc-status" data-status="{text_html(view.status)}">'
@@ -213,7 +215,8 @@ def _deleted_row(doc_id: str, name: str, hit: Hit | None, searching: bool,
                  lang: str = EN) -> str:
     """A row deleted since the list was made: it stays, so the rows below do not move."""
     deleted = text_html(text("list_deleted", lang))
-    cells = ['<td></td>', f'<td><span class="doc-gone">{text_html(name)}</span>'
+    cells = ['<td></td>', f'<td><span class="doc-gone" title="{text_html(name)}">'
+             f'{text_html(name)}</span>'
              f'<div class="doc-meta">{deleted}</div></td>',
              f'<td><span class="doc-status" data-status="deleted">{deleted}</span>'
              '<div class="doc-details"></div></td>',

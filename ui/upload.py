@@ -1,7 +1,12 @@
 """Uploads through the web UI: the files dropped on the page, submitted with the options
 chosen beside them (document type, lane, tags, engine, a PDF's own text, an encrypted
-PDF's password),
-and what became of each.
+PDF's password), and what became of each: a table of the files (``upload_html``) in the
+upload panel, which folds after a drop so that the list below stays in view, and above
+the list a line on the documents just dropped and on the queue (``drop_summary_html``),
+whose "need review" leads to the review console.
+
+Both are HTML made here: file names and reasons are untrusted and go through
+``text_html``; names are kept whole on one line (the full name on hover), reasons wrap.
 
 The password only travels in ``SubmitOptions.pdf_password`` to intake; it is never
 logged, stored or shown again (the form's field is emptied after each upload).
@@ -11,20 +16,22 @@ from __future__ import annotations
 
 import logging
 import os
+from collections import Counter
 from dataclasses import dataclass
 from pathlib import Path
 
 from appliance.daemon import Appliance
 from appliance.errors import ApplianceError, NotFound
 from appliance.intake import SubmitOptions
-from appliance.library import DocumentView, Lane
+from appliance.library import DocStatus, DocumentView, Lane, PageStatus
 from ui.document_status import document_problem, error_text
 from ui.i18n import EN, label, plural, text, texts
+from ui.listing import text_html
+from ui.review import MOUNT_PATH as REVIEW_PATH
 
 log = logging.getLogger(__name__)
 
 UPLOAD_HEADER_KEYS = ["upload_file", "upload_outcome", "upload_details"]
-UPLOAD_HEADERS = texts(UPLOAD_HEADER_KEYS)
 LANE_CHOICES = [(label("lane_interactive"), Lane.INTERACTIVE.value),
                 (label("lane_batch"), Lane.BATCH.value)]
 TEXT_LAYER_CHOICES = [(label("text_layer_default"), ""),
@@ -32,6 +39,16 @@ TEXT_LAYER_CHOICES = [(label("text_layer_default"), ""),
                       (label("text_layer_ignore"), "ignore"),
                       (label("text_layer_prefer"), "prefer")]
 INTERNAL_ERROR_TEXT = text("upload_internal_error")
+UPLOAD_CSS = (Path(__file__).parent / "upload.css").read_text()
+# a dropped document's status as the summary counts it, in this order (partly failed
+# is failed), and then the files refused
+DROPPED = {DocStatus.QUEUED: "dropped_queued", DocStatus.PROCESSING: "dropped_reading",
+           DocStatus.REVIEW: "dropped_review", DocStatus.DONE: "dropped_done",
+           DocStatus.PARTIAL: "dropped_failed", DocStatus.FAILED: "dropped_failed"}
+REFUSED = "dropped_refused"
+# the pages of every document that wait, by status
+QUEUE = {PageStatus.QUEUED: "queue_queued", PageStatus.RUNNING: "queue_reading",
+         PageStatus.REVIEW: "queue_review"}
 
 
 @dataclass(frozen=True)
@@ -122,3 +139,52 @@ def _stored(appliance: Appliance, document_id: str | None) -> DocumentView | Non
         return appliance.library.document(document_id)
     except NotFound:
         return None
+
+
+def upload_html(rows: list[list[str]], lang: str = EN) -> str:
+    """``upload_rows`` as the upload panel's table: each name whole on one line (cut
+    with an ellipsis where it is too long, all of it on hover), each reason wrapped in
+    full."""
+    if not rows:
+        return ""
+    heads = "".join(f"<th>{text_html(head)}</th>" for head in texts(UPLOAD_HEADER_KEYS, lang))
+    body = "".join(
+        f'<tr><td class="upload-name" title="{text_html(name)}">{text_html(name)}</td>'
+        f"<td>{text_html(outcome)}</td><td>{text_html(details)}</td></tr>"
+        for name, outcome, details in rows)
+    return (f'<table class="upload-table" aria-label="{text_html(text("last_upload", lang))}">'
+            f"<thead><tr>{heads}</tr></thead><tbody>{body}</tbody></table>")
+
+
+def drop_summary_html(appliance: Appliance, uploads: list[Upload], lang: str = EN) -> str:
+    """One line on what became of the documents just dropped ("1 queued · 1 reading · 1
+    need review · 1 refused"), and one on the pages of every document waiting ("5
+    queued · 1 reading · 2 need review"); each "need review" leads to the review
+    console. Empty before any drop."""
+    if not uploads:
+        return ""
+    views = appliance.library.documents([u.document_id for u in uploads if u.document_id])
+    dropped = Counter(DROPPED[view.status] for view in views.values())
+    dropped[REFUSED] = sum(1 for u in uploads if u.document_id is None)
+    waiting = appliance.library.waiting_pages()
+    documents = plural("documents", len(uploads), lang)
+    return (_line(text("dropped_head", lang, documents=documents),
+                  [_count(text(key, lang, n=dropped[key]), key == DROPPED[DocStatus.REVIEW])
+                   + (" " + text_html(text("dropped_why", lang)) if key == REFUSED else "")
+                   for key in (*dict.fromkeys(DROPPED.values()), REFUSED) if dropped[key]])
+            + _line(text("queue_head", lang),
+                    [_count(text(key, lang, n=waiting[status]), status == PageStatus.REVIEW)
+                     for status, key in QUEUE.items() if waiting[status]]
+                    or [text_html(text("queue_idle", lang))]))
+
+
+def _line(head: str, counts: list[str]) -> str:
+    return f'<p class="drop-summary"><strong>{text_html(head)}</strong> {" · ".join(counts)}</p>'
+
+
+def _count(said: str, needs_review: bool = False) -> str:
+    """A count as HTML; one of documents or pages that need review leads to the review
+    console."""
+    if needs_review:
+        return f'<a href="{REVIEW_PATH}/" class="drop-review">{text_html(said)}</a>'
+    return f"<span>{text_html(said)}</span>"

@@ -18,26 +18,25 @@ from pathlib import Path
 from typing import Iterator
 
 import gradio as gr
-import pandas as pd
 
 from appliance.api import DOCS_PATH
 from appliance.daemon import Appliance
 from appliance.engines import registry
 from appliance.library import DocStatus
 from appliance.metrics import metrics_for
-from ui.actions import ACTIONS, download_zip, may_delete, perform, picked_text
+from ui.actions import ACTIONS, download_zip, may_delete, may_review, perform, picked_text
 from ui.auth import LOGOUT_PATH
 from ui.components import escape_markdown_text, safe_markdown, safe_markdown_view
 from ui.confirm_delete import ConfirmDelete
 from ui.document_status import remaining_s
 from ui.document_tab import DocumentTab
-from ui.i18n import EN, LANGUAGE_PATH, doc_type_choices, label, language_of, text, texts
+from ui.i18n import EN, LANGUAGE_PATH, doc_type_choices, label, language_of, text
 from ui.listing import (
     ANY, FIELDS_CHOICES, LIST_CSS, LIST_JS, NEWEST, PAGER_MOVES, SORT_CHOICES, SOURCE_CHOICES,
     Listed, browse_query, pager_offset, pager_text, results_html, search_sort,
 )
-from ui.upload import (LANE_CHOICES, TEXT_LAYER_CHOICES, UPLOAD_HEADER_KEYS, UPLOAD_HEADERS,
-                       UploadChoices, handle_upload, upload_rows)
+from ui.upload import (LANE_CHOICES, TEXT_LAYER_CHOICES, UPLOAD_CSS, UploadChoices,
+                       drop_summary_html, handle_upload, upload_html, upload_rows)
 
 REFRESH_S = 2.0
 PACE_PAGES = 50  # the pages read last, whose median service time paces the estimates
@@ -82,7 +81,9 @@ def workspace_tabs(appliance: Appliance, download_dir: Path) -> Iterator[None]:
                           min_width=100, elem_id="workspace-api-docs")
                 sign_out = gr.Button(label("sign_out"), link=LOGOUT_PATH, size="sm", scale=0,
                                      min_width=100, visible=False, elem_id="workspace-sign-out")
-            with gr.Accordion(label("upload"), open=True):
+            # folded after a drop: the list below is in view, and the line under the
+            # panel says what became of the files
+            with gr.Accordion(label("upload"), open=True, elem_id="upload-panel") as upload_panel:
                 with gr.Row():
                     upload = gr.File(label=label("upload_files"),
                                      file_count="multiple", type="filepath", scale=2,
@@ -106,10 +107,9 @@ def workspace_tabs(appliance: Appliance, download_dir: Path) -> Iterator[None]:
                             tags = gr.Textbox(label=label("tags_input"), elem_id="upload-tags")
                             password = gr.Textbox(label=label("pdf_password"), type="password",
                                                   elem_id="upload-password")
-                upload_results = gr.Dataframe(headers=UPLOAD_HEADERS, datatype="str",
-                                              label=label("last_upload"), interactive=False,
-                                              wrap=True, elem_id="upload-results",
-                                              column_count=len(UPLOAD_HEADERS))
+                upload_results = gr.HTML("", css_template=UPLOAD_CSS, elem_id="upload-results")
+            drop_summary = gr.HTML("", css_template=UPLOAD_CSS, visible=False,
+                                   elem_id="upload-summary")
             with gr.Row(equal_height=True):
                 search = gr.Textbox(label=label("search"), scale=4, elem_id="documents-search",
                                     placeholder=label("search_placeholder"))
@@ -117,7 +117,10 @@ def workspace_tabs(appliance: Appliance, download_dir: Path) -> Iterator[None]:
                                    scale=1, elem_id="documents-sort")
                 search_button = gr.Button(label("search"), variant="primary", scale=0, min_width=100,
                                           elem_id="documents-search-button")
-            with gr.Row():
+            # folded unless asked for (its label counts the filters set): the list stays
+            # in view on a laptop's screen
+            filters_box = gr.Accordion(label("filters"), open=False, elem_id="documents-filters")
+            with filters_box, gr.Row():
                 statuses = gr.Dropdown(label=label("filter_status"), value=[],
                                        choices=[(label(f"status_{s}"), s.value) for s in DocStatus],
                                        multiselect=True, elem_id="filter-status")
@@ -130,7 +133,7 @@ def workspace_tabs(appliance: Appliance, download_dir: Path) -> Iterator[None]:
                 folder = gr.Dropdown(label=label("filter_folder"), value=ANY, elem_id="filter-folder",
                                      choices=[(label("any_folder"), ANY), *(w.name or Path(w.path).name
                                                                      for w in settings.watch)])
-            with gr.Row():
+            with filters_box, gr.Row():
                 engine_filter = gr.Dropdown(label=label("filter_engine"), value=ANY, elem_id="filter-engine",
                                             choices=[(label("any_engine"), ANY),
                                                      *registry.names()])
@@ -166,6 +169,7 @@ def workspace_tabs(appliance: Appliance, download_dir: Path) -> Iterator[None]:
     filters = [search, statuses, type_filter, tag, source, folder, since, until, engine_filter,
                fields, sort]
     list_key, listed, picked = gr.State(""), gr.State(Listed()), gr.State([])
+    dropped = gr.State([])  # the files of the last drop (ui.upload.Upload)
     list_outputs = [results, page_line, list_key, listed]
 
     def pace():
@@ -224,10 +228,11 @@ def workspace_tabs(appliance: Appliance, download_dir: Path) -> Iterator[None]:
     def on_refresh(rows: Listed, request: gr.Request):
         return run(rows.query, language_of(request))
 
-    def on_tick(rows, known, latest, document_id, index, shown, request: gr.Request):
+    def on_tick(rows, known, latest, document_id, index, shown, uploads, request: gr.Request):
         lang = language_of(request)
         return [*redrawn(rows, known, lang),
-                *document.refresh(latest, document_id, index, shown, lang)]
+                *document.refresh(latest, document_id, index, shown, lang),
+                drop_summary_html(appliance, uploads, lang) if uploads else gr.skip()]
 
     def on_open(latest, evt: gr.EventData, request: gr.Request):
         """The document in its tab, without the message about the one open before."""
@@ -261,18 +266,29 @@ def workspace_tabs(appliance: Appliance, download_dir: Path) -> Iterator[None]:
             type_value, lane_value, tag_text or "", engine_name or "", secret or "",
             own_text or ""), lang)
         # the password is not kept
-        return (pd.DataFrame(upload_rows(appliance, uploaded, lang),
-                             columns=texts(UPLOAD_HEADER_KEYS, lang)), None, "")
+        return (upload_html(upload_rows(appliance, uploaded, lang), lang), None, "",
+                gr.Accordion(open=False),
+                gr.HTML(drop_summary_html(appliance, uploaded, lang), visible=bool(uploaded)),
+                uploaded)
+
+    def on_filters(request: gr.Request, *values):
+        """The folded filters' label: how many are set."""
+        count = sum(1 for value in values if value not in (None, ANY, []))
+        lang = language_of(request)
+        return gr.Accordion(label=text("filters_set", lang, n=count) if count
+                            else text("filters", lang))
 
     def on_load(request: gr.Request):
         username = getattr(request, "username", None)
         lang = language_of(request)
         allowed = gr.Button(visible=may_delete(appliance, username))
+        reviews = gr.Button(visible=may_review(appliance, username))
         return (user_line(appliance, username, lang), gr.Button(visible=bool(username)), allowed,
-                allowed, pd.DataFrame(columns=texts(UPLOAD_HEADER_KEYS, lang)),
-                *document.headers(lang))
+                allowed, *(reviews for _ in document.turns), *document.headers(lang))
 
     private = dict(api_visibility="private")
+    filter_controls = (statuses, type_filter, source, folder, since, until, engine_filter,
+                       fields)
     querying = dict(inputs=filters, show_progress="hidden", concurrency_limit=8,
                     concurrency_id="documents-query", **private)
     refresh = dict(fn=on_query, outputs=[*list_outputs, message], **querying)
@@ -280,15 +296,17 @@ def workspace_tabs(appliance: Appliance, download_dir: Path) -> Iterator[None]:
           outputs=[sort, *list_outputs, message], **querying)
     # the sort on .input: the search's own change of it has run its query already
     gr.on([tag.submit, tag.blur, sort.input,
-           *(control.change for control in (statuses, type_filter, source, folder, since,
-                                             until, engine_filter, fields))], **refresh)
+           *(control.change for control in filter_controls)], **refresh)
+    gr.on([tag.submit, tag.blur, *(control.change for control in filter_controls)],
+          fn=on_filters, inputs=[tag, *filter_controls], outputs=filters_box,
+          show_progress="hidden", **private)
     for move, button in pager.items():
         button.click(pager_handler(move), inputs=listed, outputs=list_outputs, **private)
     refresh_button.click(on_refresh, inputs=listed, outputs=list_outputs, **private)
     gr.Timer(REFRESH_S).tick(
         on_tick, inputs=[listed, list_key, document.latest, document.document_id,
-                         document.page_index, document.shown_key],
-        outputs=[*list_outputs, *document.outputs], show_progress="hidden",
+                         document.page_index, document.shown_key, dropped],
+        outputs=[*list_outputs, *document.outputs, drop_summary], show_progress="hidden",
         trigger_mode="once", concurrency_limit=8, concurrency_id="documents-refresh",
         **private)
     results.open(on_open, inputs=document.latest,
@@ -315,9 +333,11 @@ def workspace_tabs(appliance: Appliance, download_dir: Path) -> Iterator[None]:
     zip_button.click(on_zip, inputs=picked, outputs=[zip_file, message], trigger_mode="once",
                      concurrency_limit=2, concurrency_id="documents-zip", **private)
     upload.upload(on_upload, inputs=[upload, doc_type, lane, tags, engine, password, text_layer],
-                  outputs=[upload_results, upload, password], concurrency_limit=4,
+                  outputs=[upload_results, upload, password, upload_panel, drop_summary,
+                           dropped], concurrency_limit=4,
                   **private).then(**refresh)
     gr.on(triggers=None, fn=on_load,
-          outputs=[user, sign_out, bulk["delete"], document.actions["delete"], upload_results,
+          outputs=[user, sign_out, bulk["delete"], document.actions["delete"],
+                   *document.turns.values(),
                    *document.header_outputs],
           **private).then(**refresh)

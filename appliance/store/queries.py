@@ -111,6 +111,13 @@ def accepted_results(db: Database, document_id: str) -> list[tuple[Page, PageRes
         return [(page, result) for page, result in rows]
 
 
+def page_id(db: Database, document_id: str, index: int) -> int | None:
+    """The id of the document's page at ``index`` (0-based); None when there is none."""
+    with db.read() as session:
+        return session.exec(select(Page.id).where(Page.document_id == document_id,
+                                                  Page.index == index)).first()
+
+
 def analysis(db: Database, document_id: str) -> Analysis | None:
     """The Document Intelligence request of a document; None for one submitted otherwise."""
     with db.read() as session:
@@ -318,6 +325,15 @@ def pages_in_flight(db: Database) -> dict[tuple[str, str], int]:
                             .where(Page.status.in_((PageStatus.QUEUED, PageStatus.RUNNING)))
                             .group_by(Document.lane, Page.status)).all()
     return {(lane, status): n for lane, status, n in rows}
+
+
+def waiting_pages(db: Database) -> Counter:
+    """Pages of every document queued, being read or waiting for review, by status."""
+    with db.read() as session:
+        rows = session.exec(select(Page.status, func.count()).where(Page.status.in_(
+            (PageStatus.QUEUED, PageStatus.RUNNING, PageStatus.REVIEW)))
+            .group_by(Page.status)).all()
+    return Counter(dict(rows))
 
 
 def failed_pages_by_code(db: Database) -> dict[str, int]:

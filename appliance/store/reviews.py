@@ -21,11 +21,11 @@ from sqlalchemy import and_, case, exists, func, or_, true
 from sqlalchemy.orm import aliased
 from sqlmodel import Session, select
 
-from appliance.errors import LockLost, NotFound, RejectedUnreadable
+from appliance.errors import LockLost, NotFound, PageBusy, RejectedUnreadable
 from appliance.quality.routing import reason_code, review_reasons
 from appliance.store.db import Database
 from appliance.store.models import (
-    Document, Lane, Outcome, Page, PageResult, PageStatus, ReviewAction,
+    FINAL_PAGE_STATUSES, Document, Lane, Outcome, Page, PageResult, PageStatus, ReviewAction,
 )
 from appliance.store.search import index_page
 from appliance.store.transitions import _event, require_original
@@ -185,20 +185,43 @@ def reject(db: Database, page_id: int, reviewer: str, note: str = "") -> str:
         return page.document_id
 
 
-def rerun(db: Database, page_id: int, reviewer: str, options: dict) -> str:
-    """Read the page again with ``options`` (another engine, a higher resolution); the
-    new reading is routed afresh."""
+def rerun(db: Database, page_id: int, reviewer: str, options: dict, held: bool = True) -> str:
+    """Read the page again with ``options`` (another engine, a higher resolution, a
+    turn); the new reading is routed afresh. ``held``: the reviewer holds the page's
+    lock (the review console); else (the document view, the REST API) any page read to
+    an end will do, unless another reviewer holds it."""
     with db.write() as session:
-        page = _locked_page(session, page_id, reviewer)
-        require_original(session.get(Document, page.document_id), f"page {page.index + 1}")
-        markdown = session.get(PageResult, page.result_id).markdown
+        page = _locked_page(session, page_id, reviewer) if held else _read_page(
+            session, page_id, reviewer)
+        doc = session.get(Document, page.document_id)
+        require_original(doc, f"page {page.index + 1}")
+        markdown = session.get(PageResult, page.result_id).markdown if page.result_id else None
+        if page.status in FINAL_PAGE_STATUSES:  # final again once read: exported, notified
+            doc.exported_at = doc.webhook_done_at = doc.output_error = None
+            session.add(doc)
         page.options = {**(page.options or {}), **options}
         page.attempts = 0  # a new reading, not a retry: the engine starts from its first rung
         page.not_before = 0.0
         page.review_since = None
+        page.error_code = page.error_message = None
         _settle(session, page, reviewer, "rerun", PageStatus.QUEUED, markdown, None,
                 note=", ".join(f"{k}={v}" for k, v in options.items()))
         return page.document_id
+
+
+def _read_page(session: Session, page_id: int, person: str) -> Page:
+    """The page, read to an end (done, failed, or waiting for review and not held by
+    another reviewer), for ``person`` to have read again."""
+    page = session.get(Page, page_id)
+    if page is None:
+        raise NotFound(f"no page with id {page_id}")
+    if page.status in (PageStatus.QUEUED, PageStatus.RUNNING):
+        raise PageBusy(f"page {page.index + 1} is {page.status}")
+    holder = page.review_owner if (page.review_lock_expires_at or 0) > time.time() else None
+    if page.status == PageStatus.REVIEW and holder not in (None, person):
+        raise LockLost(f"reviewer {holder} has page {page.index + 1} open in the review "
+                       f"console; ask again once they are done with it")
+    return page
 
 
 def skip(db: Database, page_id: int, reviewer: str) -> None:

@@ -28,7 +28,7 @@ def api_routes(app) -> list[tuple[str, str]]:
     for route in app.routes:
         if isinstance(route, APIRoute):
             path = (route.path.replace("{document_id}", "0" * 32).replace("{rest:path}", "x")
-                    .replace("{model_id}", "prebuilt-read").replace("{result_id}", "0" * 32))
+                    .replace("{model_id}", "prebuilt-read").replace("{number}", "1").replace("{result_id}", "0" * 32))
             routes.extend((method, path) for method in sorted(route.methods))
     return routes
 

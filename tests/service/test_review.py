@@ -14,7 +14,7 @@ import pytest
 from sqlmodel import select
 
 from appliance.config import dump_toml
-from appliance.errors import InvalidRequest, LockLost
+from appliance.errors import InvalidRequest, LockLost, NotFound, PageBusy
 from appliance.export import Exporter, document_json
 from appliance.intake.spool import Spool
 from appliance.review import ReviewService, export_jsonl
@@ -237,6 +237,42 @@ def test_a_turn_is_counted_from_the_page_as_the_reviewer_sees_it(setup):
     page = service.next_page("anna")
     service.rerun("anna", page.item.page_id, turn_deg=90)
     assert transitions.claim_next_page(db, "w1", lease_s=60).options == {"turn_deg": 90}
+
+
+def test_a_page_is_turned_from_outside_the_console(setup):
+    """Issue 53: the document view and the REST API turn a page nobody holds: one
+    waiting for review, one done (its document is exported and notified again once it
+    is read) or one failed; never one queued or being read, nor one another reviewer
+    has open. Each turn is audited under the person's name."""
+    service, db, settings, _settled, woken = setup
+    doc = in_review(db, pages=2)
+    with pytest.raises(NotFound, match="has no page 3"):
+        service.turn("ada", doc.id, 3, 90)
+    with pytest.raises(InvalidRequest):
+        service.turn("ada", doc.id, 1, 45)
+    held = service.next_page("rita")
+    assert held.item.page_number == 1
+    with pytest.raises(LockLost, match="reviewer rita has page 1 open"):
+        service.turn("ada", doc.id, 1, 90)
+    service.turn("ada", doc.id, 2, 90)  # free, waiting for review
+    assert woken == [1]
+    with pytest.raises(PageBusy, match="page 2 is queued"):
+        service.turn("ada", doc.id, 2, 90)
+    claim = transitions.claim_next_page(db, "w1", lease_s=60)
+    assert claim.options == {"turn_deg": 90}
+    transitions.complete_page(db, claim, page_done("Invoice 7"))
+    service.approve("rita", held.item.page_id)
+    view = queries.get_document(db, doc.id)
+    assert view.status == "done" and view.doc.exported_at
+    service.turn("ada", doc.id, 2, 180)  # done: read again, from the reviewer's 90
+    view = queries.get_document(db, doc.id)
+    assert view.status == "processing" and view.doc.exported_at is None
+    assert view.doc.webhook_done_at is None
+    assert transitions.claim_next_page(db, "w1", lease_s=60).options == {"turn_deg": 270}
+    with db.read() as session:
+        turns = session.exec(select(ReviewAction).where(ReviewAction.action == "rerun")).all()
+    assert [(t.reviewer, t.note) for t in turns] == [("ada", "turn_deg=90"),
+                                                     ("ada", "turn_deg=270")]
 
 
 def test_skip_sends_the_page_to_the_back_of_the_queue(setup):

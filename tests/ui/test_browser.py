@@ -16,8 +16,8 @@ import pytest
 from playwright.sync_api import Locator, Page, expect
 
 from tests.browser import (
-    UI_TIMEOUT_MS, list_row, open_document, open_ui, page_body, screenshot_on_failure,
-    search_documents, upload_input,
+    UI_TIMEOUT_MS, last_upload, list_row, open_document, open_ui, page_body,
+    screenshot_on_failure, search_documents, upload_input,
 )
 from tests.daemon import Daemon
 from tests.fixtures.documents import (
@@ -84,10 +84,12 @@ def test_upload_two_documents_and_read_their_results(page, daemon, tmp_path):
         open_ui(page, daemon)
         upload_input(page).set_input_files([pdf, png])
         # what became of each file, as it was submitted
-        last_upload = page.get_by_role("grid", name="Last upload")
+        # the list in view, a line on the files, and in the folded panel each file
+        expect(page.locator("#upload-summary")).to_contain_text("Just dropped (2 documents)")
+        uploaded = last_upload(page)
         for name in ("report.pdf", "receipt.png"):
-            expect(last_upload.get_by_role("row").filter(has_text=name)
-                   .get_by_role("gridcell").nth(1)).to_have_text("accepted")
+            expect(uploaded.get_by_role("row").filter(has_text=name)
+                   .get_by_role("cell").nth(1)).to_have_text("accepted")
         wait_status(page, "report.pdf", "done")
         wait_status(page, "receipt.png", "done")
         expect(list_row(page, "report.pdf").locator("progress")).to_have_attribute("value", "2")
@@ -96,6 +98,8 @@ def test_upload_two_documents_and_read_their_results(page, daemon, tmp_path):
         open_document(page, "receipt.png")
         body = page_body(page)
         wait_for_similar_text(body, RECEIPT)
+        # no login here: turning a page is the review console's, which wants a sign-in
+        expect(page.locator("#document-turn-right")).to_be_hidden()
         # a receipt keeps its lines on screen, rather than running them into one paragraph
         shown_lines = [line for line in body.inner_text().splitlines() if line.strip()]
         assert len(shown_lines) >= len(RECEIPT), shown_lines

@@ -17,7 +17,7 @@ from appliance.daemon import Appliance
 from appliance.export import FORMATS, SUFFIXES
 from appliance.library import DocumentQuery
 from tests.fixtures.documents import text_similarity, write_pdf, write_png
-from ui.actions import perform
+from ui.actions import perform, turn_page
 from ui.document_tab import DocumentTab
 from ui.document_view import WAITING_TEXT, show_document, show_page
 from ui.downloads import prepare_downloads
@@ -221,6 +221,28 @@ def test_an_upload_may_pick_an_engine_the_workers_run_and_no_other(tmp_path):
                            for engine in ("llama", "classic"))
         assert refused.document_id is None and "engine_unavailable" in refused.refusal
         assert appliance.library.document(picked.document_id).doc.engine == "classic"
+    finally:
+        appliance.db.close()
+
+
+def test_a_page_is_turned_only_by_those_who_may_use_the_review_console(tmp_path):
+    """The review console wants a sign-in: where no login is configured, or for a name
+    with no account (removed since), the document view's turn is refused and nothing is
+    read again. Never started: the page waits queued, which an account is told."""
+    appliance = make_appliance(tmp_path)
+    try:
+        appliance.users.add("rita", "reviewer", "correct horse battery")
+        [upload] = handle_upload(appliance, [str(write_png(uploads(tmp_path) / "a.png",
+                                                           PAGE_C))])
+        for nobody in (None, "", "gone"):
+            said = turn_page(appliance, upload.document_id, 0, 90, nobody)
+            assert said.startswith("Turning a page is for those who may use the review")
+        # an account gets as far as the page, which is not read yet
+        said = turn_page(appliance, upload.document_id, 0, 90, "rita")
+        assert said.startswith("**Page 1** was not turned: page 1 is queued"), said
+        assert said.endswith(r"\[page\_busy\]"), said
+        assert turn_page(appliance, None, 0, 90, "rita").startswith("Open a document")
+        assert appliance.library.document(upload.document_id).pages[0].options is None
     finally:
         appliance.db.close()
 

@@ -114,6 +114,14 @@ def every_button(page: Page) -> dict[str, list[str]]:
     }""")
 
 
+def wait_read(daemon: Daemon, doc_id: str) -> None:
+    """Until none of the document's pages is queued or being read."""
+    deadline = time.monotonic() + READ_TIMEOUT_S
+    while {p["status"] for p in daemon.document(doc_id)["pages"]} & {"queued", "running"}:
+        assert time.monotonic() < deadline, f"{daemon.document(doc_id)}\n{daemon.log()}"
+        time.sleep(0.3)
+
+
 def watch_for_errors(page: Page) -> list[str]:
     """Every error toast the page shows from now on, however briefly, and every script
     error: the list fills as they come. Once a click has begun to leave the page (a
@@ -227,7 +235,7 @@ def test_one_walk_through_every_button_and_download_shows_no_error(browser, daem
 
         # --- the documents workspace
         upload_input(page).set_input_files(write_png(tmp_path / "walk.png", REPORT_PAGES[0]))
-        expect(page.locator("#upload-files")).to_be_visible()
+        expect(page.locator("#upload-summary")).to_contain_text("Just dropped (1 document)")
         search("walk.png")
         row = page.locator("#documents-list tbody tr").filter(has_text="walk.png")
         expect(row).to_contain_text("done")
@@ -272,6 +280,13 @@ def test_one_walk_through_every_button_and_download_shows_no_error(browser, daem
         walked.add("download-fields-json")
         click("document-retry")
         expect(document_message).to_contain_text("none of its pages failed")
+        # its first page turned and read again; asked again while it is read, refused
+        click("document-turn-right")
+        expect(document_message).to_contain_text("Page 1 is read again, turned as you asked")
+        for action in ("document-turn-around", "document-turn-left"):
+            click(action)
+            expect(document_message).to_contain_text(re.compile(
+                r"Page 1 was not turned: .*\[page_busy\]|Page 1 is read again"))
         click("document-delete")
         expect(page.locator("#document-confirm-question")).to_contain_text("report.pdf")
         click("document-confirm-no")
@@ -343,6 +358,7 @@ def test_one_walk_through_every_button_and_download_shows_no_error(browser, daem
         expect(documents_message).to_contain_text("1 document deleted")
         search("report.pdf")
         open_document(page, "report.pdf")
+        wait_read(daemon, daemon.ids["report"])  # its turned page read again
         click("document-delete")
         click("document-confirm-yes")
         expect(document_message).to_contain_text("1 document deleted")

@@ -33,8 +33,8 @@ from appliance.store import Database, transitions
 from appliance.store.models import Document, Lane
 from appliance.users import Users
 from tests.browser import (
-    UI_TIMEOUT_MS, ask_for_downloads, downloaded, list_row, open_document, page_body,
-    screenshot_on_failure, search_documents, upload_input,
+    UI_TIMEOUT_MS, ask_for_downloads, downloaded, last_upload, list_row, open_document,
+    page_body, screenshot_on_failure, search_documents, show_filters, upload_input,
 )
 from tests.daemon import Daemon
 from tests.fixtures.documents import text_similarity, write_pdf
@@ -151,7 +151,8 @@ def keep_screenshot(page: Page, name: str) -> None:
 
 
 def choose(page: Page, label: str, option: str) -> None:
-    """Pick ``option`` in the dropdown labelled ``label`` (a multiselect stays open)."""
+    """Pick ``option`` in the filter labelled ``label`` (a multiselect stays open)."""
+    show_filters(page)
     page.get_by_label(label, exact=True).click()
     page.get_by_role("option", name=option, exact=True).click()
     page.keyboard.press("Escape")
@@ -322,12 +323,11 @@ def test_an_encrypted_pdf_is_read_with_its_password_and_fails_without(ada, daemo
                             ["Another locked file", "Nobody knows its password"])
     page.get_by_label("Password of an encrypted PDF", exact=False).fill(PDF_PASSWORD)
     upload_input(page).set_input_files([with_password])
-    last_upload = page.get_by_role("grid", name="Last upload")
-    expect(last_upload.get_by_role("row").filter(has_text="locked-with-password.pdf")
+    expect(last_upload(page).get_by_role("row").filter(has_text="locked-with-password.pdf")
            ).to_contain_text("accepted")
     expect(page.get_by_label("Password of an encrypted PDF", exact=False)).to_have_value("")
     upload_input(page).set_input_files([without])
-    expect(last_upload.get_by_role("row").filter(has_text="locked-without-password.pdf")
+    expect(last_upload(page).get_by_role("row").filter(has_text="locked-without-password.pdf")
            ).to_be_visible()
 
     found = {doc["name"]: doc for doc in api_documents(daemon, q="locked")["documents"]}
@@ -472,8 +472,7 @@ def test_a_refused_document_says_why_in_full_and_is_not_retried(ada, daemon, tmp
     page = ada
     name = "a-scanned-contract-from-the-legal-department-" + "x" * 120 + ".pdf"
     upload_input(page).set_input_files([encrypted_pdf(tmp_path / name, ["Locked away"])])
-    row = page.get_by_role("grid", name="Last upload").get_by_role("row").filter(
-        has_text="a-scanned-contract")
+    row = last_upload(page).get_by_role("row").filter(has_text="a-scanned-contract")
     # the whole message, its remedy and its reason code, in the upload's table
     expect(row).to_contain_text("[encrypted_pdf]")
     refused = next(doc for doc in api_documents(daemon, q="a-scanned-contract")["documents"])
@@ -483,7 +482,7 @@ def test_a_refused_document_says_why_in_full_and_is_not_retried(ada, daemon, tmp
     listed = list_row(page, name)
     expect(listed.locator(".doc-details")).to_have_attribute("title", re.compile(
         re.escape(message)))
-    # the long name wraps inside the list: the table is no wider than its place
+    # the long name is cut inside the list: the table is no wider than its place
     widths = page.locator("#documents-list").evaluate(
         "(el) => [el.querySelector('table').scrollWidth, el.clientWidth]")
     assert widths[0] <= widths[1], widths
