@@ -15,7 +15,9 @@ column of figures (a receipt's prices beside long item names), or nearly all of 
 rows go on across the gutter to matter that does not read on its own (a table whose
 first column holds long names, with phone and e-mail beside them). A typeset column
 (most rows one line of running text) is read on its own beside even one or two
-lines: a headline beside it is no row of it. An address beside values that carry
+lines: a headline beside it is no row of it. Two blocks of typeset lines are columns
+however short, a paragraph's two lines each, the second as short as it ends
+(``_text_blocks``). An address beside values that carry
 their own labels (an invoice's "Invoice to" block beside its number and dates), or
 beside a title ("TAX INVOICE"), or beside another address (a billing and a delivery
 address, each with a street or postcode line), is a block of its own as well: its
@@ -192,8 +194,7 @@ def _width(lines: list[Line]) -> float:
 
 def _filling_rows(lines: list[Line]) -> list[tuple[list[Line], bool]]:
     """The side's rows, each with whether it spans PROSE_FILL of the side's width."""
-    left = min(line.box[0] for line in lines)
-    width = max(line.box[2] for line in lines) - left
+    width = _width(lines)
     return [(row, _span(row) >= PROSE_FILL * width) for row in rows(lines)]
 
 
