@@ -15,7 +15,9 @@ column of figures (a receipt's prices beside long item names), or nearly all of 
 rows go on across the gutter to matter that does not read on its own (a table whose
 first column holds long names, with phone and e-mail beside them). A typeset column
 (most rows one line of running text) is read on its own beside even one or two
-lines: a headline beside it is no row of it. An address beside values that carry
+lines: a headline beside it is no row of it. Two blocks of typeset lines are columns
+however short, a paragraph's two lines each, the second as short as it ends
+(``_text_blocks``). An address beside values that carry
 their own labels (an invoice's "Invoice to" block beside its number and dates), or
 beside a title ("TAX INVOICE"), or beside another address (a billing and a delivery
 address, each with a street or postcode line), is a block of its own as well: its
@@ -83,7 +85,7 @@ def is_column_cut(left: list[Line], right: list[Line]) -> bool:
     if not (left and right):
         return False
     if min(len(left), len(right)) < MIN_COLUMN_LINES:
-        return _short_columns(left, right) or any(
+        return _text_blocks(left, right) or any(
             (_running_column(side) and figure_share(other) <= MAX_FIGURE_SHARE)
             or (_address(side) and _title(other, median_height(side)))
             for side, other in ((left, right), (right, left)))
@@ -163,19 +165,36 @@ def _running_column(lines: list[Line]) -> bool:
     return len(rows_) >= COLUMN_RUN and full >= RUNNING_SHARE * len(rows_)
 
 
-def _short_columns(left: list[Line], right: list[Line]) -> bool:
-    """Two columns too short to judge as columns otherwise (two lines each, a short
-    page's last lines): each side's rows one line of running text each, all but its
-    last filling the side. A form's labels and values fill no side so."""
-    sides = [_filling_rows(side) for side in (left, right)]
-    return all(len(side) >= 2 and all(len(row) == 1 and _running_text(row) for row, _ in side)
-               and all(fills for _, fills in side[:-1]) for side in sides)
+def _text_blocks(left: list[Line], right: list[Line]) -> bool:
+    """Two blocks of typeset lines side by side, however short (two lines each, a
+    short page's last lines): each side's lines one a row, their starts aligned within
+    a line height, every one but the last (a paragraph's end, however short) a line of
+    running text filling PROSE_FILL of the column, whose width is the wider side's, and
+    no line a label marked as one ("Address of the applicant:"). A form's labels and
+    values are no such blocks: their lines are short, or do not fill a column as wide as
+    the other side, or are labels."""
+    height = median_height(left + right)
+    width = max(_width(left), _width(right))
+    return all(_text_block(side, width, height) for side in (left, right))
+
+
+def _text_block(lines: list[Line], width: float, height: float) -> bool:
+    rows_ = rows(lines)
+    starts = [line.box[0] for line in lines]
+    return (len(rows_) >= 2 and all(len(row) == 1 for row in rows_)
+            and max(starts) - min(starts) <= height
+            and not any(_LABEL_MARK.search(line.text) for line in lines)
+            and all(_span(row) >= PROSE_FILL * width and _running_text(row)
+                    for row in rows_[:-1]))
+
+
+def _width(lines: list[Line]) -> float:
+    return max(line.box[2] for line in lines) - min(line.box[0] for line in lines)
 
 
 def _filling_rows(lines: list[Line]) -> list[tuple[list[Line], bool]]:
     """The side's rows, each with whether it spans PROSE_FILL of the side's width."""
-    left = min(line.box[0] for line in lines)
-    width = max(line.box[2] for line in lines) - left
+    width = _width(lines)
     return [(row, _span(row) >= PROSE_FILL * width) for row in rows(lines)]
 
 

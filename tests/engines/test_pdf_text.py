@@ -26,7 +26,8 @@ from appliance.pipeline.stages import PagePipeline, PageSettings, run_job
 from appliance.raster import render_page
 from appliance.store import Database
 from tests.daemon import Daemon
-from tests.fixtures.documents import EXTENSION_B_LINES, write_extension_b_pdf, write_png
+from tests.fixtures.documents import (EXTENSION_B_LINES, SHORT_COLUMNS, write_extension_b_pdf,
+                                      write_png, write_two_column_report_pdf)
 
 
 @pytest.fixture(scope="module")
@@ -303,3 +304,16 @@ def test_a_character_past_the_basic_plane_is_read_whole(tmp_path, engine):
     done = _read(engine, write_extension_b_pdf(tmp_path / "names.pdf"))
     assert _verdict(done)["reader"] == "text"
     assert done.recognition.text.splitlines() == EXTENSION_B_LINES
+
+
+@pytest.mark.parametrize("script", ["latin", "chinese"])
+def test_two_short_columns_on_page_two_of_a_report_are_read_column_by_column(tmp_path, engine,
+                                                                             script):
+    """Issue 52: page 2 of a born-digital report in two columns, a heading over two short
+    columns, each a line of running text and its paragraph's short end, was read line by
+    line across the gutter (left, right, left, right), in either script."""
+    _font, header, heading, left, right = SHORT_COLUMNS[script]
+    path = write_two_column_report_pdf(tmp_path / "report.pdf", script)
+    done = _read(engine, path, page=1)
+    assert _verdict(done)["reader"] == "text"
+    assert done.recognition.text.split("\n") == [header, heading, *left, *right, "2"]

@@ -796,3 +796,27 @@ def test_a_line_up_the_side_margin_is_read_with_the_foot_of_the_page():
     turned = line("Turned heading", 520, 100, 550, h=300)
     right = column(600, 100, PROSE)
     assert all(block.furniture is None for block in read_order([turned, *body, *right]))
+
+
+def test_two_short_columns_that_end_their_paragraphs_are_read_one_after_the_other():
+    """Issue 52: two columns of a line of running text and its paragraph's short end
+    each were read line by line across the gutter. Two rows of a form or a table stay
+    rows: long labels marked as labels beside long values, labels in a stack narrower
+    than the values', a table's cells centred in their columns."""
+    left = [line("Sales grew in every region this year while", 100, 120, 480),
+            line("costs stayed on plan.", 100, 160)]
+    right = [line("The board thanks every member of staff for", 560, 120, 940),
+             line("the work.", 560, 160)]
+    assert order_of([*right, *left]) == [l.text for l in left + right]
+    marked = [line("Full name of the applicant:", 100, 120, 480),
+              line("Jane Elizabeth Smith of Cambridge", 560, 120, 940),
+              line("Address:", 100, 160), line("12 High Street", 560, 160)]
+    assert order_of(marked[::-1]) == [l.text for l in marked]
+    narrower = [line("Name of the account holder", 100, 120, 400),
+                line("Jane Elizabeth Smith of Cambridge, United Kingdom", 560, 120, 1100),
+                line("Bank", 100, 160), line("Northwind Savings", 560, 160)]
+    assert order_of(narrower[::-1]) == [l.text for l in narrower]
+    centred = [line("Sales grew in every region this year while", 100, 120, 480),
+               line("The board thanks every member of staff for", 560, 120, 940),
+               line("costs stayed on plan.", 140, 160), line("the work.", 690, 160)]
+    assert order_of(centred[::-1]) == [l.text for l in centred]
