@@ -21,7 +21,7 @@ from dataclasses import dataclass, field, fields, is_dataclass
 from pathlib import Path
 from typing import Literal
 
-from appliance.docintel import locales
+from appliance import locales
 from appliance.engines.names import AUTO, CONFIG_NAMES, ENGINE_NAMES, REMOTE
 from appliance.errors import ConfigError
 from appliance.fields.choices import LOCATES, PICKS

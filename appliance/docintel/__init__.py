@@ -11,7 +11,6 @@ obeys retention; its result id is the document's id.
   types and key fields;
 - ``result``: an analysis's state and its AnalyzeResult, from the store;
 - ``languages``: the language of each line of a result's content (``features=languages``);
-- ``locales``: the locales it tells apart, which the configuration checks;
 - ``errors``: the service's error body and the appliance's reason codes in its terms.
 """
 

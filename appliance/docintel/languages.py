@@ -37,7 +37,7 @@ from dataclasses import dataclass
 
 import regex
 
-from appliance.docintel.locales import SIMPLIFIED, TRADITIONAL, base
+from appliance.locales import SIMPLIFIED, TRADITIONAL, base
 from appliance.page import without_marks
 
 LANGUAGES = "languages"  # the add-on feature, and the result's list

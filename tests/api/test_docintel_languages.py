@@ -7,7 +7,7 @@ from __future__ import annotations
 import regex
 
 from appliance.docintel.languages import languages
-from appliance.docintel.locales import DEFAULT
+from appliance.locales import DEFAULT
 from appliance.docintel.offsets import counted_as
 
 # a page of a Simplified paragraph, an English one with a label too short to tell and

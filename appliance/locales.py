@@ -1,6 +1,6 @@
-"""The locales the languages of a Document Intelligence result are told among
-(``[di] languages``, ``docintel.languages``): what the configuration may list. It
-imports nothing, so that the configuration can check its section.
+"""The locales a text's languages are named by, and told among (``[di] languages``,
+``docintel.languages``): what the configuration may list. It imports nothing, so that
+the configuration can check its section.
 """
 
 from __future__ import annotations
