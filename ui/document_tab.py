@@ -203,7 +203,7 @@ class DocumentTab:
         index = min(max(0, index), max(0, pages - 1))
         shown, thumb_pages = thumbnails(self.library, document_id, self.download_dir /
                                         "thumbnails", lang) if panel.key else ([], [])
-        fields = field_rows(self.library.fields(document_id)) if panel.key else None
+        fields = field_rows(self.library.fields(document_id), lang) if panel.key else None
         history = history_rows(self.library.history(document_id)) if panel.key else []
         page = self.page_updates(document_id if panel.key else None, index, lang)
         page[1] = gr.Dropdown(choices=[(text("page_choice", lang, n=n + 1, count=pages), n)

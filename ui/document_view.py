@@ -205,6 +205,6 @@ def history_rows(entries: list[HistoryEntry]) -> list[list[str]]:
             for e in entries]
 
 
-def field_rows(found: FieldSet | None) -> list[list[str]] | None:
+def field_rows(found: FieldSet | None, lang: str = EN) -> list[list[str]] | None:
     """The key fields as table rows; None when the document has none."""
-    return fields_form.field_rows(found.fields) if found is not None else None
+    return fields_form.field_rows(found.fields, lang) if found is not None else None

@@ -5,8 +5,9 @@ One ``gr.Textbox`` per field, from a pool as large as the largest configured fie
 schema (hidden slots carry nothing): real text inputs, so Tab and Shift-Tab move
 between them, Enter saves, and the console's single-key shortcuts stay quiet while
 one has the focus. Each input's label is the field's name, its validity mark
-(✓ valid, ✗ invalid, – optional and not there) and the failed checks' messages; its
-info line says on which page its evidence is.
+(✓ valid, ✗ invalid, – optional and not there) and why (``why``): the failed checks'
+words, or where every check passed, theirs ("total 9.00 = paid 10.00 - change 1.00",
+"no check applies to this field"); its info line says on which page its evidence is.
 
 Field values and check messages come from OCR text. They only travel as input values
 and labels, which Gradio shows as text, or through ``escape_markdown_text`` into
@@ -20,11 +21,11 @@ from __future__ import annotations
 import gradio as gr
 
 from ui.components import escape_markdown_text
-from ui.i18n import EN, plural, text, texts
+from ui.i18n import EN, check_text, plural, text, texts
 
 FORM_ID = "review-fields"
 SAVE_ID = "review-fields-save"
-FIELD_HEADER_KEYS = ["field_field", "field_value", "field_valid", "field_failed", "field_page"]
+FIELD_HEADER_KEYS = ["field_field", "field_value", "field_valid", "field_why", "field_page"]
 FIELD_HEADERS = texts(FIELD_HEADER_KEYS)
 MARKS = {True: "✓", False: "✗", None: "–"}
 NO_FIELDS_TEXT = text("fields_none")
@@ -52,23 +53,31 @@ def failed_checks(field: dict) -> list[str]:
     return [str(c.get("message", "")) for c in field.get("checks") or [] if not c.get("ok")]
 
 
+def why(field: dict, lang: str = EN) -> str:
+    """Why a field passed or failed, in its checks' own words (translated by their
+    codes): the failed checks where one failed, else every check, which all passed."""
+    checks = field.get("checks") or []
+    shown = [c for c in checks if not c.get("ok")] or checks
+    return "; ".join(check_text(c, lang) for c in shown)
+
+
 def evidence_pages(field: dict) -> list[int]:
     return sorted({e["page"] for e in field.get("evidence") or [] if e.get("page") is not None})
 
 
-def field_rows(fields: list[dict]) -> list[list[str]]:
+def field_rows(fields: list[dict], lang: str = EN) -> list[list[str]]:
     """The fields as a table (``FIELD_HEADERS``) of plain, unescaped strings."""
-    return [[str(f["name"]), shown_value(f), MARKS.get(f.get("valid"), "–"),
-             "; ".join(failed_checks(f)), ", ".join(str(p) for p in evidence_pages(f))]
+    return [[str(f["name"]), shown_value(f), MARKS.get(f.get("valid"), "–"), why(f, lang),
+             ", ".join(str(p) for p in evidence_pages(f))]
             for f in fields]
 
 
 def field_label(row: list[str], required: bool = False, lang: str = EN) -> str:
     """An input's label, plain text (Gradio shows it as text): name, required, validity
-    mark and the failed checks' messages (the engine's, in English)."""
-    name, _value, mark, failed, _pages = row
+    mark and why (``why``)."""
+    name, _value, mark, reason, _pages = row
     label = f"{name}{text('field_required', lang) if required else ''} {mark}"
-    return f"{label} {failed}" if failed else label
+    return f"{label} {reason}" if reason else label
 
 
 def field_info(row: list[str], lang: str = EN) -> str:
@@ -85,7 +94,7 @@ def input_updates(fields: list[dict] | None, size: int, lang: str = EN) -> list:
     shown = (fields or [])[:size]
     updates = [gr.Textbox(value=row[1], label=field_label(row, bool(f.get("required")), lang),
                           info=field_info(row, lang), visible=True, interactive=True)
-               for f, row in zip(shown, field_rows(shown))]
+               for f, row in zip(shown, field_rows(shown, lang))]
     return updates + [gr.Textbox(value="", label="", info=None, visible=False)
                       for _ in range(size - len(updates))]
 

@@ -330,7 +330,7 @@ TEXTS: dict[str, tuple[str, str]] = {
     "field_field": ("Field", "字段"),
     "field_value": ("Value", "值"),
     "field_valid": ("Valid", "校验"),
-    "field_failed": ("Failed checks", "未通过的校验"),
+    "field_why": ("Why", "依据"),
     "field_page": ("Evidence page", "所在页"),
     "field_required": (" (required)", "（必填）"),
     "field_on_page_one": ("on page {pages}", "在第 {pages} 页"),
@@ -343,6 +343,50 @@ TEXTS: dict[str, tuple[str, str]] = {
     "fields_saved_fail_other": ("saved: {names}; {n} checks still fail ({where})",
                                 "已保存：{names}；仍有 {n} 项校验未通过（{where}）"),
     "fields_none": ("No key fields were read for this document.", "此文档没有识别出关键字段。"),
+    # each field check's words by its code (appliance.fields.validate.WORDS, the same
+    # {fields}): why a field passed or failed
+    "check_required": ("required, not found", "必填，未找到"),
+    "check_format_bad": ("{problem}", "格式无效：{problem}"),
+    "check_format_ok": ("valid {kind}", "格式有效（{kind}）"),
+    "check_no_check": ("no check applies to this field", "此字段没有适用的校验"),
+    "check_date_real": ("{day} is a real date", "{day} 是真实存在的日期"),
+    "check_date_past": ("{day} is not in the future", "{day} 不在未来"),
+    "check_date_future": ("{day} lies in the future", "{day} 在未来"),
+    "check_sum_ok": ("{whole} {total} = {first} {a} + {second} {b}",
+                     "{whole} {total} = {first} {a} + {second} {b}，相符"),
+    "check_sum_bad": ("{whole} {total} != {first} {a} + {second} {b}",
+                      "{whole} {total} ≠ {first} {a} + {second} {b}，不符"),
+    "check_capital_ok": ("the total in capitals ({capital}) equals the total ({total})",
+                         "大写金额（{capital}）与合计（{total}）相符"),
+    "check_capital_bad": ("the total in capitals ({capital}) differs from the total ({total})",
+                          "大写金额（{capital}）与合计（{total}）不符"),
+    "check_paid_ok": ("total {total} = paid {paid} - change {change}",
+                      "合计 {total} = 实付 {paid} - 找零 {change}"),
+    "check_paid_bad": ("total {total} != paid {paid} - change {change}",
+                       "合计 {total} ≠ 实付 {paid} - 找零 {change}"),
+    "check_paid_rounded": ("total {total}, rounded for cash to {owed} = paid {paid} - change "
+                           "{change}", "合计 {total}，现金抹零为 {owed} = 实付 {paid} - 找零 {change}"),
+    "check_items_ok": ("the {rows} item rows add up to {amount}, as printed under them",
+                       "{rows} 行商品合计 {amount}，与其下方印的金额相符"),
+    "check_items_bad": ("the {rows} item rows add up to {amount}, which no sum under them shows "
+                        "({shown}) and the {name} is not",
+                        "{rows} 行商品合计 {amount}，其下方的金额（{shown}）和 {name} 都不是此数"),
+    "check_dates_ok": ("due {due} on or after issue {issued}",
+                       "到期日 {due} 不早于开票日 {issued}"),
+    "check_dates_bad": ("due {due} before issue {issued}", "到期日 {due} 早于开票日 {issued}"),
+    "check_not_in_text": ("not in the page's text", "页面文字中没有此值"),
+    "check_seen_other": ("document {document} has the same number with {name} {value}",
+                         "文档 {document} 号码相同，但 {name} 为 {value}"),
+    "check_seen_before": ("the same document was read before ({document})",
+                          "同一文档之前已识别过（{document}）"),
+    "check_qr_ok": ("as its QR code says", "与二维码一致"),
+    "check_qr_bad": ("{value} != {expected} in its QR code", "{value} 与二维码中的 {expected} 不符"),
+    "check_name_ok": ("read from a line of words, confidence {confidence}",
+                      "读自一行文字，置信度 {confidence}"),
+    "check_name_weak": ("read from a line that is no name ({letters} letters, confidence "
+                        "{confidence}): a scribble or a stamp?",
+                        "读自一行不像名称的文字（{letters} 个字母，置信度 {confidence}）："
+                        "是涂写还是印章？"),
     "fields_hidden_one": ("{n} more field of this reading are not shown: the field "
                           "configuration has fewer now.",
                           "本次识别还有 {n} 个字段未显示：当前字段配置中的字段更少。"),
@@ -590,6 +634,18 @@ def status_text(status: str, lang: str = EN) -> str:
     """A document's or page's status word ("done"), translated; an unknown one as it is."""
     key = f"status_{status}"
     return text(key, lang) if key in TEXTS else str(status)
+
+
+def check_text(check: Mapping[str, Any], lang: str = EN) -> str:
+    """A field check's words (``fields.validate``): by its code and values, translated;
+    a check stored before checks had codes, as its message."""
+    key = f"check_{check.get('code')}"
+    if key in TEXTS and isinstance(check.get("values"), Mapping):
+        try:
+            return text(key, lang, **check["values"])
+        except KeyError:  # values of another version of the words
+            pass
+    return str(check.get("message", ""))
 
 
 def doc_type_text(doc_type: str, lang: str = EN) -> str:

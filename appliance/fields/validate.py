@@ -36,14 +36,57 @@ CENT = Decimal("0.01")
 FUTURE_GRACE_DAYS = 1  # a date "tomorrow" is a time zone, not an error
 
 
+# each check's words by its code ({name}s are its values): the English of the stored
+# and API ``message``, and what ui/i18n.py translates as ``check_<code>``
+WORDS = {
+    "required": "required, not found",
+    "format_bad": "{problem}",
+    "format_ok": "valid {kind}",
+    "no_check": "no check applies to this field",
+    "date_real": "{day} is a real date",
+    "date_past": "{day} is not in the future",
+    "date_future": "{day} lies in the future",
+    "sum_ok": "{whole} {total} = {first} {a} + {second} {b}",
+    "sum_bad": "{whole} {total} != {first} {a} + {second} {b}",
+    "capital_ok": "the total in capitals ({capital}) equals the total ({total})",
+    "capital_bad": "the total in capitals ({capital}) differs from the total ({total})",
+    "paid_ok": "total {total} = paid {paid} - change {change}",
+    "paid_bad": "total {total} != paid {paid} - change {change}",
+    "paid_rounded": "total {total}, rounded for cash to {owed} = paid {paid} - change {change}",
+    "items_ok": "the {rows} item rows add up to {amount}, as printed under them",
+    "items_bad": "the {rows} item rows add up to {amount}, which no sum under them shows "
+                 "({shown}) and the {name} is not",
+    "dates_ok": "due {due} on or after issue {issued}",
+    "dates_bad": "due {due} before issue {issued}",
+    "not_in_text": "not in the page's text",
+    "seen_other": "document {document} has the same number with {name} {value}",
+    "seen_before": "the same document was read before ({document})",
+    "qr_ok": "as its QR code says",
+    "qr_bad": "{value} != {expected} in its QR code",
+    "name_ok": "read from a line of words, confidence {confidence}",
+    "name_weak": "read from a line that is no name ({letters} letters, confidence "
+                 "{confidence}): a scribble or a stamp?",
+}
+
+
 @dataclass(frozen=True)
 class Check:
     layer: str  # format | logic | business
     ok: bool
-    message: str
+    code: str  # a key of WORDS
+    values: tuple[tuple[str, str], ...] = ()  # WORDS[code]'s fields, in order
+
+    @property
+    def message(self) -> str:
+        return WORDS[self.code].format(**dict(self.values))
 
     def as_dict(self) -> dict:
-        return {"layer": self.layer, "ok": self.ok, "message": self.message}
+        return {"layer": self.layer, "ok": self.ok, "message": self.message,
+                "code": self.code, "values": dict(self.values)}
+
+
+def check(layer: str, ok: bool, code: str, **values) -> Check:
+    return Check(layer, ok, code, tuple((name, str(value)) for name, value in values.items()))
 
 
 @dataclass(frozen=True)
@@ -68,18 +111,14 @@ def validate(specs: tuple[FieldSpec, ...], found: dict[str, Found], *, text: str
         item = found.get(spec.name)
         if item is None:
             if spec.required:
-                checks[spec.name].append(Check("format", False, "required, not found"))
+                checks[spec.name].append(check("format", False, "required"))
             continue
-        problem = item.parsed.problem
-        checks[spec.name].append(Check("format", problem is None, problem or "valid " + spec.kind))
-        if spec.kind == "date" and problem is None:
-            day = datetime.date.fromisoformat(item.parsed.value)
-            if (day - today).days > FUTURE_GRACE_DAYS:
-                checks[spec.name].append(Check("logic", False, f"{day} lies in the future"))
+        checks[spec.name] += _format(spec, item, today)
     _sums(found, checks)
     _payment(found, checks)
     _items(found, items, checks)
     _order_of_dates(found, checks)
+    _names(specs, found, checks, attested)
     _business(found, checks, text, history, attested)
     _against_qr(found, checks, qr)
     return checks
@@ -93,11 +132,10 @@ def reasons(checks: dict[str, list[Check]]) -> list[str]:
     or ``<code>: <field>: <message>``."""
     out = []
     for name, results in checks.items():
-        for check in results:
-            if not check.ok:
-                code = MISSING if check.message == "required, not found" else INVALID
-                out.append(f"{code}: {name}" if code == MISSING
-                           else f"{code}: {name}: {check.message}")
+        for result in results:
+            if not result.ok:
+                out.append(f"{MISSING}: {name}" if result.code == "required"
+                           else f"{INVALID}: {name}: {result.message}")
     return out
 
 
@@ -111,6 +149,21 @@ def value_text(value) -> str:
     if isinstance(value, Money):
         return str(value.amount)
     return str(value)
+
+
+def _format(spec: FieldSpec, item: Found, today: datetime.date) -> list[Check]:
+    """The value parses as its kind; a date is a real day, not in the future; a text
+    is anything read (no check of its own)."""
+    if item.parsed.problem is not None:
+        return [check("format", False, "format_bad", problem=item.parsed.problem)]
+    if spec.kind == "text":
+        return [check("format", True, "no_check")]
+    if spec.kind != "date":
+        return [check("format", True, "format_ok", kind=spec.kind)]
+    day = datetime.date.fromisoformat(item.parsed.value)
+    future = (day - today).days > FUTURE_GRACE_DAYS
+    return [check("format", True, "date_real", day=day),
+            check("logic", not future, "date_future" if future else "date_past", day=day)]
 
 
 def _money(found: dict[str, Found], name: str) -> Decimal | None:
@@ -132,17 +185,17 @@ def _sums(found: dict[str, Found], checks: dict[str, list[Check]]) -> None:
         if None in (a, b, total):
             continue
         ok = abs(a + b - total) <= CENT
-        message = (f"{whole} {total} = {first} {a} + {second} {b}" if ok
-                   else f"{whole} {total} != {first} {a} + {second} {b}")
+        result = check("logic", ok, "sum_ok" if ok else "sum_bad", whole=whole, total=total,
+                       first=first, a=a, second=second, b=b)
         for name in (first, second, whole):
-            checks[name].append(Check("logic", ok, message))
+            checks[name].append(result)
     capital, total = _money(found, "total_capital"), _money(found, "total")
     if capital is not None and total is not None:
         ok = capital == total
-        message = f"the total in capitals ({capital}) {'equals' if ok else 'differs from'} " \
-                  f"the total ({total})"
-        checks["total_capital"].append(Check("logic", ok, message))
-        checks["total"].append(Check("logic", ok, message))
+        result = check("logic", ok, "capital_ok" if ok else "capital_bad", capital=capital,
+                       total=total)
+        checks["total_capital"].append(result)
+        checks["total"].append(result)
 
 
 def _payment(found: dict[str, Found], checks: dict[str, list[Check]]) -> None:
@@ -157,11 +210,12 @@ def _payment(found: dict[str, Found], checks: dict[str, list[Check]]) -> None:
     given, back = settlement
     owed = given - back
     ok = total == owed
-    message = f"total {total} {'=' if ok else '!='} paid {given} - change {back}"
+    code = "paid_ok" if ok else "paid_bad"
     if not ok and abs(total - owed) < payment.CASH_ROUNDING and owed % payment.CASH_STEP == 0:
-        ok, message = True, f"total {total}, rounded for cash to {owed} = paid {given} - change {back}"
+        ok, code = True, "paid_rounded"
+    result = check("logic", ok, code, total=total, owed=owed, paid=given, change=back)
     for name in (payment.TOTAL, payment.PAID, payment.CHANGE):
-        checks[name].append(Check("logic", ok, message))
+        checks[name].append(result)
 
 
 # the field the items add up to, by document type: a receipt's total, an invoice's gross
@@ -176,10 +230,9 @@ def _items(found: dict[str, Found], items: ItemSum | None,
         return
     ok = items.agrees(_money(found, name))
     shown = ", ".join(map(str, items.sums)) or "none"
-    message = (f"the {len(items.rows)} item rows add up to {items.amount}"
-               + (", as printed under them" if ok else
-                  f", which no sum under them shows ({shown}) and the {name} is not"))
-    checks[name].append(Check("logic", ok, message))
+    checks[name].append(check("logic", ok, "items_ok" if ok else "items_bad",
+                              rows=len(items.rows), amount=items.amount, shown=shown,
+                              name=name))
 
 
 def _order_of_dates(found: dict[str, Found], checks: dict[str, list[Check]]) -> None:
@@ -187,12 +240,33 @@ def _order_of_dates(found: dict[str, Found], checks: dict[str, list[Check]]) -> 
     if issued is None or due is None or issued.parsed.problem or due.parsed.problem:
         return
     ok = due.parsed.value >= issued.parsed.value  # ISO dates order as strings
-    checks["due_date"].append(Check("logic", ok, f"due {due.parsed.value} "
-                                                 f"{'on or after' if ok else 'before'} "
-                                                 f"issue {issued.parsed.value}"))
+    checks["due_date"].append(check("logic", ok, "dates_ok" if ok else "dates_bad",
+                                    due=due.parsed.value, issued=issued.parsed.value))
 
 
 # --- business ---------------------------------------------------------------------------
+
+# A name found by its place (the first line at the head of the page) has no label to
+# prove it: its line must read as a name. A scribble ("RSK") or a stamp's ring is read
+# with few letters, or none in a word, at a low confidence; a shop's printed name has
+# a word of letters and enough of them, or is read sure enough to be short (measured
+# on make-eval-set's receipts and invoices: README, "Key fields").
+NAME_MIN_LETTERS = 4
+NAME_SURE = 0.6  # a name this sure (the field's confidence) may be short ("BHP")
+_WORD = re.compile(r"[^\W\d_]{2,}")  # two letters or more together (CJK characters too)
+
+
+def _names(specs: tuple[FieldSpec, ...], found: dict[str, Found],
+           checks: dict[str, list[Check]], attested: frozenset[str]) -> None:
+    for spec in specs:
+        item = found.get(spec.name)
+        if spec.locate != "header" or item is None or spec.name in attested:
+            continue
+        letters = sum(ch.isalpha() for ch in item.parsed.raw)
+        named = _WORD.search(item.parsed.raw) is not None and (
+            letters >= NAME_MIN_LETTERS or item.confidence >= NAME_SURE)
+        checks[spec.name].append(check("business", named, "name_ok" if named else "name_weak",
+                                       letters=letters, confidence=f"{item.confidence:.2f}"))
 
 # a document is known by these fields, where its type has them
 IDENTITY = (("seller", "number"), ("company", "date", "total"), ("seller_name", "code", "number"))
@@ -215,7 +289,7 @@ def _business(found: dict[str, Found], checks: dict[str, list[Check]], text: str
     for name, item in found.items():
         if name not in attested and item.parsed.raw \
                 and squash(item.parsed.raw) not in squashed_text:
-            checks[name].append(Check("business", False, "not in the page's text"))
+            checks[name].append(check("business", False, "not_in_text"))
     mine = values(found)
     key = identity(mine)
     if key is None:
@@ -226,14 +300,13 @@ def _business(found: dict[str, Found], checks: dict[str, list[Check]], text: str
         differ = [name for name in ("gross", "total", "issue_date", "date")
                   if name in mine and seen.values.get(name) not in (None, mine[name])]
         for name in differ:
-            checks[name].append(Check("business", False,
-                                      f"document {seen.document_id} has the same number with "
-                                      f"{name} {seen.values[name]}"))
+            checks[name].append(check("business", False, "seen_other",
+                                      document=seen.document_id, name=name,
+                                      value=seen.values[name]))
         if not differ:
             first = next(iter(n for n in mine if n in checks))
-            checks[first].append(Check("business", False,
-                                       f"the same document was read before "
-                                       f"({seen.document_id})"))
+            checks[first].append(check("business", False, "seen_before",
+                                       document=seen.document_id))
         return
 
 
@@ -250,5 +323,6 @@ def _against_qr(found: dict[str, Found], checks: dict[str, list[Check]],
             continue
         value = item.parsed.value
         agrees = (value.amount if isinstance(value, Money) else value) == expected
-        checks[name].append(Check("business", agrees, "as its QR code says" if agrees else
-                                  f"{value_text(value)} != {expected} in its QR code"))
+        checks[name].append(check("business", True, "qr_ok") if agrees else
+                            check("business", False, "qr_bad", value=value_text(value),
+                                  expected=expected))

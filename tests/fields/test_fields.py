@@ -268,6 +268,11 @@ def test_what_was_paid_less_the_change_settles_the_total():
                     (60, 380, "CHANGE 1.00")) is None
 
 
+def said(field: dict) -> list[tuple[str, bool, str]]:
+    """A field's checks as (layer, ok, message)."""
+    return [(c["layer"], c["ok"], c["message"]) for c in field["checks"]]
+
+
 def payment_checks(*rows: tuple[float, float, str]) -> tuple[list[str], dict]:
     reading = read_fields([page((200, 20, "KEDAI MAJU JAYA SDN BHD"),
                                 (60, 60, "Date: 25/12/2018"), *rows)],
@@ -299,8 +304,8 @@ def test_item_rows_that_prove_themselves_must_add_up_to_a_sum_under_them():
     reasons, fields = payment_checks(*ITEMS, (60, 380, "SUBTOTAL"), (500, 380, "15.70"),
                                      (60, 415, "TOTAL"), (500, 415, "15.70"))
     assert reasons == [] and fields["total"]["valid"] is True
-    assert {"layer": "logic", "ok": True, "message": "the 2 item rows add up to 15.70, "
-            "as printed under them"} in fields["total"]["checks"]
+    assert ("logic", True, "the 2 item rows add up to 15.70, as printed under them") in said(
+        fields["total"])
     # an amount misread in the sums: 15.79 is neither the items' sum nor under them
     reasons, fields = payment_checks(*ITEMS, (60, 380, "SUBTOTAL"), (500, 380, "15.79"),
                                      (60, 415, "TOTAL"), (500, 415, "15.79"))
@@ -425,8 +430,7 @@ def test_an_invoice_gives_every_field_and_they_agree():
     assert reading.reasons == []
     gross = by_name(reading)["gross"]
     assert gross["currency"] == "EUR"
-    assert {"layer": "logic", "ok": True,
-            "message": "gross 1190.00 = net 1000.00 + tax 190.00"} in gross["checks"]
+    assert ("logic", True, "gross 1190.00 = net 1000.00 + tax 190.00") in said(gross)
 
 
 def test_amounts_that_do_not_add_up_a_bad_iban_and_dates_out_of_order_are_flagged():
@@ -526,8 +530,7 @@ def test_a_fapiao_s_fields_are_checked_against_its_qr_code():
     agreed = read_fields([tree], fapiao, no_history, today=TODAY)
     assert qr_reasons(agreed) == []
     for name in ("code", "number", "issue_date", "amount"):
-        assert {"layer": "business", "ok": True, "message": "as its QR code says"} in by_name(
-            agreed)[name]["checks"]
+        assert ("business", True, "as its QR code says") in said(by_name(agreed)[name])
     tree.barcodes = [qr_code("01,04,011002300111,12345679,12880.00,20240315,,A1B2,")]
     misread = read_fields([tree], fapiao, no_history, today=TODAY)
     assert qr_reasons(misread) == ["field_invalid: number: 12345678 != 12345679 in its QR code",
@@ -841,3 +844,38 @@ def test_a_field_correction_and_a_delete_of_its_document_never_overlap(tmp_path)
         assert queries_latest(db, invoice.id) is None  # then it deleted the document
     finally:
         appliance.db.close()
+
+
+def test_each_field_says_why_it_passed_in_its_checks_own_words():
+    fields = by_name(read_fields([RECEIPT], DEFAULTS["receipt"], no_history, today=TODAY))
+    assert ("logic", True, "total 15.70 = paid 50.00 - change 34.30") in said(fields["total"])
+    assert said(fields["date"]) == [("format", True, "2018-12-25 is a real date"),
+                                    ("logic", True, "2018-12-25 is not in the future")]
+    assert said(fields["address"]) == [("format", True, "no check applies to this field")]
+    assert said(fields["company"]) == [
+        ("format", True, "no check applies to this field"),
+        ("business", True, "read from a line of words, confidence 0.67")]
+    # the UI translates a check by its code and values
+    paid = next(c for c in fields["total"]["checks"] if c["code"] == "paid_ok")
+    assert paid["values"] == {"total": "15.70", "owed": "15.70", "paid": "50.00",
+                              "change": "34.30"}
+
+
+@pytest.mark.parametrize("head, confidence", [("RSK", 0.62), ("RSK", 0.85)])
+def test_a_name_at_the_head_read_from_a_scribble_or_a_stamp_does_not_pass(head, confidence):
+    reading = read_fields([page((200, 20, head, confidence), (60, 60, "Date: 25/12/2018"),
+                                (60, 300, "TOTAL"), (500, 300, "9.00"))],
+                          DEFAULTS["receipt"], no_history, today=TODAY)
+    company = by_name(reading)["company"]
+    assert company["value"] == head and company["valid"] is False
+    assert any(reason.startswith("field_invalid: company: read from a line that is no name")
+               for reason in reading.reasons)
+
+
+@pytest.mark.parametrize("head, confidence", [("BHP", 0.95), ("KEDAI MAJU", 0.6),
+                                              ("永辉超市", 0.9)])
+def test_a_printed_name_passes_short_when_read_sure_long_when_not(head, confidence):
+    reading = read_fields([page((200, 20, head, confidence), (60, 60, "Date: 25/12/2018"),
+                                (60, 300, "TOTAL"), (500, 300, "9.00"))],
+                          DEFAULTS["receipt"], no_history, today=TODAY)
+    assert by_name(reading)["company"]["valid"] is True

@@ -21,6 +21,7 @@ from tests.fields.test_fields import INVOICE_ROWS, TODAY, no_history, page
 from tests.fixtures.results import page_done
 from tests.service.test_review import in_review
 from ui import fields_form
+from ui.i18n import ZH
 from ui.page_image import annotate_page
 from ui.review import document_fields, open_next, page_view, save_fields, shortcuts_js
 
@@ -46,11 +47,13 @@ def unescaped_html(markdown: str) -> bool:
     return re.search(r"(?<!\\)<[A-Za-z/!?]", markdown) is not None
 
 
-def test_rows_show_each_field_s_value_validity_failed_checks_and_evidence_page():
+def test_rows_show_each_field_s_value_validity_why_and_evidence_page():
     fields = invoice_fields()
     rows = {row[0]: row for row in fields_form.field_rows(fields)}
     assert list(rows) == [f["name"] for f in fields]
-    assert rows["number"] == ["number", "INV-2024-0042", "✓", "", "1"]
+    # a field that passed says why: every check's words
+    assert rows["number"] == ["number", "INV-2024-0042", "✓", "valid regex", "1"]
+    assert rows["gross"][3] == "valid money; gross 1190.00 = net 1000.00 + tax 190.00"
     assert rows["gross"][1] == "1190.00 EUR"  # an amount with its currency
     assert rows["iban"][1] == "DE89370400440532013000"
 
@@ -70,6 +73,15 @@ def test_rows_show_each_field_s_value_validity_failed_checks_and_evidence_page()
     assert fields_form.field_info(row) == "on page 2"
     assert fields_form.field_info(fields_form.field_rows([optional])[0]) == "not found"
     assert fields_form.field_info(["total", "9.90", "✓", "", ""]) == "no box on a page"
+
+
+def test_why_a_field_passed_is_translated_by_its_checks_codes():
+    rows = {row[0]: row for row in fields_form.field_rows(invoice_fields(), ZH)}
+    assert rows["gross"][3] == "格式有效（money）; gross 1190.00 = net 1000.00 + tax 190.00，相符"
+    assert rows["issue_date"][3] == "2024-03-15 是真实存在的日期; 2024-03-15 不在未来"
+    # a check stored before checks had codes shows its message as it is
+    old = field("total", "9.90", checks=[{"layer": "logic", "ok": True, "message": "as read"}])
+    assert fields_form.why(old, ZH) == "as read"
 
 
 def test_what_a_document_says_never_becomes_html():

@@ -58,3 +58,18 @@ def test_a_chosen_language_wins_over_the_browser():
     assert language_of(Request({"appliance-lang": "zh-CN"}, {"accept-language": "en"})) == ZH
     assert language_of(Request({"appliance-lang": "klingon"}, {"accept-language": "zh"})) == ZH
     assert language_of(None) == EN
+
+
+def test_every_field_check_has_its_words_in_the_catalogue_with_the_same_values():
+    """The UI translates a field check by its code (fields.validate.WORDS)."""
+    import string
+
+    from appliance.fields.validate import WORDS
+    from ui.i18n import TEXTS
+
+    def names(words: str) -> set[str]:
+        return {name for _, name, _, _ in string.Formatter().parse(words) if name}
+
+    for code, words in WORDS.items():
+        en, zh = TEXTS[f"check_{code}"]
+        assert en == words and names(zh) == names(words), code

@@ -214,7 +214,9 @@ def test_correct_a_page_then_approve_one_by_keyboard(anna, daemon, tmp_path):
         page.keyboard.press("Control+s")
         status = page.locator("#review-fields-status")
         expect(status).to_contain_text("saved: number, issue_date; 1 check still fails (gross)")
-        expect(fields).to_contain_text("issue_date (required) ✓")
+        # and says why it passed now, in its checks' words (issue 53 item 6)
+        expect(fields).to_contain_text("issue_date (required) ✓ 2024-03-15 is a real date; "
+                                       "2024-03-15 is not in the future")
         expect(number).to_have_value("INV-4712")
         expect(title(page)).to_contain_text("fix-me.png")  # still this page, text unsaved
         assert page_statuses(daemon, "invoice") == ["review"]
