@@ -64,8 +64,8 @@ def picked_text(appliance: Appliance, chosen: list[str], lang: str = EN) -> str:
 
 def delete_question(appliance: Appliance, document_ids: list[str], lang: str = EN) -> str:
     """What Delete asks before it deletes."""
-    return text("delete_question", lang, documents=_documents(len(document_ids), lang),
-                names=names_text(appliance, document_ids, lang))
+    return plural("delete_question", len(document_ids), lang,
+                  names=names_text(appliance, document_ids, lang))
 
 
 def actor_of(username: str | None) -> str:

@@ -241,12 +241,16 @@ TEXTS: dict[str, tuple[str, str]] = {
                        "只有管理员可以删除文档；您以复核员身份登录。请联系管理员删除。"),
     "action_internal_error": ("the action failed because of an internal error; the server "
                               "log has why", "内部错误，操作失败；原因见服务器日志"),
-    "delete_question": ("**Delete {documents} for good?** {names}. Their pages, outputs and "
-                        "key fields go; the audit trail keeps who deleted them.",
-                        "**永久删除 {documents}？** {names}。其页面、识别结果和关键字段都会"
-                        "删除；审计记录会保留删除人。"),
+    "delete_question_one": ("**Delete 1 document for good?** {names}. Its pages, outputs and "
+                            "key fields go; the audit trail keeps who deleted it.",
+                            "**永久删除 1 个文档？** {names}。该文档的页面、识别结果和关键字段都会"
+                            "删除；审计记录会保留删除人。"),
+    "delete_question_other": ("**Delete {n} documents for good?** {names}. Their pages, outputs "
+                              "and key fields go; the audit trail keeps who deleted them.",
+                              "**永久删除 {n} 个文档？** {names}。这些文档的页面、识别结果和"
+                              "关键字段都会删除；审计记录会保留删除人。"),
     "confirm_yes": ("Yes, delete", "确定删除"),
-    "confirm_no": ("No, keep them", "不，保留"),
+    "confirm_no": ("No, don't delete", "不，不删除"),
     "not_retried_refused": ("it was refused when it was submitted, so it has no pages to read "
                             "again ({why}); fix the file and upload it again",
                             "提交时已被拒绝，没有可重新识别的页面（{why}）；请修正文件后重新上传"),

@@ -214,6 +214,15 @@ def test_delete_asks_naming_what_it_deletes(store):
     assert picked_text(store, chosen[:2]).endswith(", (deleted)")
 
 
+def test_the_delete_question_counts_one_document_as_one(store):
+    one = delete_question(store, ids(store)[:1])
+    assert one.startswith("**Delete 1 document for good?** ")
+    assert "Its pages" in one and "deleted it." in one and "Their" not in one
+    assert "这些" not in delete_question(store, ids(store)[:1], ZH)
+    two = delete_question(store, ids(store)[:2], ZH)
+    assert two.startswith("**永久删除 2 个文档？** ") and "这些文档的页面" in two
+
+
 def test_a_reviewer_may_not_delete(store):
     done = ids(store, status=("done",))[:1]
     assert may_delete(store, "ada") and not may_delete(store, "rita")

@@ -244,7 +244,8 @@ def test_bulk_retry_and_delete_are_done_and_audited(ada, daemon):
     # Delete asks first, naming the document; "No" keeps it
     page.locator("#bulk-delete").click()
     expect(page.locator("#bulk-confirm-question")).to_contain_text(
-        f"Delete 1 document for good? {names[2]}")
+        f"Delete 1 document for good? {names[2]}. Its pages, outputs and key fields go; "
+        "the audit trail keeps who deleted it.")
     page.locator("#bulk-confirm-no").click()
     expect(page.locator("#bulk-confirm")).to_be_hidden()
     assert daemon.client.get(f"/api/v1/documents/{failed[2]['id']}").status_code == 200
