@@ -351,7 +351,8 @@ def create_app(appliance: Appliance) -> FastAPI:
             folder: str = Query("", max_length=200, description="a watched folder"),
             since: float | None = Query(None, ge=0, le=MAX_TIME, description="UNIX seconds"),
             until: float | None = Query(None, ge=0, le=MAX_TIME),
-            engine: Literal[("", *registry.names())] = "",
+            engine: Literal[("", *registry.readers())] = Query(
+                "", description="some page was read by it (pdf-text: from the PDF's own text)"),
             fields_invalid: bool | None = None,
             sort: Literal[SORTS] = Query("date", description="relevance needs q"),
             order: Literal["asc", "desc"] = "desc",

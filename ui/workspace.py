@@ -136,7 +136,7 @@ def workspace_tabs(appliance: Appliance, download_dir: Path) -> Iterator[None]:
             with filters_box, gr.Row():
                 engine_filter = gr.Dropdown(label=label("filter_engine"), value=ANY, elem_id="filter-engine",
                                             choices=[(label("any_engine"), ANY),
-                                                     *registry.names()])
+                                                     *registry.readers()])
                 fields = gr.Dropdown(label=label("filter_fields"), choices=FIELDS_CHOICES, value=ANY,
                                      elem_id="filter-fields")
                 since = gr.DateTime(label=label("filter_since"), include_time=False, type="timestamp",
