@@ -251,13 +251,14 @@ TEXTS: dict[str, tuple[str, str]] = {
                               "关键字段都会删除；审计记录会保留删除人。"),
     "confirm_yes": ("Yes, delete", "确定删除"),
     "confirm_no": ("No, don't delete", "不，不删除"),
-    "not_retried_refused": ("it was refused when it was submitted, so it has no pages to read "
-                            "again ({why}); fix the file and upload it again",
-                            "提交时已被拒绝，没有可重新识别的页面（{why}）；请修正文件后重新上传"),
+    "not_retried_refused": ("refused when submitted ({code}), so there are no pages to read "
+                            "again; the document view says why: fix the file and upload it again",
+                            "提交时已被拒绝（{code}），没有可重新识别的页面；原因见文档视图："
+                            "请修正文件后重新上传"),
     "not_retried_none": ("none of its pages failed", "没有失败的页面"),
     "action_line": ("**{label}:** {documents} {past}", "**{label}：**{documents}{past}"),
     "action_pages": (" ({pages})", "（{pages}）"),
-    "action_not": ("\n- not {past}: {why}", "\n- 未{past}：{why}"),
+    "action_not": ("\n- not {past}: {names}: {why}", "\n- 未{past}：{names}：{why}"),
     "zip_none": ("None of the selected documents is finished: there is nothing to zip.",
                  "所选文档都未完成：没有可打包的内容。"),
     "zip_done": ("**Download:** the outputs of {documents} in one zip.",

@@ -214,6 +214,24 @@ def test_delete_asks_naming_what_it_deletes(store):
     assert picked_text(store, chosen[:2]).endswith(", (deleted)")
 
 
+def test_retry_gives_the_reason_files_were_refused_once_naming_them(store):
+    refused = ids(store, status=("done",))[:7]
+    why = "The file's content starts with no known file signature: it is damaged"
+    with store.db.write() as session:
+        for number, document_id in enumerate(refused):
+            doc = session.get(Document, document_id)
+            doc.name, doc.error_code, doc.error_message = f"bad-{number}.pdf", "unrecognized_file", why
+    message = perform(store, "retry", refused, "ada")
+    assert why not in message  # the document view has it, not seven times over
+    lines = message.split("\n")
+    assert lines[0] == "**Retry failed pages:** 0 documents queued their failed pages again (0 pages)."
+    assert len(lines) == 2 and lines[1].count("unrecognized\\_file") == 1, message
+    named = ", ".join(escape_markdown_text(f"bad-{n}.pdf") for n in range(5))
+    assert lines[1].startswith(f"- not queued their failed pages again: {named} and 2 more: ")
+    assert "refused when submitted" in lines[1]
+    assert perform(store, "retry", refused, "ada", ZH).count("unrecognized\\_file") == 1
+
+
 def test_the_delete_question_counts_one_document_as_one(store):
     one = delete_question(store, ids(store)[:1])
     assert one.startswith("**Delete 1 document for good?** ")

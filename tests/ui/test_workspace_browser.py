@@ -491,7 +491,7 @@ def test_a_refused_document_says_why_in_full_and_is_not_retried(ada, daemon, tmp
     open_document(page, name)
     page.locator("#document-retry").click()
     expect(page.locator("#document-message")).to_contain_text(
-        "it was refused when it was submitted, so it has no pages to read again")
+        "refused when submitted (encrypted_pdf), so there are no pages to read again")
     expect(page.locator("#document-message")).to_contain_text("upload it again")
     assert ("retried", "ada") not in events(daemon, refused["id"])
     # another document opened: the message about this one goes
