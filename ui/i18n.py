@@ -499,6 +499,9 @@ TEXTS: dict[str, tuple[str, str]] = {
     "age_d": ("{n} d", "{n} 天"),
     "low_confidence_none": ("No line or token was read with low confidence.",
                             "没有低置信度的行或词。"),
+    "low_confidence_lowered": ("No line or token stands out; what lowered the page's "
+                               "confidence: {penalties}.",
+                               "没有特别突出的低置信度行或词；降低本页置信度的是：{penalties}。"),
     "low_confidence_head": ("**Read with low confidence** ({n}; boxed on the image where the "
                             "engine gave a position):",
                             "**低置信度识别**（{n} 处；引擎给出位置的已在图上框出）："),
