@@ -131,6 +131,7 @@ TEXTS: dict[str, tuple[str, str]] = {
     "queue_idle": ("nothing waiting", "没有等待的页面"),
     "filters": ("Filters", "筛选"),
     "filters_set": ("Filters ({n} set)", "筛选（已设置 {n} 项）"),
+    "clear_filters": ("Clear filters", "清除筛选"),
     "upload_internal_error": ("the file could not be accepted because of an internal error; "
                               "the server log has the details",
                               "内部错误，文件未能接收；详情见服务器日志"),

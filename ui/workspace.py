@@ -143,6 +143,8 @@ def workspace_tabs(appliance: Appliance, download_dir: Path) -> Iterator[None]:
                                     elem_id="filter-since")
                 until = gr.DateTime(label=label("filter_until"), include_time=False, type="timestamp",
                                     elem_id="filter-until")
+                clear_filters = gr.Button(label("clear_filters"), size="sm", scale=0,
+                                          min_width=110, elem_id="filters-clear")
             with gr.Row(equal_height=True):
                 pager = {move: gr.Button(PAGER_LABELS[move], size="sm", scale=0, min_width=110,
                                          elem_id=f"documents-{move}") for move in PAGER_MOVES}
@@ -271,6 +273,9 @@ def workspace_tabs(appliance: Appliance, download_dir: Path) -> Iterator[None]:
                 gr.HTML(drop_summary_html(appliance, uploaded, lang), visible=bool(uploaded)),
                 uploaded)
 
+    cleared = {statuses: [], type_filter: ANY, tag: "", source: ANY, folder: ANY, since: None,
+               until: None, engine_filter: ANY, fields: ANY}
+
     def on_filters(request: gr.Request, *values):
         """The folded filters' label: how many are set."""
         count = sum(1 for value in values if value not in (None, ANY, []))
@@ -300,6 +305,11 @@ def workspace_tabs(appliance: Appliance, download_dir: Path) -> Iterator[None]:
     gr.on([tag.submit, tag.blur, *(control.change for control in filter_controls)],
           fn=on_filters, inputs=[tag, *filter_controls], outputs=filters_box,
           show_progress="hidden", **private)
+    # every filter to "any"; the tag has no change event of its own (it runs its query
+    # once typed), so the cleared query runs and the fold is relabelled after
+    clear_filters.click(lambda: list(cleared.values()), outputs=list(cleared), **private).then(
+        **refresh).then(on_filters, inputs=[tag, *filter_controls], outputs=filters_box,
+                        show_progress="hidden", **private)
     for move, button in pager.items():
         button.click(pager_handler(move), inputs=listed, outputs=list_outputs, **private)
     refresh_button.click(on_refresh, inputs=listed, outputs=list_outputs, **private)

@@ -211,6 +211,18 @@ def test_filters_combine(ada, daemon):
     assert statuses and set(statuses) == {"done"}
     metas = page.locator("#documents-list .doc-meta").all_inner_texts()
     assert all(all(word in meta for word in ("invoice", "hr", "api")) for meta in metas), metas
+    # one click clears them all, the tag too (issue 53 item 7)
+    fold = page.locator("#documents-filters > button.label-wrap")
+    expect(fold).to_contain_text("Filters (4 set)")
+    page.locator("#filters-clear").click()
+    expect(count_line(page)).to_contain_text(f"1–50 of {GENERATED + 3:,} documents")
+    expect(page.get_by_label("Tag", exact=True)).to_have_value("")
+    expect(fold).not_to_contain_text("set")
+    # the engine filter offers the PDF text reader, a born-digital page's reader
+    choose(page, "Engine", "pdf-text")
+    expect(fold).to_contain_text("Filters (1 set)")
+    page.locator("#filters-clear").click()
+    expect(fold).not_to_contain_text("set")
 
 
 def test_bulk_retry_and_delete_are_done_and_audited(ada, daemon):
