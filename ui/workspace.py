@@ -25,6 +25,7 @@ from appliance.engines import registry
 from appliance.library import DocStatus
 from appliance.metrics import metrics_for
 from ui.actions import ACTIONS, download_zip, may_delete, may_review, perform, picked_text
+from ui.api_keys import ApiKeysPanel
 from ui.auth import LOGOUT_PATH
 from ui.components import escape_markdown_text, safe_markdown, safe_markdown_view
 from ui.confirm_delete import ConfirmDelete
@@ -81,6 +82,7 @@ def workspace_tabs(appliance: Appliance, download_dir: Path) -> Iterator[None]:
                           min_width=100, elem_id="workspace-api-docs")
                 sign_out = gr.Button(label("sign_out"), link=LOGOUT_PATH, size="sm", scale=0,
                                      min_width=100, visible=False, elem_id="workspace-sign-out")
+            keys = ApiKeysPanel(appliance)  # an administrator's only
             # folded after a drop: the list below is in view, and the line under the
             # panel says what became of the files
             with gr.Accordion(label("upload"), open=True, elem_id="upload-panel") as upload_panel:
@@ -289,7 +291,8 @@ def workspace_tabs(appliance: Appliance, download_dir: Path) -> Iterator[None]:
         allowed = gr.Button(visible=may_delete(appliance, username))
         reviews = gr.Button(visible=may_review(appliance, username))
         return (user_line(appliance, username, lang), gr.Button(visible=bool(username)), allowed,
-                allowed, *(reviews for _ in document.turns), *document.headers(lang))
+                allowed, *(reviews for _ in document.turns), *document.headers(lang),
+                *keys.shown(username, lang))
 
     private = dict(api_visibility="private")
     filter_controls = (statuses, type_filter, source, folder, since, until, engine_filter,
@@ -349,5 +352,5 @@ def workspace_tabs(appliance: Appliance, download_dir: Path) -> Iterator[None]:
     gr.on(triggers=None, fn=on_load,
           outputs=[user, sign_out, bulk["delete"], document.actions["delete"],
                    *document.turns.values(),
-                   *document.header_outputs],
+                   *document.header_outputs, keys.box, keys.listed, keys.which],
           **private).then(**refresh)

@@ -453,9 +453,64 @@ def test_a_signed_in_user_reads_the_api_docs(browser, daemon, tmp_path):
         expect(docs).to_have_url(re.compile(r"/docs$"))
         expect(docs.locator(".swagger-ui")).to_contain_text("OCR Appliance")
         expect(docs.locator(".swagger-ui")).to_contain_text("/api/v1/documents")
+        expect(docs.locator(".swagger-ui .info")).to_contain_text("press Authorize and give a key")
+        # the docs' own calls carry the session, not a key: refused, saying what to do
+        answer = docs.evaluate("""async () => {
+            const response = await fetch("/api/v1/documents?limit=1");
+            return [response.status, (await response.json()).error.message]; }""")
+        assert answer[0] == 401 and "on /docs press Authorize" in answer[1], answer
     page.context.close()
     # without a session the docs still need a key
     assert daemon.client.get("/docs", headers={"X-API-Key": ""}).status_code == 401
+
+
+def test_an_administrator_makes_a_key_that_opens_the_api_docs(ada, browser, daemon, tmp_path):
+    page = ada
+    panel = page.locator("#api-keys")
+    panel.locator("> button.label-wrap").click()
+    page.get_by_label("New key's name", exact=True).fill("swagger")
+    page.locator("#api-key-make").click()
+    expect(page.locator("#api-keys-message")).to_contain_text("Key swagger made")
+    expect(page.locator("#api-keys-list")).to_contain_text("swagger")
+    secret = page.locator("#api-key-secret textarea, #api-key-secret input")
+    expect(secret).to_have_value(re.compile(r".{20,}"))
+    key = secret.input_value()
+    assert "swagger" in ApiKeys(Path(daemon.config["auth"]["api_keys_file"])).names()
+
+    # Try it out in /docs: Authorize with the key, and the call answers 200
+    with page.context.expect_page() as opened:
+        page.locator("#workspace-api-docs").click()
+    docs = opened.value
+    docs.locator(".swagger-ui .auth-wrapper button.authorize").click()
+    # Swagger UI's own classes: its buttons' accessible names differ from their words
+    with_key = docs.locator(".auth-container").filter(has_text="X-API-Key")
+    with_key.locator("input").fill(key)
+    with_key.locator("button.authorize").click()
+    docs.locator(".modal-ux button.btn-done").first.click()
+    operation = docs.locator("#operations-documents-list_documents")
+    operation.locator(".opblock-summary").click()
+    operation.locator("button.try-out__btn").click()
+    operation.locator("button.execute").click()
+    expect(operation.locator(".live-responses-table tr.response .response-col_status")
+           ).to_have_text("200")
+    docs.close()
+
+    # revoked: the key opens nothing any more
+    page.get_by_label("Key to revoke", exact=True).click()
+    page.get_by_role("option", name="swagger", exact=True).click()
+    page.locator("#api-key-revoke").click()
+    expect(page.locator("#api-keys-message")).to_contain_text("Key swagger revoked")
+    expect(page.locator("#api-key-secret")).to_be_hidden()
+    assert daemon.client.get("/api/v1/documents", headers={"X-API-Key": key}).status_code == 401
+
+
+def test_a_reviewer_is_not_shown_the_api_keys(browser, daemon, tmp_path):
+    page = sign_in(browser, daemon, "rita")
+    with screenshot_on_failure(page, tmp_path, daemon):
+        expect(page.locator("#workspace-user")).to_contain_text("reviewer")
+        expect(page.locator("#api-keys")).to_be_hidden()
+        expect(page.get_by_text("Make key")).to_have_count(0)
+    page.context.close()
 
 
 def test_chinese_words_are_found_by_any_two_characters_or_more(ada, daemon):
