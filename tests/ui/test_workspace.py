@@ -220,11 +220,13 @@ def test_retry_gives_the_reason_files_were_refused_once_naming_them(store):
     with store.db.write() as session:
         for number, document_id in enumerate(refused):
             doc = session.get(Document, document_id)
-            doc.name, doc.error_code, doc.error_message = f"bad-{number}.pdf", "unrecognized_file", why
+            doc.name, doc.error_message = f"bad-{number}.pdf", why
+            doc.error_code = "unrecognized_file"
     message = perform(store, "retry", refused, "ada")
     assert why not in message  # the document view has it, not seven times over
     lines = message.split("\n")
-    assert lines[0] == "**Retry failed pages:** 0 documents queued their failed pages again (0 pages)."
+    assert lines[0] == ("**Retry failed pages:** 0 documents queued their failed pages again "
+                        "(0 pages).")
     assert len(lines) == 2 and lines[1].count("unrecognized\\_file") == 1, message
     named = ", ".join(escape_markdown_text(f"bad-{n}.pdf") for n in range(5))
     assert lines[1].startswith(f"- not queued their failed pages again: {named} and 2 more: ")
