@@ -1,6 +1,7 @@
 """The documents workspace: the Documents tab (upload with options, search, filters,
 sorting, server-side paging, a list with progress and search snippets, actions on the
-ticked documents) and the Document tab it opens (``ui/document_tab.py``).
+ticked documents, an administrator's API keys: ``ui/api_keys.py``) and the Document tab
+it opens (``ui/document_tab.py``).
 
 Every read goes through ``appliance.library``. The list refreshes on a timer: a tick
 reads the listed documents again (and, when a document is open, that document's row, to
