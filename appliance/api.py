@@ -43,6 +43,14 @@ log = logging.getLogger(__name__)
 
 UPLOAD_PATH = "/api/v1/documents"
 DOCS_PATH = "/docs"  # the web UI links it
+# what the docs say first: a sign-in opens the docs but not the API, whose calls from a
+# browser would otherwise be made by any page the person visits (a key is sent on purpose)
+DOCS_DESCRIPTION = (
+    "Every route but `/healthz` needs an API key once a key or an account exists: send it "
+    "in the `X-API-Key` header (or as `Authorization: Bearer`). Signing in to the web UI "
+    "opens these docs, not the API: to try a route here, press **Authorize** and give a "
+    "key. An administrator makes one in the web UI (Documents tab, *API keys*) or with "
+    "`appliance keys add NAME`; it is shown once.")
 # What a multipart upload carries besides the file: boundaries, headers and form fields.
 FORM_ALLOWANCE_BYTES = 64 * 1024
 # A Document Intelligence analysis: the file as base64 (4 bytes for 3) in a small JSON
@@ -149,7 +157,8 @@ def complete_openapi(app: FastAPI) -> None:
 
 def create_app(appliance: Appliance) -> FastAPI:
     # the API docs' scripts and styles come from a package, not a CDN: no internet needed
-    app = FastAPIOffline(title="OCR Appliance", version="1", docs_url=DOCS_PATH,
+    app = FastAPIOffline(title="OCR Appliance", version="1", description=DOCS_DESCRIPTION,
+                         docs_url=DOCS_PATH,
                          redoc_url="/redoc", static_url=f"{DOCS_PATH}/assets")
     max_bytes = appliance.settings.limits.max_bytes
     auth = appliance.settings.auth
@@ -351,7 +360,8 @@ def create_app(appliance: Appliance) -> FastAPI:
             folder: str = Query("", max_length=200, description="a watched folder"),
             since: float | None = Query(None, ge=0, le=MAX_TIME, description="UNIX seconds"),
             until: float | None = Query(None, ge=0, le=MAX_TIME),
-            engine: Literal[("", *registry.names())] = "",
+            engine: Literal[("", *registry.readers())] = Query(
+                "", description="some page was read by it (pdf-text: from the PDF's own text)"),
             fields_invalid: bool | None = None,
             sort: Literal[SORTS] = Query("date", description="relevance needs q"),
             order: Literal["asc", "desc"] = "desc",

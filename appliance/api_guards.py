@@ -171,8 +171,14 @@ class AccessGuard:
         bearer = headers.get(b"authorization", b"").decode("latin-1")
         if not presented and bearer.lower().startswith("bearer "):
             presented = bearer[7:].strip()
-        if not presented and self._signed_in_to_docs(scope):
-            return None
+        if not presented and self._signed_in(scope):
+            if path.startswith(DOCS_PATHS):
+                return None
+            return _error(Unauthorized.http_status, Unauthorized.code,
+                          "a sign-in opens the web UI and the API's docs, not the API: this "
+                          "route needs an API key; on /docs press Authorize and give one (an "
+                          "administrator makes keys in the web UI, Documents tab, API keys)",
+                          {"www-authenticate": "Bearer"})
         if not presented:
             return _error(Unauthorized.http_status, Unauthorized.code,
                           "this route needs an API key: send it in the X-API-Key (or "
@@ -193,10 +199,10 @@ class AccessGuard:
         return None
 
     @staticmethod
-    def _signed_in_to_docs(scope) -> bool:
+    def _signed_in(scope) -> bool:
+        """Whether the request carries a web UI session (its cookie)."""
         signed_in = getattr(getattr(scope.get("app"), "state", None), "signed_in", None)
-        return (scope["path"].startswith(DOCS_PATHS) and signed_in is not None
-                and signed_in(HTTPConnection(scope)) is not None)
+        return signed_in is not None and signed_in(HTTPConnection(scope)) is not None
 
     def _allowed(self, client: str) -> bool:
         try:

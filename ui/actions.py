@@ -45,9 +45,13 @@ def names_text(appliance: Appliance, document_ids: list[str], lang: str = EN) ->
             names.append(escape_markdown_text(appliance.library.document(document_id).doc.name))
         except NotFound:
             names.append(text("names_deleted", lang))  # our words: no markup
-    more = (text("names_more", lang, n=len(document_ids) - NAMED)
-            if len(document_ids) > NAMED else "")
-    return ("，" if lang != EN else ", ").join(names) + more
+    return _named(names, len(document_ids), lang)
+
+
+def _named(names: list[str], count: int, lang: str = EN) -> str:
+    """The first NAMED of ``count`` names (Markdown: escaped), and how many more."""
+    more = text("names_more", lang, n=count - NAMED) if count > NAMED else ""
+    return ("，" if lang != EN else ", ").join(names[:NAMED]) + more
 
 
 def _documents(count: int, lang: str = EN) -> str:
@@ -64,8 +68,8 @@ def picked_text(appliance: Appliance, chosen: list[str], lang: str = EN) -> str:
 
 def delete_question(appliance: Appliance, document_ids: list[str], lang: str = EN) -> str:
     """What Delete asks before it deletes."""
-    return text("delete_question", lang, documents=_documents(len(document_ids), lang),
-                names=names_text(appliance, document_ids, lang))
+    return plural("delete_question", len(document_ids), lang,
+                  names=names_text(appliance, document_ids, lang))
 
 
 def actor_of(username: str | None) -> str:
@@ -108,10 +112,11 @@ def turn_page(appliance: Appliance, document_id: str | None, index: int, degrees
 
 
 def not_retried(view: DocumentView, lang: str = EN) -> str:
-    """Why Retry would read nothing of the document again; "" when it would."""
+    """Why Retry would read nothing of the document again; "" when it would. A file
+    refused at intake is named by its reason code: a message of its own would be said
+    again for each of the files ticked, and the document view has it."""
     if view.doc.error_code:
-        return text("not_retried_refused", lang,
-                    why=error_text(view.doc.error_code, view.doc.error_message, lang))
+        return text("not_retried_refused", lang, code=view.doc.error_code)
     if not view.page_counts[PageStatus.FAILED]:
         return text("not_retried_none", lang)
     return ""
@@ -142,29 +147,32 @@ def perform(appliance: Appliance, action: str, document_ids: list[str],
         log.warning("ui delete refused user=%s documents=%d", username, len(document_ids))
         return text("delete_refused", lang)
     actor = actor_of(username)
-    done, pages, refused = 0, 0, []
+    done, pages = 0, 0
+    refused: dict[str, list[str]] = {}  # why -> the names of the documents it holds back
     for document_id in document_ids:
         name = document_id
         try:
             view = appliance.library.document(document_id)
             name = view.doc.name
             if action == "retry" and (why := not_retried(view, lang)):
-                refused.append(f"{name}: {why}")
+                refused.setdefault(why, []).append(name)
                 continue
             pages += _act(appliance, action, document_id, actor)
             done += 1
         except ApplianceError as exc:  # deleted since, a page being read, ...
-            refused.append(f"{name}: {error_text(exc.code, exc.message, lang)}")
+            refused.setdefault(error_text(exc.code, exc.message, lang), []).append(name)
         except Exception:
             log.exception("ui action failed action=%s doc=%s", action, document_id)
-            refused.append(f"{name}: {text('action_internal_error', lang)}")
+            refused.setdefault(text("action_internal_error", lang), []).append(name)
     past = text(f"done_{action}", lang)
     line = text("action_line", lang, label=text(f"action_{action}", lang),
                 documents=_documents(done, lang), past=past)
     if action == "retry":
         line += text("action_pages", lang, pages=plural("pages", pages, lang))
     return line + ("。" if lang != EN else ".") + "".join(
-        text("action_not", lang, past=past, why=escape_markdown_text(why)) for why in refused)
+        text("action_not", lang, past=past, why=escape_markdown_text(why),
+             names=_named([escape_markdown_text(n) for n in names[:NAMED]], len(names), lang))
+        for why, names in refused.items())
 
 
 def download_zip(appliance: Appliance, document_ids: list[str], folder: Path, lang: str = EN

@@ -131,6 +131,30 @@ TEXTS: dict[str, tuple[str, str]] = {
     "queue_idle": ("nothing waiting", "没有等待的页面"),
     "filters": ("Filters", "筛选"),
     "filters_set": ("Filters ({n} set)", "筛选（已设置 {n} 项）"),
+    "clear_filters": ("Clear filters", "清除筛选"),
+    "api_keys": ("API keys", "API 密钥"),
+    "api_keys_none": ("No API key yet: the REST API and /docs' Authorize need one.",
+                      "还没有 API 密钥：REST API 和 /docs 的 Authorize 都需要一个。"),
+    "api_keys_list": ("Keys: {names}. A key is shown once, when it is made; one lost is "
+                      "revoked and made again.",
+                      "密钥：{names}。密钥只在创建时显示一次；丢失的密钥请吊销后重新创建。"),
+    "api_key_name": ("New key's name", "新密钥名称"),
+    "api_key_make": ("Make key", "创建密钥"),
+    "api_key_which": ("Key to revoke", "要吊销的密钥"),
+    "api_key_revoke": ("Revoke", "吊销"),
+    "api_key_secret": ("The new key: copy it now, it is not shown again",
+                       "新密钥：请立即复制，之后不会再显示"),
+    "api_key_made": ("Key **{name}** made. Send it in the X-API-Key header, or give it to "
+                     "Authorize on /docs.",
+                     "已创建密钥 **{name}**。请在 X-API-Key 请求头中发送，或在 /docs 的 "
+                     "Authorize 中填写。"),
+    "api_key_exists": ("A key named **{name}** exists already: revoke it first to replace it.",
+                       "已存在名为 **{name}** 的密钥：如需替换，请先吊销。"),
+    "api_key_revoked": ("Key **{name}** revoked: requests with it are refused from now on.",
+                        "已吊销密钥 **{name}**：此后使用它的请求都会被拒绝。"),
+    "api_key_none_chosen": ("Choose the key to revoke first.", "请先选择要吊销的密钥。"),
+    "api_keys_refused": ("Only a signed-in administrator may make or revoke API keys.",
+                         "只有已登录的管理员可以创建或吊销 API 密钥。"),
     "upload_internal_error": ("the file could not be accepted because of an internal error; "
                               "the server log has the details",
                               "内部错误，文件未能接收；详情见服务器日志"),
@@ -241,19 +265,24 @@ TEXTS: dict[str, tuple[str, str]] = {
                        "只有管理员可以删除文档；您以复核员身份登录。请联系管理员删除。"),
     "action_internal_error": ("the action failed because of an internal error; the server "
                               "log has why", "内部错误，操作失败；原因见服务器日志"),
-    "delete_question": ("**Delete {documents} for good?** {names}. Their pages, outputs and "
-                        "key fields go; the audit trail keeps who deleted them.",
-                        "**永久删除 {documents}？** {names}。其页面、识别结果和关键字段都会"
-                        "删除；审计记录会保留删除人。"),
+    "delete_question_one": ("**Delete 1 document for good?** {names}. Its pages, outputs and "
+                            "key fields go; the audit trail keeps who deleted it.",
+                            "**永久删除 1 个文档？** {names}。该文档的页面、识别结果和关键字段都会"
+                            "删除；审计记录会保留删除人。"),
+    "delete_question_other": ("**Delete {n} documents for good?** {names}. Their pages, outputs "
+                              "and key fields go; the audit trail keeps who deleted them.",
+                              "**永久删除 {n} 个文档？** {names}。这些文档的页面、识别结果和"
+                              "关键字段都会删除；审计记录会保留删除人。"),
     "confirm_yes": ("Yes, delete", "确定删除"),
-    "confirm_no": ("No, keep them", "不，保留"),
-    "not_retried_refused": ("it was refused when it was submitted, so it has no pages to read "
-                            "again ({why}); fix the file and upload it again",
-                            "提交时已被拒绝，没有可重新识别的页面（{why}）；请修正文件后重新上传"),
+    "confirm_no": ("No, don't delete", "不，不删除"),
+    "not_retried_refused": ("refused when submitted ({code}), so there are no pages to read "
+                            "again; the document view says why: fix the file and upload it again",
+                            "提交时已被拒绝（{code}），没有可重新识别的页面；原因见文档视图："
+                            "请修正文件后重新上传"),
     "not_retried_none": ("none of its pages failed", "没有失败的页面"),
     "action_line": ("**{label}:** {documents} {past}", "**{label}：**{documents}{past}"),
     "action_pages": (" ({pages})", "（{pages}）"),
-    "action_not": ("\n- not {past}: {why}", "\n- 未{past}：{why}"),
+    "action_not": ("\n- not {past}: {names}: {why}", "\n- 未{past}：{names}：{why}"),
     "zip_none": ("None of the selected documents is finished: there is nothing to zip.",
                  "所选文档都未完成：没有可打包的内容。"),
     "zip_done": ("**Download:** the outputs of {documents} in one zip.",
@@ -538,6 +567,9 @@ TEXTS: dict[str, tuple[str, str]] = {
     "age_d": ("{n} d", "{n} 天"),
     "low_confidence_none": ("No line or token was read with low confidence.",
                             "没有低置信度的行或词。"),
+    "low_confidence_lowered": ("No line or token stands out; what lowered the page's "
+                               "confidence: {penalties}.",
+                               "没有特别突出的低置信度行或词；降低本页置信度的是：{penalties}。"),
     "low_confidence_head": ("**Read with low confidence** ({n}; boxed on the image where the "
                             "engine gave a position):",
                             "**低置信度识别**（{n} 处；引擎给出位置的已在图上框出）："),

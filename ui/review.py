@@ -176,8 +176,13 @@ def queue_rows(service: ReviewService, where: ReviewFilter = ReviewFilter(),
             for item in service.queue(where, limit)]
 
 
-def highlights_text(highlights: list[dict], lang: str = EN) -> str:
-    """The low-confidence lines or tokens as a numbered list (escaped: OCR text)."""
+def highlights_text(highlights: list[dict], lang: str = EN, penalties: list[str] = ()) -> str:
+    """The low-confidence lines or tokens as a numbered list (escaped: OCR text); where
+    there is none, the ``penalties`` that lowered the page's confidence (their names
+    are codes, never translated)."""
+    if not highlights and penalties:
+        return text("low_confidence_lowered", lang,
+                    penalties=", ".join(escape_markdown_text(p) for p in penalties))
     if not highlights:
         return text("low_confidence_none", lang)
     lines = [text("low_confidence_head", lang, n=len(highlights)), ""]
@@ -266,7 +271,8 @@ def page_view(page: ReviewPage | None, where: ReviewFilter = ReviewFilter(),
                         page.image_path)
     return PageView(
         page_id=page.item.page_id, title=page_title(page, lang=lang),
-        image=image, markdown=page.markdown, highlights=highlights_text(page.highlights, lang),
+        image=image, markdown=page.markdown, highlights=highlights_text(
+            page.highlights, lang, page.signals.get("penalties") or ()),
         other_pages=[[str(p["number"]), status_text(str(p["status"]), lang),
                       confidence_text(p["confidence"], lang),
                       _excerpt(p["text"])] for p in page.other_pages],

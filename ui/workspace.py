@@ -1,6 +1,7 @@
 """The documents workspace: the Documents tab (upload with options, search, filters,
 sorting, server-side paging, a list with progress and search snippets, actions on the
-ticked documents) and the Document tab it opens (``ui/document_tab.py``).
+ticked documents, an administrator's API keys: ``ui/api_keys.py``) and the Document tab
+it opens (``ui/document_tab.py``).
 
 Every read goes through ``appliance.library``. The list refreshes on a timer: a tick
 reads the listed documents again (and, when a document is open, that document's row, to
@@ -25,6 +26,7 @@ from appliance.engines import registry
 from appliance.library import DocStatus
 from appliance.metrics import metrics_for
 from ui.actions import ACTIONS, download_zip, may_delete, may_review, perform, picked_text
+from ui.api_keys import ApiKeysPanel
 from ui.auth import LOGOUT_PATH
 from ui.components import escape_markdown_text, safe_markdown, safe_markdown_view
 from ui.confirm_delete import ConfirmDelete
@@ -81,6 +83,7 @@ def workspace_tabs(appliance: Appliance, download_dir: Path) -> Iterator[None]:
                           min_width=100, elem_id="workspace-api-docs")
                 sign_out = gr.Button(label("sign_out"), link=LOGOUT_PATH, size="sm", scale=0,
                                      min_width=100, visible=False, elem_id="workspace-sign-out")
+            keys = ApiKeysPanel(appliance)  # an administrator's only
             # folded after a drop: the list below is in view, and the line under the
             # panel says what became of the files
             with gr.Accordion(label("upload"), open=True, elem_id="upload-panel") as upload_panel:
@@ -136,13 +139,15 @@ def workspace_tabs(appliance: Appliance, download_dir: Path) -> Iterator[None]:
             with filters_box, gr.Row():
                 engine_filter = gr.Dropdown(label=label("filter_engine"), value=ANY, elem_id="filter-engine",
                                             choices=[(label("any_engine"), ANY),
-                                                     *registry.names()])
+                                                     *registry.readers()])
                 fields = gr.Dropdown(label=label("filter_fields"), choices=FIELDS_CHOICES, value=ANY,
                                      elem_id="filter-fields")
                 since = gr.DateTime(label=label("filter_since"), include_time=False, type="timestamp",
                                     elem_id="filter-since")
                 until = gr.DateTime(label=label("filter_until"), include_time=False, type="timestamp",
                                     elem_id="filter-until")
+                clear_filters = gr.Button(label("clear_filters"), size="sm", scale=0,
+                                          min_width=110, elem_id="filters-clear")
             with gr.Row(equal_height=True):
                 pager = {move: gr.Button(PAGER_LABELS[move], size="sm", scale=0, min_width=110,
                                          elem_id=f"documents-{move}") for move in PAGER_MOVES}
@@ -271,6 +276,9 @@ def workspace_tabs(appliance: Appliance, download_dir: Path) -> Iterator[None]:
                 gr.HTML(drop_summary_html(appliance, uploaded, lang), visible=bool(uploaded)),
                 uploaded)
 
+    cleared = {statuses: [], type_filter: ANY, tag: "", source: ANY, folder: ANY, since: None,
+               until: None, engine_filter: ANY, fields: ANY}
+
     def on_filters(request: gr.Request, *values):
         """The folded filters' label: how many are set."""
         count = sum(1 for value in values if value not in (None, ANY, []))
@@ -284,7 +292,8 @@ def workspace_tabs(appliance: Appliance, download_dir: Path) -> Iterator[None]:
         allowed = gr.Button(visible=may_delete(appliance, username))
         reviews = gr.Button(visible=may_review(appliance, username))
         return (user_line(appliance, username, lang), gr.Button(visible=bool(username)), allowed,
-                allowed, *(reviews for _ in document.turns), *document.headers(lang))
+                allowed, *(reviews for _ in document.turns), *document.headers(lang),
+                *keys.shown(username, lang))
 
     private = dict(api_visibility="private")
     filter_controls = (statuses, type_filter, source, folder, since, until, engine_filter,
@@ -300,6 +309,11 @@ def workspace_tabs(appliance: Appliance, download_dir: Path) -> Iterator[None]:
     gr.on([tag.submit, tag.blur, *(control.change for control in filter_controls)],
           fn=on_filters, inputs=[tag, *filter_controls], outputs=filters_box,
           show_progress="hidden", **private)
+    # every filter to "any"; the tag has no change event of its own (it runs its query
+    # once typed), so the cleared query runs and the fold is relabelled after
+    clear_filters.click(lambda: list(cleared.values()), outputs=list(cleared), **private).then(
+        **refresh).then(on_filters, inputs=[tag, *filter_controls], outputs=filters_box,
+                        show_progress="hidden", **private)
     for move, button in pager.items():
         button.click(pager_handler(move), inputs=listed, outputs=list_outputs, **private)
     refresh_button.click(on_refresh, inputs=listed, outputs=list_outputs, **private)
@@ -339,5 +353,5 @@ def workspace_tabs(appliance: Appliance, download_dir: Path) -> Iterator[None]:
     gr.on(triggers=None, fn=on_load,
           outputs=[user, sign_out, bulk["delete"], document.actions["delete"],
                    *document.turns.values(),
-                   *document.header_outputs],
+                   *document.header_outputs, keys.box, keys.listed, keys.which],
           **private).then(**refresh)

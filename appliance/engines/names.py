@@ -12,4 +12,5 @@ LLAMA = "llama"  # a GGUF vision model through llama.cpp
 REMOTE = "openai"  # engine.name: only the [[engine.remote]] endpoints read pages
 FALLBACK = "classic"  # the embedded engine that needs no files
 ENGINE_NAMES = (LLAMA, REMOTE, FALLBACK)  # the registry's entries, in its order
+PDF_TEXT = "pdf-text"  # no engine: a PDF page's own text, as a result records its reader
 CONFIG_NAMES = (AUTO, *ENGINE_NAMES)  # what engine.name may be

@@ -59,6 +59,7 @@ from rapidfuzz.distance import Levenshtein
 from appliance.config import PdfSettings
 from appliance.engines.base import PageRequest
 from appliance.engines.cache import ResultCache, image_digest
+from appliance.engines.names import PDF_TEXT
 from appliance.page import Line, Recognition, Word
 from appliance.raster import PageRendering, open_pdf, to_rgb
 from appliance.raster.pdf_content import shows_text as page_shows_text
@@ -66,7 +67,7 @@ from appliance.raster.pdf_content import shows_text as page_shows_text
 AUTO, IGNORE, PREFER = "auto", "ignore", "prefer"
 MODES = (AUTO, IGNORE, PREFER)
 TEXT, OCR, MIXED = "text", "ocr", "mixed"  # the readers a page may get
-NAME = "pdf-text"  # the reader's name where a result records its engine
+NAME = PDF_TEXT  # the reader's name where a result records its engine
 # how characters become lines and words: bump it when that changes, so the result
 # cache does not serve the old reading
 RECIPE = "text-layer/v1"

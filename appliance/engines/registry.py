@@ -16,7 +16,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from appliance.engines.names import AUTO, CONFIG_NAMES, ENGINE_NAMES, FALLBACK, LLAMA, REMOTE
+from appliance.engines.names import (
+    AUTO, CONFIG_NAMES, ENGINE_NAMES, FALLBACK, LLAMA, PDF_TEXT, REMOTE,
+)
 from appliance.errors import ConfigError
 
 if TYPE_CHECKING:
@@ -107,6 +109,12 @@ ENGINES: dict[str, EngineEntry] = {entry.name: entry for entry in (
 def names() -> tuple[str, ...]:
     """The engines a request, a watched folder or a reviewer may ask for."""
     return ENGINE_NAMES
+
+
+def readers() -> tuple[str, ...]:
+    """What a page's result may name as its reader, for a filter on it: the engines and
+    the PDF text reader (a born-digital page read from its own text)."""
+    return (*ENGINE_NAMES, PDF_TEXT)
 
 
 def config_names() -> tuple[str, ...]:

@@ -24,7 +24,7 @@ from appliance.errors import (
 from appliance.intake.sniff import HEAD_BYTES, sniff_kind
 from appliance.intake.spool import CHUNK_BYTES, Spool
 from appliance.tally import Tally
-from appliance.raster import born_digital_pages, count_pages, decrypted_pdf
+from appliance.raster import born_digital_pages, check_image_data, count_pages, decrypted_pdf
 from appliance.store import Database, contents, queries, transitions
 from appliance.store.models import Document, Lane
 
@@ -159,7 +159,7 @@ class Intake:
                        webhook_url=options.webhook_url)
         try:
             with path.open("rb") as fh:
-                doc.kind = sniff_kind(fh.read(HEAD_BYTES))
+                doc.kind = sniff_kind(fh.read(HEAD_BYTES), doc.name)
             password = options.pdf_password if doc.kind == "pdf" else None
             if password and options.watch_folder is None:
                 doc.sha256, doc.size_bytes, path, hold = self._decrypted(sent, path, hold,
@@ -172,6 +172,7 @@ class Intake:
                                         f"{earlier.id} ({earlier.name})",
                                         existing_id=earlier.id)
             pages = count_pages(path, doc.kind, self.limits.max_pixels, password)
+            check_image_data(path, doc.kind, self.limits.max_pixels)
             if pages > self.limits.max_pages:
                 raise TooManyPages(f"the document has {pages} pages, over the limit of "
                                    f"{self.limits.max_pages}; split it, or raise "

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import re
 import unicodedata
+from pathlib import PurePath
 
 from appliance.errors import EmptyFile, TruncatedFile, UnrecognizedFile, UnsupportedType
 
@@ -36,6 +37,12 @@ _PREFIXES: tuple[tuple[bytes, str], ...] = (
     (b"GIF87a", "gif"),
     (b"GIF89a", "gif"),
 )
+
+# What a file's name says it is, for the message on a file whose content is none of
+# these: its name promises a kind the content does not have.
+_NAMED_KINDS = {".pdf": "a PDF", ".png": "a PNG image", ".jpg": "a JPEG image",
+                ".jpeg": "a JPEG image", ".tif": "a TIFF image", ".tiff": "a TIFF image",
+                ".bmp": "a BMP image", ".webp": "a WebP image", ".gif": "a GIF image"}
 
 # Sizes of the BMP info header that follows the 14-byte file header (core, v1..v5).
 _BMP_INFO_SIZES = frozenset({12, 16, 40, 52, 56, 64, 108, 124})
@@ -77,11 +84,12 @@ _TEXT_CONTROLS = frozenset("\t\n\r\f\v\x1b")
 _MIN_PRINTABLE = 0.95  # share of printable characters for a legacy 8-bit text
 
 
-def sniff_kind(head: bytes) -> str:
+def sniff_kind(head: bytes, name: str = "") -> str:
     """The document kind of a file whose first bytes are ``head`` (read HEAD_BYTES).
 
     Raises EmptyFile for no bytes, UnsupportedType for a file recognised as something
-    other than a scan or an image we read, and UnrecognizedFile for anything else.
+    other than a scan or an image we read, and UnrecognizedFile for anything else (whose
+    message says when the file's ``name`` promised a kind its content is not).
     """
     if not head:
         raise EmptyFile("The file is empty (0 bytes). Check the scanner or upload and send it again.")
@@ -107,6 +115,14 @@ def sniff_kind(head: bytes) -> str:
             f"This file is {what}, which the appliance does not read: it reads scanned "
             f"documents and images ({SUPPORTED_TEXT}). Convert the file to PDF first (for "
             "example with Print to PDF or Export as PDF) and submit it again."
+        )
+    named = _NAMED_KINDS.get(PurePath(name).suffix.lower())
+    if named is not None:
+        raise UnrecognizedFile(
+            f"The file is named as {named} but is not one: its content starts with no "
+            f"signature of {named}, nor of any other file type the appliance knows. Check "
+            "where the file came from, open it on your computer, and submit the document "
+            f"itself ({SUPPORTED_TEXT})."
         )
     raise UnrecognizedFile(
         "The file's content starts with no known file signature: it is damaged (for example "

@@ -68,7 +68,7 @@ from appliance.quality.text_checks import (
 )
 from appliance.reading.doubt import LAYOUT_DOUBT
 
-__all__ = ["Confidence", "EXPECTED_CHARS", "needs_second_opinion", "score_page"]
+__all__ = ["Confidence", "EXPECTED_CHARS", "classic_scale", "needs_second_opinion", "score_page"]
 
 # --- base -------------------------------------------------------------------------------
 
@@ -190,6 +190,13 @@ EXPECTED_CHARS: dict[str, tuple[int, int]] = {
 }
 
 _WORD = re.compile(r"\w+")
+
+
+def classic_scale(score: float) -> float:
+    """A score of RapidOCR's (a line's, or the blend of a page's) on the page confidence's
+    scale: stretched from 1 by CLASSIC_STRETCH, so that a line and the page it is on are
+    told in one measure."""
+    return min(1.0, max(0.0, 1.0 - CLASSIC_STRETCH * (1.0 - score)))
 
 
 @dataclass
@@ -364,8 +371,7 @@ def _base(recognition: Recognition, signals: dict) -> tuple[float, str]:
         low = weighted_percentile(scored, LOW_PERCENTILE)
         signals.update(source="lines", line_score_mean=round(mean, 4),
                        line_score_p10=round(low, 4), **_word_signals(lines))
-        blend = MEAN_WEIGHT * mean + (1 - MEAN_WEIGHT) * low
-        return min(1.0, max(0.0, 1.0 - CLASSIC_STRETCH * (1.0 - blend))), "lines"
+        return classic_scale(MEAN_WEIGHT * mean + (1 - MEAN_WEIGHT) * low), "lines"
     signals["source"] = "none"
     return NO_EVIDENCE_BASE, "none"
 

@@ -59,6 +59,27 @@ def count_pages(path: Path, kind: str, max_pixels: int, password: str | None = N
         return getattr(image, "n_frames", 1)
 
 
+# A JPEG checked at intake is decoded this many times smaller on each side: libjpeg still
+# reads every scan of the file (a cut one fails), and skips most of the work of pixels.
+JPEG_CHECK_SCALE = 8
+
+
+def check_image_data(path: Path, kind: str, max_pixels: int) -> None:
+    """Decode an image's first frame once, so that a file cut short is refused when it is
+    submitted rather than accepted and failed by the worker. Its header alone (what
+    ``count_pages`` reads) does not show that the data stops early. A PDF is not checked."""
+    if kind == "pdf":
+        return
+    with _open_image(path, kind, max_pixels) as image:
+        if kind == "jpeg":
+            image.draft("RGB", (image.width // JPEG_CHECK_SCALE, image.height // JPEG_CHECK_SCALE))
+        try:
+            image.load()
+        except (OSError, SyntaxError, ValueError, EOFError) as exc:
+            raise _decode_error(exc, path, kind,
+                                f"The {kind.upper()} image cannot be decoded") from exc
+
+
 def born_digital_pages(path: Path, scan_min_area: float, password: str | None = None
                        ) -> set[int]:
     """The pages of a PDF that are born digital: text of their own and no picture over

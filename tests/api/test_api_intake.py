@@ -8,7 +8,7 @@ import time
 import pytest
 
 from tests.daemon import Daemon
-from tests.fixtures.documents import write_pdf, write_png
+from tests.fixtures.documents import write_pdf, write_png, write_report_pdf
 from tests.fixtures.webhooks import Receiver
 
 LINES = ["Delivery note 12", "Three boxes of paper"]
@@ -139,3 +139,16 @@ def test_full_queue_answers_429_and_stores_nothing_then_cancel(daemon, tmp_path)
     assert cancelled["id"] == first["id"]
     missing = daemon.client.post("/api/v1/documents/nope/cancel")
     assert missing.status_code == 404
+
+
+def test_the_engine_filter_finds_pages_read_from_the_pdfs_own_text(daemon, tmp_path):
+    """A born-digital page records the PDF text reader as its engine; the list filters
+    by it as by any engine (its name was refused as no engine: 400)."""
+    daemon.wait_ready()
+    report = daemon.upload(write_report_pdf(tmp_path / "report.pdf", pages=1))
+    scan = daemon.upload(write_png(tmp_path / "scan.png", LINES))
+    daemon.wait_final([report["id"], scan["id"]])
+    for engine, expected in (("pdf-text", report), ("classic", scan)):
+        response = daemon.client.get("/api/v1/documents", params={"engine": engine})
+        assert response.status_code == 200, response.text
+        assert [d["id"] for d in response.json()["documents"]] == [expected["id"]], engine

@@ -156,6 +156,15 @@ def test_bad_inputs_fail_with_their_own_code_and_the_daemon_keeps_serving(tmp_pa
         assert final["empty"]["size_bytes"] == 0
         assert "PDF" in final["text"]["error"]["message"]  # says what the appliance reads
         assert "text" in final["text"]["error"]["message"]  # and what the file is
+        # random bytes named .pdf: not a PDF, which no copy cut short would explain
+        random_reason = final["random_pdf"]["error"]["message"]
+        assert "named as a PDF but is not one" in random_reason, random_reason
+        assert "cut short" not in random_reason and "interrupted" not in random_reason
+        # a cut image is refused as it is submitted (its header alone looks whole), not
+        # accepted and then failed by the worker
+        for name in ("cut_png", "cut_jpeg"):
+            assert final[name]["page_count"] == 0 and not final[name].get("pages"), final[name]
+            assert "ends early" in final[name]["error"]["message"]
 
         # still serving: health, readiness, and a good page all the way through
         assert daemon.process.poll() is None, daemon.log()

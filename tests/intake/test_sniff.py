@@ -135,3 +135,12 @@ def test_new_codes_are_bad_input():
 def test_kind_constants():
     assert set(IMAGE_KINDS) <= set(ALL_KINDS)
     assert set(ALL_KINDS) == set(IMAGE_KINDS) | {"pdf"}
+
+
+def test_bytes_named_as_a_type_we_read_are_said_not_to_be_one():
+    with pytest.raises(UnrecognizedFile) as caught:
+        sniff_kind(b"\x00" + bytes(range(1, 200)) * 4, "scan.PDF")
+    assert "named as a PDF but is not one" in caught.value.message
+    with pytest.raises(UnrecognizedFile) as caught:
+        sniff_kind(b"\x00" + bytes(range(1, 200)) * 4, "notes")
+    assert "named as" not in caught.value.message

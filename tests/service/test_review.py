@@ -17,6 +17,8 @@ from appliance.config import dump_toml
 from appliance.errors import InvalidRequest, LockLost, NotFound, PageBusy
 from appliance.export import Exporter, document_json
 from appliance.intake.spool import Spool
+from appliance.page import Line, Recognition
+from appliance.quality.confidence import score_page
 from appliance.review import ReviewService, export_jsonl
 from appliance.store import Database, queries, transitions
 from appliance.store.models import Document, Lane, Page, PageStatus, ReviewAction
@@ -34,7 +36,7 @@ MACHINE_LINES = [{"text": "Total 1l8.50", "box": [10, 20, 200, 40], "score": 0.5
 
 def in_review(db, *, pages=1, doc_type="invoice", folder=None, lane=Lane.BATCH,
               reasons=("low_confidence: 0.42 < 0.50",), confidence=0.42, name="inv.png",
-              provenance=None):
+              provenance=None, lines=MACHINE_LINES):
     """A document whose pages were read and routed to review."""
     doc = Document(name=name, sha256=os.urandom(32).hex(), kind="png", size_bytes=10,
                    source="api", lane=lane, doc_type=doc_type, watch_folder=folder)
@@ -42,7 +44,7 @@ def in_review(db, *, pages=1, doc_type="invoice", folder=None, lane=Lane.BATCH,
     for _ in range(pages):
         claim = transitions.claim_next_page(db, "w1", lease_s=60)
         reading = page_done("Invoice 7\nTotal 1l8.50", markdown="Invoice 7\n\nTotal 1l8.50",
-                            confidence=confidence, lines=MACHINE_LINES, provenance=provenance)
+                            confidence=confidence, lines=lines, provenance=provenance)
         transitions.complete_page(db, claim, reading, list(reasons), review=True)
     return doc
 
@@ -113,11 +115,31 @@ def test_an_expired_lock_frees_its_page(setup):
         service.approve("anna", page.item.page_id)
 
 
+def test_a_page_routed_for_low_confidence_shows_the_lines_that_made_it_low(setup):
+    """RapidOCR scores lines just under 1: lines at 0.95 make a page of about 0.5, routed
+    for low confidence, and none of them was under 0.8 on RapidOCR's own scale, so the
+    console said no line was read with low confidence. The lines are measured on the
+    page's scale now."""
+    service, db, *_ = setup
+    lines = [{"text": "Total 118.50", "box": [10, 20, 200, 40], "score": 0.947},
+             {"text": "Invoice 7", "box": [10, 60, 200, 80], "score": 0.995}]
+    reading = Recognition(text="Invoice 7\nTotal 118.50", markdown="Invoice 7\n\nTotal 118.50",
+                          lines=[Line.from_dict(line) for line in lines])
+    confidence = score_page(reading, doc_type="invoice").score
+    assert confidence < 0.5
+    in_review(db, lines=lines, confidence=confidence,
+              reasons=(f"low_confidence: {confidence:.3f} < 0.5",))
+    page = service.next_page("anna")
+    assert page.highlights == [{"text": "Total 118.50", "score": 0.47,
+                                "box": [10, 20, 200, 40]}]
+
+
 def test_approve_finishes_and_exports_the_document(setup):
     service, db, settings, settled, _ = setup
     doc = in_review(db)
     page = service.next_page("anna")
-    assert page.highlights == [{"text": "Total 1l8.50", "score": 0.55,
+    # RapidOCR's 0.55 on the page confidence's scale (0.98 is 0.8 there: not highlighted)
+    assert page.highlights == [{"text": "Total 1l8.50", "score": 0.0,
                                 "box": [10, 20, 200, 40]}]
     service.approve("anna", page.item.page_id)
     assert settled == [doc.id]

@@ -403,6 +403,10 @@ def test_texts_escape_what_documents_say():
              {"text": "[x](javascript:alert(1))", "score": 0.5, "box": None}]
     listing = highlights_text(marks)
     assert "\\<img" in listing and "](" not in listing and "score 0.31" in listing
+    # a page low for another reason than a line says which, not that nothing was low
+    assert highlights_text([], penalties=["length_anomaly", "layout_doubt"]) == (
+        "No line or token stands out; what lowered the page's confidence: "
+        "length\\_anomaly, layout\\_doubt.")
     assert counts_text({"waiting": 3, "locked": 1, "by_reason": {"low_confidence": 3}},
                        "anna").startswith("**3** pages waiting · 1 being reviewed")
     where = make_filter("invoice", "", "", "600")
@@ -447,7 +451,7 @@ def test_handlers_open_act_and_open_the_next_page(service):
     assert problem == "" and view.markdown == "Invoice 7\n\nTotal 1l8.50"
     assert "\\<b\\>first\\<\\/b\\>" in view.title and "Confidence 0.42" in view.title
     assert "low\\_confidence" in view.title  # the reason, escaped
-    assert "1. Total 1l8\\.50 — score 0.55" in view.highlights
+    assert "1. Total 1l8\\.50 — score 0.00" in view.highlights
     assert held_page(service, "anna").item.page_id == view.page_id  # a reload reopens it
     assert held_page(service, "ben") is None
 

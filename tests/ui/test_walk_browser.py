@@ -266,6 +266,18 @@ def test_one_walk_through_every_button_and_download_shows_no_error(browser, daem
             click("workspace-api-docs")
         expect(docs.value.locator(".swagger-ui")).to_contain_text("/api/v1/documents")
         docs.value.close()
+        page.locator("#documents-filters > button.label-wrap").click()
+        click("filters-clear")
+        expect(page.locator("#documents-count")).to_contain_text("1–1 of 1")
+        # an administrator's API keys: one made, shown once, and revoked
+        page.locator("#api-keys > button.label-wrap").click()
+        page.get_by_label("New key's name", exact=True).fill("walk")
+        click("api-key-make")
+        expect(page.locator("#api-keys-message")).to_contain_text("Key walk made")
+        page.get_by_label("Key to revoke", exact=True).click()
+        page.get_by_role("option", name="walk", exact=True).click()
+        click("api-key-revoke")
+        expect(page.locator("#api-keys-message")).to_contain_text("Key walk revoked")
 
         # --- the document view: a finished document's downloads ...
         search("report.pdf")

@@ -214,6 +214,35 @@ def test_delete_asks_naming_what_it_deletes(store):
     assert picked_text(store, chosen[:2]).endswith(", (deleted)")
 
 
+def test_retry_gives_the_reason_files_were_refused_once_naming_them(store):
+    refused = ids(store, status=("done",))[:7]
+    why = "The file's content starts with no known file signature: it is damaged"
+    with store.db.write() as session:
+        for number, document_id in enumerate(refused):
+            doc = session.get(Document, document_id)
+            doc.name, doc.error_message = f"bad-{number}.pdf", why
+            doc.error_code = "unrecognized_file"
+    message = perform(store, "retry", refused, "ada")
+    assert why not in message  # the document view has it, not seven times over
+    lines = message.split("\n")
+    assert lines[0] == ("**Retry failed pages:** 0 documents queued their failed pages again "
+                        "(0 pages).")
+    assert len(lines) == 2 and lines[1].count("unrecognized\\_file") == 1, message
+    named = ", ".join(escape_markdown_text(f"bad-{n}.pdf") for n in range(5))
+    assert lines[1].startswith(f"- not queued their failed pages again: {named} and 2 more: ")
+    assert "refused when submitted" in lines[1]
+    assert perform(store, "retry", refused, "ada", ZH).count("unrecognized\\_file") == 1
+
+
+def test_the_delete_question_counts_one_document_as_one(store):
+    one = delete_question(store, ids(store)[:1])
+    assert one.startswith("**Delete 1 document for good?** ")
+    assert "Its pages" in one and "deleted it." in one and "Their" not in one
+    assert "这些" not in delete_question(store, ids(store)[:1], ZH)
+    two = delete_question(store, ids(store)[:2], ZH)
+    assert two.startswith("**永久删除 2 个文档？** ") and "这些文档的页面" in two
+
+
 def test_a_reviewer_may_not_delete(store):
     done = ids(store, status=("done",))[:1]
     assert may_delete(store, "ada") and not may_delete(store, "rita")

@@ -211,6 +211,18 @@ def test_filters_combine(ada, daemon):
     assert statuses and set(statuses) == {"done"}
     metas = page.locator("#documents-list .doc-meta").all_inner_texts()
     assert all(all(word in meta for word in ("invoice", "hr", "api")) for meta in metas), metas
+    # one click clears them all, the tag too (issue 53 item 7)
+    fold = page.locator("#documents-filters > button.label-wrap")
+    expect(fold).to_contain_text("Filters (4 set)")
+    page.locator("#filters-clear").click()
+    expect(count_line(page)).to_contain_text(f"1–50 of {GENERATED + 3:,} documents")
+    expect(page.get_by_label("Tag", exact=True)).to_have_value("")
+    expect(fold).not_to_contain_text("set")
+    # the engine filter offers the PDF text reader, a born-digital page's reader
+    choose(page, "Engine", "pdf-text")
+    expect(fold).to_contain_text("Filters (1 set)")
+    page.locator("#filters-clear").click()
+    expect(fold).not_to_contain_text("set")
 
 
 def test_bulk_retry_and_delete_are_done_and_audited(ada, daemon):
@@ -244,7 +256,8 @@ def test_bulk_retry_and_delete_are_done_and_audited(ada, daemon):
     # Delete asks first, naming the document; "No" keeps it
     page.locator("#bulk-delete").click()
     expect(page.locator("#bulk-confirm-question")).to_contain_text(
-        f"Delete 1 document for good? {names[2]}")
+        f"Delete 1 document for good? {names[2]}. Its pages, outputs and key fields go; "
+        "the audit trail keeps who deleted it.")
     page.locator("#bulk-confirm-no").click()
     expect(page.locator("#bulk-confirm")).to_be_hidden()
     assert daemon.client.get(f"/api/v1/documents/{failed[2]['id']}").status_code == 200
@@ -440,9 +453,64 @@ def test_a_signed_in_user_reads_the_api_docs(browser, daemon, tmp_path):
         expect(docs).to_have_url(re.compile(r"/docs$"))
         expect(docs.locator(".swagger-ui")).to_contain_text("OCR Appliance")
         expect(docs.locator(".swagger-ui")).to_contain_text("/api/v1/documents")
+        expect(docs.locator(".swagger-ui .info")).to_contain_text("press Authorize and give a key")
+        # the docs' own calls carry the session, not a key: refused, saying what to do
+        answer = docs.evaluate("""async () => {
+            const response = await fetch("/api/v1/documents?limit=1");
+            return [response.status, (await response.json()).error.message]; }""")
+        assert answer[0] == 401 and "on /docs press Authorize" in answer[1], answer
     page.context.close()
     # without a session the docs still need a key
     assert daemon.client.get("/docs", headers={"X-API-Key": ""}).status_code == 401
+
+
+def test_an_administrator_makes_a_key_that_opens_the_api_docs(ada, browser, daemon, tmp_path):
+    page = ada
+    panel = page.locator("#api-keys")
+    panel.locator("> button.label-wrap").click()
+    page.get_by_label("New key's name", exact=True).fill("swagger")
+    page.locator("#api-key-make").click()
+    expect(page.locator("#api-keys-message")).to_contain_text("Key swagger made")
+    expect(page.locator("#api-keys-list")).to_contain_text("swagger")
+    secret = page.locator("#api-key-secret textarea, #api-key-secret input")
+    expect(secret).to_have_value(re.compile(r".{20,}"))
+    key = secret.input_value()
+    assert "swagger" in ApiKeys(Path(daemon.config["auth"]["api_keys_file"])).names()
+
+    # Try it out in /docs: Authorize with the key, and the call answers 200
+    with page.context.expect_page() as opened:
+        page.locator("#workspace-api-docs").click()
+    docs = opened.value
+    docs.locator(".swagger-ui .auth-wrapper button.authorize").click()
+    # Swagger UI's own classes: its buttons' accessible names differ from their words
+    with_key = docs.locator(".auth-container").filter(has_text="X-API-Key")
+    with_key.locator("input").fill(key)
+    with_key.locator("button.authorize").click()
+    docs.locator(".modal-ux button.btn-done").first.click()
+    operation = docs.locator("#operations-documents-list_documents")
+    operation.locator(".opblock-summary").click()
+    operation.locator("button.try-out__btn").click()
+    operation.locator("button.execute").click()
+    expect(operation.locator(".live-responses-table tr.response .response-col_status")
+           ).to_have_text("200")
+    docs.close()
+
+    # revoked: the key opens nothing any more
+    page.get_by_label("Key to revoke", exact=True).click()
+    page.get_by_role("option", name="swagger", exact=True).click()
+    page.locator("#api-key-revoke").click()
+    expect(page.locator("#api-keys-message")).to_contain_text("Key swagger revoked")
+    expect(page.locator("#api-key-secret")).to_be_hidden()
+    assert daemon.client.get("/api/v1/documents", headers={"X-API-Key": key}).status_code == 401
+
+
+def test_a_reviewer_is_not_shown_the_api_keys(browser, daemon, tmp_path):
+    page = sign_in(browser, daemon, "rita")
+    with screenshot_on_failure(page, tmp_path, daemon):
+        expect(page.locator("#workspace-user")).to_contain_text("reviewer")
+        expect(page.locator("#api-keys")).to_be_hidden()
+        expect(page.get_by_text("Make key")).to_have_count(0)
+    page.context.close()
 
 
 def test_chinese_words_are_found_by_any_two_characters_or_more(ada, daemon):
@@ -490,7 +558,7 @@ def test_a_refused_document_says_why_in_full_and_is_not_retried(ada, daemon, tmp
     open_document(page, name)
     page.locator("#document-retry").click()
     expect(page.locator("#document-message")).to_contain_text(
-        "it was refused when it was submitted, so it has no pages to read again")
+        "refused when submitted (encrypted_pdf), so there are no pages to read again")
     expect(page.locator("#document-message")).to_contain_text("upload it again")
     assert ("retried", "ada") not in events(daemon, refused["id"])
     # another document opened: the message about this one goes
