@@ -62,6 +62,21 @@ def open_ui(page: Page, daemon: Daemon) -> None:
     expect(upload_input(page)).to_be_attached()
 
 
+def signed_in(browser: Browser, daemon: Daemon, name: str, password: str,
+              viewport: dict) -> Page:
+    """A new browser context of ``viewport`` signed in at "/" as ``name`` (the login
+    form's fields are labelled "username" and "password"; its button is "Login")."""
+    context = browser.new_context(viewport=viewport)
+    context.set_default_timeout(UI_TIMEOUT_MS)
+    page = context.new_page()
+    page.goto(f"http://127.0.0.1:{daemon.port}/", wait_until="domcontentloaded")
+    page.get_by_label("username").fill(name)
+    page.get_by_label("password").fill(password)
+    page.get_by_role("button", name="Login").click()
+    expect(page.locator("#workspace-user")).to_contain_text(f"Signed in as {name}")
+    return page
+
+
 def upload_input(page: Page) -> Locator:
     """The drop zone's file input (the tables carry hidden CSV-import inputs of their own)."""
     return page.locator("#upload-files input[type=file]")

@@ -19,8 +19,8 @@ from PIL import Image
 from playwright.sync_api import Browser, Page, expect
 
 from tests.browser import (
-    UI_TIMEOUT_MS, last_upload, list_row, open_document, page_body, screenshot_on_failure,
-    search_documents, upload_input,
+    last_upload, list_row, open_document, page_body, screenshot_on_failure, search_documents,
+    signed_in, upload_input,
 )
 from tests.daemon import Daemon, with_accounts
 from tests.fixtures.documents import write_png
@@ -45,15 +45,7 @@ def daemon(tmp_path_factory):
 
 
 def sign_in(browser: Browser, daemon: Daemon, name: str) -> Page:
-    context = browser.new_context(viewport=LAPTOP)
-    context.set_default_timeout(UI_TIMEOUT_MS)
-    page = context.new_page()
-    page.goto(f"http://127.0.0.1:{daemon.port}/", wait_until="domcontentloaded")
-    page.get_by_label("username").fill(name)
-    page.get_by_label("password").fill(PASSWORD)
-    page.get_by_role("button", name="Login").click()
-    expect(page.locator("#workspace-user")).to_contain_text(f"Signed in as {name}")
-    return page
+    return signed_in(browser, daemon, name, PASSWORD, LAPTOP)
 
 
 def in_view(page: Page, locator) -> bool:

@@ -33,8 +33,8 @@ from appliance.store import Database, transitions
 from appliance.store.models import Document, Lane
 from appliance.users import Users
 from tests.browser import (
-    UI_TIMEOUT_MS, ask_for_downloads, downloaded, last_upload, list_row, open_document,
-    page_body, screenshot_on_failure, search_documents, show_filters, upload_input,
+    ask_for_downloads, downloaded, last_upload, list_row, open_document, page_body,
+    screenshot_on_failure, search_documents, show_filters, signed_in, upload_input,
 )
 from tests.daemon import Daemon
 from tests.fixtures.documents import text_similarity, write_pdf
@@ -113,17 +113,9 @@ def api_documents(daemon: Daemon, **params) -> dict:
 
 
 def sign_in(browser: Browser, daemon: Daemon, name: str) -> Page:
-    """A new browser context signed in at "/" as ``name`` (the login form's fields are
-    labelled "username" and "password"; its button is "Login")."""
-    context = browser.new_context(viewport={"width": 1400, "height": 1600})
-    context.set_default_timeout(UI_TIMEOUT_MS)
-    page = context.new_page()
-    page.goto(f"http://127.0.0.1:{daemon.port}/", wait_until="domcontentloaded")
-    page.get_by_label("username").fill(name)
-    page.get_by_label("password").fill(PASSWORD)
-    page.get_by_role("button", name="Login").click()
+    """A new browser context signed in at "/" as ``name``, its first list shown."""
+    page = signed_in(browser, daemon, name, PASSWORD, {"width": 1400, "height": 1600})
     expect(upload_input(page)).to_be_attached()
-    expect(page.locator("#workspace-user")).to_contain_text(f"Signed in as {name}")
     # the first list: a pager click before it has nothing to page (and the list, when it
     # comes, is the first page)
     expect(count_line(page)).to_contain_text(re.compile(r" of [\d,]+ documents?|No document"))
