@@ -350,6 +350,7 @@ class RejectedUnreadable(ApplianceError):
     """A reviewer judged the page unreadable: it carries no text in any output."""
 
     code = "rejected_unreadable"
+    advice = "rescan it and submit the document again"
 
 
 class PagesFailed(ApplianceError):
@@ -482,3 +483,14 @@ def error_class_for(code: str) -> type[ApplianceError]:
             return cls
         stack.extend(cls.__subclasses__())
     return ApplianceError
+
+
+def specifics(code: str, message: str | None) -> str:
+    """What a failure's message says of its own case (a file name, a page, a number):
+    the message less its class's ``advice``, empty where it holds nothing else. A UI
+    that says the code's remedy in its own words shows these beside them."""
+    said = message or ""
+    advice = error_class_for(code).advice
+    if advice:
+        said = said.removesuffix(advice).removesuffix("; ")
+    return "" if said == code else said

@@ -50,6 +50,7 @@ class HistoryEntry:
     actor: str
     page: int | None  # 1-based, where it concerns one page
     detail: str
+    attempt: int | None = None  # an attempt's number (its kind is its outcome)
 
 
 class Library:
@@ -116,9 +117,10 @@ class Library:
                 detail += f" {result.error_code}: {result.error_message}"
             elif result.confidence is not None:
                 detail += f" confidence {result.confidence:.2f}"
-            entries.append(HistoryEntry(result.finished_at, f"attempt {result.attempt}: "
-                                        f"{result.outcome}", result.worker_id or "system",
-                                        numbers.get(result.page_id), detail.strip()))
+            entries.append(HistoryEntry(result.finished_at, result.outcome,
+                                        result.worker_id or "system",
+                                        numbers.get(result.page_id), detail.strip(),
+                                        attempt=result.attempt))
         for event in queries.document_events(self.db, document_id):
             detail = ", ".join(f"{key} {value}" for key, value in (event.detail or {}).items())
             entries.append(HistoryEntry(event.at, event.kind, event.actor,

@@ -25,7 +25,7 @@ from appliance.daemon import Appliance
 from ui.auth import Sessions, mount_sign_in, mount_signed_in
 from ui.components import MARKDOWN_VIEW_CSS, escape_markdown_text
 from ui.dashboard import dashboard_tab
-from ui.i18n import EN, label, language_of, text
+from ui.i18n import EN, label, language_of, memory_text, text
 from ui.page_image import ZOOM_CSS
 from ui.review import mount_review
 from ui.workspace import workspace_tabs
@@ -39,9 +39,9 @@ def status_line(appliance: Appliance, lang: str = EN) -> str:
     routed to review can never finish."""
     status = appliance.status()
     ready = text("engine_ready" if status["ready"] else "engine_starting", lang)
-    # our own words: no escaping needed (the memory's message is the library's, in English)
+    # our own words: no escaping needed (the memory's state too, by its words)
     line = text("status_line", lang, engine=status["engine"], ready=ready,
-                queued=status["queue_depth"], memory=status["memory"]["message"])
+                queued=status["queue_depth"], memory=memory_text(status["memory"], lang))
     if appliance.review_unstaffed():
         line = f"{text('review_unstaffed', lang, why=text('no_reviewer', lang))}\n\n{line}"
     return line

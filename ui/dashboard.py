@@ -30,7 +30,7 @@ from appliance.metrics import (
 )
 from appliance.library import FailureRow, Lane
 from ui.components import escape_markdown_text, safe_markdown, safe_markdown_view
-from ui.i18n import EN, label, language_of, text, texts
+from ui.i18n import EN, label, language_of, memory_text, text, texts
 
 if TYPE_CHECKING:
     from appliance.daemon import Appliance
@@ -212,7 +212,7 @@ def summary_markdown(appliance: Appliance, snapshot, completions, now: float,
              rate=f"{len(recent) / minutes:.1f}"),
         text("summary_latency", lang, minutes=f"{minutes:.0f}", latency=latency),
         text("summary_backlog", lang, waiting=backlog["waiting"], locked=backlog["locked"]),
-        text("summary_memory", lang, memory=memory["message"], ram=ram),
+        text("summary_memory", lang, memory=memory_text(memory, lang), ram=ram),
         text("summary_workers", lang, workers=len(workers), busy=busy, restarts=restarts),
     ])  # our own words and numbers: nothing from a document (the memory's line is the
     # library's, in English)

@@ -6,21 +6,29 @@ from __future__ import annotations
 
 import math
 
+from appliance.errors import specifics
 from appliance.export import document_error
 from appliance.library import DocumentView, PageStatus
-from ui.i18n import EN, plural, text
+from ui.i18n import EN, TEXTS, plural, text
 
 NO_REVIEWER_TEXT = text("no_reviewer")
 
 
 def error_text(code: str | None, message: str | None, lang: str = EN) -> str:
-    """An error as a person reads it: the message (the library's, in English), then the
-    reason code, which is never translated."""
+    """An error as a person reads it, then its reason code, which is never translated. In
+    English the library's message; in another language the code's sentence, with the
+    message's specifics (a file name, a page, a number) after it."""
     if not code and not message:
         return ""
     if not code:
         return message or ""
-    return f"{message or text('failed_reason', lang)} [{code}]"
+    key = f"error_{code}"
+    if lang == EN or key not in TEXTS:
+        return f"{message or text('failed_reason', lang)} [{code}]"
+    sentence, said = text(key, lang), specifics(code, message)
+    if said:
+        sentence = text("error_specifics", lang, sentence=sentence, specifics=said)
+    return f"{sentence} [{code}]"
 
 
 def page_progress(view: DocumentView) -> tuple[int, int]:

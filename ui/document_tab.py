@@ -204,7 +204,7 @@ class DocumentTab:
         shown, thumb_pages = thumbnails(self.library, document_id, self.download_dir /
                                         "thumbnails", lang) if panel.key else ([], [])
         fields = field_rows(self.library.fields(document_id), lang) if panel.key else None
-        history = history_rows(self.library.history(document_id)) if panel.key else []
+        history = history_rows(self.library.history(document_id), lang) if panel.key else []
         page = self.page_updates(document_id if panel.key else None, index, lang)
         page[1] = gr.Dropdown(choices=[(text("page_choice", lang, n=n + 1, count=pages), n)
                                        for n in range(pages)],

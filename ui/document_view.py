@@ -27,8 +27,9 @@ from appliance.errors import NotFound
 from appliance.library import DocumentView, FieldSet, HistoryEntry, Library, PageStatus, PageView
 from ui import fields_form
 from ui.components import escape_markdown_text
-from ui.document_status import page_progress, status_details
-from ui.i18n import EN, doc_type_text, source_text, status_text, text, texts
+from ui.document_status import error_text, page_progress, status_details
+from ui.i18n import (EN, doc_type_text, history_kind_text, source_text, status_text, text,
+                     texts)
 from ui.page_image import annotate_page
 from ui.review import confidence_text, highlights_text
 
@@ -133,8 +134,8 @@ def page_facts(page: PageView, count: int, lang: str = EN) -> str:
                 status=status_text(page.page.status, lang))
     result = page.result
     if page.page.status == PageStatus.FAILED:
-        return f"{head} · {escape_markdown_text(page.page.error_message or '')} " \
-               f"\\[{escape_markdown_text(page.page.error_code or 'failed')}\\]"
+        return f"{head} · " + escape_markdown_text(error_text(
+            page.page.error_code or "failed", page.page.error_message, lang))
     if result is None:
         return f"{head} · {text('page_not_read', lang)}"
     facts = [text("page_confidence", lang, value=confidence_text(result.confidence, lang)),
@@ -199,10 +200,11 @@ def thumbnails(library: Library, document_id: str, cache_dir: Path, lang: str = 
     return shown, indexes
 
 
-def history_rows(entries: list[HistoryEntry]) -> list[list[str]]:
-    """The history as table rows (plain strings: the table shows them as text)."""
-    return [[when_text(e.at), e.kind, e.actor, str(e.page) if e.page else "", e.detail]
-            for e in entries]
+def history_rows(entries: list[HistoryEntry], lang: str = EN) -> list[list[str]]:
+    """The history as table rows (plain strings: the table shows them as text); the kinds
+    in ``lang``, the details as the library gives them (engines, codes, values)."""
+    return [[when_text(e.at), history_kind_text(e.kind, e.attempt, lang), e.actor,
+             str(e.page) if e.page else "", e.detail] for e in entries]
 
 
 def field_rows(found: FieldSet | None, lang: str = EN) -> list[list[str]] | None:

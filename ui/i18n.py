@@ -235,6 +235,118 @@ TEXTS: dict[str, tuple[str, str]] = {
     "duration_s": ("{n} s", "{n} 秒"),
     "duration_min": ("{n} min", "{n} 分钟"),
     "duration_h": ("{n} h", "{n} 小时"),
+    # each failure's sentence by its reason code (one for each class of appliance/errors.py,
+    # ``error_text``): the code stays beside it, the library's specifics after it
+    "error_internal_error": ("an internal error; the server log has the details",
+                             "内部错误；详情见服务器日志"),
+    "error_config_error": ("the configuration is not valid", "配置无效"),
+    "error_schema_mismatch": ("the database was made by another version of the appliance",
+                              "数据库由另一版本的一体机创建"),
+    "error_bad_input": ("the file cannot be read", "无法读取该文件"),
+    "error_empty_file": ("the file is empty: check the scanner or upload and send it again",
+                         "文件为空：请检查扫描仪或上传后重新提交"),
+    "error_unsupported_type": ("the appliance does not read this type of file: convert it to "
+                               "PDF and submit it again",
+                               "一体机不识别此类文件：请转换为 PDF 后重新提交"),
+    "error_corrupt_file": ("the file is damaged: export or scan it again and submit it again",
+                           "文件已损坏：请重新导出或扫描后再提交"),
+    "error_encrypted_pdf": ("the PDF is encrypted: give its password, or remove the encryption",
+                            "PDF 已加密：请提供密码，或解除加密"),
+    "error_too_large": ("the file is over the size limit", "文件超过大小上限"),
+    "error_too_many_pages": ("the document has more pages than the limit",
+                             "文档页数超过上限"),
+    "error_too_many_pixels": ("a page has more pixels than the limit",
+                              "页面像素超过上限"),
+    "error_truncated_file": ("the file ends early (an interrupted copy, upload or scan): copy "
+                             "or scan it again",
+                             "文件不完整（复制、上传或扫描被中断）：请重新复制或扫描"),
+    "error_unrecognized_file": ("the file is damaged or not a document: check that it opens, "
+                                "export it again as PDF or PNG",
+                                "文件已损坏或不是文档：请确认它能打开，并重新导出为 PDF 或 PNG"),
+    "error_engine_error": ("the engine failed to read the page", "引擎识别此页失败"),
+    "error_engine_unavailable": ("the engine asked for is not available",
+                                 "所要求的引擎不可用"),
+    "error_warmup_timeout": ("the engine did not start in time", "引擎未能按时启动"),
+    "error_degenerate": ("the engine's output was unusable (repeated or empty)",
+                         "引擎输出无法使用（重复或为空）"),
+    "error_page_timeout": ("reading the page took too long", "识别此页超时"),
+    "error_preempted": ("the page was taken back from the engine; it is read again",
+                        "此页已从引擎收回；将重新识别"),
+    "error_endpoint_unavailable": ("the remote engine did not answer; the page is read again",
+                                   "远程引擎没有响应；此页将重新识别"),
+    "error_worker_crashed": ("the engine crashed while it read the page",
+                             "引擎在识别此页时崩溃"),
+    "error_crashes_worker": ("the page crashed the engine several times and was set aside: "
+                             "check the file, or try the other engine",
+                             "此页多次导致引擎崩溃，已搁置：请检查文件，或换用另一个引擎"),
+    "error_lease_expired": ("the worker reading this page stopped answering",
+                            "识别此页的工作进程没有响应"),
+    "error_memory_critical": ("stopped to free memory; it is read again when memory allows",
+                              "为释放内存而停止；内存允许时将重新识别"),
+    "error_shutdown": ("stopped by a shutdown; read again after the restart",
+                       "因关机而停止；重启后将重新识别"),
+    "error_crash_suspect": ("the engine died while it read this page with others; it is read "
+                            "again alone", "引擎在同时识别此页和其他页时崩溃；此页将单独重新识别"),
+    "error_output_failed": ("this download could not be made", "无法生成此下载文件"),
+    "error_not_found": ("not found", "未找到"),
+    "error_unknown_model": ("no such Document Intelligence model", "没有此 Document Intelligence 模型"),
+    "error_http_error": ("the request was refused", "请求被拒绝"),
+    "error_method_not_allowed": ("the request's method is not allowed here",
+                                 "此处不允许该请求方法"),
+    "error_no_result": ("the document was refused when it was submitted: it has no result",
+                        "文档提交时已被拒绝：没有识别结果"),
+    "error_not_ready": ("not ready yet", "尚未就绪"),
+    "error_no_fields": ("this type of document has no key fields", "此类文档没有关键字段"),
+    "error_unknown_field": ("this type of document has no such key field",
+                            "此类文档没有该关键字段"),
+    "error_shutting_down": ("the appliance is stopping: try again after the restart",
+                            "一体机正在停止：请在重启后重试"),
+    "error_review_lock_lost": ("your review lock on this page is gone: open the next page",
+                               "您对此页的复核锁定已失效：请打开下一页"),
+    "error_page_busy": ("the page is queued or being read: ask again once it is read",
+                        "此页正在排队或识别中：识别完成后再试"),
+    "error_queue_full": ("the queue is full: try again later", "队列已满：请稍后重试"),
+    "error_disk_full": ("the disk is nearly full: nothing is stored until space is freed",
+                        "磁盘空间不足：腾出空间前不会保存任何文件"),
+    "error_duplicate": ("the same file was already read", "同一文件已识别过"),
+    "error_idempotency_conflict": ("the idempotency key was used before with other content",
+                                   "该幂等键之前已用于其他内容"),
+    "error_document_busy": ("a page of the document is being read: try again later",
+                            "文档有页面正在识别：请稍后重试"),
+    "error_original_purged": ("the original file was deleted by retention: its pages cannot be "
+                              "read again", "原始文件已按保留策略删除：无法重新识别其页面"),
+    "error_cancelled": ("cancelled before it was read; retry the document to read it",
+                        "识别前已取消；重新识别该文档即可"),
+    "error_rejected_unreadable": ("a reviewer marked the page unreadable: rescan it and submit "
+                                  "the document again",
+                                  "复核员判定此页无法识别：请重新扫描后再提交文档"),
+    "error_pages_failed": ("some pages failed", "部分页面失败"),
+    "error_invalid_request": ("the request is not valid", "请求无效"),
+    "error_unauthorized": ("not signed in, or the API key is not valid",
+                           "未登录，或 API 密钥无效"),
+    "error_forbidden_address": ("this address may not use the appliance",
+                                "此地址不允许使用一体机"),
+    "error_rate_limited": ("too many requests: try again in a minute",
+                           "请求过多：请一分钟后重试"),
+    "error_dataset_error": ("the dataset cannot be read whole", "数据集无法完整读取"),
+    "error_webhook_not_allowed": ("the webhook's host is not allowed", "不允许该 webhook 主机"),
+    "error_unsupported_media_type": ("the request's content type is not accepted",
+                                     "不接受该请求的内容类型"),
+    "error_source_not_allowed": ("the source's host is not allowed", "不允许该来源主机"),
+    "error_source_unreachable": ("the source could not be fetched", "无法获取该来源"),
+    "error_already_running": ("the appliance is already running", "一体机已在运行"),
+    "error_model_error": ("a model file cannot be used", "模型文件无法使用"),
+    "error_model_not_gguf": ("the model file is missing, damaged or not a GGUF",
+                             "模型文件缺失、损坏或不是 GGUF"),
+    "error_model_no_mmproj": ("the model has no vision projector", "模型缺少视觉投影文件"),
+    "error_model_mmproj_mismatch": ("the vision projector belongs to another model",
+                                    "视觉投影文件属于另一个模型"),
+    "error_model_unsupported_arch": ("the model's architecture is not supported",
+                                     "不支持该模型的架构"),
+    "error_model_does_not_fit": ("the model does not fit in free memory",
+                                 "可用内存放不下该模型"),
+    "error_network_unavailable": ("the network is not available", "网络不可用"),
+    "error_specifics": ("{sentence} ({specifics})", "{sentence}（{specifics}）"),
     # document states in words (ui/document_status.py)
     "failed_reason": ("failed", "失败"),
     "review_needed_one": ("a person has to check {n} page in the review console (/review) "
@@ -314,6 +426,45 @@ TEXTS: dict[str, tuple[str, str]] = {
     "history_who": ("Who", "操作人"),
     "history_page": ("Page", "页"),
     "history_details": ("Details", "详情"),
+    # the history's kinds (appliance.library.history: the audit trail's event kinds,
+    # and each attempt's number and outcome), shown in English as the library names them
+    "event_attempt": ("attempt {n}: {outcome}", "第 {n} 次识别：{outcome}"),
+    "event_ok": ("ok", "成功"),
+    "event_error": ("error", "出错"),
+    "event_timeout": ("timeout", "超时"),
+    "event_crashed": ("crashed", "崩溃"),
+    "event_degenerate": ("degenerate", "输出无效"),
+    "event_preempted": ("preempted", "被收回"),
+    "event_corrected": ("corrected", "已更正"),
+    "event_intake": ("intake", "接收"),
+    "event_submitted": ("submitted", "已提交"),
+    "event_rejected": ("rejected", "已拒绝"),
+    "event_claimed": ("claimed", "开始识别"),
+    "event_stale_result_dropped": ("stale_result_dropped", "过期结果已丢弃"),
+    "event_routed_to_review": ("routed_to_review", "送去复核"),
+    "event_completed": ("completed", "已完成"),
+    "event_requeued": ("requeued", "重新排队"),
+    "event_failed": ("failed", "失败"),
+    "event_requeued_after_restart": ("requeued_after_restart", "重启后重新排队"),
+    "event_exported": ("exported", "已导出"),
+    "event_output_failed": ("output_failed", "生成结果失败"),
+    "event_cancelled": ("cancelled", "已取消"),
+    "event_retried": ("retried", "重新识别"),
+    "event_sent_to_review": ("sent_to_review", "手动送去复核"),
+    "event_disposed": ("disposed", "已处置原件"),
+    "event_webhook_delivered": ("webhook_delivered", "Webhook 已送达"),
+    "event_webhook_failed": ("webhook_failed", "Webhook 发送失败"),
+    "event_fields_read": ("fields_read", "已读取关键字段"),
+    "event_fields_corrected": ("fields_corrected", "关键字段已更正"),
+    "event_review_claimed": ("review_claimed", "开始复核"),
+    "event_review_approve": ("review_approve", "复核通过"),
+    "event_review_correct": ("review_correct", "复核更正"),
+    "event_review_reject": ("review_reject", "复核退回（无法识别）"),
+    "event_review_rerun": ("review_rerun", "复核要求重新识别"),
+    "event_review_skip": ("review_skip", "复核跳过"),
+    "event_deleted": ("deleted", "已删除"),
+    "event_purged": ("purged", "文件已按保留策略清除"),
+    "event_forgotten": ("forgotten", "已遗忘"),
     "no_document": ("Open a document from the list (click its name).",
                     "请从列表中打开一个文档（点击文档名）。"),
     "downloads_waiting": ("The downloads can be prepared once every page is finished.",
@@ -375,7 +526,25 @@ TEXTS: dict[str, tuple[str, str]] = {
     # each field check's words by its code (appliance.fields.validate.WORDS, the same
     # {fields}): why a field passed or failed
     "check_required": ("required, not found", "必填，未找到"),
-    "check_format_bad": ("{problem}", "格式无效：{problem}"),
+    # a value that fails its kind's check (appliance.fields.kinds.PROBLEMS)
+    "check_format_not_kind": ("not a {kind}", "格式无效：不是{kind}"),
+    "check_format_not_a_choice": ("{value} is not one of {choices}",
+                                  "格式无效：{value} 不在可选值 {choices} 之中"),
+    "check_format_no_match": ("{value} does not match the pattern {pattern}",
+                              "格式无效：{value} 不符合格式 {pattern}"),
+    "check_format_no_such_date": ("the date {raw} does not exist", "格式无效：日期 {raw} 不存在"),
+    "check_format_iban_country": ("{country} is not a country with IBANs",
+                                  "格式无效：{country} 不是使用 IBAN 的国家"),
+    "check_format_iban_length": ("{country} IBANs have {length} characters, this one {count}",
+                                 "格式无效：{country} 的 IBAN 应有 {length} 个字符，此号码有 {count} 个"),
+    "check_format_iban_digits": ("IBAN check digits do not match (mod 97)",
+                                 "格式无效：IBAN 校验位不符（mod 97）"),
+    "check_format_uscc_digit": ("USCC check character does not match (GB 32100-2015)",
+                                "格式无效：统一社会信用代码校验码不符（GB 32100-2015）"),
+    "check_format_vat_format": ("not in the format of {country} VAT numbers",
+                                "格式无效：不符合 {country} 增值税号的格式"),
+    "check_format_vat_digits": ("{country} VAT number check digits do not match",
+                                "格式无效：{country} 增值税号校验位不符"),
     "check_format_ok": ("valid {kind}", "格式有效（{kind}）"),
     "check_no_check": ("no check applies to this field", "此字段没有适用的校验"),
     "check_date_real": ("{day} is a real date", "{day} 是真实存在的日期"),
@@ -422,6 +591,15 @@ TEXTS: dict[str, tuple[str, str]] = {
     "fields_hidden_other": ("{n} more fields of this reading are not shown: the field "
                             "configuration has fewer now.",
                             "本次识别还有 {n} 个字段未显示：当前字段配置中的字段更少。"),
+    # the memory's state (appliance.gpu's status: its message's words, by state and source)
+    "memory_line": ("{state}: {label} {percent} %", "{state}：{label} {percent} %"),
+    "memory_no_sample": ("{state}: no memory sample yet", "{state}：尚无内存采样"),
+    "memory_state_ok": ("ok", "正常"),
+    "memory_state_paused": ("paused", "已暂停派发"),
+    "memory_state_critical": ("critical", "严重不足"),
+    "memory_source_nvml": ("GPU memory", "显存"),
+    "memory_source_host": ("host memory", "主机内存"),
+    "memory_source_other": ("memory", "内存"),
     # the dashboard
     "remote_endpoints": ("### Remote endpoints", "### 远程服务端点"),
     "latest_failures": ("### Latest failures", "### 最近的失败"),
@@ -678,6 +856,28 @@ def check_text(check: Mapping[str, Any], lang: str = EN) -> str:
         except KeyError:  # values of another version of the words
             pass
     return str(check.get("message", ""))
+
+
+def memory_text(memory: Mapping[str, Any], lang: str = EN) -> str:
+    """The memory's state (``MemoryWatch.status``), e.g. "paused: GPU memory 87 %", in
+    ``lang``; a state of another version, as its message."""
+    state = f"memory_state_{memory.get('state')}"
+    if state not in TEXTS:
+        return str(memory.get("message", ""))
+    if memory.get("fraction") is None:
+        return text("memory_no_sample", lang, state=text(state, lang))
+    source = f"memory_source_{memory.get('source')}"
+    return text("memory_line", lang, state=text(state, lang),
+                label=text(source if source in TEXTS else "memory_source_other", lang),
+                percent=f"{memory['fraction'] * 100:.0f}")
+
+
+def history_kind_text(kind: str, attempt: int | None, lang: str = EN) -> str:
+    """A history entry's kind (``library.HistoryEntry``) in ``lang``: an attempt's
+    number and outcome, or an event; a kind of another version, as it is."""
+    key = f"event_{kind}"
+    said = text(key, lang) if key in TEXTS else str(kind)
+    return said if attempt is None else text("event_attempt", lang, n=attempt, outcome=said)
 
 
 def doc_type_text(doc_type: str, lang: str = EN) -> str:

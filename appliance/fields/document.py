@@ -23,7 +23,7 @@ from dataclasses import dataclass, replace
 
 from appliance.fields.extract import Found, extract
 from appliance.fields.items import ItemSum, item_sum
-from appliance.fields.kinds import Money, Parsed, written_currency
+from appliance.fields.kinds import Money, Parsed, Problem, written_currency
 from appliance.fields.lines import read_lines
 from appliance.fields.model import model_found
 from appliance.fields.qr import FapiaoQr, fapiao_qr
@@ -98,7 +98,7 @@ def _parsed(spec: FieldSpec, raw: str) -> Parsed:
     """A value read as its kind; one that is not of its kind at all keeps its text and
     fails the format check."""
     parsed = spec.parse(raw)
-    return parsed or Parsed(raw, raw, f"not a {spec.kind}")
+    return parsed or Parsed(raw, raw, Problem("not_kind", kind=spec.kind))
 
 
 def _in_currency(parsed: Parsed, currency: str | None) -> Parsed:

@@ -59,11 +59,41 @@ class Money:
     currency: str | None  # ISO 4217 code where the text says it, else None
 
 
+# each problem's words by its code ({name}s are its values): the English of a failed
+# format check (fields.validate's ``format_<code>``), which ui/i18n.py translates
+PROBLEMS = {
+    "not_kind": "not a {kind}",
+    "not_a_choice": "{value} is not one of {choices}",
+    "no_match": "{value} does not match the pattern {pattern}",
+    "no_such_date": "the date {raw} does not exist",
+    "iban_country": "{country} is not a country with IBANs",
+    "iban_length": "{country} IBANs have {length} characters, this one {count}",
+    "iban_digits": "IBAN check digits do not match (mod 97)",
+    "uscc_digit": "USCC check character does not match (GB 32100-2015)",
+    "vat_format": "not in the format of {country} VAT numbers",
+    "vat_digits": "{country} VAT number check digits do not match",
+}
+
+
+class Problem(str):
+    """Why a value fails its kind's check: its English words (it is that string), with
+    the code of PROBLEMS and the values they were made of, to be said in other words."""
+
+    code: str
+    values: dict[str, str]
+
+    def __new__(cls, code: str, **values: object) -> Problem:
+        said = {name: str(value) for name, value in values.items()}
+        problem = super().__new__(cls, PROBLEMS[code].format(**said))
+        problem.code, problem.values = code, said
+        return problem
+
+
 @dataclass(frozen=True)
 class Parsed:
     raw: str  # the text as found (stripped)
     value: object  # the normal form of the kind (see the module's table)
-    problem: str | None = None  # None when the value passes its check, else why not
+    problem: Problem | None = None  # None when the value passes its check, else why not
 
 
 def parse(kind: str, raw: str, *, choices: tuple[str, ...] = (), pattern: str | None = None,
@@ -100,11 +130,12 @@ def parse(kind: str, raw: str, *, choices: tuple[str, ...] = (), pattern: str | 
         folded = collapsed.casefold()
         choice = next((c for c in choices if " ".join(c.split()).casefold() == folded), None)
         if choice is None:
-            return Parsed(text, collapsed, f"{collapsed!r} is not one of {', '.join(choices)}")
+            return Parsed(text, collapsed, Problem("not_a_choice", value=repr(collapsed),
+                                                   choices=", ".join(choices)))
         return Parsed(text, choice)
     if pattern is None or re.fullmatch(pattern, text):
         return Parsed(text, text)
-    return Parsed(text, text, f"{text!r} does not match the pattern {pattern}")
+    return Parsed(text, text, Problem("no_match", value=repr(text), pattern=pattern))
 
 
 def _overlaps(span: tuple[int, int], others: list[tuple[int, int]]) -> bool:
@@ -209,7 +240,7 @@ def _date(raw: str, year_text: str, month: int, day: int) -> Parsed | None:
     try:
         date(year, month, day)
     except ValueError:
-        return Parsed(raw, iso, f"the date {raw} does not exist")
+        return Parsed(raw, iso, Problem("no_such_date", raw=raw))
     return Parsed(raw, iso)
 
 
@@ -408,13 +439,14 @@ def find_ibans(text: str) -> list[tuple[tuple[int, int], Parsed]]:
 
 def _iban(raw: str, compact: str) -> Parsed:
     country, length = compact[:2], checksums.IBAN_LENGTHS.get(compact[:2])
-    problem = None
+    problem: Problem | None = None
     if length is None:
-        problem = f"{country} is not a country with IBANs"
+        problem = Problem("iban_country", country=country)
     elif len(compact) != length:
-        problem = f"{country} IBANs have {length} characters, this one {len(compact)}"
+        problem = Problem("iban_length", country=country, length=length,
+                          count=len(compact))
     elif not checksums.iban_valid(compact):
-        problem = "IBAN check digits do not match (mod 97)"
+        problem = Problem("iban_digits")
     return Parsed(raw, compact, problem)
 
 
@@ -438,13 +470,12 @@ def find_vat_ids(text: str) -> list[tuple[tuple[int, int], Parsed]]:
 def _vat_id(raw: str, compact: str) -> Parsed | None:
     if _USCC.fullmatch(compact):
         valid = checksums.uscc_valid(compact)
-        return Parsed(raw, compact, None if valid else "USCC check character does not match "
-                                                       "(GB 32100-2015)")
+        return Parsed(raw, compact, None if valid else Problem("uscc_digit"))
     country, body = compact[:2], compact[2:]
     if country not in checksums.VAT_FORMATS or not any(ch.isdigit() for ch in body):
         return None
     if not checksums.VAT_FORMATS[country].fullmatch(body):
-        return Parsed(raw, compact, f"not in the format of {country} VAT numbers")
+        return Parsed(raw, compact, Problem("vat_format", country=country))
     if checksums.vat_checksum(country, body) is False:
-        return Parsed(raw, compact, f"{country} VAT number check digits do not match")
+        return Parsed(raw, compact, Problem("vat_digits", country=country))
     return Parsed(raw, compact)

@@ -28,7 +28,7 @@ from decimal import Decimal
 from appliance.fields import payment
 from appliance.fields.extract import Found
 from appliance.fields.items import ItemSum
-from appliance.fields.kinds import Money
+from appliance.fields.kinds import PROBLEMS, Money
 from appliance.fields.qr import FapiaoQr
 from appliance.fields.schema import FieldSpec
 
@@ -40,7 +40,6 @@ FUTURE_GRACE_DAYS = 1  # a date "tomorrow" is a time zone, not an error
 # and API ``message``, and what ui/i18n.py translates as ``check_<code>``
 WORDS = {
     "required": "required, not found",
-    "format_bad": "{problem}",
     "format_ok": "valid {kind}",
     "no_check": "no check applies to this field",
     "date_real": "{day} is a real date",
@@ -66,6 +65,8 @@ WORDS = {
     "name_ok": "read from a line of words, confidence {confidence}",
     "name_weak": "read from a line that is no name ({letters} letters, confidence "
                  "{confidence}): a scribble or a stamp?",
+    # a value that fails its kind's check, by its problem (fields.kinds.PROBLEMS)
+    **{f"format_{code}": words for code, words in PROBLEMS.items()},
 }
 
 
@@ -155,7 +156,8 @@ def _format(spec: FieldSpec, item: Found, today: datetime.date) -> list[Check]:
     """The value parses as its kind; a date is a real day, not in the future; a text
     is anything read (no check of its own)."""
     if item.parsed.problem is not None:
-        return [check("format", False, "format_bad", problem=item.parsed.problem)]
+        problem = item.parsed.problem
+        return [check("format", False, f"format_{problem.code}", **problem.values)]
     if spec.kind == "text":
         return [check("format", True, "no_check")]
     if spec.kind != "date":

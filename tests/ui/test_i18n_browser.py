@@ -1,10 +1,13 @@
 """The UI in Chinese, in a real headless Chromium against a real daemon (issue 53 item 2).
 
 A browser whose language is zh-CN walks every screen: the sign-in page, the Documents
-tab (upload, filters, the list, a ticked document), the Document tab, the Dashboard and
-the review console with a page open. On each, no English text of the appliance's own
-(the catalogue's, ui/i18n.py) is left on screen, in a label, a placeholder or an
-aria-label. The language link then switches to English, and back.
+tab (upload, filters, the list, a ticked document, a file refused), the Document tab,
+the Dashboard and the review console with a page open, then rejects the page and sees
+it failed in the Document tab. On each, no English text of the appliance's own (the
+catalogue's, ui/i18n.py) is left on screen, in a label, a placeholder or an aria-label;
+the library's words (a failure's reason, the history's kinds, the memory's state, the
+field checks) are in Chinese, only their specifics (a file's, a reviewer's) as the
+library gave them. The language link then switches to English, and back.
 """
 
 from __future__ import annotations
@@ -33,6 +36,9 @@ def daemon(tmp_path_factory):
                       review={"review_below": 1.0, "accept_from": 1.0})
     with d.running():
         d.upload(write_png(tmp / "zebra.png", ["Zebra 42", "Qwv 7"]), doc_type="fapiao")
+        cut = tmp / "cut.png"
+        cut.write_bytes(b"\x89PN")  # a PNG's signature cut short: refused, truncated_file
+        assert d.upload(cut)["status"] == "failed"
         yield d
 
 
@@ -53,6 +59,11 @@ def english_phrases() -> list[re.Pattern]:
 ENGLISH = english_phrases()
 # Gradio's own words that its Chinese leaves in English (not the appliance's)
 GRADIO_ENGLISH = ("Copy table data",)
+GRADIO_THUMBNAIL = re.compile(r"Thumbnail \d+ of \d+")  # a gallery's aria-label
+MEMORY_STATE = re.compile(r"(正常|已暂停派发|严重不足)：")
+# the specifics the library's messages keep in Chinese (a file's size, a reviewer)
+CUT_SPECIFICS = re.compile(r"The file is only 3 bytes[^）]*")
+REJECTED_SPECIFICS = "reviewer ada marked this page unreadable"
 SHOWN_JS = """() => {
   const said = [document.body.innerText, document.title];
   for (const el of document.querySelectorAll("[placeholder], [aria-label], [title]")) {
@@ -68,10 +79,31 @@ SHOWN_JS = """() => {
 def english_left(page: Page, *untrusted: str) -> list[str]:
     """The catalogue's English found on screen, less ``untrusted`` text (a document's
     name, its OCR text, the library's messages, which are not translated)."""
-    shown = page.evaluate(SHOWN_JS)
-    for words in (*untrusted, *GRADIO_ENGLISH):
-        shown = shown.replace(words, " ")
+    shown = GRADIO_THUMBNAIL.sub(" ", page.evaluate(SHOWN_JS))
+    # the longest first, each whole: a short one ("api", a source) is no part of another
+    for words in sorted({*untrusted, *GRADIO_ENGLISH} - {""}, key=len, reverse=True):
+        shown = re.sub(r"(?<![A-Za-z_])" + re.escape(words) + r"(?![A-Za-z_])", " ", shown)
     return sorted({match.group() for pattern in ENGLISH for match in pattern.finditer(shown)})
+
+
+def history_data(page: Page) -> list[str]:
+    """The history's cells but its kinds (checked to be Chinese): when, who, which page
+    and the details, as the library gives them (engines, workers, codes, values)."""
+    cells = page.locator("#document-history [role=gridcell]")  # the rows drawn
+    expect(cells.filter(has_text="接收")).to_be_visible()
+    kinds = page.locator("#document-history [role=gridcell][data-col='1']").all_inner_texts()
+    assert kinds and all(re.search(r"[\u4e00-\u9fff]", kind) for kind in kinds), kinds
+    data = page.locator("#document-history [role=gridcell]:not([data-col='1'])")
+    # and the copy of a row Gradio keeps hidden to size the columns
+    sizing = page.locator("#document-history tbody[aria-hidden] td:not(:nth-child(2))")
+    return [cell.strip() for cell in data.all_inner_texts() + sizing.all_inner_texts()
+            if cell.strip()]
+
+
+def field_names(page: Page) -> list[str]:
+    """The key fields' names in the Document tab (the field configuration's, as given)."""
+    return page.locator("#document-fields [role=gridcell][data-col='0'], "
+                        "#document-fields tbody[aria-hidden] td:first-child").all_inner_texts()
 
 
 def assert_chinese(page: Page, where: str, *untrusted: str) -> None:
@@ -105,16 +137,20 @@ def test_every_screen_in_chinese_then_english(browser, daemon, tmp_path):
         expect(page.get_by_role("tab", name="文档", exact=True)).to_be_visible()
         row.locator("input[type=checkbox]").check()
         expect(page.locator("#documents-picked")).to_contain_text("已勾选")
-        # the memory's line is the library's (English): the status line's last part
-        memory = page.locator("#status-line").inner_text().split("·")[-1].strip()
-        assert_chinese(page, "the Documents tab", "zebra.png", memory)
+        expect(page.locator("#status-line")).to_contain_text(MEMORY_STATE)
+        # the refused file: its reason in Chinese, its code, the library's specifics
+        cut = page.locator("#documents-list tbody tr").filter(has_text="cut.png")
+        expect(cut.locator(".doc-details")).to_contain_text("文件不完整")
+        expect(cut.locator(".doc-details")).to_contain_text("[truncated_file]")
+        specifics = CUT_SPECIFICS.search(cut.locator(".doc-details").inner_text()).group()
+        assert_chinese(page, "the Documents tab", "zebra.png", "cut.png", specifics)
 
         # a search shows where the words are
         page.get_by_label("搜索", exact=True).fill("Zebra")
         page.get_by_label("搜索", exact=True).press("Enter")
         expect(page.locator("#documents-list th").filter(has_text="匹配位置")).to_be_visible()
         ocr = page.locator("#documents-list .doc-hit").inner_text()
-        assert_chinese(page, "the search", "zebra.png", memory, ocr)
+        assert_chinese(page, "the search", "zebra.png", ocr)
 
         # the Document tab
         row.get_by_role("button", name="zebra.png").click()
@@ -124,16 +160,23 @@ def test_every_screen_in_chinese_then_english(browser, daemon, tmp_path):
         facts = page.locator("#document-page-facts").inner_text()
         reasons = re.findall(r"[a-z_]+: [^·]*", facts)  # the routing's codes and details
         body = page.locator("#document-body").inner_text()
-        history = page.locator("#document-history tbody").inner_text()
-        assert_chinese(page, "the Document tab", "zebra.png", memory, body, history,
+        assert_chinese(page, "the Document tab", "zebra.png", body, *history_data(page),
+                       *field_names(page),
                        page.locator("#document-page-doubts").inner_text(), *reasons)
 
         # the Dashboard
         page.get_by_role("tab", name="监控面板").click()
         expect(page.locator("#dashboard-summary")).to_contain_text("吞吐量")
-        assert_chinese(page, "the Dashboard", memory,
-                       page.locator("#dashboard-summary").inner_text().split("内存：")[-1]
-                       .split("·")[0])
+        expect(page.locator("#dashboard-summary")).to_contain_text(MEMORY_STATE)
+        # the plots are drawn after the summary: each in Chinese before the walk reads them
+        for plot, words in (("queue", "队列通道"), ("latency", "百分位"), ("ram", "数据")):
+            expect(page.locator(f"#dashboard-{plot}")).to_contain_text(words)
+        # Vega's own description of each plot (its aria-label) names the data's columns
+        described = page.locator("[id^=dashboard-] [aria-label]").evaluate_all(
+            "els => els.map(e => e.getAttribute('aria-label'))")
+        # the latest failures' messages are the library's, as logged (not translated yet)
+        logged = CUT_SPECIFICS.findall(page.locator("#dashboard-failures").inner_text())
+        assert_chinese(page, "the Dashboard", *described, *logged)
 
         # the review console, with the page open
         page.goto(f"{base}/review/", wait_until="domcontentloaded")
@@ -143,18 +186,34 @@ def test_every_screen_in_chinese_then_english(browser, daemon, tmp_path):
         expect(page.locator("#review-queue")).to_contain_text("置信度")
         why = page.locator("#review-why").inner_text()
         codes = re.findall(r"[a-z_]+: [^\n*]*", why)
-        # a key field's label: its name, then the failed checks' messages (the library's
-        # words, as the API gives them); "（必填）" between them is ours
+        # a key field's label: its name (the field configuration's), then ours: "（必填）"
+        # and its checks' words, translated by their codes
         for label in page.locator("#review-fields [data-testid=block-info]").all_inner_texts():
-            name, _, rest = label.partition("（")
-            codes += [name.strip(), rest.partition("✗")[2].strip()]
+            codes.append(label.partition("（")[0].strip())
         assert_chinese(page, "the review console", "zebra.png", page.locator(
             "#review-editor textarea").input_value(), page.locator("#review-preview")
             .inner_text(), page.locator("#review-highlights").inner_text(),
             page.locator("#review-counts").inner_text().split("按原因：")[-1].split("·")[0],
             *codes)
 
+        # rejected: in the Document tab the page failed, its reason in Chinese with its
+        # code and the reviewer's name, and the history says so in Chinese
+        page.locator("#review-reject").click()
+        expect(page.locator("#review-message")).to_contain_text("已作为无法识别退回")
+        page.goto(f"{base}/", wait_until="domcontentloaded")
+        zebra = page.locator("#documents-list tbody tr").filter(has_text="zebra.png")
+        expect(zebra.locator(".doc-status")).to_have_text("失败")
+        zebra.get_by_role("button", name="zebra.png").click()
+        facts = page.locator("#document-page-facts")
+        expect(facts).to_contain_text("复核员判定此页无法识别")
+        expect(facts).to_contain_text("[rejected_unreadable]")
+        expect(facts).to_contain_text(REJECTED_SPECIFICS)
+        expect(page.locator("#document-history")).to_contain_text("复核退回")
+        assert_chinese(page, "the Document tab of a failed page", "zebra.png",
+                       REJECTED_SPECIFICS, *history_data(page), *field_names(page))
+
         # back to English with the language link, and to Chinese again
+        page.goto(f"{base}/review/", wait_until="domcontentloaded")
         page.locator("#review-language").click()
         expect(page.locator("#review-counts")).to_contain_text("waiting")
         expect(page.locator("#review-next")).to_contain_text("Next page")
@@ -162,7 +221,8 @@ def test_every_screen_in_chinese_then_english(browser, daemon, tmp_path):
         page.goto(f"{base}/", wait_until="domcontentloaded")
         expect(page.get_by_role("tab", name="Documents", exact=True)).to_be_visible()
         expect(page.locator("#status-line")).to_contain_text("pages waiting")
-        expect(page.locator("#documents-list .doc-status").first).to_have_text("review")
+        expect(page.locator("#documents-list tbody tr").filter(has_text="zebra.png")
+               .locator(".doc-status")).to_have_text("failed")
         page.locator("#workspace-language").click()
         expect(page.get_by_role("tab", name="文档", exact=True)).to_be_visible()
         expect(page.locator("#status-line")).to_contain_text("页等待识别")

@@ -1,0 +1,124 @@
+"""The library's own words in the Chinese UI (issue 53 item 2): a failure by its reason
+code, with the message's specifics and the code beside it; the history's kinds; the
+memory's state; a field's failed format check. The library stays English: each is
+translated by its code, state or kind, and said as before in English."""
+
+from __future__ import annotations
+
+import datetime
+
+import pytest
+
+from appliance import errors
+from appliance.fields.extract import Found
+from appliance.fields.kinds import PROBLEMS, parse
+from appliance.fields.schema import FieldSpec
+from appliance.fields.validate import validate
+from appliance.gpu import MemorySampler, Watermarks
+from appliance.intake.sniff import sniff_kind
+from appliance.library import PageStatus, PageView
+from appliance.measure.search_bench import generate_store
+from appliance.store.models import Page
+from tests.fixtures.gpu import FakeDevice
+from tests.ui.test_ui_handlers import make_appliance
+from ui.document_status import error_text
+from ui.document_view import history_rows, page_facts
+from ui.i18n import EN, TEXTS, ZH, check_text, memory_text
+
+GIB = 1 << 30
+
+
+def error_classes() -> list[type[errors.ApplianceError]]:
+    found, stack = [], [errors.ApplianceError]
+    while stack:
+        cls = stack.pop()
+        found.append(cls)
+        stack.extend(cls.__subclasses__())
+    return found
+
+
+@pytest.mark.parametrize("cls", error_classes(), ids=lambda cls: cls.code)
+def test_every_reason_code_has_its_sentence_in_chinese(cls):
+    en, zh = TEXTS[f"error_{cls.code}"]  # its Chinese is checked with every entry's
+    assert en and zh
+
+
+def test_a_failure_in_chinese_keeps_its_code_and_its_specifics():
+    with pytest.raises(errors.TruncatedFile) as refused:
+        sniff_kind(b"\x89PN")  # a PNG's signature, cut short: a real intake refusal
+    exc = refused.value
+    said = error_text(exc.code, exc.message, ZH)
+    assert said.startswith(TEXTS["error_truncated_file"][1] + "（The file is only 3 bytes")
+    assert said.endswith("） [truncated_file]")
+    assert error_text(exc.code, exc.message, EN) == f"{exc.message} [truncated_file]"
+
+
+def test_a_class_s_own_advice_is_said_once_in_chinese():
+    crashed = errors.CrashesWorker("it crashed the engine 3 times in a row")
+    assert error_text(crashed.code, crashed.message, ZH) == (
+        f"{TEXTS['error_crashes_worker'][1]}（it crashed the engine 3 times in a row）"
+        " [crashes_worker]")
+    bare = errors.Cancelled()  # nothing of its own: the sentence alone
+    assert error_text(bare.code, bare.message, ZH) == f"{TEXTS['error_cancelled'][1]} [cancelled]"
+    # a code of another version: its message, with its code
+    assert error_text("gone_code", "it went", ZH) == "it went [gone_code]"
+
+
+def test_a_failed_page_s_facts_in_chinese():
+    page = Page(document_id="d" * 32, index=0, status=PageStatus.FAILED,
+                error_code=errors.RejectedUnreadable.code,
+                error_message=errors.RejectedUnreadable("reviewer rita marked this page "
+                                                        "unreadable").message)
+    facts = page_facts(PageView(page, None, None), 1, ZH)
+    assert "复核员判定此页无法识别" in facts and "\\[rejected\\_unreadable\\]" in facts
+    assert "reviewer rita marked this page unreadable）" in facts
+    assert "rescan" not in facts  # the class's advice, said in Chinese
+    assert "rescan it and submit the document again" in page_facts(PageView(page, None, None),
+                                                                    1, EN)
+
+
+def test_the_history_s_kinds_in_chinese(tmp_path):
+    appliance = make_appliance(tmp_path)
+    try:
+        generate_store(appliance.db, 4, pages_per_document=1)  # the first one read
+        document = appliance.library.find().documents[-1].doc.id
+        history = appliance.library.history(document)
+        english = [row[1] for row in history_rows(history)]
+        chinese = [row[1] for row in history_rows(history, ZH)]
+    finally:
+        appliance.db.close()
+    assert english[:2] == ["intake", "attempt 1: ok"]
+    assert chinese[:2] == ["接收", "第 1 次识别：成功"]
+
+
+@pytest.mark.parametrize("used, state, words", [
+    (0.5, "ok", "正常：显存 50 %"), (0.9, "paused", "已暂停派发：显存 90 %"),
+])
+def test_the_memory_s_state_in_chinese_and_as_the_library_says_it(used, state, words):
+    device = FakeDevice(10 * GIB)
+    sampler = MemorySampler(device, Watermarks())
+    assert memory_text(sampler.status(), ZH) == "正常：尚无内存采样"
+    assert memory_text(sampler.status()) == sampler.status()["message"]
+    device.set_used(int(used * 10 * GIB))
+    sampler.sample_once()
+    status = sampler.status()
+    assert status["state"] == state
+    assert memory_text(status, ZH) == words
+    assert memory_text(status, EN) == status["message"]  # English: the library's words
+
+
+def test_a_failed_format_check_in_chinese_by_its_problem():
+    spec = FieldSpec(name="date", kind="date")
+    found = {"date": Found(spec, parse("date", "31.02.2024"), confidence=0.9)}
+    checks = validate((spec,), found, text="31.02.2024", history=[],
+                      today=datetime.date(2024, 6, 1))["date"]
+    [failed] = [check for check in checks if check.layer == "format"]
+    assert failed.code == "format_no_such_date" and not failed.ok
+    assert check_text(failed.as_dict(), ZH) == "格式无效：日期 31.02.2024 不存在"
+    assert check_text(failed.as_dict(), EN) == failed.message == \
+        "the date 31.02.2024 does not exist"
+
+
+@pytest.mark.parametrize("code", sorted(PROBLEMS))
+def test_every_format_problem_is_said_after_format_invalid(code):
+    assert TEXTS[f"check_format_{code}"][1].startswith("格式无效：")
