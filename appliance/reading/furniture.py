@@ -54,19 +54,25 @@ TYPESET_WORDS = 5
 # here, 3 of the built Chinese pages in columns kept their footer in the body.
 HEADER_GAP = 1.2
 FOOTER_GAP = 1.8
+# A header in print smaller than the body's (at most this share of its height: a
+# journal's 8 pt over its 10 pt text) needs only the white that separates the page's
+# sections (``reading.order``): a Chinese journal's running header stands 0.8 line
+# heights over its text, under HEADER_GAP, and stayed in the body.
+SMALLER_PRINT = 0.9
 # Furniture stands in the page's margins: where the page's height is known, a row that
 # reaches further than this share of it from its edge is none (the captions under a
 # picture at the top of a book page end 0.29 down it; the headers and footers found
 # on the 250 real and built pages measured end within 0.14 of their edge).
 EDGE_BAND = 0.2
 
-# "12", "- 12 -", "Page 3", "Page 3 of 10", "3 / 10", "iv", "第 3 页", "第3页 共10页":
+# "12", "- 12 -", "· 12 ·" (Chinese journals; OCR reads it "- 12·" too), "Page 3",
+# "Page 3 of 10", "3 / 10", "iv", "第 3 页", "第3页 共10页":
 # not "0", "C", "x" or "4/79" (a form's codes, ticks and dates), nor 4-digit numbers
 # (form ids)
 _NUMBER = r"(?:[1-9]\d{0,2}|[ivx]{2,6}|i)"
 _PAGE_NUMBER = re.compile(
     rf"^(?:(?:page|p\.|pg\.?|seite|página|pagina|страница)\s*)?"
-    rf"[-–—(\[]?\s*{_NUMBER}\s*[-–—)\]]?"
+    rf"[-–—(\[·•・]?\s*{_NUMBER}\s*[-–—)\]·•・]?"
     rf"(?:\s+(?:of|von|de|di|из)\s+[1-9]\d{{0,2}}|\s+/\s+[1-9]\d{{0,2}})?$"
     rf"|^第\s*[1-9]\d{{0,2}}\s*[页頁](?:\s*[，,]?\s*共\s*[1-9]\d{{0,2}}\s*[页頁])?$",
     re.IGNORECASE)
@@ -97,12 +103,15 @@ def up_the_margin(lines: list[Line]) -> list[Line]:
     return margin
 
 
-def find_furniture(lines: list[Line], page_height: float | None = None
+def find_furniture(lines: list[Line], page_height: float | None = None,
+                   section_white: float | None = None
                    ) -> dict[Furniture, dict[int, Furniture]]:
     """The page's furniture at its top (HEADER) and its bottom (FOOTER): for each,
     {id(line): role} of the lines there that are a header, a footer or a page number
     (see the module docstring), within EDGE_BAND of the page's edges where
-    ``page_height`` (in the lines' pixels) is known."""
+    ``page_height`` (in the lines' pixels) is known. ``section_white``: the white, in
+    those pixels, that separates the page's sections, where the caller measured it (a
+    header in SMALLER_PRINT needs no more)."""
     if len(lines) < 3:
         return {Furniture.HEADER: {}, Furniture.FOOTER: {}}
     height = median_height(lines)
@@ -111,8 +120,11 @@ def find_furniture(lines: list[Line], page_height: float | None = None
         return {Furniture.HEADER: {}, Furniture.FOOTER: {}}
     typeset = len(running_lines(lines)) >= TYPESET_LINES
     top, bottom = _text(page_rows[0]), _text(page_rows[-1])
+    header_gap = HEADER_GAP
+    if section_white is not None and median_height(page_rows[0]) <= SMALLER_PRINT * height:
+        header_gap = min(HEADER_GAP, section_white / height)
     edges = {Furniture.HEADER: _edge(page_rows, bottom, height, typeset, Furniture.HEADER,
-                                     HEADER_GAP),
+                                     header_gap),
              Furniture.FOOTER: _edge(page_rows[::-1], top, height, typeset, Furniture.FOOTER,
                                      FOOTER_GAP)}
     if page_height:

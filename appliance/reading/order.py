@@ -132,7 +132,7 @@ def _page(lines: list[Line], height: float, gap: float, page_height: float | Non
     lines up its side margin; and its lines' furniture roles ({id(line): role})."""
     margin = up_the_margin(lines)
     aside = {id(line): Furniture.FOOTER for line in margin}
-    edges = find_furniture([line for line in lines if id(line) not in aside], page_height)
+    edges = find_furniture([line for line in lines if id(line) not in aside], page_height, gap)
     roles = {**edges[Furniture.HEADER], **edges[Furniture.FOOTER], **aside}
     body = [line for line in lines if id(line) not in roles]
     blocks = [Block(rows=rows(region, height)) for region in _cut(body, height, gap) if region]

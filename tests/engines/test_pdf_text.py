@@ -26,8 +26,10 @@ from appliance.pipeline.stages import PagePipeline, PageSettings, run_job
 from appliance.raster import render_page
 from appliance.store import Database
 from tests.daemon import Daemon
-from tests.fixtures.documents import (EXTENSION_B_LINES, SHORT_COLUMNS, write_extension_b_pdf,
-                                      write_png, write_two_column_report_pdf)
+from tests.fixtures.documents import (EXTENSION_B_LINES, JOURNAL_HEADERS, LOOSE_LINE,
+                                      SHORT_COLUMNS, write_chinese_journal_pdf,
+                                      write_extension_b_pdf, write_png,
+                                      write_two_column_report_pdf)
 
 
 @pytest.fixture(scope="module")
@@ -317,3 +319,20 @@ def test_two_short_columns_on_page_two_of_a_report_are_read_column_by_column(tmp
     done = _read(engine, path, page=1)
     assert _verdict(done)["reader"] == "text"
     assert done.recognition.text.split("\n") == [header, heading, *left, *right, "2"]
+
+
+@pytest.mark.parametrize("page", [0, 1])
+def test_a_chinese_journal_page_keeps_its_running_header_and_number_apart(tmp_path, engine, page):
+    """Issue 53 item 8: on the even page the header, numbered "· 60 ·" at its outer end,
+    stayed in the body as a list item ("- 60 · 计算机应用研究 ..."); on the odd page the
+    header in small print 0.8 line heights over the text stayed in the body and the
+    loose justified line read "传 统 I P 网 络 ..." (pdfium's inferred spaces)."""
+    done = _read(engine, write_chinese_journal_pdf(tmp_path / "journal.pdf"), page=page)
+    assert _verdict(done)["reader"] == "text"
+    number = list(JOURNAL_HEADERS)[page]
+    body, furniture = done.recognition.markdown.split("## Page furniture")
+    assert " ".join(JOURNAL_HEADERS[number]) in furniture.splitlines()
+    assert f"· {number} ·" in furniture and str(number) not in body
+    assert not any(line.startswith(("-", "#")) for line in body.splitlines()), body
+    if page == 1:
+        assert body.splitlines()[0] == LOOSE_LINE

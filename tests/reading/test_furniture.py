@@ -169,7 +169,7 @@ def test_captions_under_a_picture_at_the_top_of_a_page_are_no_header():
 
 
 @pytest.mark.parametrize("text", ["7", "- 12 -", "Page 3 of 10", "3 / 10", "iv", "第 3 页",
-                                  "第3页 共10页", "PAGE 1 of 4"])
+                                  "第3页 共10页", "PAGE 1 of 4", "· 60 ·", "- 60·", "•60•"])
 def test_page_numbers_as_pages_are_numbered(text):
     assert is_page_number(text)
 
@@ -177,6 +177,17 @@ def test_page_numbers_as_pages_are_numbered(text):
 @pytest.mark.parametrize("text", ["0", "C", "x", "4/79", "2963", "Total", "12.50"])
 def test_a_forms_codes_ticks_dates_and_amounts_are_no_page_numbers(text):
     assert not is_page_number(text)
+
+
+@pytest.mark.parametrize("number", ["· 60 ·", "- 60·"])
+def test_a_chinese_journals_page_number_close_under_its_text_is_no_list_item(number):
+    """Issue 53 item 8: a Chinese journal numbers its pages "· 60 ·" (OCR read it "- 60·"),
+    and the number close under the text was read as a list item, "- 60·"."""
+    body = column(100, 100, ZH * 2, pitch=30)
+    result = render(read_order([*body, line(number, 300, 100 + 16 * 30)]), "separate")
+    body_markdown = result.markdown.split(FURNITURE_HEADING)[0]
+    assert not any(row.startswith("- ") for row in body_markdown.splitlines()), result.markdown
+    assert {l.role for l in result.lines if l.text == number} == {"page_number"}
 
 
 @pytest.mark.parametrize("furniture", ["separate", "keep", "drop"])
