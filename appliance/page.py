@@ -18,6 +18,9 @@ MARK_TOKENS = {SELECTED: ":selected:", UNSELECTED: ":unselected:"}
 _MARK_TOKEN = re.compile(r"(?<!\S):(?:un)?selected:(?!\S)")
 VERTICAL_ASPECT = 1.5  # as RapidOCR's: a crop this much taller than wide is read turned
 SCRIPT_SHARE = 0.5  # of a column's letters at least, in a script written in columns
+# Han (with its extensions and compatibility forms), kana: scripts written without
+# spaces between words. Hangul is written with them and counts as other scripts do.
+UNSPACED = re.compile(r"[\u3040-\u30ff\u31f0-\u31ff\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff]")
 # Han (with its extensions and compatibility forms), kana, Hangul syllables
 _VERTICAL_SCRIPT = re.compile(r"[\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uac00-\ud7af"
                               r"\uf900-\ufaff]")
@@ -190,6 +193,11 @@ def is_mark(text: str) -> bool:
 def without_marks(text: str) -> str:
     """``text`` without its selection marks' tokens: what was read of it."""
     return _MARK_TOKEN.sub("", text)
+
+
+def unspaced(ch: str) -> bool:
+    """Whether ``ch`` is a character of a script written without spaces."""
+    return bool(UNSPACED.match(ch))
 
 
 def is_column(box, text: str) -> bool:

@@ -27,11 +27,10 @@ from appliance.docintel.offsets import CODE_POINTS, counted_as
 from appliance.errors import InvalidRequest
 from appliance.export import document_error
 from appliance.outputs.tree import Box, PageTree, page_trees
-from appliance.page import Furniture, Structure, Word, is_mark
+from appliance.page import Furniture, Structure, Word, is_mark, unspaced
 from appliance.quality.blocks import MarkdownBlock, parse_blocks
 from appliance.quality.html_tables import Cell, placed
 from appliance.quality.markdown import escape_markdown
-from appliance.reading.lines import unspaced
 from appliance.store import Database, queries
 from appliance.store.models import Analysis, DocStatus, PageResult, PageStatus
 from appliance.store.queries import DocumentView

@@ -61,10 +61,9 @@ from appliance.config import PdfSettings
 from appliance.engines.base import PageRequest
 from appliance.engines.cache import ResultCache, image_digest
 from appliance.engines.names import PDF_TEXT
-from appliance.page import Line, Recognition, Word
+from appliance.page import Line, Recognition, Word, unspaced
 from appliance.raster import PageRendering, open_pdf, to_rgb
 from appliance.raster.pdf_content import shows_text as page_shows_text
-from appliance.reading.lines import unspaced
 
 AUTO, IGNORE, PREFER = "auto", "ignore", "prefer"
 MODES = (AUTO, IGNORE, PREFER)

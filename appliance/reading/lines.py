@@ -7,7 +7,7 @@ import math
 import re
 import statistics
 
-from appliance.page import Line
+from appliance.page import UNSPACED, Line
 
 HEADING_RATIO = 1.3  # a heading's print is at least this much taller than the body's
 # Running text: a line of at least this many words (a form's labels and values and a
@@ -18,12 +18,9 @@ PROSE_WORDS = 4
 # four characters, two on average), so that a line of running text in either script
 # holds as many words as the same line in a language with spaces.
 UNSPACED_WORD_CHARS = 2
-# Han (with its extensions and compatibility forms), kana: scripts written without
-# spaces between words. Hangul is written with them and counts as other scripts do.
-_UNSPACED = re.compile(r"[\u3040-\u30ff\u31f0-\u31ff\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff]")
 # A word of letters, not a code or a unit: three letters of an alphabet, or two
 # characters of a script without spaces ("发票", "合計").
-LETTER_WORD = re.compile(rf"[^\W\d_]{{3,}}|{_UNSPACED.pattern}{{2,}}")
+LETTER_WORD = re.compile(rf"[^\W\d_]{{3,}}|{UNSPACED.pattern}{{2,}}")
 
 
 def word_count(text: str) -> int:
@@ -31,14 +28,9 @@ def word_count(text: str) -> int:
     of a script without spaces counts one word for each UNSPACED_WORD_CHARS of them."""
     count = 0
     for token in text.split():
-        unspaced = len(_UNSPACED.findall(token))
+        unspaced = len(UNSPACED.findall(token))
         count += max(1, math.ceil(unspaced / UNSPACED_WORD_CHARS)) if unspaced else 1
     return count
-
-
-def unspaced(ch: str) -> bool:
-    """Whether ``ch`` is a character of a script written without spaces."""
-    return bool(_UNSPACED.match(ch))
 
 
 def first_word(text: str) -> str:
@@ -47,7 +39,7 @@ def first_word(text: str) -> str:
     words = text.split()
     if not words:
         return ""
-    return words[0][:1] if _UNSPACED.match(words[0]) else words[0]
+    return words[0][:1] if UNSPACED.match(words[0]) else words[0]
 
 
 def rows(lines: list[Line], height: float | None = None) -> list[list[Line]]:
