@@ -71,8 +71,9 @@ def check_image_data(path: Path, kind: str, max_pixels: int) -> None:
     if kind == "pdf":
         return
     with _open_image(path, kind, max_pixels) as image:
-        if kind == "jpeg":
-            image.draft("RGB", (image.width // JPEG_CHECK_SCALE, image.height // JPEG_CHECK_SCALE))
+        if kind == "jpeg":  # a 1-pixel side scales to 1, not to 0 (which draft divides by)
+            image.draft("RGB", (max(1, image.width // JPEG_CHECK_SCALE),
+                                max(1, image.height // JPEG_CHECK_SCALE)))
         try:
             image.load()
         except (OSError, SyntaxError, ValueError, EOFError) as exc:

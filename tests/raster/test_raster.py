@@ -6,8 +6,8 @@ import pytest
 from PIL import Image, ImageStat
 
 from appliance.errors import CorruptFile, EncryptedPdf, TooManyPixels
-from appliance.raster import (PageRendering, count_pages, decrypted_pdf, render_page,
-                              save_page_image)
+from appliance.raster import (PageRendering, check_image_data, count_pages, decrypted_pdf,
+                              render_page, save_page_image)
 from tests.fixtures.documents import (
     render_text_page,
     write_encrypted_pdf,
@@ -178,3 +178,13 @@ def test_a_pdf_page_knows_its_rendered_size_without_rendering(tmp_path, rotate, 
     assert "image" not in page.__dict__  # measured, not rendered
     assert page.image.size == size and page.image.info["dpi"][0] == pytest.approx(at)
     assert (size[0] > size[1]) == (rotate in (90, 270))
+
+
+@pytest.mark.parametrize("size", [(1, 1), (7, 3), (1, 2000)])
+def test_intakes_image_check_takes_a_jpeg_narrower_than_its_draft_scale(tmp_path, size):
+    """Intake decodes an image's first frame (check_image_data), a JPEG at an eighth of
+    its size: a side under eight pixels scaled to 0 and failed the upload with a server
+    error (found by schemathesis with a 1x1 JPEG)."""
+    path = tmp_path / "tiny.jpg"
+    Image.new("L", size, 255).save(path, "JPEG")
+    check_image_data(path, "jpeg", max_pixels=10**8)
