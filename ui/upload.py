@@ -21,7 +21,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from appliance.daemon import Appliance
-from appliance.errors import ApplianceError, NotFound
+from appliance.errors import ApplianceError
 from appliance.intake import SubmitOptions
 from appliance.library import DocStatus, DocumentView, Lane, PageStatus
 from ui.document_status import document_problem, error_text
@@ -129,16 +129,8 @@ def upload_row(upload: Upload, view: DocumentView | None, lang: str = EN) -> lis
 
 
 def upload_rows(appliance: Appliance, uploads: list[Upload], lang: str = EN) -> list[list[str]]:
-    return [upload_row(u, _stored(appliance, u.document_id), lang) for u in uploads]
-
-
-def _stored(appliance: Appliance, document_id: str | None) -> DocumentView | None:
-    if document_id is None:
-        return None
-    try:
-        return appliance.library.document(document_id)
-    except NotFound:
-        return None
+    views = appliance.library.documents([u.document_id for u in uploads if u.document_id])
+    return [upload_row(u, views.get(u.document_id), lang) for u in uploads]
 
 
 def upload_html(rows: list[list[str]], lang: str = EN) -> str:
