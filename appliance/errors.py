@@ -13,6 +13,9 @@ case (a config key, a limit) leave ``advice`` empty and their raise sites say it
 
 from __future__ import annotations
 
+import re
+from string import Formatter
+
 
 class ApplianceError(Exception):
     code = "internal_error"
@@ -30,6 +33,12 @@ class ApplianceError(Exception):
 
     def to_dict(self) -> dict:
         return {"code": self.code, "message": self.message}
+
+    @classmethod
+    def said(cls, key: str, **values: object) -> ApplianceError:
+        """The error whose message says its case in the words of ``SAID[key]``, so that
+        a UI can say it again in other words (``said_as``)."""
+        return cls(SAID[key].format(**{name: str(value) for name, value in values.items()}))
 
 
 class ConfigError(ApplianceError):
@@ -494,3 +503,89 @@ def specifics(code: str, message: str | None) -> str:
     if advice:
         said = said.removesuffix(advice).removesuffix("; ")
     return "" if said == code else said
+
+
+_DAMAGED = "The file is damaged or incomplete; rescan or re-export it and submit it again."
+_CUT = ("The file ends early, probably an interrupted copy, upload or scan. Copy it again from "
+        "its source (or rescan or re-export it) and submit it again.")
+_PASSWORD = (" Upload it again with its password (the web UI's password field, the API's "
+             "`password` form field), drop it into a watched folder configured with its "
+             "password, or remove the password (for example with `qpdf --decrypt "
+             "--password=PASSWORD in.pdf out.pdf`).")
+_LOWER_RESOLUTION = "Scan or export it at a lower resolution and submit it again."
+_SUPPORTED = "PDF, PNG, JPEG, TIFF, BMP, WebP and GIF"
+# What a failure's message says of its case, by key, where its raise site says it so
+# (``ApplianceError.said``): the English words, with the case's values (a size, a limit,
+# a name, a decoder's own words) in braces. The UI says each in its language again
+# from the stored message (``said_as``; ui.i18n's said_<key>).
+SAID: dict[str, str] = {
+    # intake: what the file is (``intake.sniff``)
+    "empty": "The file is empty (0 bytes). Check the scanner or upload and send it again.",
+    "signature_cut": ("The file is only {size} bytes long and ends inside its own file "
+                      "signature: it ends early, probably an interrupted copy, upload or scan. "
+                      "Copy it again from its source (or rescan it) and submit it again."),
+    "other_format": ("This file is {what}, which the appliance does not read: it reads scanned "
+                     f"documents and images ({_SUPPORTED}). Convert the file to PDF first (for "
+                     "example with Print to PDF or Export as PDF) and submit it again."),
+    "misnamed": ("The file is named as {named} but is not one: its content starts with no "
+                      "signature of {named}, nor of any other file type the appliance knows. "
+                      "Check where the file came from, open it on your computer, and submit "
+                      f"the document itself ({_SUPPORTED})."),
+    "no_signature": ("The file's content starts with no known file signature: it is damaged "
+                     "(for example cut short or overwritten) or it is not a document. "
+                     f"Supported types: {_SUPPORTED}. Check that the file opens on your "
+                     "computer, export it again as PDF or PNG, and submit it again."),
+    # intake: the limits (``intake``)
+    "over_bytes": "the file is larger than the limit of {limit} bytes; split it, or raise "
+                  "limits.max_bytes",
+    "over_pages": "the document has {pages} pages, over the limit of {limit}; split it, or "
+                  "raise limits.max_pages",
+    "over_pixels": ("The image is {width}x{height} pixels, more than the limit of {limit} "
+                    f"pixels. {_LOWER_RESOLUTION}"),
+    "bomb": f"The image is too large to process safely ({{detail}}). {_LOWER_RESOLUTION}",
+    "frame_bomb": "The image is too large to process safely ({detail}).",
+    # a PDF or an image that cannot be opened or decoded (``raster``)
+    "pdf_password": "The PDF is protected by a password." + _PASSWORD,
+    "pdf_wrong_password": "The password given does not open this PDF." + _PASSWORD,
+    "pdf_watch_password": ("The PDF's password does not open it; check the watched folder's "
+                           "password." + _PASSWORD),
+    "pdf_unopened": f"The PDF cannot be opened ({{detail}}). {_DAMAGED}",
+    "pdf_cut": f"The PDF cannot be opened ({{detail}}) and has no end-of-file marker. {_CUT}",
+    "pdf_page_unrendered": f"Page {{page}} of the PDF cannot be rendered ({{detail}}). {_DAMAGED}",
+    "image_unread": f"The {{kind}} image cannot be read ({{detail}}). {_DAMAGED}",
+    "image_unread_cut": f"The {{kind}} image cannot be read ({{detail}}). {_CUT}",
+    "image_undecoded": f"The {{kind}} image cannot be decoded ({{detail}}). {_DAMAGED}",
+    "image_undecoded_cut": f"The {{kind}} image cannot be decoded ({{detail}}). {_CUT}",
+    "frame_undecoded": f"Page {{page}} of the {{kind}} image cannot be decoded ({{detail}}). "
+                       f"{_DAMAGED}",
+    "frame_undecoded_cut": f"Page {{page}} of the {{kind}} image cannot be decoded ({{detail}}). "
+                           f"{_CUT}",
+    # review
+    "rejected": "reviewer {reviewer} marked this page unreadable",
+    "rejected_note": "reviewer {reviewer} marked this page unreadable: {note}",
+}
+
+
+def _pattern(template: str) -> re.Pattern:
+    """``template``'s words, each of its fields a value of any text (the same value
+    where a field comes again)."""
+    pattern, seen = "", set()
+    for literal, field, _spec, _conversion in Formatter().parse(template):
+        pattern += re.escape(literal)
+        if field:
+            pattern += f"(?P={field})" if field in seen else f"(?P<{field}>.+?)"
+            seen.add(field)
+    return re.compile(pattern, re.DOTALL)
+
+
+_PATTERNS = {key: _pattern(template) for key, template in SAID.items()}
+
+
+def said_as(code: str, message: str | None) -> tuple[str, dict[str, str]] | None:
+    """The ``SAID`` key and values a failure's message (its ``specifics``) was said
+    with, or None where its raise site said it otherwise."""
+    said = specifics(code, message)
+    for key, pattern in _PATTERNS.items():
+        if found := pattern.fullmatch(said):
+            return key, found.groupdict()
+    return None

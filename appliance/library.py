@@ -10,7 +10,7 @@ are the document view's. The store's types its readers meet are named here too
 from __future__ import annotations
 
 from collections import Counter
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
 from appliance.config import Settings
@@ -51,6 +51,10 @@ class HistoryEntry:
     page: int | None  # 1-based, where it concerns one page
     detail: str
     attempt: int | None = None  # an attempt's number (its kind is its outcome)
+    # what ``detail`` says, by name, to be said in other words: an intake's name, pages
+    # and doc_type; an attempt's engine and its code and message, or its confidence;
+    # an event's details as stored
+    values: dict = field(default_factory=dict)
 
 
 class Library:
@@ -110,21 +114,26 @@ class Library:
         numbers = {page.id: page.index + 1 for page in view.pages}
         entries = [HistoryEntry(view.doc.created_at, "intake", view.doc.source, None,
                                 f"{view.doc.name} ({view.doc.page_count} pages, "
-                                f"{view.doc.doc_type})")]
+                                f"{view.doc.doc_type})",
+                                values={"name": view.doc.name, "pages": view.doc.page_count,
+                                        "doc_type": view.doc.doc_type})]
         for result in queries.document_attempts(self.db, document_id):
-            detail = result.engine or ""
+            detail, values = result.engine or "", {"engine": result.engine or ""}
             if result.error_code:
                 detail += f" {result.error_code}: {result.error_message}"
+                values.update(code=result.error_code, message=result.error_message)
             elif result.confidence is not None:
                 detail += f" confidence {result.confidence:.2f}"
+                values.update(confidence=f"{result.confidence:.2f}")
             entries.append(HistoryEntry(result.finished_at, result.outcome,
                                         result.worker_id or "system",
                                         numbers.get(result.page_id), detail.strip(),
-                                        attempt=result.attempt))
+                                        attempt=result.attempt, values=values))
         for event in queries.document_events(self.db, document_id):
             detail = ", ".join(f"{key} {value}" for key, value in (event.detail or {}).items())
             entries.append(HistoryEntry(event.at, event.kind, event.actor,
-                                        numbers.get(event.page_id), detail))
+                                        numbers.get(event.page_id), detail,
+                                        values=dict(event.detail or {})))
         return sorted(entries, key=lambda entry: entry.at)
 
     def latest_failures(self, limit: int) -> list[FailureRow]:

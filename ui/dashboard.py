@@ -30,6 +30,7 @@ from appliance.metrics import (
 )
 from appliance.library import FailureRow, Lane
 from ui.components import escape_markdown_text, safe_markdown, safe_markdown_view
+from ui.document_status import error_words
 from ui.i18n import EN, label, language_of, memory_text, text, texts
 
 if TYPE_CHECKING:
@@ -146,8 +147,8 @@ def _cell(text: str, limit: int = MESSAGE_CHARS) -> str:
 
 
 def failures_markdown(rows: list[FailureRow], lang: str = EN) -> str:
-    """The latest failures as a table; names, codes and messages escaped (the codes and
-    the engines' messages as they are)."""
+    """The latest failures as a table; names, codes and messages escaped (the codes as
+    they are, the messages in ``lang``: ``document_status.error_words``)."""
     if not rows:
         return text("no_failures", lang)
     lines = ["| " + " | ".join(texts(FAILURE_HEADER_KEYS, lang)) + " |",
@@ -156,7 +157,7 @@ def failures_markdown(rows: list[FailureRow], lang: str = EN) -> str:
         when = datetime.fromtimestamp(row.at).strftime("%Y-%m-%d %H:%M:%S")
         page = str(row.page) if row.page is not None else text("failure_whole", lang)
         lines.append(f"| {when} | {_cell(row.document, 120)} | {page} | {_cell(row.code, 60)} "
-                     f"| {_cell(row.message)} |")
+                     f"| {_cell(error_words(row.code, row.message, lang))} |")
     return safe_markdown("\n".join(lines))
 
 

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import math
 
-from appliance.errors import specifics
+from appliance.errors import said_as, specifics
 from appliance.export import document_error
 from appliance.library import DocumentView, PageStatus
 from ui.i18n import EN, TEXTS, plural, text
@@ -22,13 +22,24 @@ def error_text(code: str | None, message: str | None, lang: str = EN) -> str:
         return ""
     if not code:
         return message or ""
+    if lang == EN or f"error_{code}" not in TEXTS:
+        return f"{message or text('failed_reason', lang)} [{code}]"
+    return f"{error_words(code, message, lang)} [{code}]"
+
+
+def error_words(code: str, message: str | None, lang: str = EN) -> str:
+    """A failure in ``lang`` without its code: the code's sentence and, after it, what
+    the message says of its case, in ``lang`` where the library said it by a key of
+    ``errors.SAID``, else as the library gave it. In English the library's message."""
     key = f"error_{code}"
     if lang == EN or key not in TEXTS:
-        return f"{message or text('failed_reason', lang)} [{code}]"
+        return message or ""
     sentence, said = text(key, lang), specifics(code, message)
+    if (found := said_as(code, message)) and f"said_{found[0]}" in TEXTS:
+        said = text(f"said_{found[0]}", lang, **found[1])
     if said:
         sentence = text("error_specifics", lang, sentence=sentence, specifics=said)
-    return f"{sentence} [{code}]"
+    return sentence
 
 
 def page_progress(view: DocumentView) -> tuple[int, int]:

@@ -28,8 +28,8 @@ from appliance.library import DocumentView, FieldSet, HistoryEntry, Library, Pag
 from ui import fields_form
 from ui.components import escape_markdown_text
 from ui.document_status import error_text, page_progress, status_details
-from ui.i18n import (EN, doc_type_text, history_kind_text, source_text, status_text, text,
-                     texts)
+from ui.i18n import (EN, TEXTS, doc_type_text, history_kind_text, source_text, status_text,
+                     text, texts)
 from ui.page_image import annotate_page
 from ui.review import confidence_text, highlights_text
 
@@ -202,9 +202,29 @@ def thumbnails(library: Library, document_id: str, cache_dir: Path, lang: str = 
 
 def history_rows(entries: list[HistoryEntry], lang: str = EN) -> list[list[str]]:
     """The history as table rows (plain strings: the table shows them as text); the kinds
-    in ``lang``, the details as the library gives them (engines, codes, values)."""
+    and the details in ``lang`` (``history_detail``)."""
     return [[when_text(e.at), history_kind_text(e.kind, e.attempt, lang), e.actor,
-             str(e.page) if e.page else "", e.detail] for e in entries]
+             str(e.page) if e.page else "", history_detail(e, lang)] for e in entries]
+
+
+def history_detail(entry: HistoryEntry, lang: str = EN) -> str:
+    """An entry's details: in English as the library says them; in another language
+    said again from their values (``HistoryEntry.values``), which stay as they are
+    (names, engines, codes, numbers), a failure in its words (``error_text``)."""
+    values = entry.values
+    if lang == EN or not values:
+        return entry.detail
+    if entry.kind == "intake":
+        return text("history_intake", lang, name=values["name"], n=values["pages"],
+                    doc_type=doc_type_text(values["doc_type"], lang))
+    if entry.attempt is not None:
+        if "code" in values:
+            return f"{values['engine']} {error_text(values['code'], values['message'], lang)}"
+        if "confidence" in values:
+            return text("history_confidence", lang, **values)
+        return values["engine"]
+    return "，".join(f"{text(f'detail_{name}', lang) if f'detail_{name}' in TEXTS else name} "
+                    f"{value}" for name, value in values.items())
 
 
 def field_rows(found: FieldSet | None, lang: str = EN) -> list[list[str]] | None:

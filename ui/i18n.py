@@ -27,6 +27,8 @@ from typing import Any, Mapping
 
 import gradio as gr
 
+from appliance.errors import SAID
+
 EN, ZH = "en", "zh-CN"
 LANGUAGES = (EN, ZH)
 LANGUAGE_COOKIE = "appliance-lang"
@@ -801,7 +803,59 @@ TEXTS: dict[str, tuple[str, str]] = {
                               "has the details", "内部错误，操作失败；详情见服务器日志"),
     "review_log_in": ("Log in to review pages.", "请登录后复核页面。"),
     "other_text": ("Text", "文本"),
+    # the history's details (ui.document_view.history_rows): an intake, an attempt, and
+    # the names of an event's details (appliance.store.transitions), their values as given
+    "history_intake": ("{name} ({n} pages, {doc_type})", "{name}（{n} 页，{doc_type}）"),
+    "history_confidence": ("{engine} confidence {confidence}", "{engine} 置信度 {confidence}"),
+    "detail_source": ("source", "来源"),
+    "detail_pages": ("pages", "页数"),
+    "detail_code": ("code", "原因代码"),
+    "detail_worker": ("worker", "工作进程"),
+    "detail_attempt": ("attempt", "识别轮次"),
+    "detail_reasons": ("reasons", "原因"),
+    "detail_reason": ("reason", "原因"),
+    "detail_files": ("files", "文件"),
+    "detail_timings_ms": ("timings_ms", "耗时（毫秒）"),
+    "detail_message": ("message", "消息"),
+    "detail_disposition": ("disposition", "处置方式"),
+    "detail_target": ("target", "目标"),
+    "detail_detail": ("detail", "详情"),
+    "detail_changes": ("changes", "更改"),
+    "detail_name": ("name", "名称"),
 }
+
+_PASSWORD_ZH = ("请带密码重新上传（网页界面的密码栏、API 的 `password` 表单字段），放入配置了其密码的"
+                "监视文件夹，或解除密码（例如用 `qpdf --decrypt --password=PASSWORD in.pdf "
+                "out.pdf`）")
+# a failure's specifics in Chinese, by appliance.errors.SAID's key (whose English they
+# are): the case's facts and values; the code's sentence (error_<code>) says the remedy
+_SAID_ZH = {
+    "empty": "0 字节",
+    "signature_cut": "文件只有 {size} 字节，在其文件签名处就已结束",
+    "other_format": "此文件是 {what}；一体机只识别扫描文档和图像（PDF、PNG、JPEG、TIFF、BMP、WebP 和 GIF）",
+    "misnamed": "文件名表明它是 {named}，但内容并非如此，也不是一体机认识的任何文件类型",
+    "no_signature": "文件开头没有任何已知的文件签名：文件已损坏（例如被截断或覆盖），或者不是文档",
+    "over_bytes": "上限为 {limit} 字节；请拆分文件，或调高 limits.max_bytes",
+    "over_pages": "文档有 {pages} 页，上限为 {limit} 页；请拆分文档，或调高 limits.max_pages",
+    "over_pixels": "图像为 {width}×{height} 像素，超过上限 {limit} 像素；请以较低分辨率扫描或导出后重新提交",
+    "bomb": "图像过大，无法安全处理（{detail}）；请以较低分辨率扫描或导出后重新提交",
+    "frame_bomb": "图像过大，无法安全处理（{detail}）",
+    "pdf_password": "PDF 受密码保护。" + _PASSWORD_ZH,
+    "pdf_wrong_password": "所给密码打不开此 PDF。" + _PASSWORD_ZH,
+    "pdf_watch_password": "PDF 的密码打不开它：请检查监视文件夹配置的密码。" + _PASSWORD_ZH,
+    "pdf_unopened": "PDF 无法打开（{detail}）",
+    "pdf_cut": "PDF 无法打开（{detail}），且没有文件结束标记",
+    "pdf_page_unrendered": "PDF 第 {page} 页无法渲染（{detail}）",
+    "image_unread": "{kind} 图像无法读取（{detail}）",
+    "image_unread_cut": "{kind} 图像无法读取（{detail}）",
+    "image_undecoded": "{kind} 图像无法解码（{detail}）",
+    "image_undecoded_cut": "{kind} 图像无法解码（{detail}）",
+    "frame_undecoded": "{kind} 图像第 {page} 页无法解码（{detail}）",
+    "frame_undecoded_cut": "{kind} 图像第 {page} 页无法解码（{detail}）",
+    "rejected": "复核员 {reviewer} 判定此页无法识别",
+    "rejected_note": "复核员 {reviewer} 判定此页无法识别：{note}",
+}
+TEXTS.update({f"said_{key}": (SAID[key], zh) for key, zh in _SAID_ZH.items()})
 
 
 def _check() -> None:

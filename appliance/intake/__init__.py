@@ -174,9 +174,7 @@ class Intake:
             pages = count_pages(path, doc.kind, self.limits.max_pixels, password)
             check_image_data(path, doc.kind, self.limits.max_pixels)
             if pages > self.limits.max_pages:
-                raise TooManyPages(f"the document has {pages} pages, over the limit of "
-                                   f"{self.limits.max_pages}; split it, or raise "
-                                   f"limits.max_pages")
+                raise TooManyPages.said("over_pages", pages=pages, limit=self.limits.max_pages)
             from_text = doc.kind == "pdf" and (doc.text_layer or self.pdf.text_layer) != "ignore"
             born_digital = (born_digital_pages(path, self.pdf.scan_min_area, password)
                             if from_text else set())

@@ -24,7 +24,6 @@ ALL_KINDS: tuple[str, ...] = ("pdf", *IMAGE_KINDS)
 # because some producers write a little junk (a BOM, a mail header) before it.
 HEAD_BYTES = 1024
 
-SUPPORTED_TEXT = "PDF, PNG, JPEG, TIFF, BMP, WebP and GIF"
 
 _PREFIXES: tuple[tuple[bytes, str], ...] = (
     (b"%PDF-", "pdf"),
@@ -92,7 +91,7 @@ def sniff_kind(head: bytes, name: str = "") -> str:
     message says when the file's ``name`` promised a kind its content is not).
     """
     if not head:
-        raise EmptyFile("The file is empty (0 bytes). Check the scanner or upload and send it again.")
+        raise EmptyFile.said("empty")
     for prefix, kind in _PREFIXES:
         if head.startswith(prefix):
             return kind
@@ -104,32 +103,14 @@ def sniff_kind(head: bytes, name: str = "") -> str:
         return "pdf"
     if len(head) >= 2 and any(len(head) < len(prefix) and prefix.startswith(head)
                               for prefix, _kind in _PREFIXES):
-        raise TruncatedFile(
-            f"The file is only {len(head)} bytes long and ends inside its own file signature: "
-            "it ends early, probably an interrupted copy, upload or scan. Copy it again from "
-            "its source (or rescan it) and submit it again."
-        )
+        raise TruncatedFile.said("signature_cut", size=len(head))
     what = _other_format(head[:HEAD_BYTES])
     if what is not None:
-        raise UnsupportedType(
-            f"This file is {what}, which the appliance does not read: it reads scanned "
-            f"documents and images ({SUPPORTED_TEXT}). Convert the file to PDF first (for "
-            "example with Print to PDF or Export as PDF) and submit it again."
-        )
+        raise UnsupportedType.said("other_format", what=what)
     named = _NAMED_KINDS.get(PurePath(name).suffix.lower())
     if named is not None:
-        raise UnrecognizedFile(
-            f"The file is named as {named} but is not one: its content starts with no "
-            f"signature of {named}, nor of any other file type the appliance knows. Check "
-            "where the file came from, open it on your computer, and submit the document "
-            f"itself ({SUPPORTED_TEXT})."
-        )
-    raise UnrecognizedFile(
-        "The file's content starts with no known file signature: it is damaged (for example "
-        "cut short or overwritten) or it is not a document. Supported types: "
-        f"{SUPPORTED_TEXT}. Check that the file opens on your computer, export it again as "
-        "PDF or PNG, and submit it again."
-    )
+        raise UnrecognizedFile.said("misnamed", named=named)
+    raise UnrecognizedFile.said("no_signature")
 
 
 def _other_format(head: bytes) -> str | None:

@@ -87,8 +87,7 @@ class Spool:
                 while chunk := stream.read(CHUNK_BYTES):
                     size += len(chunk)
                     if size > max_bytes:
-                        raise TooLarge(f"the file is larger than the limit of {max_bytes:,} "
-                                       f"bytes; split it, or raise limits.max_bytes")
+                        raise TooLarge.said("over_bytes", limit=f"{max_bytes:,}")
                     digest.update(chunk)
                     out.write(chunk)
                 out.flush()

@@ -40,10 +40,6 @@ _PIL_FORMATS = {
     "gif": "GIF",
 }
 
-_CORRUPT_HINT = "The file is damaged or incomplete; rescan or re-export it and submit it again."
-_TRUNCATED_HINT = ("The file ends early, probably an interrupted copy, upload or scan. Copy it "
-                   "again from its source (or rescan or re-export it) and submit it again.")
-
 # How Pillow words "the data stopped before the image did" (ImageFile.load, _safe_read,
 # PngImagePlugin's chunk reader); compared in lower case.
 _TRUNCATION_MARKERS = ("truncated", "incomplete checksum")
@@ -77,8 +73,7 @@ def check_image_data(path: Path, kind: str, max_pixels: int) -> None:
         try:
             image.load()
         except (OSError, SyntaxError, ValueError, EOFError) as exc:
-            raise _decode_error(exc, path, kind,
-                                f"The {kind.upper()} image cannot be decoded") from exc
+            raise _decode_error(exc, path, kind, "image_undecoded") from exc
 
 
 def born_digital_pages(path: Path, scan_min_area: float, password: str | None = None
@@ -207,12 +202,6 @@ def save_page_image(image: Image.Image, dest: Path) -> None:
         os.close(dir_fd)
 
 
-PASSWORD_HINT = (" Upload it again with its password (the web UI's password field, the API's "
-                 "`password` form field), drop it into a watched folder configured with its "
-                 "password, or remove the password (for example with `qpdf --decrypt "
-                 "--password=PASSWORD in.pdf out.pdf`).")
-
-
 def write_page_image(path: Path, kind: str, index: int, dpi: int, max_pixels: int,
                      password: str | None, dest: Path) -> bool:
     """Render page ``index`` as a worker would have and keep it at ``dest`` (for a page
@@ -256,11 +245,9 @@ def decrypted_pdf(path: Path, password: str) -> bytes | None:
             pdf.save(out, deterministic_id=True)
             return out.getvalue()
     except pikepdf.PasswordError:
-        raise EncryptedPdf("The password given does not open this PDF." + PASSWORD_HINT) \
-            from None
+        raise EncryptedPdf.said("pdf_wrong_password") from None
     except pikepdf.PdfError as exc:
-        raise CorruptFile(f"The PDF cannot be opened ({_detail(exc, path)}). "
-                          f"{_CORRUPT_HINT}") from exc
+        raise CorruptFile.said("pdf_unopened", detail=_detail(exc, path)) from exc
 
 
 # pdfium is not thread-safe: a worker reading several pages at once on threads (a
@@ -285,14 +272,11 @@ def _opened_pdf(path: Path, password: str | None) -> Iterator[pdfium.PdfDocument
         pdf = pdfium.PdfDocument(path, password=password or None)
     except pdfium.PdfiumError as exc:
         if exc.err_code == pdfium_c.FPDF_ERR_PASSWORD:
-            raise EncryptedPdf(
-                ("The PDF's password does not open it; check the watched folder's password."
-                 if password else "The PDF is protected by a password.") + PASSWORD_HINT
-            ) from exc
+            raise EncryptedPdf.said("pdf_watch_password" if password else "pdf_password") \
+                from exc
         if _ends_early(path, "pdf"):
-            raise TruncatedFile(f"The PDF cannot be opened ({_detail(exc, path)}) and has no end-of-file "
-                                f"marker. {_TRUNCATED_HINT}") from exc
-        raise CorruptFile(f"The PDF cannot be opened ({_detail(exc, path)}). {_CORRUPT_HINT}") from exc
+            raise TruncatedFile.said("pdf_cut", detail=_detail(exc, path)) from exc
+        raise CorruptFile.said("pdf_unopened", detail=_detail(exc, path)) from exc
     try:
         yield pdf
     finally:
@@ -308,8 +292,8 @@ def _render_pdf_page(path: Path, index: int, dpi: int, max_pixels: int,
         try:
             bitmap = page.render(scale=scale)
         except (pdfium.PdfiumError, ValueError) as exc:  # ValueError: a zero-size page
-            raise CorruptFile(f"Page {index + 1} of the PDF cannot be rendered "
-                              f"({_detail(exc, path)}). {_CORRUPT_HINT}") from exc
+            raise CorruptFile.said("pdf_page_unrendered", page=index + 1,
+                                   detail=_detail(exc, path)) from exc
         try:
             image = bitmap.to_pil().convert("RGB")
         finally:
@@ -361,12 +345,9 @@ def _open_image(path: Path, kind: str, max_pixels: int) -> Image.Image:
     try:
         image = Image.open(path, formats=[_PIL_FORMATS[kind]])
     except Image.DecompressionBombError as exc:
-        raise TooManyPixels(
-            f"The image is too large to process safely ({exc}). Scan or export it at a lower "
-            "resolution and submit it again."
-        ) from exc
+        raise TooManyPixels.said("bomb", detail=exc) from exc
     except (OSError, SyntaxError, ValueError, EOFError) as exc:  # "cannot identify", bad headers
-        raise _decode_error(exc, path, kind, f"The {kind.upper()} image cannot be read") from exc
+        raise _decode_error(exc, path, kind, "image_unread") from exc
     try:
         _check_pixels(image, max_pixels)
     except TooManyPixels:
@@ -375,12 +356,14 @@ def _open_image(path: Path, kind: str, max_pixels: int) -> Image.Image:
     return image
 
 
-def _decode_error(exc: BaseException, path: Path, kind: str, what: str) -> CorruptFile:
+def _decode_error(exc: BaseException, path: Path, kind: str, said: str,
+                  **values: object) -> CorruptFile:
     """TruncatedFile when the data stops early (Pillow says so, or the format's end marker
-    is missing), else CorruptFile; ``what`` opens the message."""
+    is missing), said as ``errors.SAID[said + "_cut"]``, else CorruptFile, as ``said``."""
+    values.update(kind=kind.upper(), detail=_detail(exc, path))
     if any(marker in str(exc).lower() for marker in _TRUNCATION_MARKERS) or _ends_early(path, kind):
-        return TruncatedFile(f"{what} ({_detail(exc, path)}). {_TRUNCATED_HINT}")
-    return CorruptFile(f"{what} ({_detail(exc, path)}). {_CORRUPT_HINT}")
+        return TruncatedFile.said(said + "_cut", **values)
+    return CorruptFile.said(said, **values)
 
 
 def _detail(exc: BaseException, path: Path) -> str:
@@ -429,10 +412,7 @@ def _ends_early(path: Path, kind: str) -> bool:
 def _check_pixels(image: Image.Image, max_pixels: int) -> None:
     width, height = image.size
     if width * height > max_pixels:
-        raise TooManyPixels(
-            f"The image is {width}x{height} pixels, more than the limit of {max_pixels} pixels. "
-            "Scan or export it at a lower resolution and submit it again."
-        )
+        raise TooManyPixels.said("over_pixels", width=width, height=height, limit=max_pixels)
 
 
 def _render_image_frame(path: Path, kind: str, index: int, max_pixels: int) -> Image.Image:
@@ -450,10 +430,9 @@ def _render_image_frame(path: Path, kind: str, index: int, max_pixels: int) -> I
     except BaseException as exc:
         image.close()
         if isinstance(exc, Image.DecompressionBombError):
-            raise TooManyPixels(f"The image is too large to process safely ({exc}).") from exc
+            raise TooManyPixels.said("frame_bomb", detail=exc) from exc
         if isinstance(exc, (OSError, SyntaxError, ValueError, EOFError)):
-            raise _decode_error(exc, path, kind, f"Page {index + 1} of the {kind.upper()} "
-                                                 "image cannot be decoded") from exc
+            raise _decode_error(exc, path, kind, "frame_undecoded", page=index + 1) from exc
         raise
     if page is image and frames == 1:
         return page  # load() closed the file; copying the pixels would cost ~10 ms a page

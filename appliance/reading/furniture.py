@@ -17,6 +17,11 @@ top and at its bottom, up to ``EDGE_ROWS`` rows that are not its body:
   header) and which are no running text themselves; or the same text at the top
   and at the bottom (a classification marking, "RESTRICTED").
 
+A figure's or a table's caption ("Figure 3.", "Table 2", "图 3", "表 2") is none of
+these, and nor is a row beyond it towards the body (the figure's labels over it): a
+picture leaves no text, so at the foot of a page the caption under it stands in small
+print set apart from the body, as a footer does.
+
 And on any page, a line printed up or down the side margin beside everything else
 (a journal's download stamp, a Bates number up a form's edge) is furniture read with
 the page's foot (``up_the_margin``).
@@ -76,6 +81,14 @@ _PAGE_NUMBER = re.compile(
     rf"(?:\s+(?:of|von|de|di|из)\s+[1-9]\d{{0,2}}|\s+/\s+[1-9]\d{{0,2}})?$"
     rf"|^第\s*[1-9]\d{{0,2}}\s*[页頁](?:\s*[，,]?\s*共\s*[1-9]\d{{0,2}}\s*[页頁])?$",
     re.IGNORECASE)
+# "Figure 3", "Fig. 3", "Table 2", "Abb. 3", "Tabelle 2", "Figura 3", "Tableau 2",
+# "Рис. 3", "图 3", "图3-2", "表 2", "圖 3", "図 3": a caption's opening, in the languages
+# whose page numbers ``_PAGE_NUMBER`` reads
+_CAPTION = re.compile(
+    r"^(?:fig(?:ure|\.)?|table|tab\.|abb(?:ildung|\.)|tabelle|figura|tabla|tabela|"
+    r"tabella|tableau|рис(?:унок|\.)|таблица)\s*\d+|^[图圖図表]\s*\d+",
+    re.IGNORECASE)
+
 
 
 def is_page_number(text: str) -> bool:
@@ -142,9 +155,12 @@ def _edge(page_rows: list[list[Line]], other_edge: str, height: float, typeset: 
     from the top down for its header, from the bottom up for its footer);
     ``other_edge``: the text of the row at the page's other edge."""
     found: dict[int, Furniture] = {}
+    # rows from a caption on towards the body are the figure's or the table's
+    edge_rows = next((index for index, row in enumerate(page_rows[:EDGE_ROWS])
+                      if _CAPTION.match(_text(row))), EDGE_ROWS)
     index = 0
     # rows that are furniture by what they hold, however close to the body
-    while index < EDGE_ROWS:
+    while index < edge_rows:
         row = page_rows[index]
         if len(row) == 1 and is_page_number(row[0].text):
             found[id(row[0])] = Furniture.PAGE_NUMBER
@@ -159,7 +175,7 @@ def _edge(page_rows: list[list[Line]], other_edge: str, height: float, typeset: 
     if not typeset:
         return found
     # then rows of small print set apart from the body by white
-    for count in range(EDGE_ROWS - index, 0, -1):
+    for count in range(edge_rows - index, 0, -1):
         group, body = page_rows[index:index + count], page_rows[index + count]
         if all(_small_print(row, height) for row in group) \
                 and _set_apart(group[-1], body, height, gap):

@@ -6,7 +6,11 @@
   markup by accident), with the structure the geometry shows:
   - *headings*: a row standing alone whose print is clearly taller than the page's
     body text (``HEADING_RATIO``), short and without a full stop; ``#`` for the
-    tallest size on the page, ``##`` for the next, ``###`` below;
+    tallest size on the page, ``##`` for the next, ``###`` below. Rows of one print
+    that follow each other with no paragraph's white between them, more than
+    ``HEADING_MAX_ROWS`` of them, are running text however large their print: the
+    page's body text is its median line's, and where small print (references, notes)
+    has more lines than the body, the body's print is the taller;
   - *lists*: rows that start with a bullet (``•``, ``-``, ``*`` ...) or an enumerator
     (``1.``, ``2)``, ``a)``);
   - *tables* (``reading.tables``): ``MIN_TABLE_ROWS`` or more consecutive rows of two or more cells whose
@@ -49,6 +53,9 @@ TableReader = Callable[[list[Line], bool], list[str] | None]
 FURNITURE_HEADING = "## Page furniture"
 PARAGRAPH_GAP = 1.2  # line heights of white between rows that start a paragraph
 HEADING_MAX_WORDS = 12
+HEADING_MAX_ROWS = 3  # a title may take three rows; more of one print are running text
+# what ends a clause or a sentence, in Latin and in Chinese or Japanese print
+_STOPS = (".", ",", ";", ":", "。", "，", "、", "；", "：")
 
 _BULLET = re.compile(r"^\s*([•●▪■◦○‣∙·*+\-–])\s*(?=\S)")
 _ENUMERATOR = re.compile(r"^\s*(\(?\d{1,3}[.)]|\(?[a-zA-Z][.)])\s+(?=\S)")
@@ -80,7 +87,7 @@ def render(blocks: list[Block], furniture: str = "separate",
     across = [block for block in body if not block.vertical]
     height = median_height([line for block in blocks if not block.vertical
                             for line in block.lines] or lines)
-    heading_sizes = _heading_sizes(across, height)
+    headings = _headings(across, height)
     parts: list[str] = []
     # what each line of the body is in the Markdown: text unless found otherwise
     structure = {id(line): Structure.TEXT for block in body for line in block.lines}
@@ -102,7 +109,7 @@ def render(blocks: list[Block], furniture: str = "separate",
                 parts.extend(written)
                 index = end
                 continue
-        parts.extend(_block_markdown(rows, tables, height, heading_sizes, table_reader,
+        parts.extend(_block_markdown(rows, tables, height, headings, table_reader,
                                      structure))
         index += 1
     if furniture == "separate" and edges:
@@ -165,10 +172,11 @@ def _one_run(rows: list[list[Line]], tables: Runs) -> bool:
 
 
 def _block_markdown(rows: list[list[Line]], tables: Runs | None, body: float,
-                    heading_sizes: list[float], table_reader: TableReader | None,
+                    headings: dict[int, int], table_reader: TableReader | None,
                     structure: dict[int, Structure]) -> list[str]:
     """A part's Markdown (``_body_parts``); rows as they stand where it has no runs.
-    What its lines are goes into ``structure`` ({id(line): what})."""
+    ``headings``: the page's (``_headings``). What its lines are goes into
+    ``structure`` ({id(line): what})."""
     if tables is None:
         return _rows_as_they_stand(rows)
     out: list[str] = []
@@ -194,7 +202,7 @@ def _block_markdown(rows: list[list[Line]], tables: Runs | None, body: float,
             previous_bottom = None
             index = end
             continue
-        out.append(_row_markdown(row, body, heading_sizes, structure))
+        out.append(_row_markdown(row, headings.get(id(row), 0), structure))
         previous_bottom = max(line.box[3] for line in row)
         index += 1
     while out and out[-1] == "":
@@ -202,10 +210,9 @@ def _block_markdown(rows: list[list[Line]], tables: Runs | None, body: float,
     return out
 
 
-def _row_markdown(row: list[Line], body: float, heading_sizes: list[float],
-                  structure: dict[int, Structure]) -> str:
+def _row_markdown(row: list[Line], level: int, structure: dict[int, Structure]) -> str:
+    """A row's Markdown: a heading of ``level`` (0: none), a list's item or text."""
     text = " ".join(line.text for line in row)
-    level = _heading_level(row, body, heading_sizes)
     if level:
         structure.update((id(line), Structure.HEADING) for line in row)
         return "#" * level + " " + escape_markdown(text)
@@ -221,25 +228,59 @@ def _row_markdown(row: list[Line], body: float, heading_sizes: list[float],
     return escape_markdown(text)
 
 
-def _heading_sizes(blocks: list[Block], body: float) -> list[float]:
-    """The print heights that make headings on this page, tallest first."""
-    sizes = {round(median_height(row)) for block in blocks for row in block.rows
-             if _heading_candidate(row, body)}
-    return sorted(sizes, reverse=True)
+def _headings(blocks: list[Block], body: float) -> dict[int, int]:
+    """The rows of ``blocks`` that are headings, by ``id``, with their level: 1 for the
+    tallest print among them, 2 for the next, 3 below."""
+    running = {id(row) for block in blocks for row in _running_text(block.rows, body)}
+    found = [row for block in blocks for row in block.rows
+             if id(row) not in running and _heading_candidate(row, body)]
+    sizes = sorted({round(median_height(row)) for row in found}, reverse=True)
+    return {id(row): min(3, sizes.index(round(median_height(row))) + 1) for row in found}
 
 
 def _heading_candidate(row: list[Line], body: float) -> bool:
     text = " ".join(line.text for line in row).strip()
     return (median_height(row) >= HEADING_RATIO * body
-            and 0 < len(text.split()) <= HEADING_MAX_WORDS
-            and not text.endswith((".", ",", ";", ":"))
+            and 0 < word_count(text) <= HEADING_MAX_WORDS
+            and not text.endswith(_STOPS)
             and any(ch.isalpha() for ch in text))
 
 
-def _heading_level(row: list[Line], body: float, sizes: list[float]) -> int:
-    if not _heading_candidate(row, body):
-        return 0
-    return min(3, sizes.index(round(median_height(row))) + 1)
+def _running_text(rows: list[list[Line]], body: float) -> list[list[Line]]:
+    """The rows in runs of more than HEADING_MAX_ROWS rows of one print with no
+    paragraph's white between them (``_close``). A row is of a run's print unless
+    HEADING_RATIO taller or shorter than the run's median line; one shorter between
+    two of its print (OCR boxes a line without descenders shorter) does not end it."""
+    runs: list[list[list[Line]]] = []
+    for index, row in enumerate(rows):
+        run = runs[-1] if runs else []
+        after = rows[index + 1:index + 2]
+        if run and _close(run[-1], row, body) and (
+                _one_print(run, [row])
+                or (median_height(row) < _print(run) and after
+                    and _close(row, after[0], body) and _one_print(run, after))):
+            run.append(row)
+        else:
+            runs.append([row])
+    return [row for run in runs if len(run) > HEADING_MAX_ROWS for row in run]
+
+
+def _close(above: list[Line], below: list[Line], body: float) -> bool:
+    """Whether no paragraph's white stands between two rows: less than PARAGRAPH_GAP
+    line heights of the taller print, theirs or the page body's."""
+    white = min(line.box[1] for line in below) - max(line.box[3] for line in above)
+    return white <= PARAGRAPH_GAP * max(body, median_height(above), median_height(below))
+
+
+def _one_print(rows: list[list[Line]], others: list[list[Line]]) -> bool:
+    """Whether two sets of rows are of one print: neither's median line HEADING_RATIO
+    taller than the other's."""
+    a, b = _print(rows), _print(others)
+    return max(a, b) < HEADING_RATIO * min(a, b)
+
+
+def _print(rows: list[list[Line]]) -> float:
+    return median_height([line for row in rows for line in row])
 
 
 def layout_blocks(lines: list[dict]) -> list[dict]:

@@ -178,9 +178,9 @@ def reject(db: Database, page_id: int, reviewer: str, note: str = "") -> str:
         page = _locked_page(session, page_id, reviewer)
         markdown = session.get(PageResult, page.result_id).markdown
         page.error_code = RejectedUnreadable.code
-        page.error_message = RejectedUnreadable(f"reviewer {reviewer} marked this page "
-                                                "unreadable" + (f": {note}" if note else "")
-                                                ).message
+        page.error_message = (RejectedUnreadable.said("rejected_note", reviewer=reviewer, note=note)
+                              if note else RejectedUnreadable.said("rejected", reviewer=reviewer)
+                              ).message
         _settle(session, page, reviewer, "reject", PageStatus.FAILED, markdown, None, note)
         return page.document_id
 

@@ -26,10 +26,10 @@ from appliance.pipeline.stages import PagePipeline, PageSettings, run_job
 from appliance.raster import render_page
 from appliance.store import Database
 from tests.daemon import Daemon
-from tests.fixtures.documents import (EXTENSION_B_LINES, JOURNAL_HEADERS, LOOSE_LINE,
-                                      SHORT_COLUMNS, write_chinese_journal_pdf,
-                                      write_extension_b_pdf, write_png,
-                                      write_two_column_report_pdf)
+from tests.fixtures.documents import (ARTICLE_END, EXTENSION_B_LINES, JOURNAL_HEADERS,
+                                      LOOSE_LINE, SHORT_COLUMNS, write_article_end_pdf,
+                                      write_chinese_journal_pdf, write_extension_b_pdf,
+                                      write_png, write_two_column_report_pdf)
 
 
 @pytest.fixture(scope="module")
@@ -336,3 +336,25 @@ def test_a_chinese_journal_page_keeps_its_running_header_and_number_apart(tmp_pa
     assert not any(line.startswith(("-", "#")) for line in body.splitlines()), body
     if page == 1:
         assert body.splitlines()[0] == LOOSE_LINE
+
+
+# by OCR the Chinese page's body measures too close to its small print for headings
+@pytest.mark.parametrize("script, mode", [("chinese", "auto"), ("latin", "auto"),
+                                          ("latin", "ignore")])
+def test_a_body_outnumbered_by_its_references_small_print_is_no_heading(tmp_path, engine,
+                                                                       script, mode):
+    """Issue 53 item 8: on an article's last page the references in small print have more
+    lines than the body, so the page's median line is theirs; the body's lines, in
+    larger print, were read as headings: its paragraphs' short last lines, lines broken
+    mid-sentence ("# 响力的..."), in Chinese every one. Only the references' heading is,
+    read from the PDF's own text ("auto") and by OCR ("ignore")."""
+    _font, paragraphs, heading, _reference = ARTICLE_END[script]
+    done = _read(engine, write_article_end_pdf(tmp_path / "article.pdf", script), mode=mode)
+    markdown = done.recognition.markdown.splitlines()
+    assert [row for row in markdown if row.startswith("#")] == [f"# {heading}"], markdown
+    body = markdown[:markdown.index(f"# {heading}")]
+    assert {line.role for line in done.recognition.lines if line.text in body} == {"text"}
+    if mode == "auto":  # the PDF's own text reads its words exactly
+        assert _verdict(done)["reader"] == "text"
+        joiner = "" if script == "chinese" else " "
+        assert joiner.join(row for row in body if row) == joiner.join(paragraphs)

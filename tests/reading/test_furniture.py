@@ -168,6 +168,33 @@ def test_captions_under_a_picture_at_the_top_of_a_page_are_no_header():
     assert roles[header.text] == "header"
 
 
+FIGURE_AT_THE_FOOT = {
+    "chinese": (["输入层", "卷积层", "池化层", "输出层"], "图1 网络结构示意图", ZH),
+    "latin": (["Input", "Convolution", "Pooling", "Output"],
+              "Figure 1. The network's layers", PROSE),
+}
+
+
+@pytest.mark.parametrize("script", ["chinese", "latin"])
+def test_a_figures_labels_and_caption_at_the_foot_of_a_page_are_no_footer(script):
+    """Issue 53 item 8: a figure at the foot of a journal's page (a picture: the lines do
+    not show it), its labels in a row and its caption under it, in small print and set
+    apart from the body by the picture's white, went under "## Page furniture" as its
+    footer (and "drop" left them out). A caption and the rows over it are the figure's;
+    the page number under them is still furniture."""
+    labels, caption, texts = FIGURE_AT_THE_FOOT[script]
+    body = [line(text, 100, 150 + 40 * index, 1100) for index, text in enumerate(texts * 2)]
+    figure = [line(label, 200 + 240 * index, 1400, h=22) for index, label in enumerate(labels)]
+    figure.append(line(caption, 450, 1440, h=24))
+    number = line("· 61 ·", 480, 1560, h=22)
+    for page in ([*body, *figure], [*body, *figure, number]):
+        result = render(read_order(page, page_height=1650), "drop")
+        assert result.text.splitlines()[-2:] == [" ".join(labels), caption]
+        roles = {l.text: l.role for l in result.lines}
+        assert {roles[l.text] for l in figure} == {"text"}
+    assert roles[number.text] == "page_number"
+
+
 @pytest.mark.parametrize("text", ["7", "- 12 -", "Page 3 of 10", "3 / 10", "iv", "第 3 页",
                                   "第3页 共10页", "PAGE 1 of 4", "· 60 ·", "- 60·", "•60•"])
 def test_page_numbers_as_pages_are_numbered(text):

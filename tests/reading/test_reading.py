@@ -338,6 +338,52 @@ def test_render_paragraphs_headings_lists_and_escaping():
     assert all(l.block is not None for l in page.lines)
 
 
+def _under_small_print(body: list[tuple[str, float]]) -> list[Line]:
+    """``body``'s rows (text, print height) 45 px apart over a heading in 52 px print and
+    30 rows of references in 28 px print: more lines of small print than of the body."""
+    lines = [line(text, 100, 40 + 45 * index, 900, h=height)
+             for index, (text, height) in enumerate(body)]
+    top = 40 + 45 * len(body) + 30
+    lines.append(line("References", 100, top, h=52))
+    lines += [line(f"[{n}] Smith J, Lee K. Layout analysis of archives, 2017: {n}-18.", 100,
+                   top + 90 + 34 * n, 900, h=28) for n in range(30)]
+    return lines
+
+
+def test_a_body_in_larger_print_than_the_pages_median_line_is_no_heading():
+    """Issue 53 item 8: where small print has more lines than the body, the page's body
+    height is the small print's and every short row of the body, the end of a paragraph
+    or a line broken mid-sentence, was a heading. Rows of one print that follow each
+    other with no paragraph's white, more than three, are running text; as OCR boxes
+    them, a line without descenders is shorter (28 px among 36 to 41)."""
+    body = [("Sales grew in every region this year while", 37),
+            ("costs stayed close to the plan agreed in the", 38),
+            ("spring and the board thanks every member", 41),
+            ("of staff for the work.", 28),
+            ("Orders rose in every region this year", 40),
+            ("while costs stayed close to the plan agreed in", 41),
+            ("the spring and the board thanks every", 37), ("member of staff", 36)]
+    page = render(read_order(_under_small_print(body)))
+    markdown = page.markdown.split("\n")
+    assert markdown[:len(body) + 2] == [text for text, _ in body] + ["", "# References"]
+    # a title of three rows stays one, however the page's print runs
+    title = [("Northwind Traders", 60), ("Annual Report", 60), ("Year in Review", 60)]
+    page = render(read_order(_under_small_print(title + body)))
+    assert page.markdown.split("\n")[:3] == [f"# {text}" for text, _ in title]
+
+
+def test_a_chinese_rows_words_and_stops_in_a_heading():
+    """A row of Chinese in large print, alone, is a heading as a row of a language with
+    spaces is: short (its characters counted two to a word, not one word a row) and
+    with no stop at its end ("。", "，" as well as "." and ",")."""
+    rows = ["参考文献", "本年度公司在各个地区的收入均有增长成本控制在计划范围之内",
+            "董事会感谢全体员工的努力。", "档案部门完成了数字化，"]
+    lines = [line(text, 100, 40 + 120 * index, h=60) for index, text in enumerate(rows)]
+    lines += column(100, 600, ZH)
+    structure = {l.text: l.role for l in render(read_order(lines)).lines}
+    assert [structure[text] for text in rows] == ["heading", "text", "text", "text"]
+
+
 def test_aligned_cells_become_a_table():
     grid = [["Item", "Region", "Amount"], ["Paper", "North", "12.50"],
             ["Toner", "South", "99.00"], ["Stapler", "East", "4.20"]]

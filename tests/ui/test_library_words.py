@@ -6,6 +6,7 @@ translated by its code, state or kind, and said as before in English."""
 from __future__ import annotations
 
 import datetime
+import re
 
 import pytest
 
@@ -15,12 +16,15 @@ from appliance.fields.kinds import PROBLEMS, parse
 from appliance.fields.schema import FieldSpec
 from appliance.fields.validate import validate
 from appliance.gpu import MemorySampler, Watermarks
+from appliance.errors import said_as
 from appliance.intake.sniff import sniff_kind
-from appliance.library import PageStatus, PageView
+from appliance.raster import check_image_data, count_pages
+from appliance.library import FailureRow, HistoryEntry, PageStatus, PageView
 from appliance.measure.search_bench import generate_store
 from appliance.store.models import Page
 from tests.fixtures.gpu import FakeDevice
 from tests.ui.test_ui_handlers import make_appliance
+from ui.dashboard import failures_markdown
 from ui.document_status import error_text
 from ui.document_view import history_rows, page_facts
 from ui.i18n import EN, TEXTS, ZH, check_text, memory_text
@@ -48,9 +52,53 @@ def test_a_failure_in_chinese_keeps_its_code_and_its_specifics():
         sniff_kind(b"\x89PN")  # a PNG's signature, cut short: a real intake refusal
     exc = refused.value
     said = error_text(exc.code, exc.message, ZH)
-    assert said.startswith(TEXTS["error_truncated_file"][1] + "（The file is only 3 bytes")
-    assert said.endswith("） [truncated_file]")
+    assert said == (TEXTS["error_truncated_file"][1] + "（文件只有 3 字节，在其文件签名处就已结束）"
+                    " [truncated_file]")
     assert error_text(exc.code, exc.message, EN) == f"{exc.message} [truncated_file]"
+
+
+@pytest.mark.parametrize("key", sorted(errors.SAID))
+def test_every_said_case_has_its_chinese(key):
+    en, zh = TEXTS[f"said_{key}"]  # its Chinese is checked with every entry's
+    assert en == errors.SAID[key]
+
+
+def _refusal(tmp_path, name: str, data: bytes) -> errors.BadInput:
+    """The error a file of ``data`` is refused with at intake (``sniff_kind``, then
+    ``raster.check_image_data`` as ``Intake`` checks it)."""
+    path = tmp_path / name
+    path.write_bytes(data)
+    with pytest.raises(errors.BadInput) as refused:
+        found = sniff_kind(data[:1024], name)
+        count_pages(path, found, 10 ** 8)
+        check_image_data(path, found, 10 ** 8)
+    return refused.value
+
+
+CUT_PNG = (b"\x89PNG\r\n\x1a\n\x00\x00\x00\rIHDR\x00\x00\x00\x10\x00\x00\x00\x10\x08"
+           b"\x02\x00\x00\x00\x90\x91h6\x00\x00")
+
+
+@pytest.mark.parametrize("name, data, key", [
+    ("empty.png", b"", "empty"),
+    ("cut.png", b"\x89PN", "signature_cut"),
+    ("letter.png", b"PK\x03\x04" + b"word/document.xml" + bytes(40), "other_format"),
+    ("scan.pdf", bytes(range(7, 200)), "misnamed"),
+    ("scan.bin", bytes(range(7, 200)), "no_signature"),
+    ("scan.pdf", b"%PDF-1.4\n1 0 obj<<>>\n", "pdf_cut"),
+    ("cut.png", CUT_PNG, "image_unread_cut"),
+])
+def test_an_intake_refusal_s_specifics_in_chinese(tmp_path, name, data, key):
+    """Issue 53 item 2: the specifics of an intake refusal were shown in English after
+    the Chinese sentence; each is said in Chinese, its values (a size, a decoder's own
+    words) as they are, none of its English words left."""
+    refused = _refusal(tmp_path, name, data)
+    assert said_as(refused.code, refused.message)[0] == key
+    said = error_text(refused.code, refused.message, ZH)
+    english = TEXTS[f"said_{key}"][0]
+    words = [piece for piece in re.split(r"\{\w+\}", english) if re.search("[a-z]{3}", piece)]
+    assert words and not any(piece.strip(" .():;") in said for piece in words), said
+    assert said.endswith(f"） [{refused.code}]")
 
 
 def test_a_class_s_own_advice_is_said_once_in_chinese():
@@ -71,7 +119,7 @@ def test_a_failed_page_s_facts_in_chinese():
                                                         "unreadable").message)
     facts = page_facts(PageView(page, None, None), 1, ZH)
     assert "复核员判定此页无法识别" in facts and "\\[rejected\\_unreadable\\]" in facts
-    assert "reviewer rita marked this page unreadable）" in facts
+    assert "复核员 rita 判定此页无法识别）" in facts
     assert "rescan" not in facts  # the class's advice, said in Chinese
     assert "rescan it and submit the document again" in page_facts(PageView(page, None, None),
                                                                     1, EN)
@@ -83,12 +131,39 @@ def test_the_history_s_kinds_in_chinese(tmp_path):
         generate_store(appliance.db, 4, pages_per_document=1)  # the first one read
         document = appliance.library.find().documents[-1].doc.id
         history = appliance.library.history(document)
-        english = [row[1] for row in history_rows(history)]
-        chinese = [row[1] for row in history_rows(history, ZH)]
+        english = [(row[1], row[4]) for row in history_rows(history)]
+        chinese = [(row[1], row[4]) for row in history_rows(history, ZH)]
     finally:
         appliance.db.close()
-    assert english[:2] == ["intake", "attempt 1: ok"]
-    assert chinese[:2] == ["接收", "第 1 次识别：成功"]
+    assert english[:2] == [("intake", "scan-00000.pdf (1 pages, generic)"),
+                           ("attempt 1: ok", "llama confidence 0.91")]
+    assert chinese[:2] == [("接收", "scan-00000.pdf（1 页，通用）"), ("第 1 次识别：成功", "llama 置信度 0.91")]
+
+
+def test_the_history_s_details_of_a_failure_and_an_event_in_chinese():
+    """Issue 53 item 2: the history's Details column was the library's English: an
+    attempt's failure is said as the UI says a failure, an event's details by their
+    names, their values as they are (codes, numbers)."""
+    failed = HistoryEntry(0.0, "error", "w1", 1, "classic truncated_file: ...", attempt=2,
+                          values={"engine": "classic", "code": "truncated_file",
+                                  "message": errors.TruncatedFile.said("signature_cut",
+                                                                       size=3).message})
+    routed = HistoryEntry(0.0, "routed_to_review", "system", 1,
+                          "attempt 1, reasons ['low_confidence']",
+                          values={"attempt": 1, "reasons": ["low_confidence"]})
+    [failure, event] = [row[4] for row in history_rows([failed, routed], ZH)]
+    assert failure == "classic " + error_text("truncated_file", failed.values["message"], ZH)
+    assert event == "识别轮次 1，原因 ['low_confidence']"
+    assert [row[4] for row in history_rows([failed, routed])] == [failed.detail, routed.detail]
+
+
+def test_the_dashboard_s_failures_in_chinese():
+    """Issue 53 item 2: the latest failures' messages were the library's English."""
+    message = errors.TruncatedFile.said("signature_cut", size=3).message
+    row = FailureRow(at=0.0, document_id="d" * 32, document="cut.png", page=None,
+                     code="truncated_file", message=message)
+    assert "文件只有 3 字节" in failures_markdown([row], ZH)
+    assert "The file is only 3 bytes" in failures_markdown([row], EN)
 
 
 @pytest.mark.parametrize("used, state, words", [
