@@ -129,9 +129,13 @@ class WorkerSettings:
 
 @dataclass
 class OutputSettings:
-    # what a finished document is written as in paths.output_dir (the API serves all)
+    # what a finished document from a watched folder is written as in paths.output_dir
     formats: list[str] = field(default_factory=lambda: list(OUTPUT_FORMATS),
                                metadata={"choices": OUTPUT_FORMATS})
+    # what a document sent over an API or the web UI is written as there: nothing unless
+    # asked, since its sender fetches what it wants (every format is made on request)
+    upload_formats: list[str] = field(default_factory=list,
+                                      metadata={"choices": OUTPUT_FORMATS, "empty_ok": True})
     # the classic engine reads each vision page too, so that the model's words can be
     # placed on its word boxes (hOCR, ALTO, the JSON's lines); false saves that CPU
     # time, and vision pages then carry no positions
@@ -403,6 +407,12 @@ class Settings:
     di: DocIntelSettings = field(default_factory=DocIntelSettings)
     logging: LoggingSettings = field(default_factory=LoggingSettings)
     source: Path | None = None  # the file these settings came from; not a TOML key
+
+    def output_formats(self, watch_folder: str | None) -> list[str]:
+        """What a finished document is written as in paths.output_dir: a watched
+        folder's (``watch_folder``, its name) as output.formats, any other as
+        output.upload_formats."""
+        return self.output.formats if watch_folder else self.output.upload_formats
 
     def pdf_password(self, watch_folder: str | None) -> str | None:
         """The password of the PDFs of the [[watch]] folder named so (None: no folder, or

@@ -166,8 +166,6 @@ class Appliance:
         self.db = Database(settings.paths.database)
         self.spool = Spool(settings.paths.spool)
         self.intake = Intake(settings, self.db, self.spool)
-        self.exporter = Exporter(self.db, self.spool, settings.paths.output_dir, settings.output,
-                                 lambda folder: self.dispatcher.settings.pdf_password(folder))
         # this host's engine (None: only remote endpoints), and the endpoints' workers
         self.worker_spec, self.engine_notice = resolve_engine(settings)
         self.remote_specs = remote_specs(settings)
@@ -191,6 +189,8 @@ class Appliance:
                         *(WorkerHandle(count + i, spec) for i, spec in enumerate(self.remote_specs))]
         self.dispatcher = Dispatcher(settings, self.db, self.spool, self.workers, self.finish,
                                      self.memory)
+        # the dispatcher's settings are those a reload (SIGHUP) made: the watched folders
+        self.exporter = Exporter(self.db, self.spool, lambda: self.dispatcher.settings)
         self.review = ReviewService(settings, self.db, self.spool, on_settled=self.finish,
                                     wake=self.dispatcher.wake)
         self.library = Library(settings, self.db, self.spool)

@@ -2,7 +2,8 @@
 
 ``render`` is the one place that turns stored page results into Markdown, JSON, text,
 hOCR and ALTO; the API serves the same renderings the export writes. Files land as
-``<output_dir>/<stem><suffix>`` for the formats ``output.formats`` names; the stem is
+``<output_dir>/<stem><suffix>`` for the formats the document's channel asks for
+(``Settings.output_formats``: a watched folder's, or the uploads'); the stem is
 reserved in the store once, so an export repeated after a crash overwrites its own
 files instead of adding copies.
 """
@@ -19,7 +20,7 @@ import tempfile
 from collections.abc import Callable
 from pathlib import Path
 
-from appliance.config import OUTPUT_FORMATS, OutputSettings
+from appliance.config import OUTPUT_FORMATS, Settings
 from appliance.errors import ApplianceError, NoResult, NotFound, NotReady, OutputFailed, PagesFailed
 from appliance.intake.spool import Spool, fsync_dir
 from appliance.outputs.alto import to_alto
@@ -228,14 +229,14 @@ class Exporter:
     """Renders finished documents (the API, the UI and the one-shot command ask it
     too) and writes them to the output directory."""
 
-    def __init__(self, db: Database, spool: Spool, output_dir: Path, output: OutputSettings,
-                 pdf_password: Callable[[str | None], str | None] = lambda folder: None):
+    def __init__(self, db: Database, spool: Spool, settings: Callable[[], Settings]):
+        """``settings``: the settings now (a reload changes the watched folders, whose
+        documents' formats and PDF passwords they hold)."""
         self.db = db
         self.spool = spool
-        self.output_dir = output_dir
-        self.output = output
-        self.pdf_password = pdf_password  # a watched folder's password for its PDFs
-        output_dir.mkdir(parents=True, exist_ok=True)
+        self.settings = settings
+        self.output_dir = settings().paths.output_dir
+        self.output_dir.mkdir(parents=True, exist_ok=True)
 
     def rendered(self, document_id: str, formats) -> dict[str, str | bytes]:
         """The document in these formats. Raises NotReady until it is final."""
@@ -257,8 +258,9 @@ class Exporter:
         try:
             data, report = searchable_pdf(original, doc.kind,
                                           page_trees(self.db, document_id),
-                                          output_type=self.output.pdf_type,
-                                          password=self.pdf_password(doc.watch_folder))
+                                          output_type=self.settings().output.pdf_type,
+                                          password=self.settings().pdf_password(
+                                              doc.watch_folder))
         except ApplianceError:
             raise
         except Exception as exc:  # the PDF libraries' own errors, on an original they refuse
@@ -287,27 +289,30 @@ class Exporter:
         return any((self.output_dir / f"{stem}{suffix}").exists() for suffix in SUFFIXES.values())
 
     def export(self, document_id: str) -> list[Path]:
-        formats = list(self.output.formats)
-        clock = Stopwatch()  # in the exported event: `appliance bench` tables it
-        with clock.stage("render"):
-            rendered = self.rendered(document_id, [f for f in formats if f != "pdf"])
-        if "pdf" in formats:
-            try:
-                with clock.stage("pdf"):
-                    rendered["pdf"] = self.pdf(document_id)
-            except ApplianceError as exc:  # e.g. an original pikepdf cannot open
-                log.warning("searchable PDF not written doc=%s code=%s reason=%s", document_id,
-                            exc.code, exc.message)
+        """Write the final document's files, in the formats its channel asks for (none
+        at all for a document sent over an API by default), and mark it exported."""
         view = queries.get_document(self.db, document_id)
-        stem = transitions.reserve_output_stem(self.db, document_id, safe_stem(view.doc.name),
-                                               self._taken_on_disk)
-        paths = []
-        if queries.latest_fields(self.db, document_id) is None:
-            rendered.pop("fields.json", None)  # a type without fields: no empty file
-        with clock.stage("write"):
-            self._write(document_id, stem, rendered, paths)
+        formats = self.settings().output_formats(view.doc.watch_folder)
+        clock = Stopwatch()  # in the exported event: `appliance bench` tables it
+        paths: list[Path] = []
+        if formats:
+            with clock.stage("render"):
+                rendered = self.rendered(document_id, [f for f in formats if f != "pdf"])
+            if "pdf" in formats:
+                try:
+                    with clock.stage("pdf"):
+                        rendered["pdf"] = self.pdf(document_id)
+                except ApplianceError as exc:  # e.g. an original pikepdf cannot open
+                    log.warning("searchable PDF not written doc=%s code=%s reason=%s",
+                                document_id, exc.code, exc.message)
+            if queries.latest_fields(self.db, document_id) is None:
+                rendered.pop("fields.json", None)  # a type without fields: no empty file
+            stem = transitions.reserve_output_stem(self.db, document_id,
+                                                   safe_stem(view.doc.name), self._taken_on_disk)
+            with clock.stage("write"):
+                self._write(document_id, stem, rendered, paths)
         transitions.mark_exported(self.db, document_id, [p.name for p in paths], clock.ms)
-        log.info("exported doc=%s stem=%s status=%s", document_id, stem, view.status)
+        log.info("exported doc=%s files=%d status=%s", document_id, len(paths), view.status)
         return paths
 
     def _write(self, document_id: str, stem: str, rendered: dict[str, str | bytes],

@@ -331,9 +331,9 @@ def format_report(result: dict) -> str:
         rows.append(f"{label:<26}{_ms(pct['p50']):>5}  {_ms(pct['p95']):>5}  {_ms(pct['p99']):>5}")
     rows.append("stages (mean ms per page)   " + ", ".join(
         f"{stage.removesuffix('_ms')} {ms:.1f}" for stage, ms in result["stage_ms"].items()))
-    if result["output_ms"]:
-        rows.append("outputs (mean ms per doc)   " + ", ".join(
-            f"{stage.removesuffix('_ms')} {ms:.1f}" for stage, ms in result["output_ms"].items()))
+    rows.append("outputs (mean ms per doc)   " + (", ".join(
+        f"{stage.removesuffix('_ms')} {ms:.1f}" for stage, ms in result["output_ms"].items())
+        or "none written (output.upload_formats; made when fetched)"))
     if not result["pipeline_choices"]:
         rows.append("pipeline choices            off: no auto-tiling, no second opinion "
                     "(the pure overhead)")

@@ -608,7 +608,8 @@ def test_a_typed_document_is_routed_by_its_fields_and_its_json_carries_them(tmp_
     from tests.ui.test_ui_handlers import make_appliance
 
     appliance = make_appliance(tmp_path, review={"review_below": 0.0, "accept_from": 0.0,
-                                                 "second_opinion": False})
+                                                 "second_opinion": False},
+                               output={"upload_formats": ["fields.json"]})
     appliance.start()
     try:
         complete, short = tmp_path / "complete.png", tmp_path / "short.png"

@@ -8,7 +8,7 @@ import sys
 
 import pytest
 
-from appliance.config import dump_toml
+from appliance.config import OUTPUT_FORMATS, dump_toml
 from appliance.raster.synthetic import render_text_page
 
 
@@ -23,7 +23,10 @@ def bench(tmp_path, config: dict, *args) -> dict:
 
 
 def test_bench_compares_the_daemon_with_the_bare_engine(tmp_path):
-    result = bench(tmp_path, {"engine": {"name": "classic", "threads": 1}},
+    # the bench sends its pages over the API: asked to write them to disk as well, so
+    # that the outputs' cost is measured
+    result = bench(tmp_path, {"engine": {"name": "classic", "threads": 1},
+                              "output": {"upload_formats": list(OUTPUT_FORMATS)}},
                    "--limit", "3", "--concurrency", "2", "--cost-per-hour", "3.6")
     assert result["appliance"]["pages_done"] == 3
     assert result["appliance"]["pages_per_min"] > 0 and result["bare"]["pages_per_min"] > 0

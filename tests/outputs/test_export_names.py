@@ -20,8 +20,8 @@ CJK_NAME = "增值税电子普通发票" * 12 + ".pdf"  # 108 characters, 324 by
 
 @pytest.fixture
 def store(tmp_path):
-    settings = make_settings(tmp_path, output={"formats": ["md", "json", "txt", "hocr",
-                                                           "alto"]})
+    settings = make_settings(tmp_path, output={"upload_formats": ["md", "json", "txt", "hocr",
+                                                                  "alto"]})
     db = Database(settings.paths.data_dir / "appliance.db")
     yield settings, db
     db.close()
@@ -40,8 +40,7 @@ def test_a_long_cjk_name_is_cut_in_bytes_at_a_character(store):
     """About 77 CJK characters filled NAME_MAX with `.alto.xml` and the temporary
     file's suffix: the export failed every 30 s for ever."""
     settings, db = store
-    exporter = Exporter(db, Spool(settings.paths.spool), settings.paths.output_dir,
-                        settings.output)
+    exporter = Exporter(db, Spool(settings.paths.spool), lambda: settings)
     first, second = read_document(db, CJK_NAME), read_document(db, CJK_NAME)
     for doc in (first, second):  # the second gets the first's name and its id
         exporter.export(doc.id)
@@ -67,7 +66,7 @@ def test_an_export_that_can_never_be_written_ends_output_failed(tmp_path):
     """A name the file system refuses for good (here folders where the .md would go,
     under its own name and under the name with its id): the document is final
     without its files, says why, and the sweep leaves it."""
-    appliance = Appliance(make_settings(tmp_path, output={"formats": ["md", "txt"]}))
+    appliance = Appliance(make_settings(tmp_path, output={"upload_formats": ["md", "txt"]}))
     try:
         doc = read_document(appliance.db, "report.png")
         for stem in ("report", f"report-{doc.id[:8]}"):

@@ -123,7 +123,7 @@ def boxes(tree) -> dict:
 
 
 def test_output_formats_choose_the_files_written(tmp_path):
-    appliance = make_appliance(tmp_path, output={"formats": ["md", "alto"]})
+    appliance = make_appliance(tmp_path, output={"upload_formats": ["md", "alto"]})
     appliance.start()
     try:
         path = tmp_path / "scan.png"

@@ -13,7 +13,8 @@ from PIL import Image, ImageDraw, ImageFilter, ImageFont
 from appliance.config import DOC_TYPES, PreprocessSettings
 from appliance.engines.orientation import TextBoxDirections, UpsideDownClassifier
 from appliance.raster.layout import analyze
-from appliance.raster.preprocess import (PROFILE_LADDER, RESOLUTION_PROFILES, preprocess,
+from appliance.raster.preprocess import (PROFILE_LADDER, READABLE_CHAR_HEIGHT_PX,
+                                         RESOLUTION_PROFILES, preprocess,
                                          to_original)
 from appliance.raster.synthetic import render_text_page, sample_lines
 
@@ -286,9 +287,19 @@ def test_small_print_moves_up_a_profile():
     # 1754 px (enlarging to 1792 adds nothing the print needs)
     assert record.detail["steps_up"] == 1 and out.size == fine.size
     assert record.detail["char_height_px"] >= 16
-    tiny = render_text_page(sample_lines(4, 30, words_per_line=9), font_size=11)
+    # print the recogniser reads as it is stays as it is, even below the profile's minimum
+    small = render_text_page(sample_lines(4, 30, words_per_line=9), font_size=12)
+    out, [record] = preprocess(small, only("resolution_profiles"), doc_type="invoice")
+    assert READABLE_CHAR_HEIGHT_PX <= record.detail["char_height_px"] < 16
+    assert out.size == small.size and record.detail["scale"] == 1
+    # print too small for that is enlarged, as far as the top of the ladder
+    tiny = render_text_page(sample_lines(4, 30, words_per_line=9), font_size=7)
     out, [record] = preprocess(tiny, only("resolution_profiles"), doc_type="invoice")
     assert max(out.size) == PROFILE_LADDER[-1] and record.detail["below_min_char_height"]
+    # a reviewer's boost enlarges readable print too
+    out, [record] = preprocess(small, only("resolution_profiles"), doc_type="invoice",
+                               resolution_boost=1)
+    assert max(out.size) == PROFILE_LADDER[-1] and record.detail["scale"] > 1
 
 
 def test_pixel_cap_wins(page):

@@ -98,7 +98,7 @@ def wait_for_a_page_being_read(daemon: Daemon, timeout_s: float = 120) -> None:
 
 def test_kill_9_while_reading_loses_doubles_and_re_exports_nothing(tmp_path):
     stop = threading.Event()
-    daemon = Daemon(tmp_path).start()
+    daemon = Daemon(tmp_path, output={"upload_formats": ["md"]}).start()  # a file per document
     clients = [RetryingClient(daemon, n, stop) for n in range(CLIENTS)]
     try:
         daemon.wait_ready()

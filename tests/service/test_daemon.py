@@ -17,6 +17,7 @@ import psutil
 import pypdfium2 as pdfium
 import pytest
 
+from appliance.config import OUTPUT_FORMATS
 from appliance.oneshot import Interrupted, _interruptible
 from appliance.store import Database
 from appliance.store.models import Event
@@ -38,53 +39,69 @@ def daemon(tmp_path):
     d.stop()
 
 
-def test_api_roundtrip_pdf_and_png(daemon, tmp_path):
-    pdf = write_pdf(tmp_path / "report.pdf", [PAGE_A, PAGE_B])
-    png = write_png(tmp_path / "receipt.png", PAGE_C)
+def test_api_roundtrip_pdf_and_png(tmp_path):
+    """Sent over the API and asked for in every format on disk too: the files written
+    are what the API serves."""
+    with Daemon(tmp_path, output={"upload_formats": list(OUTPUT_FORMATS)}).running() as daemon:
+        pdf = write_pdf(tmp_path / "report.pdf", [PAGE_A, PAGE_B])
+        png = write_png(tmp_path / "receipt.png", PAGE_C)
+        assert daemon.client.get("/healthz").json() == {"status": "ok"}
+        docs = [daemon.upload(pdf), daemon.upload(png)]
+        assert [d["page_count"] for d in docs] == [2, 1]
+        final = daemon.wait_final([d["id"] for d in docs])
+        assert [d["status"] for d in final] == ["done", "done"]
+
+        md = daemon.client.get(f"/api/v1/documents/{docs[0]['id']}/result", params={"format": "md"})
+        assert md.status_code == 200 and md.headers["content-type"].startswith("text/markdown")
+        assert text_similarity(md.text, " ".join(PAGE_A + PAGE_B)) > 0.7
+        txt = daemon.client.get(f"/api/v1/documents/{docs[1]['id']}/result?format=txt").text
+        assert text_similarity(txt, " ".join(PAGE_C)) > 0.7
+        body = daemon.client.get(f"/api/v1/documents/{docs[0]['id']}/result?format=json").json()
+        assert [p["number"] for p in body["pages"]] == [1, 2]
+        assert body["pages"][0]["lines"][0]["box"]
+        assert body["pages"][0]["provenance"]["engine"] == "classic"
+
+        daemon.wait_exported([d["id"] for d in docs])
+        exported = sorted(p.name for p in daemon.output_dir.iterdir())
+        assert exported == sorted(f"{stem}{suffix}" for stem in ("receipt", "report")
+                                  for suffix in (".md", ".json", ".txt", ".hocr", ".alto.xml",
+                                                 ".pdf"))
+        assert (daemon.output_dir / "report.md").read_text() == md.text
+        # the words with their positions, for archives and other OCR tools
+        hocr = daemon.client.get(f"/api/v1/documents/{docs[0]['id']}/result?format=hocr")
+        assert hocr.headers["content-type"].startswith("application/xhtml+xml")
+        assert hocr.text.count('class="ocr_page"') == 2 and ">4711</span>" in hocr.text
+        alto = daemon.client.get(f"/api/v1/documents/{docs[0]['id']}/result?format=alto")
+        assert alto.headers["content-type"].startswith("application/xml")
+        assert 'CONTENT="4711"' in alto.text
+        assert alto.text == (daemon.output_dir / "report.alto.xml").read_text()
+        # the original pages with the accepted words as an invisible text layer, PDF/A-2b
+        pdf = daemon.client.get(f"/api/v1/documents/{docs[0]['id']}/result?format=pdf")
+        assert pdf.headers["content-type"] == "application/pdf"
+        assert pdf.headers["content-disposition"].startswith("attachment")
+        searchable = pdfium.PdfDocument(pdf.content)
+        try:
+            assert len(searchable) == 2
+            assert "4711" in searchable[0].get_textpage().get_text_range()
+        finally:
+            searchable.close()
+        with pikepdf.open(io.BytesIO(pdf.content)) as archived:
+            assert archived.open_metadata().pdfa_status == "2B"
+        with pikepdf.open(daemon.output_dir / "report.pdf") as exported_pdf:
+            assert len(exported_pdf.pages) == 2
+
+
+def test_a_document_sent_over_the_api_is_written_to_disk_only_when_asked(daemon, tmp_path):
+    """By default its sender fetches what it wants: nothing is made for output_dir, and
+    every format, the searchable PDF included, is made when asked for."""
     daemon.wait_ready()
-    assert daemon.client.get("/healthz").json() == {"status": "ok"}
-    docs = [daemon.upload(pdf), daemon.upload(png)]
-    assert [d["page_count"] for d in docs] == [2, 1]
-    final = daemon.wait_final([d["id"] for d in docs])
-    assert [d["status"] for d in final] == ["done", "done"]
-
-    md = daemon.client.get(f"/api/v1/documents/{docs[0]['id']}/result", params={"format": "md"})
-    assert md.status_code == 200 and md.headers["content-type"].startswith("text/markdown")
-    assert text_similarity(md.text, " ".join(PAGE_A + PAGE_B)) > 0.7
-    txt = daemon.client.get(f"/api/v1/documents/{docs[1]['id']}/result?format=txt").text
+    doc = daemon.upload(write_png(tmp_path / "receipt.png", PAGE_C))
+    daemon.wait_exported([doc["id"]])
+    assert list(daemon.output_dir.iterdir()) == []
+    pdf = daemon.client.get(f"/api/v1/documents/{doc['id']}/result?format=pdf")
+    assert pdf.status_code == 200 and pdf.content.startswith(b"%PDF")
+    txt = daemon.client.get(f"/api/v1/documents/{doc['id']}/result?format=txt").text
     assert text_similarity(txt, " ".join(PAGE_C)) > 0.7
-    body = daemon.client.get(f"/api/v1/documents/{docs[0]['id']}/result?format=json").json()
-    assert [p["number"] for p in body["pages"]] == [1, 2]
-    assert body["pages"][0]["lines"][0]["box"] and body["pages"][0]["provenance"]["engine"] == "classic"
-
-    daemon.wait_exported([d["id"] for d in docs])
-    exported = sorted(p.name for p in daemon.output_dir.iterdir())
-    assert exported == sorted(f"{stem}{suffix}" for stem in ("receipt", "report")
-                              for suffix in (".md", ".json", ".txt", ".hocr", ".alto.xml",
-                                             ".pdf"))
-    assert (daemon.output_dir / "report.md").read_text() == md.text
-    # the words with their positions, for archives and other OCR tools
-    hocr = daemon.client.get(f"/api/v1/documents/{docs[0]['id']}/result?format=hocr")
-    assert hocr.headers["content-type"].startswith("application/xhtml+xml")
-    assert hocr.text.count('class="ocr_page"') == 2 and ">4711</span>" in hocr.text
-    alto = daemon.client.get(f"/api/v1/documents/{docs[0]['id']}/result?format=alto")
-    assert alto.headers["content-type"].startswith("application/xml")
-    assert 'CONTENT="4711"' in alto.text
-    assert alto.text == (daemon.output_dir / "report.alto.xml").read_text()
-    # the original pages with the accepted words as an invisible text layer, PDF/A-2b
-    pdf = daemon.client.get(f"/api/v1/documents/{docs[0]['id']}/result?format=pdf")
-    assert pdf.headers["content-type"] == "application/pdf"
-    assert pdf.headers["content-disposition"].startswith("attachment")
-    searchable = pdfium.PdfDocument(pdf.content)
-    try:
-        assert len(searchable) == 2
-        assert "4711" in searchable[0].get_textpage().get_text_range()
-    finally:
-        searchable.close()
-    with pikepdf.open(io.BytesIO(pdf.content)) as archived:
-        assert archived.open_metadata().pdfa_status == "2B"
-    with pikepdf.open(daemon.output_dir / "report.pdf") as exported_pdf:
-        assert len(exported_pdf.pages) == 2
 
 
 def test_api_errors_are_json(daemon, tmp_path):
@@ -122,7 +139,7 @@ def test_worker_killed_mid_page_is_restarted_and_the_page_retried(daemon, tmp_pa
 
 def test_daemon_killed_mid_batch_completes_every_document_once(tmp_path):
     paths = [write_pdf(tmp_path / f"batch-{i}.pdf", [PAGE_A, PAGE_B, PAGE_C]) for i in range(4)]
-    first = Daemon(tmp_path).start()
+    first = Daemon(tmp_path, output={"upload_formats": ["md"]}).start()
     try:
         first.wait_ready()
         ids = [first.upload(p)["id"] for p in paths]
@@ -137,7 +154,7 @@ def test_daemon_killed_mid_batch_completes_every_document_once(tmp_path):
     finally:
         first.stop()
 
-    second = Daemon(tmp_path).start()
+    second = Daemon(tmp_path, output={"upload_formats": ["md"]}).start()
     try:
         second.wait_ready()
         final = second.wait_final(ids)

@@ -224,7 +224,8 @@ class ApplianceMachine(RuleBasedStateMachine):
             # hot_days = 0: a retention tick may purge every finished document
             retention={"hot_days": 0, "min_free_disk_mb": 0},
             webhooks={"allow_hosts": ["127.0.0.1"]},
-            output={"formats": ["md", "json", "txt"]},
+            # the API's documents are written too, so that every export can be checked
+            output={"formats": ["md", "json", "txt"], "upload_formats": ["md"]},
             watch=[{"path": str(self.dirs["inbox"]), "name": "inbox", "disposition": "move",
                     "processed_dir": str(self.processed), "failed_dir": str(self.failed),
                     "on_duplicate": "skip", **common},

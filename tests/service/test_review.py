@@ -53,10 +53,10 @@ def in_review(db, *, pages=1, doc_type="invoice", folder=None, lane=Lane.BATCH,
 def setup(tmp_path):
     # these documents are made in the store, without an original to make a PDF from
     settings = make_settings(tmp_path, review={"lock_minutes": 1.0},
-                             output={"formats": ["md", "json", "txt", "hocr", "alto"]})
+                             output={"upload_formats": ["md", "json", "txt", "hocr", "alto"]})
     db = Database(settings.paths.data_dir / "appliance.db")
     spool = Spool(settings.paths.data_dir / "spool")
-    exporter = Exporter(db, spool, settings.paths.output_dir, settings.output)
+    exporter = Exporter(db, spool, lambda: settings)
     settled, woken = [], []
 
     def finish(document_id):
