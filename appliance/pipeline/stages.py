@@ -286,8 +286,9 @@ def _better_way_up(pipeline: PagePipeline, job: Job, rendered: Image.Image,
                    request: PageRequest, turned: tuple) -> tuple:
     """A page turned 180 degrees on a guess (``raster.turning``) read as it came too:
     of the two readings, each read (``pipeline.read``) and scored, the better one, with
-    its image, preprocessing steps and cache key (the turned page's on a tie). Its
-    provenance keeps both scores (``way_up``)."""
+    its image, preprocessing steps and cache key; on a tie the page as it came, since
+    nothing but the guess says to turn it (blurred receipts read as nothing both ways
+    were turned). Its provenance keeps both scores (``way_up``)."""
     settings = pipeline.settings.preprocess
     image, steps = preprocess(rendered, replace(settings, orientation=False),
                               doc_type=job.doc_type, max_pixels=job.max_pixels,
@@ -296,7 +297,7 @@ def _better_way_up(pipeline: PagePipeline, job: Job, rendered: Image.Image,
     options = [(turned[0], turned[1], pipeline.read(turned[2], turned[0]), turned[3]),
                (image, steps, pipeline.read(recognition, image), key)]
     scores = [score_page(option[2], doc_type=request.doc_type).score for option in options]
-    image, steps, recognition, key = options[scores.index(max(scores))]
+    image, steps, recognition, key = options[0 if scores[0] > scores[1] else 1]
     return image, steps, recognition.noted({"way_up": {"turned": round(scores[0], 4),
                                                        "as_it_came": round(scores[1], 4)}}), key
 

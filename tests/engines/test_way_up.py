@@ -3,13 +3,15 @@ orientation classifier, the real classic engine, the worker's own pipeline."""
 
 from __future__ import annotations
 
+import random
 from concurrent.futures import ThreadPoolExecutor
 
 import pytest
-from PIL import ImageFilter
+from PIL import Image, ImageFilter
 
 from appliance.engines import create_engine
 from appliance.engines.messages import Job, PageDone
+from appliance.measure.synthetic_sets import _receipt_page
 from appliance.pipeline.stages import PagePipeline, PageSettings, run_job
 from appliance.raster.synthetic import render_text_page, sample_lines
 from tests.fixtures.documents import text_similarity
@@ -24,8 +26,9 @@ def pipeline():
     pipeline.engine.close()
 
 
-def read(pipeline, tmp_path, blur: float, turned: int) -> PageDone:
-    page = render_text_page(LINES, width=900, height=1300, font_size=26)
+def read(pipeline, tmp_path, blur: float, turned: int, page: Image.Image | None = None
+         ) -> PageDone:
+    page = page or render_text_page(LINES, width=900, height=1300, font_size=26)
     path = tmp_path / f"page-{blur}-{turned}.png"
     page.filter(ImageFilter.GaussianBlur(blur)).rotate(turned).save(path)
     job = Job(job_id=1, original=path, kind="png", page_index=0, dpi=150,
@@ -52,6 +55,16 @@ def test_a_blurred_upright_page_voted_upside_down_is_kept_as_it_came(pipeline, t
     assert text_similarity(done.recognition.text, "\n".join(LINES)) > 0.85
     assert done.confidence == pytest.approx(way_up["as_it_came"], abs=1e-4)
     assert "as_it_came_ms" in done.timings_ms
+
+
+def test_a_page_read_as_nothing_both_ways_is_kept_as_it_came(pipeline, tmp_path):
+    # make-eval-set's receipt, blurred past reading: the classifier turns it on 10 weak
+    # votes against 2, and turned or not it reads as nothing; only the guess says turn
+    receipt, _truth = _receipt_page(random.Random("13-receipts-4"))
+    done = read(pipeline, tmp_path, blur=3.5, turned=0, page=receipt)
+    way_up = done.recognition.provenance["way_up"]
+    assert way_up["as_it_came"] == way_up["turned"]
+    assert orientation(done) == {}
 
 
 def test_an_upside_down_page_is_turned_on_a_guess_or_a_sure_vote(pipeline, tmp_path):
