@@ -22,9 +22,7 @@ def error_text(code: str | None, message: str | None, lang: str = EN) -> str:
         return ""
     if not code:
         return message or ""
-    if lang == EN or f"error_{code}" not in TEXTS:
-        return f"{message or text('failed_reason', lang)} [{code}]"
-    return f"{error_words(code, message, lang)} [{code}]"
+    return f"{error_words(code, message, lang) or text('failed_reason', lang)} [{code}]"
 
 
 def error_words(code: str, message: str | None, lang: str = EN) -> str:
