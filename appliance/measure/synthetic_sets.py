@@ -70,7 +70,7 @@ def make_sets(root: Path, pages: int = 12, seed: int = 7) -> dict[str, int]:
               "columns-span": ("report", synthetic_spans.latin_page),
               "columns-span-zh": ("report", synthetic_spans.chinese_page),
               "prose": ("report", synthetic_prose.prose_page),
-              "receipts": ("receipt", _receipt_page),
+              "receipts": ("receipt", receipt_page),
               "tables": ("table", _table_page), "degraded": ("generic", _degraded_page)}
     counts = {name: write_set(root, name, doc_type, make, pages, seed)
               for name, (doc_type, make) in makers.items()}
@@ -172,7 +172,9 @@ def _chinese_page(rng: random.Random) -> tuple[Image.Image, dict[str, str]]:
     return _scan(image, rng, mild=True), {".txt": "\n".join(truth) + "\n"}
 
 
-def _receipt_page(rng: random.Random) -> tuple[Image.Image, str, str]:
+def receipt_page(rng: random.Random) -> tuple[Image.Image, dict[str, str]]:
+    """A till receipt (shop, items, total, date) in a proportional or a monospaced face,
+    scanned mildly; its truth (by file suffix)."""
     width = 620
     size = rng.choice((22, 24, 26))
     font = _font(rng.choice((FONTS[0], "/usr/share/fonts/truetype/dejavu/DejaVuSansMono.ttf")),

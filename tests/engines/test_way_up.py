@@ -11,7 +11,7 @@ from PIL import Image, ImageFilter
 
 from appliance.engines import create_engine
 from appliance.engines.messages import Job, PageDone
-from appliance.measure.synthetic_sets import _receipt_page
+from appliance.measure.synthetic_sets import receipt_page
 from appliance.pipeline.stages import PagePipeline, PageSettings, run_job
 from appliance.raster.synthetic import render_text_page, sample_lines
 from tests.fixtures.documents import text_similarity
@@ -60,7 +60,7 @@ def test_a_blurred_upright_page_voted_upside_down_is_kept_as_it_came(pipeline, t
 def test_a_page_read_as_nothing_both_ways_is_kept_as_it_came(pipeline, tmp_path):
     # make-eval-set's receipt, blurred past reading: the classifier turns it on 10 weak
     # votes against 2, and turned or not it reads as nothing; only the guess says turn
-    receipt, _truth = _receipt_page(random.Random("13-receipts-4"))
+    receipt, _truth = receipt_page(random.Random("13-receipts-4"))
     done = read(pipeline, tmp_path, blur=3.5, turned=0, page=receipt)
     way_up = done.recognition.provenance["way_up"]
     assert way_up["as_it_came"] == way_up["turned"]
