@@ -22,6 +22,7 @@ from dataclasses import dataclass
 from decimal import Decimal, InvalidOperation
 
 QR_FORMAT = "QRCode"  # engines.barcodes' name of the format
+QR_DOC_TYPES = frozenset({"fapiao"})  # whose every page carries such a code
 _FIELDS = re.compile(r"01,(\d{2}),(\d{10}|\d{12})?,(\d{8}|\d{20}),(\d+(?:\.\d{1,2})?),(\d{8}),"
                      r"\d{0,20}(?:,|$)")  # then the check code
 

@@ -35,6 +35,7 @@ from appliance.engines.tesseract import TesseractReader, tesseract_problem
 from appliance.engines.vision import VisionEngine
 from appliance.errors import ApplianceError, EngineError, PagePreempted
 from appliance.fields.model import parse_answer, question
+from appliance.fields.qr import QR_DOC_TYPES
 from appliance.fields.schema import FieldSpec
 from appliance.outputs.placement import place_text
 from appliance.page import Recognition
@@ -210,7 +211,8 @@ def run_job(pipeline: PagePipeline, job: Job, background: ThreadPoolExecutor,
                                                  request)
         if settings.barcodes:
             with clock.stage("barcodes"):
-                recognition = replace(recognition, barcodes=read_barcodes(engine_image()))
+                recognition = replace(recognition, barcodes=read_barcodes(
+                    engine_image(), qr_expected=request.doc_type in QR_DOC_TYPES))
         if key:  # so that deleting the document can delete its cache entries too
             recognition = recognition.noted({CACHE_PROVENANCE: key})
         recognition = recognition.noted({

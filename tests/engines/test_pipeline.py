@@ -13,6 +13,7 @@ from PIL import Image
 from appliance import reading
 from appliance.config import load_settings
 from appliance.engines.base import PageRequest
+from appliance.engines.barcodes import read_barcodes
 from appliance.engines.cache import ResultCache, image_digest
 from appliance.engines.prompts import prompt_for, user_turn
 from appliance.measure import synthetic_chinese
@@ -143,6 +144,31 @@ def test_a_fapiao_whose_print_disagrees_with_its_qr_code_goes_to_review(tmp_path
         (code["format"], code["value"])]
     coded = code["value"].split(",")[4]
     assert f"field_invalid: amount: {printed} != {coded} in its QR code" in result.reasons
+
+
+def test_a_photocopied_fapiaos_qr_code_is_read_where_the_plain_reading_finds_none(tmp_path,
+                                                                                 daemon):
+    """A fapiao's page is read for its QR code again on a cleaned copy where zxing-cpp
+    found none on the page: make-eval-set's photocopy (dev seed 7, page 27), blurred and
+    speckled at half the resolution."""
+    image, truths = fapiao_page(random.Random("7-fapiao-fields-27"))
+    (code,) = json.loads(truths[".barcodes.json"])["codes"]
+    assert read_barcodes(image) == []
+    image.save(tmp_path / "photocopy.png")
+    d = daemon()
+    doc = d.upload(tmp_path / "photocopy.png", doc_type="fapiao")["id"]
+    wait_for(lambda: d.document(doc)["status"] not in ("queued", "processing"),
+             what="the fapiao read")
+    db = Database(load_settings(d.config_path).paths.database)
+    try:
+        ((_page, result),) = queries.accepted_results(db, doc)
+    finally:
+        db.close()
+    assert [(c["format"], c["value"]) for c in result.barcodes] == [
+        (code["format"], code["value"])]
+    width, height = Image.open(tmp_path / "photocopy.png").size
+    assert all(0 <= x <= width and 0 <= y <= height  # its corners in the page's pixels
+               for x, y in result.barcodes[0]["polygon"])
 
 
 def test_an_upside_down_scan_is_read_upright(tmp_path, daemon):
