@@ -9,7 +9,7 @@ import math
 from appliance.errors import said_as, specifics
 from appliance.export import document_error
 from appliance.library import DocumentView, PageStatus
-from ui.i18n import EN, TEXTS, plural, text
+from ui.i18n import EN, TEXTS, plural, said_value, text
 
 NO_REVIEWER_TEXT = text("no_reviewer")
 
@@ -28,13 +28,16 @@ def error_text(code: str | None, message: str | None, lang: str = EN) -> str:
 def error_words(code: str, message: str | None, lang: str = EN) -> str:
     """A failure in ``lang`` without its code: the code's sentence and, after it, what
     the message says of its case, in ``lang`` where the library said it by a key of
-    ``errors.SAID``, else as the library gave it. In English the library's message."""
+    ``errors.SAID`` (a kind of file it names too), else as the library gave it. In
+    English the library's message."""
     key = f"error_{code}"
     if lang == EN or key not in TEXTS:
         return message or ""
     sentence, said = text(key, lang), specifics(code, message)
     if (found := said_as(code, message)) and f"said_{found[0]}" in TEXTS:
-        said = text(f"said_{found[0]}", lang, **found[1])
+        case, values = found
+        said = text(f"said_{case}", lang,
+                    **{name: said_value(value, lang) for name, value in values.items()})
     if said:
         sentence = text("error_specifics", lang, sentence=sentence, specifics=said)
     return sentence

@@ -28,6 +28,7 @@ from typing import Any, Mapping
 import gradio as gr
 
 from appliance.errors import SAID
+from appliance.intake.sniff import KIND_WORDS
 
 EN, ZH = "en", "zh-CN"
 LANGUAGES = (EN, ZH)
@@ -856,6 +857,21 @@ _SAID_ZH = {
     "rejected_note": "复核员 {reviewer} 判定此页无法识别：{note}",
 }
 TEXTS.update({f"said_{key}": (SAID[key], zh) for key, zh in _SAID_ZH.items()})
+# the kinds of file an intake refusal names, by appliance.intake.sniff.KIND_WORDS' key
+_KIND_ZH = {
+    "pdf": "PDF 文件", "png": "PNG 图像", "jpeg": "JPEG 图像", "tiff": "TIFF 图像",
+    "bmp": "BMP 图像", "webp": "WebP 图像", "gif": "GIF 图像", "rtf": "RTF 文档",
+    "ole": "旧版 Microsoft Office 文档（.doc、.xls 或 .ppt）", "postscript": "PostScript 文件",
+    "jpeg2000": "JPEG 2000 图像", "djvu": "DjVu 文档", "gzip": "gzip 压缩包",
+    "7z": "7-Zip 压缩包", "rar": "RAR 压缩包", "docx": "Word 文档（.docx）",
+    "xlsx": "Excel 工作簿（.xlsx）", "pptx": "PowerPoint 演示文稿（.pptx）",
+    "opendocument": "OpenDocument 文件（.odt、.ods 或 .odp）", "epub": "EPUB 电子书",
+    "office": "Microsoft Office 文档", "zip": "ZIP 压缩包（请解压后提交其中的扫描件）",
+    "heic": "HEIC 图像", "heif": "HEIF 图像", "avif": "AVIF 图像", "svg": "SVG 矢量图",
+    "html": "HTML 网页", "xml": "XML 文件", "text": "纯文本文件",
+}
+TEXTS.update({f"kind_{key}": (KIND_WORDS[key], zh) for key, zh in _KIND_ZH.items()})
+_KIND_KEYS = {words: key for key, words in KIND_WORDS.items()}
 
 
 def _check() -> None:
@@ -883,6 +899,13 @@ def text(key: str, lang: str = EN, **values: Any) -> str:
     en, zh = TEXTS[key]
     chosen = zh if lang == ZH else en
     return chosen.format(**values) if values else chosen
+
+
+def said_value(value: str, lang: str = EN) -> str:
+    """A value of a failure's specifics in ``lang``: a kind of file the intake named
+    translated, any other (a size, a limit, a decoder's own words) as it is."""
+    key = _KIND_KEYS.get(value)
+    return text(f"kind_{key}", lang) if key else value
 
 
 def plural(key: str, n: int, lang: str = EN, **values: Any) -> str:

@@ -37,40 +37,59 @@ _PREFIXES: tuple[tuple[bytes, str], ...] = (
     (b"GIF89a", "gif"),
 )
 
+# What a refusal calls each kind of file it names, by key (ui.i18n says each in Chinese:
+# kind_<key>).
+KIND_WORDS = {
+    # what a file's name promises, where its content is none of these
+    "pdf": "a PDF", "png": "a PNG image", "jpeg": "a JPEG image", "tiff": "a TIFF image",
+    "bmp": "a BMP image", "webp": "a WebP image", "gif": "a GIF image",
+    # formats people send by mistake
+    "rtf": "an RTF document",
+    "ole": "a legacy Microsoft Office document (.doc, .xls or .ppt)",
+    "postscript": "a PostScript file", "jpeg2000": "a JPEG 2000 image",
+    "djvu": "a DjVu document", "gzip": "a gzip archive", "7z": "a 7-Zip archive",
+    "rar": "a RAR archive", "docx": "a Word document (.docx)",
+    "xlsx": "an Excel workbook (.xlsx)", "pptx": "a PowerPoint presentation (.pptx)",
+    "opendocument": "an OpenDocument file (.odt, .ods or .odp)", "epub": "an EPUB e-book",
+    "office": "a Microsoft Office document",
+    "zip": "a ZIP archive (unpack it and submit the scans inside)",
+    "heic": "a HEIC image", "heif": "a HEIF image", "avif": "an AVIF image",
+    "svg": "an SVG drawing", "html": "an HTML page", "xml": "an XML file",
+    "text": "a plain text file",
+}
+
 # What a file's name says it is, for the message on a file whose content is none of
 # these: its name promises a kind the content does not have.
-_NAMED_KINDS = {".pdf": "a PDF", ".png": "a PNG image", ".jpg": "a JPEG image",
-                ".jpeg": "a JPEG image", ".tif": "a TIFF image", ".tiff": "a TIFF image",
-                ".bmp": "a BMP image", ".webp": "a WebP image", ".gif": "a GIF image"}
+_NAMED_KINDS = {".pdf": "pdf", ".png": "png", ".jpg": "jpeg", ".jpeg": "jpeg", ".tif": "tiff",
+                ".tiff": "tiff", ".bmp": "bmp", ".webp": "webp", ".gif": "gif"}
 
 # Sizes of the BMP info header that follows the 14-byte file header (core, v1..v5).
 _BMP_INFO_SIZES = frozenset({12, 16, 40, 52, 56, 64, 108, 124})
 
 # Formats people send by mistake, named so the message can say what the file is.
 _OTHER_PREFIXES: tuple[tuple[bytes, str], ...] = (
-    (b"{\\rtf", "an RTF document"),
-    (b"\xd0\xcf\x11\xe0\xa1\xb1\x1a\xe1", "a legacy Microsoft Office document (.doc, .xls or .ppt)"),
-    (b"%!PS", "a PostScript file"),
-    (b"\x00\x00\x00\x0cjP  ", "a JPEG 2000 image"),
-    (b"\xff\x4f\xff\x51", "a JPEG 2000 image"),
-    (b"AT&TFORM", "a DjVu document"),
-    (b"\x1f\x8b", "a gzip archive"),
-    (b"7z\xbc\xaf\x27\x1c", "a 7-Zip archive"),
-    (b"Rar!\x1a\x07", "a RAR archive"),
+    (b"{\\rtf", "rtf"),
+    (b"\xd0\xcf\x11\xe0\xa1\xb1\x1a\xe1", "ole"),
+    (b"%!PS", "postscript"),
+    (b"\x00\x00\x00\x0cjP  ", "jpeg2000"),
+    (b"\xff\x4f\xff\x51", "jpeg2000"),
+    (b"AT&TFORM", "djvu"),
+    (b"\x1f\x8b", "gzip"),
+    (b"7z\xbc\xaf\x27\x1c", "7z"),
+    (b"Rar!\x1a\x07", "rar"),
 )
 
 # Markers inside the first ZIP entries (names, or the stored "mimetype" of ODF/EPUB).
 _ZIP_MEMBERS: tuple[tuple[bytes, str], ...] = (
-    (b"word/", "a Word document (.docx)"),
-    (b"xl/", "an Excel workbook (.xlsx)"),
-    (b"ppt/", "a PowerPoint presentation (.pptx)"),
-    (b"application/vnd.oasis.opendocument", "an OpenDocument file (.odt, .ods or .odp)"),
-    (b"application/epub+zip", "an EPUB e-book"),
-    (b"[Content_Types].xml", "a Microsoft Office document"),
+    (b"word/", "docx"),
+    (b"xl/", "xlsx"),
+    (b"ppt/", "pptx"),
+    (b"application/vnd.oasis.opendocument", "opendocument"),
+    (b"application/epub+zip", "epub"),
+    (b"[Content_Types].xml", "office"),
 )
 
-_ISO_BMFF_BRANDS = {b"heic": "a HEIC image", b"heix": "a HEIC image", b"mif1": "a HEIF image",
-                    b"avif": "an AVIF image"}
+_ISO_BMFF_BRANDS = {b"heic": "heic", b"heix": "heic", b"mif1": "heif", b"avif": "avif"}
 
 _BOMS: tuple[tuple[bytes, str], ...] = (
     (b"\xef\xbb\xbf", "utf-8"),
@@ -106,15 +125,15 @@ def sniff_kind(head: bytes, name: str = "") -> str:
         raise TruncatedFile.said("signature_cut", size=len(head))
     what = _other_format(head[:HEAD_BYTES])
     if what is not None:
-        raise UnsupportedType.said("other_format", what=what)
+        raise UnsupportedType.said("other_format", what=KIND_WORDS[what])
     named = _NAMED_KINDS.get(PurePath(name).suffix.lower())
     if named is not None:
-        raise UnrecognizedFile.said("misnamed", named=named)
+        raise UnrecognizedFile.said("misnamed", named=KIND_WORDS[named])
     raise UnrecognizedFile.said("no_signature")
 
 
 def _other_format(head: bytes) -> str | None:
-    """A short description of a format we recognise but do not read, or None."""
+    """The key (of KIND_WORDS) of a format we recognise but do not read, or None."""
     for prefix, what in _OTHER_PREFIXES:
         if head.startswith(prefix):
             return what
@@ -122,27 +141,27 @@ def _other_format(head: bytes) -> str | None:
         for marker, what in _ZIP_MEMBERS:
             if marker in head:
                 return what
-        return "a ZIP archive (unpack it and submit the scans inside)"
+        return "zip"
     if head[4:8] == b"ftyp" and head[8:12] in _ISO_BMFF_BRANDS:
         return _ISO_BMFF_BRANDS[head[8:12]]
     text = _as_text(head)
     if text is None:
         return None
-    return _markup(text) or "a plain text file"
+    return _markup(text) or "text"
 
 
 def _markup(text: str) -> str | None:
     start = text.lstrip().lower()
     if start.startswith("{\\rtf"):
-        return "an RTF document"
+        return "rtf"
     if start.startswith(("<!doctype html", "<html", "<head", "<body")):
-        return "an HTML page"
+        return "html"
     if start.startswith("<?xml") or start.startswith("<!doctype") or start.startswith("<svg"):
         if re.search(r"<svg[\s>]", start):
-            return "an SVG drawing"
+            return "svg"
         if re.search(r"<html[\s>]", start):
-            return "an HTML page"
-        return "an XML file"
+            return "html"
+        return "xml"
     return None
 
 

@@ -17,7 +17,7 @@ from appliance.fields.schema import FieldSpec
 from appliance.fields.validate import validate
 from appliance.gpu import MemorySampler, Watermarks
 from appliance.errors import said_as
-from appliance.intake.sniff import sniff_kind
+from appliance.intake.sniff import KIND_WORDS, sniff_kind
 from appliance.raster import check_image_data, count_pages
 from appliance.library import FailureRow, HistoryEntry, PageStatus, PageView
 from appliance.measure.search_bench import generate_store
@@ -99,6 +99,28 @@ def test_an_intake_refusal_s_specifics_in_chinese(tmp_path, name, data, key):
     words = [piece for piece in re.split(r"\{\w+\}", english) if re.search("[a-z]{3}", piece)]
     assert words and not any(piece.strip(" .():;") in said for piece in words), said
     assert said.endswith(f"） [{refused.code}]")
+
+
+@pytest.mark.parametrize("key", sorted(KIND_WORDS))
+def test_every_kind_of_file_a_refusal_names_has_its_chinese(key):
+    en, _zh = TEXTS[f"kind_{key}"]
+    assert en == KIND_WORDS[key]
+
+
+@pytest.mark.parametrize("name, data, english, chinese", [
+    ("notes.pdf", b"Minutes of the meeting, typed, not scanned.\n" * 4,
+     "a plain text file", "此文件是纯文本文件"),
+    ("letter.png", b"PK\x03\x04" + b"word/document.xml" + bytes(40),
+     "a Word document (.docx)", "此文件是Word文档（.docx）"),
+    ("scan.pdf", bytes(range(7, 200)), "a PDF", "文件名表明它是PDF文件"),
+])
+def test_the_kind_of_file_a_refusal_names_is_said_in_chinese(tmp_path, name, data, english,
+                                                              chinese):
+    """A text file sent in was refused in Chinese as "a plain text file"."""
+    refused = _refusal(tmp_path, name, data)
+    assert english in refused.message
+    said = error_text(refused.code, refused.message, ZH)
+    assert chinese in said.replace(" ", "") and english not in said
 
 
 def test_a_class_s_own_advice_is_said_once_in_chinese():
