@@ -204,15 +204,17 @@ def serve(settings: Settings) -> None:
         signal.signal(signal.SIGHUP, signal.SIG_IGN)  # too early to reload: ignored
     appliance = Appliance(settings)
     appliance.check_exposure()  # before the API and the UI are imported: a refusal is quick
-    from appliance.api import create_app
-    from ui.app import mount_ui
-
-    app = create_app(appliance)
-    mount_ui(app, appliance)
-    server = Server(appliance, app)
+    # the workers load their engines while this process imports and builds the API and
+    # the UI (seconds of Gradio), on the other cores
     appliance.start()
-    remove_stale_temp_dirs(settings.paths.temp, keep=run_temp)
     try:
+        from appliance.api import create_app
+        from ui.app import mount_ui
+
+        app = create_app(appliance)
+        mount_ui(app, appliance)
+        server = Server(appliance, app)
+        remove_stale_temp_dirs(settings.paths.temp, keep=run_temp)
         log.info("serving url=http://%s:%d", settings.server.host, settings.server.port)
         server.run()
     finally:
