@@ -44,9 +44,10 @@ def make_rapidocr(threads: int) -> RapidOCR:
         "Det.limit_side_len": 2000,
         "EngineConfig.onnxruntime.intra_op_num_threads": threads,
         "EngineConfig.onnxruntime.inter_op_num_threads": 1,
-        # One line crop per recogniser run: a batch is padded to its widest crop, and a
-        # form's short labels batched with its long lines cost a sixth more recognition
-        # time at RapidOCR's default of 6 (README, issue 54).
+        # One line crop per recogniser run: a batch is padded to its widest crop, so a
+        # form's short labels batched with its long lines are read at their width (at
+        # RapidOCR's default of 6, up to a sixth more recognition time on an idle
+        # machine; README, issue 54).
         "Rec.rec_batch_num": 1,
     })
 
