@@ -28,6 +28,7 @@ import httpx
 from fastapi import Depends, FastAPI, Query, Request
 from fastapi.concurrency import run_in_threadpool
 from fastapi.responses import Response
+from starlette.convertors import StringConvertor, register_url_convertor
 
 from appliance.daemon import Appliance
 from appliance.docintel import API_VERSION, PREFIX, catalogue, offsets
@@ -53,6 +54,17 @@ OUTPUTS = ("pdf", "figures")
 RAW_TYPES = re.compile(r"^(application/(octet-stream|pdf)|image/[\w.+-]+)$")
 FETCH_TIMEOUT_S = 30.0
 COPY_CHUNK = 1 << 20
+
+
+class ModelIdConvertor(StringConvertor):
+    """A model id in a path: no ``:`` (the service's ids never hold one), so that
+    ``{model_id}:analyze`` is not also a model named "x:analyze" that GET answers, and
+    a method ``:analyze`` does not take is refused with ``Allow: POST`` alone."""
+
+    regex = "[^/:]+"
+
+
+register_url_convertor("model_id", ModelIdConvertor())
 
 
 def _version(_api_version: Literal[API_VERSION] = Query(alias="api-version")) -> None:
@@ -289,7 +301,7 @@ def install(app: FastAPI, appliance: Appliance, responses: dict) -> None:
     def list_models():
         return {"value": [model.details() for model in catalogue.MODELS.values()]}
 
-    @app.get(PREFIX + "/documentModels/{model_id}", **route)
+    @app.get(PREFIX + "/documentModels/{model_id:model_id}", **route)
     def get_model(model_id: str):
         return catalogue.model(model_id).details()
 

@@ -11,6 +11,7 @@ from fastapi.testclient import TestClient
 
 from appliance.api import create_app
 from appliance.daemon import Appliance
+from appliance.docintel import API_VERSION, PREFIX
 from appliance.security import ApiKeys
 from tests.conftest import make_settings
 from tests.daemon import serving
@@ -34,6 +35,17 @@ def test_a_method_a_route_does_not_take_is_405_with_allow(client, method, path, 
     assert response.status_code == 405
     assert response.json()["error"]["code"] == "method_not_allowed"
     assert response.headers["Allow"] == allowed
+
+
+def test_analyze_is_not_a_model_get_answers(client):
+    """``{model_id}:analyze`` takes POST alone: GET's ``{model_id}`` is no id with a ``:``
+    in it, as the service's ids never hold one (schemathesis found GET advertised)."""
+    version = {"api-version": API_VERSION}
+    analyze = client.options(PREFIX + "/documentModels/prebuilt-read:analyze", params=version)
+    assert analyze.status_code == 405 and analyze.headers["Allow"] == "POST"
+    assert analyze.json()["error"]["code"] == "MethodNotAllowed"
+    model = client.get(PREFIX + "/documentModels/prebuilt-read", params=version)
+    assert model.status_code == 200 and model.json()["modelId"] == "prebuilt-read"
 
 
 def test_unknown_api_paths_are_404_json_not_the_web_ui(client):
