@@ -234,10 +234,15 @@ def decrypted_pdf(path: Path, password: str) -> bytes | None:
     is not encrypted. EncryptedPdf when the password does not open it."""
     import pikepdf
 
+    # qpdf takes a password as a C string: one with a NUL in it opens no PDF, and one
+    # that does not need it is kept as sent, as with any password
+    usable = "\0" not in password
     try:
-        with pikepdf.open(path, password=password) as pdf:
+        with pikepdf.open(path, password=password if usable else "") as pdf:
             if not pdf.is_encrypted:
                 return None
+            if not usable:
+                raise EncryptedPdf.said("pdf_wrong_password")
             out = io.BytesIO()
             # without encryption (pikepdf drops it unless asked to keep it), and with an
             # /ID from the content, not the clock: the same PDF sent again (a retried

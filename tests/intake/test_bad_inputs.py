@@ -211,7 +211,11 @@ def test_an_encrypted_pdf_uploaded_with_its_password_is_read_and_the_password_ke
         assert again.json()["id"] == retried.json()["id"]
         refused = daemon.upload(locked)  # the same content, no password
         wrong = daemon.upload(locked, password="guess")
-        read, without, mistaken = daemon.wait_final([opened["id"], refused["id"], wrong["id"]])
+        # a NUL opens no PDF (qpdf's passwords are C strings); one not needed is ignored
+        nul = daemon.upload(locked, password=secret + "\0")
+        unneeded = daemon.upload(write_pdf(tmp_path / "open.pdf", [GOOD_PAGE]), password="\0")
+        read, without, mistaken, nul, unneeded = daemon.wait_final(
+            [opened["id"], refused["id"], wrong["id"], nul["id"], unneeded["id"]])
         text = daemon.client.get(f"/api/v1/documents/{opened['id']}/result",
                                  params={"format": "txt"}).text
     finally:
@@ -220,6 +224,7 @@ def test_an_encrypted_pdf_uploaded_with_its_password_is_read_and_the_password_ke
     assert _failure_code(without) == _failure_code(mistaken) == "encrypted_pdf"
     assert "password field" in without["error"]["message"]
     assert "The password given does not open this PDF" in mistaken["error"]["message"]
+    assert nul["error"] == mistaken["error"] and unneeded["status"] == "done"
     original = daemon.data_dir / "spool" / "originals" / read["sha256"][:2] / read["sha256"]
     with pikepdf.open(original) as kept:  # kept decrypted: no password is needed again
         assert not kept.is_encrypted
