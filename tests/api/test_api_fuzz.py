@@ -18,7 +18,7 @@ import pytest
 from appliance.security import ApiKeys
 from tests.daemon import Daemon
 
-MAX_EXAMPLES = 25
+MAX_EXAMPLES = 50
 SEED = 20261201  # the same cases every run
 TIMEOUT_S = 600  # a hung run, not a slow one
 
