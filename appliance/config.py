@@ -575,8 +575,9 @@ def _inside(path: Path, tree: Path) -> bool:
 
 
 def _check_watch_folders(settings: Settings, where) -> None:
-    """Rules that span keys: a folder the appliance writes to must not be watched,
-    or its own results would come back as new documents."""
+    """Rules on the [[watch]] folders: names of their own, a password a PDF can have,
+    and a folder the appliance writes to must not be watched, or its own results would
+    come back as new documents."""
     names = set()
     for i, folder in enumerate(settings.watch):
         key = f"watch[{i}]"
@@ -585,6 +586,9 @@ def _check_watch_folders(settings: Settings, where) -> None:
             raise ConfigError(f"{where}: two watched folders are named '{folder.name}'; "
                               f"give {key} its own name")
         names.add(folder.name)
+        if "\0" in folder.password:  # qpdf and pdfium take passwords as C strings
+            raise ConfigError(f"{where}: {key}.password holds a NUL character, which no "
+                              f"PDF's password can; remove it")
         if folder.disposition == "move" and not (folder.processed_dir and folder.failed_dir):
             raise ConfigError(f"{where}: {key} has disposition = 'move' but no processed_dir "
                               f"and failed_dir; set both, or use 'keep' or 'delete'")

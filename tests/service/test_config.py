@@ -26,6 +26,8 @@ def test_shipped_default_loads_and_matches_the_code_defaults(tmp_path):
     ({"engine": {"name": "gpu"}}, "'engine.name' = 'gpu' is not allowed; use one of"),
     ({"watch": [{"path": "/in", "engine": "gpu"}]},
      "'watch[0].engine' = 'gpu' is not allowed; use one of '', 'llama', 'openai', 'classic'"),
+    ({"watch": [{"path": "/in", "disposition": "keep", "password": "pass\0word"}]},
+     "watch[0].password holds a NUL character, which no PDF's password can; remove it"),
     ({"engine": {"parallel": 0}}, "'engine.parallel' = 0 is not allowed; use 'auto' or a "
                                   "whole number between 1 and 64"),
     ({"engine": {"parallel": 65}}, "'engine.parallel' = 65 is not allowed"),
