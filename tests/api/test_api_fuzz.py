@@ -49,7 +49,6 @@ def _schemathesis(daemon, cwd, *options):
     assert "Failures:" not in run.stdout, run.stdout[-3000:]
     warnings = re.findall(r"^\s*⚠️ (.+)$", run.stdout, re.MULTILINE)
     assert all(w.startswith("Missing test data") for w in warnings), warnings
-    return run.stdout
 
 
 def test_schemathesis_finds_nothing(daemon, tmp_path):
@@ -82,13 +81,13 @@ def _linked_routes(daemon) -> set[tuple[str, str]]:
     return linked
 
 
-def _document_ids(daemon) -> set[str]:
+def _document_ids(daemon, page_size: int = 500) -> set[str]:
     ids, offset = set(), 0
     while True:
         page = daemon.client.get("/api/v1/documents",
-                                 params={"limit": 500, "offset": offset}).json()
+                                 params={"limit": page_size, "offset": offset}).json()
         ids |= {doc["id"] for doc in page["documents"]}
-        offset += 500
+        offset += page_size
         if offset >= page["total"]:
             return ids
 
