@@ -96,7 +96,7 @@ class EngineSettings:
     model: Path | None = None
     mmproj: Path | None = None
     # the cores each worker's engine uses; the classic engine reads as many pages at once,
-    # a core each (engines.registry)
+    # a core each, and a page alone on all of them (engines.registry)
     threads: int = field(default=2, metadata={"min": 1, "max": 256})
     n_ctx: int = field(default=4096, metadata={"min": 512, "max": 131072})
     n_batch: int = field(default=512, metadata={"min": 32, "max": 8192})

@@ -6,9 +6,11 @@ appliance sees only these types.
 
 from __future__ import annotations
 
+import math
 import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Protocol
@@ -70,6 +72,41 @@ class Engine(Protocol):
     def recognize(self, image: Image.Image, request: PageRequest) -> Recognition: ...
 
     def close(self) -> None: ...
+
+
+class PagesInHand:
+    """The pages this process is reading now: a worker's page threads count each page
+    in for all of its stages (``pipeline.host``). An engine that shares the worker's
+    cores among the pages it reads at once may give them all to a page read alone."""
+
+    # A page is alone only this long after the worker last held two or more: between
+    # one page's answer and the next page the supervisor sends (about 0.1 s), the page
+    # still in hand must not take every core.
+    SETTLE_S = 0.5
+
+    def __init__(self):
+        self._count = 0
+        self._fell_to_one_at = -math.inf  # time.monotonic()
+        self._lock = threading.Lock()
+
+    @contextmanager
+    def reading(self) -> Iterator[None]:
+        with self._lock:
+            self._count += 1
+        try:
+            yield
+        finally:
+            with self._lock:
+                self._count -= 1
+                if self._count == 1:
+                    self._fell_to_one_at = time.monotonic()
+
+    def alone(self) -> bool:
+        """Whether no page but (at most) the caller's is being read, nor was a moment ago."""
+        return self._count <= 1 and time.monotonic() - self._fell_to_one_at >= self.SETTLE_S
+
+
+PAGES_IN_HAND = PagesInHand()
 
 
 def warmup_image() -> Image.Image:

@@ -31,7 +31,7 @@ import psutil
 from appliance import logs
 from appliance.config import WorkerSettings
 from appliance.engines import create_engine, native, registry
-from appliance.engines.base import PageRequest, warmup_image
+from appliance.engines.base import PAGES_IN_HAND, PageRequest, warmup_image
 from appliance.engines.messages import Availability, Cancel, Job, Ready, StartFailed
 from appliance.errors import (
     ApplianceError, DegenerateOutput, EndpointUnavailable, EngineUnavailable, WarmupTimeout,
@@ -101,14 +101,14 @@ def worker_main(spec: WorkerSpec, conn: Connection, parent_pid: int) -> None:
         return
     conn.send(Ready(engine.name, engine.model_id, os.getpid(), warmup_ms, engine.slots))
     try:
-        _serve(pipeline, conn)
+        serve_jobs(pipeline, conn)
     except (EOFError, BrokenPipeError):
         pass  # the supervisor is gone
     finally:
         engine.close()
 
 
-def _serve(pipeline: PagePipeline, conn: Connection) -> None:
+def serve_jobs(pipeline: PagePipeline, conn: Connection) -> None:
     """Read jobs until told to stop, up to the engine's ``slots`` at once: this thread
     only receives (a Cancel must get through while pages are being read); each job
     runs on a page thread of its own, which sends its answer."""
@@ -124,7 +124,8 @@ def _serve(pipeline: PagePipeline, conn: Connection) -> None:
         pipeline.engine.breaker.listen(send_availability)
 
     def read(job: Job, cancel: threading.Event, background: ThreadPoolExecutor) -> None:
-        answer = run_job(pipeline, job, background, cancel)
+        with PAGES_IN_HAND.reading():
+            answer = run_job(pipeline, job, background, cancel)
         cancels.pop(job.job_id, None)
         with sending:
             conn.send(answer)

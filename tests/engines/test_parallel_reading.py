@@ -11,19 +11,22 @@ from __future__ import annotations
 
 import os
 import signal
+import time
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import replace
+from multiprocessing import Pipe
 from pathlib import Path
-from threading import Event
+from threading import Event, Thread
 
 import pytest
 from sqlmodel import select
 
 from appliance.daemon import Appliance
+from appliance.engines.base import PagesInHand
 from appliance.engines.classic import ClassicEngine
 from appliance.engines.messages import Cancel, Job, PageDone, PageFailed, Ready
 from appliance.intake import SubmitOptions
-from appliance.pipeline.host import WorkerHandle, WorkerSpec
+from appliance.pipeline.host import WorkerHandle, WorkerSpec, serve_jobs
 from appliance.pipeline.stages import PagePipeline, run_job
 from appliance.store.models import Page, PageResult, PageStatus
 from tests.conftest import make_settings
@@ -34,6 +37,8 @@ from tests.service.test_memory_governance import wait_for
 # writes about a thousand tokens a second on one thread.
 FIXED_TOKENS = 1500
 ANSWER_S = 120
+PAGE_TEXT = ["Purchase order 5512", "Ship to Harbour Road 14", "Forty crates of pears",
+             "Payment within thirty days"]
 
 
 def job(job_id: int, original: Path, tmp_path: Path, kind: str = "png") -> Job:
@@ -92,6 +97,63 @@ def test_a_classic_worker_reads_a_page_per_core_at_once_and_answers_by_job(tmp_p
     failed = answers[8]
     assert isinstance(failed, PageFailed)
     assert (failed.code, failed.retryable) == ("truncated_file", False)
+
+
+def test_a_page_is_alone_when_no_other_is_in_hand_nor_was_a_moment_ago():
+    hand = PagesInHand()
+    hand.SETTLE_S = 0.2
+    assert hand.alone()
+    with hand.reading():
+        assert hand.alone()  # the first page of an idle worker
+        with hand.reading():
+            assert not hand.alone()
+        assert not hand.alone()  # the supervisor's next page may be on its way
+        time.sleep(0.3)
+        assert hand.alone()  # the last page of a batch
+    assert hand.alone()
+
+
+def test_a_page_the_classic_worker_reads_alone_takes_every_core(tmp_path):
+    """Two cores, two slots: a page alone runs each model on both cores, two pages at
+    once run on one core each, and either way the page reads the same. Through the
+    worker's own page threads (``host.serve_jobs``), which count the pages in hand."""
+    engine = ClassicEngine(threads=2, slots=2)
+    runs = {"wide": 0, "share": 0}
+    for model in (engine._ocr.text_det, engine._ocr.text_rec):
+        widening = model.session.session
+        for width, threads in (("wide", 2), ("share", 1)):
+            session = getattr(widening, width)
+            assert session.get_session_options().intra_op_num_threads == threads
+
+            def counted(*args, _run=session.run, _width=width, **kwargs):
+                runs[_width] += 1
+                return _run(*args, **kwargs)
+            session.run = counted
+    page = write_png(tmp_path / "page.png", PAGE_TEXT)
+    ours, worker_end = Pipe()
+    worker = Thread(target=serve_jobs, args=(PagePipeline(engine), worker_end))
+    worker.start()
+
+    def answer():
+        assert ours.poll(ANSWER_S), "the page threads did not answer in time"
+        return ours.recv()
+    try:
+        ours.send(job(1, page, tmp_path))
+        alone = answer()
+        alone_runs = dict(runs)
+        runs.update(wide=0, share=0)
+        ours.send(job(2, page, tmp_path))
+        ours.send(job(3, page, tmp_path))
+        together = [answer(), answer()]
+    finally:
+        ours.send(None)
+        worker.join()
+        engine.close()
+    assert alone_runs["wide"] > 0 and alone_runs["share"] == 0
+    assert runs["share"] > 0
+    assert all(isinstance(answer, PageDone) for answer in (alone, *together))
+    assert [answer.recognition.text for answer in together] == [alone.recognition.text] * 2
+    assert text_similarity(alone.recognition.text, "\n".join(PAGE_TEXT)) > 0.9
 
 
 def test_a_page_taken_back_before_the_engine_starts_is_not_read(tmp_path):
