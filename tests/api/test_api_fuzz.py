@@ -15,6 +15,7 @@ from pathlib import Path
 
 import pytest
 
+from appliance.measure.driver import LIST_PAGE
 from appliance.security import ApiKeys
 from tests.daemon import Daemon
 
@@ -81,13 +82,13 @@ def _linked_routes(daemon) -> set[tuple[str, str]]:
     return linked
 
 
-def _document_ids(daemon, page_size: int = 500) -> set[str]:
+def _document_ids(daemon) -> set[str]:
     ids, offset = set(), 0
     while True:
         page = daemon.client.get("/api/v1/documents",
-                                 params={"limit": page_size, "offset": offset}).json()
+                                 params={"limit": LIST_PAGE, "offset": offset}).json()
         ids |= {doc["id"] for doc in page["documents"]}
-        offset += page_size
+        offset += LIST_PAGE
         if offset >= page["total"]:
             return ids
 
