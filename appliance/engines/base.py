@@ -109,6 +109,24 @@ class PagesInHand:
 PAGES_IN_HAND = PagesInHand()
 
 
+class WideWhenAlone:
+    """An ONNX Runtime session made twice, on a page's share of the worker's cores
+    (``share``) and on all of them (``wide``). Each run takes the wide one while its
+    page is the only one the worker is reading (``PAGES_IN_HAND``), so a page alone, or
+    the last of a batch, leaves no core idle (README, issue 54). A run begun wide when
+    a second page comes in oversubscribes the cores for that run alone, not for the
+    rest of the page."""
+
+    def __init__(self, share, wide):
+        self.share, self.wide = share, wide
+
+    def run(self, *args, **kwargs):
+        return (self.wide if PAGES_IN_HAND.alone() else self.share).run(*args, **kwargs)
+
+    def __getattr__(self, name: str):  # inputs, outputs, metadata: the same model's
+        return getattr(self.share, name)
+
+
 def warmup_image() -> Image.Image:
     """A small built-in page that exercises the full recognition path."""
     return render_text_page(["Warm-up page", "Invoice 2024", "Total 118.50"],

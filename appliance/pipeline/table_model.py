@@ -31,6 +31,7 @@ import numpy as np
 import onnxruntime
 from PIL import Image
 
+from appliance.engines.base import WideWhenAlone
 from appliance.page import Line, Word, unspaced
 from appliance.quality.html_tables import Cell, table_lines
 from appliance.quality.markdown import escape_markdown
@@ -75,20 +76,18 @@ class Grid:
 
 
 class TableStructure:
-    """SLANet-plus on one thread pool: ``markdown(image, lines)`` writes the table that
+    """SLANet-plus on ``threads`` cores, on ``wide_threads`` for a page the worker
+    reads alone (``WideWhenAlone``): ``markdown(image, lines)`` writes the table that
     ``lines`` (a table's, in ``image``'s pixels) stand in."""
 
-    def __init__(self, path: Path, threads: int = 1):
+    def __init__(self, path: Path, threads: int = 1, wide_threads: int = 1):
         data = path.read_bytes()
         if hashlib.sha256(data).hexdigest() != MODEL_SHA256:
             raise ValueError(f"{path.name} is not the SLANet-plus model this appliance "
                              "was measured with (sha256 differs)")
-        options = onnxruntime.SessionOptions()
-        options.intra_op_num_threads = threads
-        options.inter_op_num_threads = 1
-        options.log_severity_level = 3
-        self._session = onnxruntime.InferenceSession(data, sess_options=options,
-                                                     providers=["CPUExecutionProvider"])
+        self._session = _session(data, threads)
+        if wide_threads > threads:
+            self._session = WideWhenAlone(self._session, _session(data, wide_threads))
         tokens = self._session.get_modelmeta().custom_metadata_map["character"].splitlines()
         # PaddleOCR's TableLabelDecode (merge_no_span_structure): "<td></td>" is a token
         # of its own, a bare "<td>" none
@@ -155,6 +154,15 @@ class TableStructure:
             return None  # cut off: a long table's last rows are missing
         cells = _cells(tokens)[:len(boxes)]
         return Grid(cells, boxes[:len(cells)]) if cells else None
+
+
+def _session(model: bytes, threads: int) -> onnxruntime.InferenceSession:
+    options = onnxruntime.SessionOptions()
+    options.intra_op_num_threads = threads
+    options.inter_op_num_threads = 1
+    options.log_severity_level = 3
+    return onnxruntime.InferenceSession(model, sess_options=options,
+                                        providers=["CPUExecutionProvider"])
 
 
 def _cells(tokens: list[str]) -> list[tuple[int, int, int, int]]:

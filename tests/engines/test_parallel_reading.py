@@ -27,10 +27,10 @@ from appliance.engines.classic import ClassicEngine
 from appliance.engines.messages import Cancel, Job, PageDone, PageFailed, Ready
 from appliance.intake import SubmitOptions
 from appliance.pipeline.host import WorkerHandle, WorkerSpec, serve_jobs
-from appliance.pipeline.stages import PagePipeline, run_job
+from appliance.pipeline.stages import PagePipeline, PageSettings, run_job
 from appliance.store.models import Page, PageResult, PageStatus
 from tests.conftest import make_settings
-from tests.fixtures.documents import text_similarity, write_png
+from tests.fixtures.documents import GRID, ruled_table, text_similarity, write_png
 from tests.service.test_memory_governance import wait_for
 
 # Long answers, so that pages stay in flight for a few seconds: the tiny model
@@ -114,24 +114,29 @@ def test_a_page_is_alone_when_no_other_is_in_hand_nor_was_a_moment_ago():
 
 
 def test_a_page_the_classic_worker_reads_alone_takes_every_core(tmp_path):
-    """Two cores, two slots: a page alone runs each model on both cores, two pages at
-    once run on one core each, and either way the page reads the same. Through the
-    worker's own page threads (``host.serve_jobs``), which count the pages in hand."""
+    """Two cores, two slots: a page alone runs each model (the engine's detector and
+    recogniser, the table model) on both cores, two pages at once run on one core
+    each, and either way the page reads the same. Through the pipeline a worker loads
+    and its own page threads (``host.serve_jobs``), which count the pages in hand."""
     engine = ClassicEngine(threads=2, slots=2)
-    runs = {"wide": 0, "share": 0}
-    for model in (engine._ocr.text_det, engine._ocr.text_rec):
-        widening = model.session.session
+    pipeline = PagePipeline.load(engine, PageSettings(), threads=2)
+    models = {"detector": engine._ocr.text_det.session.session,
+              "recogniser": engine._ocr.text_rec.session.session,
+              "table model": pipeline.read._tables._session}
+    runs = {(model, width): 0 for model in models for width in ("wide", "share")}
+    for model, widening in models.items():
         for width, threads in (("wide", 2), ("share", 1)):
             session = getattr(widening, width)
             assert session.get_session_options().intra_op_num_threads == threads
 
-            def counted(*args, _run=session.run, _width=width, **kwargs):
-                runs[_width] += 1
+            def counted(*args, _run=session.run, _key=(model, width), **kwargs):
+                runs[_key] += 1
                 return _run(*args, **kwargs)
             session.run = counted
-    page = write_png(tmp_path / "page.png", PAGE_TEXT)
+    page = tmp_path / "table.png"
+    ruled_table(GRID).save(page)
     ours, worker_end = Pipe()
-    worker = Thread(target=serve_jobs, args=(PagePipeline(engine), worker_end))
+    worker = Thread(target=serve_jobs, args=(pipeline, worker_end))
     worker.start()
 
     def answer():
@@ -141,7 +146,7 @@ def test_a_page_the_classic_worker_reads_alone_takes_every_core(tmp_path):
         ours.send(job(1, page, tmp_path))
         alone = answer()
         alone_runs = dict(runs)
-        runs.update(wide=0, share=0)
+        runs.update(dict.fromkeys(runs, 0))
         ours.send(job(2, page, tmp_path))
         ours.send(job(3, page, tmp_path))
         together = [answer(), answer()]
@@ -149,11 +154,12 @@ def test_a_page_the_classic_worker_reads_alone_takes_every_core(tmp_path):
         ours.send(None)
         worker.join()
         engine.close()
-    assert alone_runs["wide"] > 0 and alone_runs["share"] == 0
-    assert runs["share"] > 0
+    for model in models:
+        assert alone_runs[model, "wide"] > 0 and alone_runs[model, "share"] == 0, model
+        assert runs[model, "share"] > 0, model
     assert all(isinstance(answer, PageDone) for answer in (alone, *together))
-    assert [answer.recognition.text for answer in together] == [alone.recognition.text] * 2
-    assert text_similarity(alone.recognition.text, "\n".join(PAGE_TEXT)) > 0.9
+    assert [answer.recognition.markdown for answer in together] == [alone.recognition.markdown] * 2
+    assert alone.recognition.markdown.split("\n")[2] == "| " + " | ".join(GRID[1]) + " |"
 
 
 def test_a_page_taken_back_before_the_engine_starts_is_not_read(tmp_path):

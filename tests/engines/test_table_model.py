@@ -11,30 +11,12 @@ from PIL import Image, ImageDraw, ImageFont
 
 from appliance.engines.base import PageRequest
 from appliance.engines.classic import ClassicEngine
+from appliance.measure.synthetic_sets import FONTS
 from appliance.pipeline import table_model
 from appliance.pipeline.stages import PagePipeline
 from appliance.pipeline.read import ReadStage, reordered
 from appliance.pipeline.table_model import Grid, TableStructure, _placed, _rows_agree, model_path
-
-FONT = "/usr/share/fonts/truetype/dejavu/DejaVuSans.ttf"
-GRID = [["Item", "Region", "Quantity", "Amount"], ["Paper A4", "North", "120", "512.40"],
-        ["Toner black", "South", "14", "988.00"], ["Stapler", "East", "3", "12.75"],
-        ["Archive box", "West", "40", "96.00"]]
-
-
-def ruled_table(grid: list[list[str]]) -> Image.Image:
-    image = Image.new("RGB", (900, 80 + 56 * len(grid)), "white")
-    draw = ImageDraw.Draw(image)
-    font = ImageFont.truetype(FONT, 24)
-    starts = (40, 320, 520, 700)
-    for number, row in enumerate(grid):
-        y = 40 + 56 * number
-        draw.line((30, y, 870, y), fill="black", width=2)
-        for x, cell in zip(starts, row):
-            draw.text((x, y + 14), cell, font=font, fill="black")
-    draw.line((30, 40 + 56 * len(grid), 870, 40 + 56 * len(grid)), fill="black", width=2)
-    return image
-
+from tests.fixtures.documents import GRID, ruled_table
 
 @pytest.fixture(scope="module")
 def engine():
@@ -120,7 +102,7 @@ def test_a_reviewer_s_order_keeps_the_tables_the_model_wrote(engine, monkeypatch
     monkeypatch.setattr(read._tables, "markdown", model)
     page = Image.new("RGB", (900, 520), "white")
     ImageDraw.Draw(page).text((40, 30), "Supplies ordered this quarter",
-                              font=ImageFont.truetype(FONT, 30), fill="black")
+                              font=ImageFont.truetype(FONTS[0], 30), fill="black")
     page.paste(ruled_table(GRID), (0, 140))
     result = PagePipeline(engine, read=read).recognise(page, PageRequest(doc_type="table"))
     assert "| Sales region |" in result.markdown
