@@ -24,7 +24,8 @@ from appliance.engines import bare_loop, registry
 from appliance.errors import DatasetError, InvalidRequest
 from appliance.intake.watch import FolderWatcher
 from appliance.measure.driver import (
-    ApplianceClient, LocalDaemon, PeakMemory, Rejected, daemon_config, tree_rss_bytes,
+    ApplianceClient, LocalDaemon, PeakMemory, Rejected, daemon_config, idle_core_share,
+    tree_rss_bytes,
 )
 from appliance.measure.stats import percentiles
 from appliance.raster.synthetic import render_text_page, sample_lines
@@ -33,6 +34,7 @@ from appliance.store import Database, queries
 log = logging.getLogger(__name__)
 
 IDLE_SETTLE_S = 3.0
+IDLE_CPU_S = 5.0  # how long the idle daemon's use of the cores is measured
 # A second engine's reading of the pages in doubt: only some pages pay it, so it is
 # reported on its own (how many pages, their mean, its share of all service time).
 SECOND_OPINION = "second_opinion_ms"
@@ -220,7 +222,8 @@ def run_bench(settings: Settings, *, pages: int, concurrency: int, url: str | No
                     time.sleep(IDLE_SETTLE_S)
                     own, tree = tree_rss_bytes(daemon.process.pid)
                     idle = {"daemon_rss_mb": own / 2**20,
-                            "daemon_with_workers_rss_mb": tree / 2**20}
+                            "daemon_with_workers_rss_mb": tree / 2**20,
+                            "core_share": idle_core_share(daemon.process.pid, IDLE_CPU_S)}
                 with PeakMemory(daemon.process.pid if daemon else None,
                                 settings.memory.device_index) as peak:
                     appliance = _drive(client, files, concurrency)
@@ -355,6 +358,8 @@ def format_report(result: dict) -> str:
     if memory["idle"]:
         rows.append(f"idle RSS daemon             {memory['idle']['daemon_rss_mb']:.0f} MiB "
                     f"(with workers {memory['idle']['daemon_with_workers_rss_mb']:.0f} MiB)")
+        rows.append(f"idle CPU daemon             {memory['idle']['core_share']:.1%} of a core "
+                    "(with workers)")
     peak = memory["peak"]
     if peak["rss_peak_mb"] is not None:
         rows.append(f"peak RSS with workers       {peak['rss_peak_mb']:.0f} MiB")

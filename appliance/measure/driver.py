@@ -59,6 +59,23 @@ def tree_rss_bytes(pid: int) -> tuple[int, int]:
     return own, own + children
 
 
+def idle_core_share(pid: int, seconds: float) -> float:
+    """The share of one core the process and its children use over the next
+    ``seconds`` (a worker that ends meanwhile is left out)."""
+    parent = psutil.Process(pid)
+    processes = [parent, *parent.children(recursive=True)]
+
+    def cpu_s(process: psutil.Process) -> float | None:
+        try:
+            return sum(process.cpu_times()[:2])  # user and system
+        except psutil.NoSuchProcess:
+            return None
+    before = [cpu_s(process) for process in processes]
+    time.sleep(seconds)
+    after = [cpu_s(process) for process in processes]
+    return sum(b - a for a, b in zip(before, after) if a is not None and b is not None) / seconds
+
+
 def daemon_config(settings: Settings, *, second_opinion: bool = True,
                   **engine_overrides) -> tuple[dict, Settings]:
     """The raw config a measuring daemon runs with, and the same as settings.

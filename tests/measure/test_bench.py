@@ -47,6 +47,7 @@ def test_bench_compares_the_daemon_with_the_bare_engine(tmp_path):
     memory = result["memory"]
     assert memory["idle"]["daemon_with_workers_rss_mb"] > memory["idle"]["daemon_rss_mb"] > 0
     assert memory["peak"]["rss_peak_mb"] >= memory["idle"]["daemon_with_workers_rss_mb"] * 0.9
+    assert 0 <= memory["idle"]["core_share"] < 1 and "idle CPU daemon" in result["stdout"]
     assert memory["peak"]["vram_peak_mb"] is None  # no NVML on CI machines
     # 3.6 per hour is 0.001 per second: C1M is a thousand times the seconds per page
     seconds_per_page = result["appliance"]["elapsed_s"] / 3

@@ -18,6 +18,8 @@ import pypdfium2 as pdfium
 import pytest
 
 from appliance.config import OUTPUT_FORMATS
+from appliance.measure.bench import IDLE_SETTLE_S
+from appliance.measure.driver import idle_core_share
 from appliance.oneshot import Interrupted, _interruptible
 from appliance.store import Database
 from appliance.store.models import Event
@@ -29,6 +31,8 @@ from tests.fixtures.documents import text_similarity, write_pdf, write_png
 PAGE_A = ["Invoice number 4711", "Delivery of office chairs", "Total amount 118.50 EUR"]
 PAGE_B = ["Quarterly report", "Revenue grew by twelve percent", "Signed by the board"]
 PAGE_C = ["Receipt from the bakery", "Two loaves of bread", "Paid in cash"]
+IDLE_MEASURED_S = 10
+IDLE_CORE_SHARE = 0.03  # measured 0.011 (daemon and worker together)
 
 
 @pytest.fixture
@@ -102,6 +106,15 @@ def test_a_document_sent_over_the_api_is_written_to_disk_only_when_asked(daemon,
     assert pdf.status_code == 200 and pdf.content.startswith(b"%PDF")
     txt = daemon.client.get(f"/api/v1/documents/{doc['id']}/result?format=txt").text
     assert text_similarity(txt, " ".join(PAGE_C)) > 0.7
+
+
+def test_an_idle_daemon_leaves_the_cores_to_others(daemon):
+    """Nothing to read, no one connected: the daemon and its workers wait without
+    polling (Gradio's queue looked for work every millisecond: 7 % of a core). As
+    `appliance bench` measures it."""
+    daemon.wait_ready()
+    time.sleep(IDLE_SETTLE_S)
+    assert idle_core_share(daemon.process.pid, IDLE_MEASURED_S) < IDLE_CORE_SHARE
 
 
 def test_api_errors_are_json(daemon, tmp_path):
