@@ -51,7 +51,7 @@ def _create_classic(options: dict) -> Engine:
     # A worker's cores read as many pages at once, one core each: ONNX Runtime spreads
     # one page over two cores less well (two receipts at once on one thread each: 522 ms
     # a page; one on two threads: 619 ms; FUNSD forms 2.4 s against 2.6 s). A page the
-    # worker holds alone takes them all (``classic._Widening``).
+    # worker holds alone takes them all (``engines.base.WideWhenAlone``).
     threads = options.get("threads", 1)
     return ClassicEngine(threads=threads, slots=threads)
 
