@@ -7,7 +7,7 @@ import pytest
 from PIL import Image, ImageDraw, ImageFont
 
 from appliance.engines.base import PageRequest
-from appliance.engines.classic import ClassicEngine
+from appliance.engines.classic import REC_MIN_WIDTH, ClassicEngine
 from appliance.measure import synthetic_chinese
 from appliance.measure.metrics import cer, order_free_cer
 from appliance.measure.synthetic_sets import FONTS
@@ -85,6 +85,23 @@ def test_model_id_names_version_and_models(engine):
     assert engine.name == "classic"
     assert engine.model_id.startswith("rapidocr-3.")
     assert "det" in engine.model_id
+
+
+def test_a_short_line_is_recognised_at_its_own_width(engine, monkeypatch):
+    """A label goes to the recogniser about as wide as it is, not padded to the width of
+    a line across the page (RapidOCR pads every crop to 320 px): its crop is
+    REC_MIN_WIDTH wide, the long line's its own, and both are read."""
+    session = engine._ocr._load_rec_model().session.session  # loaded at the first page
+    widths = []
+
+    def recorded(outputs, feed, *args, _run=session.run, **kwargs):
+        widths.extend(array.shape[-1] for array in feed.values())
+        return _run(outputs, feed, *args, **kwargs)
+    monkeypatch.setattr(session, "run", recorded)
+    printed = ["Total", "Delivery to the warehouse at the north gate on March 3 2024"]
+    lines = engine.recognize(render_text_page(printed, font_size=28), PageRequest()).lines
+    assert [line.text for line in lines] == printed
+    assert sorted(widths)[0] == REC_MIN_WIDTH and sorted(widths)[1] > 320
 
 
 def test_dense_page_keeps_every_line(pipeline):
