@@ -87,10 +87,9 @@ def test_model_id_names_version_and_models(engine):
     assert "det" in engine.model_id
 
 
-def test_a_short_line_is_recognised_at_its_own_width(engine, monkeypatch):
-    """A label goes to the recogniser about as wide as it is, not padded to the width of
-    a line across the page (RapidOCR pads every crop to 320 px): its crop is
-    REC_MIN_WIDTH wide, the long line's its own, and both are read."""
+def test_a_short_line_is_padded_less_than_rapidocr_pads_it(engine, monkeypatch):
+    """A label goes to the recogniser REC_MIN_WIDTH wide, not padded to RapidOCR's
+    320 px; the long line at its own width; both are read."""
     session = engine._ocr._load_rec_model().session.session  # loaded at the first page
     widths = []
 
