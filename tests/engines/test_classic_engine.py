@@ -1,13 +1,16 @@
 from __future__ import annotations
 
 import random
+import copy
 from dataclasses import replace
 
+import numpy as np
 import pytest
 from PIL import Image, ImageDraw, ImageFont
+from rapidocr.cal_rec_boxes import CalRecBoxes
 
 from appliance.engines.base import PageRequest
-from appliance.engines.classic import REC_MIN_WIDTH, ClassicEngine
+from appliance.engines.classic import REC_MIN_WIDTH, ClassicEngine, character_quads
 from appliance.measure import synthetic_chinese
 from appliance.measure.metrics import cer, order_free_cer
 from appliance.measure.synthetic_sets import FONTS
@@ -101,6 +104,39 @@ def test_a_short_line_is_padded_less_than_rapidocr_pads_it(engine, monkeypatch):
     lines = engine.recognize(render_text_page(printed, font_size=28), PageRequest()).lines
     assert [line.text for line in lines] == printed
     assert sorted(widths)[0] == REC_MIN_WIDTH and sorted(widths)[1] > 320
+
+
+def test_character_boxes_are_those_rapidocr_computes(engine, monkeypatch):
+    """The engine's per-character boxes (``character_quads``) are RapidOCR's own
+    (``CalRecBoxes``) pixel for pixel, on lines across the page and on one printed up
+    it; each character keeps its own confidence, the spaces' left out."""
+    given = []
+
+    def recorded(crops, quads, found, single, _ours=engine._ocr.cal_rec_boxes):
+        given.append((crops, quads.copy(), copy.deepcopy(found)))
+        return _ours(crops, quads, found, single)
+    monkeypatch.setattr(engine._ocr, "cal_rec_boxes", recorded)
+    page = render_text_page(["Invoice number 4711 for the north gate", "Total 129.50 EUR"],
+                            font_size=28)
+    margin = Image.new("RGB", (700, 60), "white")
+    ImageDraw.Draw(margin).text((10, 10), "Downloaded from the archive", fill="black",
+                                font=ImageFont.truetype(FONTS[0], 32))
+    page.paste(margin.rotate(90, expand=True), (page.width - 80, 40))
+    engine.recognize(page, PageRequest())
+
+    [(crops, quads, found)] = given
+    up_the_page = [np.ptp(quad[:, 1]) > 1.5 * np.ptp(quad[:, 0]) for quad in quads]
+    assert len(quads) == 3 and sum(up_the_page) == 1
+    theirs = CalRecBoxes()(crops, quads.copy(), copy.deepcopy(found), True).word_results
+    ours = character_quads(crops, quads.copy(), copy.deepcopy(found)).word_results
+
+    def boxes(line):
+        return [(char, np.min(quad, axis=0).tolist(), np.max(quad, axis=0).tolist())
+                for char, _conf, quad in line]
+    assert [boxes(line) for line in ours] == [boxes(line) for line in theirs]
+    for text, info, line in zip(found.txts, found.word_results, ours):
+        assert [conf for _char, conf, _quad in line] == [
+            conf for ch, conf in zip(text, info.confs) if not ch.isspace()]
 
 
 def test_dense_page_keeps_every_line(pipeline):
