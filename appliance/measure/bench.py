@@ -3,9 +3,12 @@
 The daemon is driven through its REST API (one started here in a throw-away data
 directory, or one given by --url). Latency is split with the daemon's own clock:
 queue wait (arrival to a worker's claim) and service (claim to stored result), and
-service again by the stages the worker timed. The bare loop then runs the same engine
-class in this process on the same page files, with the daemon stopped, so the two
-figures are comparable and their ratio is the appliance's own overhead.
+service again by the stages the worker timed. The bare loop runs the same engine class
+in this process on the same page files, before the daemon starts and again after it
+stops, so the two figures are comparable and their ratio is the appliance's own
+overhead; the daemon's time is set against the mean of the two bare runs, whose spread
+shows how far the machine drifted meanwhile (a shared machine's neighbours moved the
+bare loop by a fifth from one run to the next).
 """
 
 from __future__ import annotations
@@ -179,12 +182,19 @@ def format_degenerate_report(result: dict) -> str:
     return "\n".join(rows)
 
 
-def _bare(settings: Settings, pages: list[Path]) -> dict:
-    """The engine's own library on the same page files, in this process (for remote
-    endpoints: plain requests to the first, one page after another)."""
+def _bare(settings: Settings, pages: list[Path]) -> float:
+    """The seconds the engine's own library takes on the same page files, in this
+    process (for remote endpoints: plain requests to the first, one page after
+    another)."""
     spec = resolve_engine(settings)[0] or remote_specs(settings)[0]
-    elapsed = bare_loop(spec.engine, spec.options, pages)
-    return {"pages": len(pages), "elapsed_s": elapsed, "pages_per_min": len(pages) / elapsed * 60}
+    return bare_loop(spec.engine, spec.options, pages)
+
+
+def _bare_around(runs_s: list[float], pages: int) -> dict:
+    """The bare loop's figure from its runs before and after the daemon's: their mean."""
+    elapsed = sum(runs_s) / len(runs_s)
+    return {"pages": pages, "elapsed_s": elapsed, "pages_per_min": pages / elapsed * 60,
+            "runs_s": runs_s}
 
 
 def cost_per_million(seconds_per_page: float, cost_per_hour: float) -> float:
@@ -213,6 +223,7 @@ def run_bench(settings: Settings, *, pages: int, concurrency: int, url: str | No
         workdir = Path(tmp)
         files = (dataset_pages(dataset, pages) if dataset
                  else make_pages(workdir / "pages", pages))
+        bare_runs = [_bare(settings, files)]
         daemon = None if url else LocalDaemon(raw, workdir)
         try:
             with ApplianceClient(url or daemon.url, daemon) as client:
@@ -233,7 +244,8 @@ def run_bench(settings: Settings, *, pages: int, concurrency: int, url: str | No
             if daemon:
                 daemon.stop()
         outputs = _output_timings(daemon.database, documents) if daemon else {}
-        bare = _bare(settings, files)
+        bare_runs.append(_bare(settings, files))
+        bare = _bare_around(bare_runs, len(files))
     per_page_ms = {name: r["elapsed_s"] / r["pages"] * 1000
                    for name, r in (("appliance", appliance), ("bare", bare))}
     result = {"engine": ready["engine"], "tokens_per_page": tokens or None,
@@ -323,7 +335,8 @@ def format_report(result: dict) -> str:
         f"pages                       {a['pages']} (done {a['pages_done']}, {result['source']})",
         f"appliance pages/min         {a['pages_per_min']:.1f}  ({a['elapsed_s']:.1f} s, "
         f"concurrency {result['concurrency']})",
-        f"bare engine pages/min       {b['pages_per_min']:.1f}  ({b['elapsed_s']:.1f} s)",
+        f"bare engine pages/min       {b['pages_per_min']:.1f}  ({b['elapsed_s']:.1f} s: "
+        f"{b['runs_s'][0]:.1f} before the appliance, {b['runs_s'][1]:.1f} after)",
         f"ratio appliance/bare        {result['ratio_appliance_over_bare']:.3f}",
         f"overhead per page           {result['overhead_ms_per_page']:+.1f} ms",
         "latency ms                  p50    p95    p99",

@@ -30,6 +30,10 @@ def test_bench_compares_the_daemon_with_the_bare_engine(tmp_path):
                    "--limit", "3", "--concurrency", "2", "--cost-per-hour", "3.6")
     assert result["appliance"]["pages_done"] == 3
     assert result["appliance"]["pages_per_min"] > 0 and result["bare"]["pages_per_min"] > 0
+    # the bare loop ran before the daemon and after it: the ratio is against their mean
+    before, after = result["bare"]["runs_s"]
+    assert result["bare"]["elapsed_s"] == pytest.approx((before + after) / 2)
+    assert f"{before:.1f} before the appliance, {after:.1f} after" in result["stdout"]
     assert list(result["stage_ms"]) == ["raster_ms", "preprocess_ms", "cache_ms",
                                         "inference_ms", "selection_marks_ms", "read_ms",
                                         "postprocess_ms", "barcodes_ms"]  # in pipeline order
