@@ -7,8 +7,8 @@ service again by the stages the worker timed. The bare loop runs the same engine
 in this process on the same page files, before the daemon starts and again after it
 stops, so the two figures are comparable and their ratio is the appliance's own
 overhead; the daemon's time is set against the mean of the two bare runs, whose spread
-shows how far the machine drifted meanwhile (a shared machine's neighbours moved the
-bare loop by a fifth from one run to the next).
+shows how far the machine drifted meanwhile (on a shared machine, 23.8 s before and
+32.0 s after one daemon run of 20 forms).
 """
 
 from __future__ import annotations
