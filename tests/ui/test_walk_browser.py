@@ -364,6 +364,9 @@ def test_one_walk_through_every_button_and_download_shows_no_error(browser, daem
         # --- back in the workspace: delete for good, then sign out
         sign_in(page, daemon)
         search("walk.png")
+        # the search's list, not the whole one still shown: a tick in the list the
+        # search then replaces is let go (a new query starts a new choice)
+        expect(page.locator("#documents-count")).to_contain_text("1–1 of 1")
         row.get_by_role("checkbox").check()
         click("bulk-delete")
         click("bulk-confirm-yes")
