@@ -1,7 +1,7 @@
 from __future__ import annotations
 
-import random
 import copy
+import random
 from dataclasses import replace
 
 import numpy as np
@@ -14,6 +14,7 @@ from appliance.engines.classic import REC_MIN_WIDTH, ClassicEngine, character_qu
 from appliance.measure import synthetic_chinese
 from appliance.measure.metrics import cer, order_free_cer
 from appliance.measure.synthetic_sets import FONTS
+from appliance.page import VERTICAL_ASPECT
 from appliance.pipeline.stages import PagePipeline
 from appliance.pipeline.read import ReadStage
 from appliance.quality.confidence import score_page
@@ -125,7 +126,7 @@ def test_character_boxes_are_those_rapidocr_computes(engine, monkeypatch):
     engine.recognize(page, PageRequest())
 
     [(crops, quads, found)] = given
-    up_the_page = [np.ptp(quad[:, 1]) > 1.5 * np.ptp(quad[:, 0]) for quad in quads]
+    up_the_page = [np.ptp(quad[:, 1]) > VERTICAL_ASPECT * np.ptp(quad[:, 0]) for quad in quads]
     assert len(quads) == 3 and sum(up_the_page) == 1
     theirs = CalRecBoxes()(crops, quads.copy(), copy.deepcopy(found), True).word_results
     ours = character_quads(crops, quads.copy(), copy.deepcopy(found)).word_results
