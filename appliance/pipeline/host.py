@@ -105,7 +105,7 @@ def worker_main(spec: WorkerSpec, conn: Connection, parent_pid: int) -> None:
     except (EOFError, BrokenPipeError):
         pass  # the supervisor is gone
     finally:
-        engine.close()
+        pipeline.close()
 
 
 def serve_jobs(pipeline: PagePipeline, conn: Connection) -> None:

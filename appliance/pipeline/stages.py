@@ -119,6 +119,12 @@ class PagePipeline:
         quick and second readings around the page's own."""
         return self.read(self.engine.recognize(image, request), image)
 
+    def close(self) -> None:
+        """Let go of the engine and the second reader's processes."""
+        if self.second_reader is not None:
+            self.second_reader.close()
+        self.engine.close()
+
 
 def run_job(pipeline: PagePipeline, job: Job, background: ThreadPoolExecutor,
             cancel: threading.Event | None = None) -> PageDone | PageFailed:

@@ -3,10 +3,16 @@
 
 from __future__ import annotations
 
+import io
 import logging
+import signal
+import subprocess
+import threading
 from concurrent.futures import ThreadPoolExecutor
 
+import psutil
 import pytest
+from PIL import Image
 
 from appliance.engines.classic import ClassicEngine
 from appliance.engines.messages import Job, PageDone
@@ -25,9 +31,81 @@ def engine():
     engine.close()
 
 
-def test_reads_a_page():
-    reading = TesseractReader("eng").read(render_text_page(LINES))
+def _tesseract_processes() -> list[psutil.Process]:
+    return [child for child in psutil.Process().children()
+            if any(part.endswith("tesseract_process.py") for part in child.cmdline())]
+
+
+@pytest.fixture
+def reader():
+    reader = TesseractReader("eng")
+    yield reader
+    reader.close()
+    assert not _tesseract_processes()  # none outlives its reader
+
+
+def test_reads_a_page_with_the_languages_loaded_once(reader):
+    reading = reader.read(render_text_page(LINES))
     assert text_similarity(reading.text, "\n".join(LINES)) > 0.9, reading.text
+    [process] = _tesseract_processes()
+    assert reader.read(render_text_page(LINES)).text == reading.text
+    assert _tesseract_processes() == [process]  # the next page went to the same one
+
+
+def test_the_same_text_as_the_tesseract_command(reader):
+    page = render_text_page(LINES + ["Ref. A-17/3, 4 items @ 12.50"]).rotate(1, fillcolor=255)
+    buffer = io.BytesIO()
+    page.convert("L").save(buffer, format="PNG")
+    command = subprocess.run(["tesseract", "stdin", "stdout", "-l", "eng", "--psm", "3"],
+                             input=buffer.getvalue(), capture_output=True, check=True)
+    assert reader.read(page).text == command.stdout.decode().strip()
+
+
+def test_pages_read_at_once_each_get_a_process(reader):
+    with ThreadPoolExecutor(2) as pages:
+        readings = list(pages.map(reader.read, [render_text_page(LINES)] * 2))
+    assert readings[0].text == readings[1].text
+    assert len(_tesseract_processes()) == 2  # both kept for the next pages
+
+
+def test_a_crash_costs_that_page_its_second_opinion_only(reader, caplog):
+    reader.read(render_text_page(LINES))
+    [process] = _tesseract_processes()
+    busy = render_text_page(LINES * 12, height=4000)  # long enough to be killed mid-page
+    threading.Timer(0.2, process.send_signal, (signal.SIGSEGV,)).start()
+    with caplog.at_level(logging.WARNING, logger="appliance.engines.tesseract"):
+        assert reader.read(busy) is None
+    assert "tesseract second opinion failed: it ended with signal 11" in caplog.text
+    assert "Invoice number" in reader.read(render_text_page(LINES)).text  # a new one
+    assert process not in _tesseract_processes()
+
+
+def test_one_that_ended_while_idle_is_replaced_unseen(reader, caplog):
+    reader.read(render_text_page(LINES))
+    [process] = _tesseract_processes()
+    process.kill()
+    process.wait(10)
+    with caplog.at_level(logging.WARNING, logger="appliance.engines.tesseract"):
+        assert "Invoice number" in reader.read(render_text_page(LINES)).text
+    assert not caplog.records
+
+
+def test_a_hung_reading_is_given_up_and_its_process_killed(caplog):
+    reader = TesseractReader("eng", timeout_s=1)
+    try:
+        reader.read(render_text_page(LINES))
+        [process] = _tesseract_processes()
+        process.suspend()  # SIGSTOP: alive, never answers
+        with caplog.at_level(logging.WARNING, logger="appliance.engines.tesseract"):
+            assert reader.read(render_text_page(LINES)) is None  # too large to be taken
+            assert reader.read(Image.new("L", (40, 20), 255)) is not None  # a new one
+            [process] = _tesseract_processes()
+            process.suspend()
+            assert reader.read(Image.new("L", (40, 20), 255)) is None  # taken, not read
+        assert "it took no page in 1 s" in caplog.text and "no answer in 1 s" in caplog.text
+        assert not _tesseract_processes()  # both killed
+    finally:
+        reader.close()
 
 
 def test_a_missing_language_is_named_with_its_package(caplog):
@@ -35,9 +113,11 @@ def test_a_missing_language_is_named_with_its_package(caplog):
     problem = tesseract_problem("eng+xyz")
     assert "xyz" in problem and "apt-get install tesseract-ocr-xyz" in problem
     # a reader asked for it anyway fails on the page without raising: no second opinion
+    reader = TesseractReader("xyz")
     with caplog.at_level(logging.WARNING, logger="appliance.engines.tesseract"):
-        assert TesseractReader("xyz").read(render_text_page(LINES)) is None
-    assert "tesseract second opinion failed" in caplog.text
+        assert reader.read(render_text_page(LINES)) is None
+    assert "tesseract second opinion failed: tesseract could not load xyz" in caplog.text
+    assert not _tesseract_processes()
 
 
 def _job(tmp_path, lines):
