@@ -10,6 +10,7 @@ from appliance.config import DOC_TYPES
 from appliance.page import Line, Recognition
 from appliance.quality.confidence import (
     CLASSIC_CHECK,
+    CONFIRMABLE_BASE,
     EXPECTED_CHARS,
     VISION_CHECK,
     needs_second_opinion,
@@ -297,11 +298,11 @@ def test_needs_second_opinion():
     assert asks(vlm(logprob=-0.3))
     assert not asks(vlm())
     # a classic reading in doubt is read again too (by Tesseract), a sure one is not
-    assert asks(classic(score=0.7))
+    assert asks(classic(score=0.97))
     assert not asks(classic())
     # already compared, a fallback, no evidence: nothing to compare against
     assert not asks(vlm(logprob=-0.3), bands=(0.5, 1.0), second_opinion=classic())
-    assert not asks(classic(score=0.7, flags=["fallback"]))
+    assert not asks(classic(score=0.97, flags=["fallback"]))
     assert not asks(Recognition(text="", markdown=""))
     # text without evidence (a server that sends no logprobs): agreement is its evidence
     assert asks(Recognition(text=CLEAN_TEXT, markdown=CLEAN_TEXT))
@@ -310,7 +311,7 @@ def test_needs_second_opinion():
 def test_a_second_opinion_is_asked_only_where_it_could_change_the_route():
     # Tesseract's agreement lifts a classic page at most halfway to 1 and never lowers
     # it: a page that would stay under review_below even if confirmed is not read again
-    hopeless = classic(score=0.3, flags=["truncated"])
+    hopeless = classic(score=0.97, flags=["truncated"])
     confirmed = score_page(hopeless, doc_type="invoice", second_opinion=hopeless).score
     assert score_page(hopeless, doc_type="invoice").score < confirmed < BANDS[0]
     assert not asks(hopeless)
@@ -321,6 +322,20 @@ def test_a_second_opinion_is_asked_only_where_it_could_change_the_route():
     # a vision reading in the sample band that the classic engine could contradict (a
     # penalty) is read again though no agreement could carry it to auto-accept
     assert asks(vlm(logprob=-0.3))
+
+
+def test_a_classic_reading_tesseract_would_not_confirm_is_not_read_again():
+    # its own base under CONFIRMABLE_BASE: the recogniser misread enough for no second
+    # reader to share nine words in ten, though a confirmation would change its band
+    unsure = classic(score=0.94)
+    alone = score_page(unsure, doc_type="invoice")
+    assert alone.signals["base"] < CONFIRMABLE_BASE and alone.score < BANDS[0]
+    assert score_page(unsure, doc_type="invoice", second_opinion=unsure).score >= BANDS[0]
+    assert not asks(unsure)
+    # the same base behind a penalty is asked: Tesseract may confirm its words
+    assert asks(classic(score=0.97, flags=["truncated"]), bands=(0.4, 0.75))
+    # and a vision reading that unsure is compared: the classic engine may contradict it
+    assert asks(vlm(logprob=-0.8))
 
 
 
