@@ -69,14 +69,19 @@ class _TesseractProcess:
     def __init__(self, languages: str, timeout_s: float):
         self.timeout_s = timeout_s
         mine, theirs = socket.socketpair()
-        # one thread: the worker's cores belong to the main engine, and Tesseract's
-        # OpenMP threads slow a single page down more often than they help
-        self.process = subprocess.Popen(
-            [sys.executable, "-I", str(PROGRAM), str(theirs.fileno()), languages],
-            pass_fds=(theirs.fileno(),), stdin=subprocess.DEVNULL,
-            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
-            env={**os.environ, "OMP_THREAD_LIMIT": "1"})
-        theirs.close()
+        try:
+            # one thread: the worker's cores belong to the main engine, and Tesseract's
+            # OpenMP threads slow a single page down more often than they help
+            self.process = subprocess.Popen(
+                [sys.executable, "-I", str(PROGRAM), str(theirs.fileno()), languages],
+                pass_fds=(theirs.fileno(),), stdin=subprocess.DEVNULL,
+                stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+                env={**os.environ, "OMP_THREAD_LIMIT": "1"})
+        except OSError as exc:  # out of processes or memory: this page goes without
+            mine.close()
+            raise ReadingFailed(f"it did not start: {exc}") from exc
+        finally:
+            theirs.close()
         # a page it does not take (stopped, stuck) must not block the sender for good
         seconds = int(timeout_s)
         mine.setsockopt(socket.SOL_SOCKET, socket.SO_SNDTIMEO,

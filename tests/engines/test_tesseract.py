@@ -7,6 +7,7 @@ import io
 import logging
 import signal
 import subprocess
+import sys
 import threading
 from concurrent.futures import ThreadPoolExecutor
 
@@ -78,6 +79,16 @@ def test_a_crash_costs_that_page_its_second_opinion_only(reader, caplog):
     assert "tesseract second opinion failed: it ended with signal 11" in caplog.text
     assert "Invoice number" in reader.read(render_text_page(LINES)).text  # a new one
     assert process not in _tesseract_processes()
+
+
+def test_one_that_cannot_start_costs_that_page_its_second_opinion(reader, caplog,
+                                                                  monkeypatch):
+    with monkeypatch.context() as patched:  # an interpreter that is not there (upgraded away)
+        patched.setattr(sys, "executable", "/nonexistent/python3")
+        with caplog.at_level(logging.WARNING, logger="appliance.engines.tesseract"):
+            assert reader.read(render_text_page(LINES)) is None
+    assert "tesseract second opinion failed: it did not start" in caplog.text
+    assert "Invoice number" in reader.read(render_text_page(LINES)).text
 
 
 def test_one_that_ended_while_idle_is_replaced_unseen(reader, caplog):
