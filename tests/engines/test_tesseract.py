@@ -17,7 +17,8 @@ from PIL import Image
 
 from appliance.engines.classic import ClassicEngine
 from appliance.engines.messages import Job, PageDone
-from appliance.engines.tesseract import TesseractReader, tesseract_problem
+from appliance.engines.tesseract import COMMAND, TesseractReader, tesseract_problem
+from appliance.engines.tesseract_process import PAGE_SEGMENTATION
 from appliance.pipeline.stages import PagePipeline, PageSettings, run_job
 from tests.fixtures.documents import render_text_page, text_similarity, write_png
 
@@ -57,7 +58,8 @@ def test_the_same_text_as_the_tesseract_command(reader):
     page = render_text_page(LINES + ["Ref. A-17/3, 4 items @ 12.50"]).rotate(1, fillcolor=255)
     buffer = io.BytesIO()
     page.convert("L").save(buffer, format="PNG")
-    command = subprocess.run(["tesseract", "stdin", "stdout", "-l", "eng", "--psm", "3"],
+    command = subprocess.run([COMMAND, "stdin", "stdout", "-l", "eng",
+                              "--psm", str(PAGE_SEGMENTATION)],
                              input=buffer.getvalue(), capture_output=True, check=True)
     assert reader.read(page).text == command.stdout.decode().strip()
 
