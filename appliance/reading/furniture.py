@@ -14,7 +14,8 @@ top and at its bottom, up to ``EDGE_ROWS`` rows that are not its body:
 - a **header** or **footer**: on a typeset page, rows set apart from the body by
   white (``HEADER_GAP`` line heights below a header, ``FOOTER_GAP`` above a footer)
   whose print is no taller than the body's by ``HEADING_RATIO`` (a title is no
-  header) and which are no running text themselves; or the same text at the top
+  header) and which are no running text themselves (no line as wide as the page's
+  running lines, ``MEASURE_SHARE``); or the same text at the top
   and at the bottom (a classification marking, "RESTRICTED").
 
 A figure's or a table's caption ("Figure 3.", "Table 2", "图 3", "表 2") is none of
@@ -33,6 +34,7 @@ form's title, a receipt's thank-you line) and only a page number is taken from t
 from __future__ import annotations
 
 import re
+import statistics
 
 from appliance.page import Furniture, Line
 from appliance.reading.lines import HEADING_RATIO, median_height, rows, word_count
@@ -69,6 +71,13 @@ SMALLER_PRINT = 0.9
 # picture at the top of a book page end 0.29 down it; the headers and footers found
 # on the 250 real and built pages measured end within 0.14 of their edge).
 EDGE_BAND = 0.2
+# A line as wide as the page's running lines, to this share either way, fills the
+# body's measure: a line of running text however few its words (a narrow column's:
+# a paragraph carried over from the page before, over a section's heading, is no
+# running header). Wider (a header over two columns) or narrower lines may be furniture.
+# A page has a measure where at least half its running lines fill it (justified text:
+# 0.89 of a paper's; a form's lines of five words or more, 0.26, have none).
+MEASURE_SHARE = 0.95
 
 # "12", "- 12 -", "· 12 ·" (Chinese journals; OCR reads it "- 12·" too), "Page 3",
 # "Page 3 of 10", "3 / 10", "iv", "第 3 页", "第3页 共10页":
@@ -131,15 +140,17 @@ def find_furniture(lines: list[Line], page_height: float | None = None,
     page_rows = rows(lines, height)
     if len(page_rows) < 3:
         return {Furniture.HEADER: {}, Furniture.FOOTER: {}}
-    typeset = len(running_lines(lines)) >= TYPESET_LINES
+    running = running_lines(lines)
+    typeset = len(running) >= TYPESET_LINES
+    measure = _measure(running) if typeset else None
     top, bottom = _text(page_rows[0]), _text(page_rows[-1])
     header_gap = HEADER_GAP
     if section_white is not None and median_height(page_rows[0]) <= SMALLER_PRINT * height:
         header_gap = min(HEADER_GAP, section_white / height)
-    edges = {Furniture.HEADER: _edge(page_rows, bottom, height, typeset, Furniture.HEADER,
-                                     header_gap),
-             Furniture.FOOTER: _edge(page_rows[::-1], top, height, typeset, Furniture.FOOTER,
-                                     FOOTER_GAP)}
+    edges = {Furniture.HEADER: _edge(page_rows, bottom, height, typeset, measure,
+                                     Furniture.HEADER, header_gap),
+             Furniture.FOOTER: _edge(page_rows[::-1], top, height, typeset, measure,
+                                     Furniture.FOOTER, FOOTER_GAP)}
     if page_height:
         by_id = {id(line): line for line in lines}
         inside = {Furniture.HEADER: lambda line: line.box[3] <= EDGE_BAND * page_height,
@@ -150,10 +161,11 @@ def find_furniture(lines: list[Line], page_height: float | None = None,
 
 
 def _edge(page_rows: list[list[Line]], other_edge: str, height: float, typeset: bool,
-          role: Furniture, gap: float) -> dict[int, Furniture]:
+          measure: float | None, role: Furniture, gap: float) -> dict[int, Furniture]:
     """The furniture among the first EDGE_ROWS rows of ``page_rows`` (the page's rows
     from the top down for its header, from the bottom up for its footer);
-    ``other_edge``: the text of the row at the page's other edge."""
+    ``other_edge``: the text of the row at the page's other edge; ``measure``: the
+    width of the page's running lines where it has one (``_measure``)."""
     found: dict[int, Furniture] = {}
     # rows from a caption on towards the body are the figure's or the table's
     edge_rows = next((index for index, row in enumerate(page_rows[:EDGE_ROWS])
@@ -177,7 +189,7 @@ def _edge(page_rows: list[list[Line]], other_edge: str, height: float, typeset: 
     # then rows of small print set apart from the body by white
     for count in range(edge_rows - index, 0, -1):
         group, body = page_rows[index:index + count], page_rows[index + count]
-        if all(_small_print(row, height) for row in group) \
+        if all(_small_print(row, height, measure) for row in group) \
                 and _set_apart(group[-1], body, height, gap):
             for line in (line for row in group for line in row):
                 found[id(line)] = Furniture.PAGE_NUMBER if is_page_number(line.text) else role
@@ -199,10 +211,23 @@ def _numbered_end(row: list[Line], line: Line) -> bool:
     return line in (row[0], row[-1]) and is_page_number(line.text)
 
 
-def _small_print(row: list[Line], height: float) -> bool:
-    """No title (print HEADING_RATIO times the body's) and no running text."""
+def _small_print(row: list[Line], height: float, measure: float | None = None) -> bool:
+    """No title (print HEADING_RATIO times the body's) and no running text: no line
+    of twice a running line's words, nor one that fills the ``measure`` where given."""
     return (median_height(row) <= HEADING_RATIO * height
-            and not any(word_count(line.text) >= 2 * TYPESET_WORDS for line in row))
+            and not any(word_count(line.text) >= 2 * TYPESET_WORDS
+                        or (measure is not None and _fills(line, measure)) for line in row))
+
+
+def _measure(running: list[Line]) -> float | None:
+    """The width of a line of the page's running text, where at least half of them
+    have one (MEASURE_SHARE), else None."""
+    width = statistics.median(line.box[2] - line.box[0] for line in running)
+    return width if 2 * sum(_fills(line, width) for line in running) >= len(running) else None
+
+
+def _fills(line: Line, measure: float) -> bool:
+    return MEASURE_SHARE * measure <= line.box[2] - line.box[0] <= measure / MEASURE_SHARE
 
 
 def _set_apart(row: list[Line], neighbour: list[Line], height: float, gap: float) -> bool:

@@ -226,3 +226,33 @@ def test_a_stored_page_renders_again_as_it_was_read(furniture):
     again = in_order(stored, sorted({l.block for l in page.lines}), furniture)
     assert (again.text, again.markdown) == (page.text, page.markdown)
     assert [l.role for l in again.lines] == [l.role for l in page.lines]
+
+
+def test_a_paragraph_carried_over_above_a_heading_is_no_running_header():
+    """A narrow column's page opening with the last two lines of a paragraph from the
+    page before, white under them, then a section's heading (Easydict's
+    ``ocr-en-paper-11.png``): the first line fills the column's measure, so it is
+    running text however few its words, and the page reads in order. A header as
+    narrow as its words, at the same place, still is one."""
+    tail = [line("may lead to over-provisioning and hence incur", 100, 30, 480),
+            line("for the operator.", 100, 70, 250)]
+    heading = line("V. SECURITY CHALLENGES", 150, 150, 430)
+    body = column(100, 210, PROSE + PROSE)
+    read = render(read_order([*tail, heading, *body]), "separate")
+    assert read.text.splitlines()[:3] == [tail[0].text, tail[1].text, heading.text]
+    assert not {l.role for l in read.lines} & {"header", "footer", "page_number"}
+    header = line("Journal of cloud security", 100, 30, 300)
+    roles = {l.text: l.role for l in render(read_order([header, heading, *body])).lines}
+    assert roles[header.text] == "header"
+
+
+def test_a_page_whose_lines_share_no_width_has_no_measure_to_fill():
+    """A form's lines of five words or more are as wide as their words (FUNSD
+    71108371): a production stamp at its foot as wide as their median stays its
+    footer."""
+    widths = [160 + 30 * i for i in range(14)]
+    body = [line(f"field {i} of the request form here", 100, 100 + 40 * i, 100 + w)
+            for i, w in enumerate(widths)]
+    stamp = line("PRODUCED FROM THE WEB SITE", 100, 800, 100 + sorted(widths)[7])
+    roles = {l.text: l.role for l in render(read_order([*body, stamp])).lines}
+    assert roles[stamp.text] == "footer"
