@@ -201,13 +201,17 @@ def test_a_worker_reads_two_pages_at_once_and_gives_one_back(tmp_path, tiny_mode
 
 @pytest.fixture
 def parallel(tmp_path, tiny_model):
-    """An appliance whose one llama worker reads two pages at once."""
+    """An appliance whose one llama worker reads two pages at once, and the page ids of
+    two letters submitted before it started, older first: its first claim takes both.
+    (Submitted to it running, the first letter, read in 0.4 s, could be done before the
+    second came on a loaded machine, and two pages never in flight at once.)"""
     settings = make_settings(tmp_path, engine={"name": "llama", **llama_options(tiny_model),
                                                "result_cache": False},
                              workers={"count": 1})
     appliance = Appliance(settings)
     for worker in appliance.workers:
         worker.spec = replace(worker.spec, options={**worker.spec.options, "parallel": 2})
+    page_ids = submit_letters(appliance, tmp_path, range(2))
     appliance.start()
     try:
         wait_for(lambda: appliance.ready or appliance.dispatcher.last_start_error,
@@ -216,7 +220,7 @@ def parallel(tmp_path, tiny_model):
     except AssertionError:
         appliance.stop()
         raise
-    yield appliance
+    yield appliance, page_ids
     appliance.stop()
 
 
@@ -247,10 +251,9 @@ def all_done(appliance: Appliance, page_ids: list[int]) -> bool:
 
 def test_a_crash_with_two_pages_in_flight_charges_neither_and_reads_each_alone(parallel,
                                                                               tmp_path):
-    appliance = parallel
+    appliance, page_ids = parallel
     worker = appliance.workers[0]
     assert worker.slots == 2
-    page_ids = submit_letters(appliance, tmp_path, range(2))
     wait_for(lambda: appliance.dispatcher.in_flight == 2, what="two pages on one worker")
     os.kill(worker.process.pid, signal.SIGKILL)
     wait_for(lambda: all(p.crash_suspect for p in pages(appliance, page_ids)),
@@ -283,10 +286,9 @@ def test_a_crash_with_two_pages_in_flight_charges_neither_and_reads_each_alone(p
     assert worker.restarts == 2
 
 
-def test_preemption_takes_back_the_newest_page_and_the_other_one_goes_on(parallel, tmp_path):
-    appliance = parallel
+def test_preemption_takes_back_the_newest_page_and_the_other_one_goes_on(parallel):
+    appliance, (older, newer) = parallel
     worker = appliance.workers[0]
-    older, newer = submit_letters(appliance, tmp_path, range(2))
     wait_for(lambda: appliance.dispatcher.in_flight == 2, what="two pages on one worker")
     appliance.dispatcher.request_preemption()  # what the memory sampler does when critical
     wait_for(lambda: all_done(appliance, [older, newer]), timeout_s=300, what="both pages read")
