@@ -42,6 +42,15 @@ def first_word(text: str) -> str:
     return words[0][:1] if UNSPACED.match(words[0]) else words[0]
 
 
+def first_word_width(line: Line) -> float:
+    """About how wide the first word of ``line`` is with the space before it: its share
+    of the line's characters (one character in a script without spaces)."""
+    text = line.text.strip()
+    if not text:
+        return 0.0
+    return (line.box[2] - line.box[0]) * (len(first_word(text)) + 1) / len(text)
+
+
 def rows(lines: list[Line], height: float | None = None) -> list[list[Line]]:
     """Lines grouped into rows, top to bottom, each row left to right.
 

@@ -39,7 +39,8 @@ from dataclasses import dataclass, replace
 
 from appliance.page import Block, Furniture, Line, Structure
 from appliance.quality.markdown import escape_markdown
-from appliance.reading.lines import HEADING_RATIO, PROSE_WORDS, median_height, word_count
+from appliance.reading.lines import (HEADING_RATIO, PROSE_WORDS, first_word_width,
+                                     median_height, word_count)
 from appliance.reading.lines import rows as row_groups
 from appliance.reading.tables import Runs, joined, table_markdown, table_runs
 
@@ -203,6 +204,9 @@ def _block_markdown(rows: list[list[Line]], tables: Runs | None, body: float,
             index = end
             continue
         out.append(_row_markdown(row, headings.get(id(row), 0), structure))
+        if (structure.get(id(row[0])) == Structure.LIST and index + 1 < len(rows)
+                and _item_ends(row, rows[index + 1])):
+            out.append("")  # else Markdown reads the row under it as the item's (lazily)
         previous_bottom = max(line.box[3] for line in row)
         index += 1
     while out and out[-1] == "":
@@ -226,6 +230,17 @@ def _row_markdown(row: list[Line], level: int, structure: dict[int, Structure]) 
             return f"{marker} " + escape_markdown(text[number.end():])
         return "- " + escape_markdown(text)  # "a)", "(b)": kept in the item's text
     return escape_markdown(text)
+
+
+def _item_ends(item: list[Line], below: list[Line]) -> bool:
+    """Whether a list's item row ends its item: the row under it is no item itself, and
+    its first word would have fitted beside the item's text within the wider of the
+    two rows (a section's numbered heading, "A. Broken Service Access Control", over
+    its paragraph), so that it does not carry on the item's text."""
+    text = " ".join(line.text for line in below)
+    right = max(line.box[2] for line in [*item, *below])
+    return (not _BULLET.match(text) and not _ENUMERATOR.match(text)
+            and max(line.box[2] for line in item) + first_word_width(below[0]) <= right)
 
 
 def _headings(blocks: list[Block], body: float) -> dict[int, int]:

@@ -16,7 +16,8 @@ import re
 from appliance.page import Line
 from appliance.quality.html_tables import Cell, table_lines
 from appliance.quality.markdown import escape_markdown
-from appliance.reading.lines import PROSE_WORDS, first_word, median_height, overlap, word_count
+from appliance.reading.lines import (PROSE_WORDS, first_word_width, median_height, overlap,
+                                     word_count)
 
 # {first row index: (index after the last, the table's columns as x extents, whether
 # each line is a cell of its own)}
@@ -401,7 +402,7 @@ def _wraps_on(above: list[list[Line]], below: list[list[Line]], columns: list[li
         if first.box[1] - last.box[3] > WRAP_GAP * body:
             return False
         width = columns[i][1] - columns[i][0]
-        if (last.box[2] - last.box[0]) + _first_word_width(first) <= width:
+        if (last.box[2] - last.box[0]) + first_word_width(first) <= width:
             return False
     return True
 
@@ -412,12 +413,3 @@ def _left_open(text: str) -> bool:
     text = text.rstrip()
     return text.endswith((",", ";", ":", "-", "–", "/", "&")) or any(
         text.count(opening) > text.count(closing) for opening, closing in ("()", "[]"))
-
-
-def _first_word_width(line: Line) -> float:
-    """About how wide the first word of ``line`` is with the space before it: its share
-    of the line's characters (one character in a script without spaces)."""
-    text = line.text.strip()
-    if not text:
-        return 0.0
-    return (line.box[2] - line.box[0]) * (len(first_word(text)) + 1) / len(text)

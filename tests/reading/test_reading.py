@@ -338,6 +338,22 @@ def test_render_paragraphs_headings_lists_and_escaping():
     assert all(l.block is not None for l in page.lines)
 
 
+def test_a_list_item_that_ends_short_of_the_row_under_it_ends_there():
+    """A paper's numbered section heading in body print ("A. Broken service access
+    control", Easydict's ``ocr-en-paper-11.png``) over its paragraph: a blank line
+    after it, or Markdown reads the paragraph as the item's text (a lazy
+    continuation). An item whose row is full and carries on in the row under it, its
+    first word too long to have fitted, keeps that row."""
+    paragraph = ["The use of token based authorization through", "OAuth exposes the network to token tampering"]
+    lines = [line("A. Broken service access control", 100, 40, 560),
+             line(paragraph[0], 120, 80, 900), line(paragraph[1], 100, 115, 900),
+             line("B. An item whose text runs to the edge of the", 100, 200, 900),
+             line("column and wraps", 100, 235, 400)]
+    assert render(read_order(lines)).markdown.split("\n") == [
+        "- A. Broken service access control", "", *paragraph, "",
+        "- B. An item whose text runs to the edge of the", "column and wraps"]
+
+
 def _under_small_print(body: list[tuple[str, float]]) -> list[Line]:
     """``body``'s rows (text, print height) 45 px apart over a heading in 52 px print and
     30 rows of references in 28 px print: more lines of small print than of the body."""
