@@ -12,7 +12,8 @@
     page's body text is its median line's, and where small print (references, notes)
     has more lines than the body, the body's print is the taller;
   - *lists*: rows that start with a bullet (``•``, ``-``, ``*`` ...) or an enumerator
-    (``1.``, ``2)``, ``a)``);
+    (``1.``, ``2)``, ``a)``); an item ends, with a blank line, where the row under it
+    does not carry on its text (``_item_ends``);
   - *tables* (``reading.tables``): ``MIN_TABLE_ROWS`` or more consecutive rows of two or more cells whose
     cells fall into the same columns (cells are the separate lines of a row; columns
     are where the cells' horizontal extents overlap from row to row), and between
