@@ -344,7 +344,8 @@ def test_a_list_item_that_ends_short_of_the_row_under_it_ends_there():
     after it, or Markdown reads the paragraph as the item's text (a lazy
     continuation). An item whose row is full and carries on in the row under it, its
     first word too long to have fitted, keeps that row."""
-    paragraph = ["The use of token based authorization through", "OAuth exposes the network to token tampering"]
+    paragraph = ["The use of token based authorization through",
+                 "OAuth exposes the network to token tampering"]
     lines = [line("A. Broken service access control", 100, 40, 560),
              line(paragraph[0], 120, 80, 900), line(paragraph[1], 100, 115, 900),
              line("B. An item whose text runs to the edge of the", 100, 200, 900),
