@@ -12,7 +12,7 @@ import fcntl
 import logging
 import os
 import threading
-from dataclasses import asdict, fields, replace
+from dataclasses import asdict, dataclass, fields, replace
 from pathlib import Path
 from typing import BinaryIO
 
@@ -79,10 +79,38 @@ def _worker_spec(settings: Settings, engine: str, options: dict) -> WorkerSpec:
     return WorkerSpec(engine, options, settings.logging.level, page_settings(settings))
 
 
-def resolve_engine(settings: Settings) -> tuple[WorkerSpec | None, str | None]:
+# What the operator is told when `auto` cannot run the vision model it was set for, in
+# English (the log, the status API); the web UI says each case in its reader's language
+ENGINE_NOTICES = {
+    "no_model": "No vision model is configured, so the embedded {engine} engine ({library}) "
+                "is reading pages. To add one, put a Gemma GGUF and its mmproj in models/ and "
+                "set engine.model and engine.mmproj (see models/README.md).",
+    "model_failed": "The configured vision model failed its checks ({message}), so the "
+                    "embedded {engine} engine is reading pages. Run `appliance doctor` for "
+                    "details.",
+    "model_failed_remote": "The configured vision model failed its checks ({message}), so "
+                           "only the remote endpoints read pages. Run `appliance doctor` for "
+                           "details.",
+}
+
+
+@dataclass(frozen=True)
+class EngineNotice:
+    """Why pages are not read by the vision model `auto` was set for: ``case`` (a key of
+    ENGINE_NOTICES) and its values (the engine reading instead, the model's failure's
+    code and message)."""
+
+    case: str
+    values: dict[str, str]
+
+    def __str__(self) -> str:
+        return ENGINE_NOTICES[self.case].format(**self.values)
+
+
+def resolve_engine(settings: Settings) -> tuple[WorkerSpec | None, EngineNotice | None]:
     """Which engine this host's workers run (None: only remote endpoints read pages),
     and a notice for the operator when `auto` had to fall back to the embedded engine
-    (registry.FALLBACK)."""
+    (registry.FALLBACK) or to the remote endpoints."""
     engine = settings.engine
     if not registry.reads_local(engine.name):
         return None, None
@@ -101,23 +129,18 @@ def resolve_engine(settings: Settings) -> tuple[WorkerSpec | None, str | None]:
                               f"engine.mmproj; see models/README.md")
         if remote:  # the endpoints read every page; no local vision model is expected
             return None, None
-        return spec(fallback), (
-            f"No vision model is configured, so the embedded {fallback.name} engine "
-            f"({fallback.library}) is reading pages. To add one, put a Gemma GGUF and its "
-            f"mmproj in models/ and set engine.model and engine.mmproj (see "
-            f"models/README.md).")
+        return spec(fallback), EngineNotice("no_model", {"engine": fallback.name,
+                                                         "library": fallback.library})
     try:
         inspect_model(engine.model, engine.mmproj)
     except ModelError as exc:
         if strict:
             raise
+        failure = {"code": exc.code, "message": exc.message}
         if remote:
-            return None, (f"The configured vision model failed its checks ({exc.message}), "
-                          f"so only the remote endpoints read pages. Run `appliance doctor` "
-                          f"for details.")
-        return spec(fallback), (f"The configured vision model failed its checks "
-                                f"({exc.message}), so the embedded {fallback.name} engine "
-                                f"is reading pages. Run `appliance doctor` for details.")
+            return None, EngineNotice("model_failed_remote", failure)
+        return spec(fallback), EngineNotice("model_failed", {**failure,
+                                                             "engine": fallback.name})
     return spec(wanted), None
 
 
@@ -540,6 +563,7 @@ class Appliance:
     def status(self) -> dict:
         return {"ready": self.ready, "draining": self.draining,
                 "engine": self.engine_label,
-                "engine_notice": self.engine_notice, "memory": self.memory.status(),
+                "engine_notice": str(self.engine_notice) if self.engine_notice else None,
+                "memory": self.memory.status(),
                 "queue_depth": queries.queue_depth(self.db), "workers": self.worker_status(),
                 "last_worker_error": self.dispatcher.last_start_error}

@@ -21,10 +21,11 @@ from pathlib import Path
 import gradio as gr
 from fastapi import FastAPI
 
-from appliance.daemon import Appliance
+from appliance.daemon import Appliance, EngineNotice
 from ui.auth import Sessions, mount_sign_in, mount_signed_in
 from ui.components import MARKDOWN_VIEW_CSS, escape_markdown_text
 from ui.dashboard import dashboard_tab
+from ui.document_status import error_words
 from ui.i18n import EN, label, language_of, memory_text, text
 from ui.page_image import ZOOM_CSS
 from ui.review import mount_review
@@ -47,6 +48,17 @@ def status_line(appliance: Appliance, lang: str = EN) -> str:
     return line
 
 
+def engine_notice_text(notice: EngineNotice, lang: str = EN) -> str:
+    """Why the configured vision model does not read pages, in ``lang``, as Markdown: its
+    values (an engine, a library, a model's failure in ``lang``: ``error_words``) shown
+    as they are."""
+    values = dict(notice.values)
+    if "code" in values:
+        values["reason"] = error_words(values.pop("code"), values.pop("message"), lang)
+    return text(f"engine_notice_{notice.case}", lang,
+                **{name: escape_markdown_text(value) for name, value in values.items()})
+
+
 def build_ui(appliance: Appliance, download_dir: Path) -> gr.Blocks:
     # analytics off: an on-premise appliance must not call out; the title is set in
     # the page's language by ui.i18n.language_script (Gradio shows a title as it is)
@@ -54,12 +66,11 @@ def build_ui(appliance: Appliance, download_dir: Path) -> gr.Blocks:
                    delete_cache=(3600, 3600)) as blocks:
         gr.Markdown(label("app_heading"))
         if appliance.engine_notice:  # e.g. running on the classic engine: say how to add a model
-            # the library's words, in English (escaped); only "Note:" is translated
             notice = gr.Markdown(elem_id="engine-notice", container=True, padding=True)
 
             def notice_line(request: gr.Request) -> str:
-                return text("note", language_of(request),
-                            note=escape_markdown_text(appliance.engine_notice))
+                lang = language_of(request)
+                return text("note", lang, note=engine_notice_text(appliance.engine_notice, lang))
 
             blocks.load(notice_line, outputs=notice, api_visibility="private")
         health = gr.Markdown(elem_id="status-line")

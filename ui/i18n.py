@@ -46,7 +46,25 @@ TEXTS: dict[str, tuple[str, str]] = {
     "tab_document": ("Document", "文档详情"),
     "tab_dashboard": ("Dashboard", "监控面板"),
     "language_switch": ("中文", "English"),
-    "note": ("**Note:** {note}", "**提示：**{note}"),
+    "note": ("**Note:** {note}", "**提示**：{note}"),
+    # why the configured vision model does not read pages (appliance.daemon.EngineNotice)
+    "engine_notice_no_model": (
+        "No vision model is configured, so the embedded {engine} engine ({library}) is "
+        "reading pages. To add one, put a Gemma GGUF and its mmproj in models/ and set "
+        "engine.model and engine.mmproj (see models/README.md).",
+        "尚未配置视觉模型，现由内置的 {engine} 引擎（{library}）识别页面。如需添加：把 Gemma "
+        "GGUF 模型及其 mmproj 文件放入 models/，并在配置中填写 engine.model 和 engine.mmproj"
+        "（见 models/README.md）。"),
+    "engine_notice_model_failed": (
+        "The configured vision model failed its checks ({reason}), so the embedded {engine} "
+        "engine is reading pages. Run `appliance doctor` for details.",
+        "配置的视觉模型未通过检查（{reason}），现由内置的 {engine} 引擎识别页面。详情请运行 "
+        "`appliance doctor`。"),
+    "engine_notice_model_failed_remote": (
+        "The configured vision model failed its checks ({reason}), so only the remote "
+        "endpoints read pages. Run `appliance doctor` for details.",
+        "配置的视觉模型未通过检查（{reason}），现只由远程服务器识别页面。详情请运行 "
+        "`appliance doctor`。"),
     "engine_ready": ("ready", "就绪"),
     "engine_starting": ("starting: the engine is warming up", "启动中：引擎正在预热"),
     "status_line": ("Engine **{engine}**, {ready} · {queued} pages waiting · {memory}",
@@ -200,7 +218,7 @@ TEXTS: dict[str, tuple[str, str]] = {
     "pager_range_other": ("{first}–{last} of {total} documents",
                           "第 {first}–{last} 个，共 {total} 个文档"),
     "pager_changed": (" · **the list has changed since:** Refresh list shows it",
-                      " · **列表已有变化：**点“刷新列表”查看"),
+                      " · **列表已有变化**：点“刷新列表”查看"),
     "none_ticked": ("No document ticked.", "未勾选文档。"),
     "ticked": ("**{documents}** ticked: {names}", "已勾选 **{documents}**：{names}"),
     "bulk_retry": ("Retry failed pages (ticked)", "重新识别失败页（已勾选）"),
@@ -395,13 +413,13 @@ TEXTS: dict[str, tuple[str, str]] = {
                             "提交时已被拒绝（{code}），没有可重新识别的页面；原因见文档视图："
                             "请修正文件后重新上传"),
     "not_retried_none": ("none of its pages failed", "没有失败的页面"),
-    "action_line": ("**{label}:** {documents} {past}", "**{label}：**{documents}{past}"),
+    "action_line": ("**{label}:** {documents} {past}", "**{label}**：{documents}{past}"),
     "action_pages": (" ({pages})", "（{pages}）"),
     "action_not": ("\n- not {past}: {names}: {why}", "\n- 未{past}：{names}：{why}"),
     "zip_none": ("None of the selected documents is finished: there is nothing to zip.",
                  "所选文档都未完成：没有可打包的内容。"),
     "zip_done": ("**Download:** the outputs of {documents} in one zip.",
-                 "**下载：**{documents}的识别结果，打包为一个 zip。"),
+                 "**下载**：{documents}的识别结果，打包为一个 zip。"),
     "zip_not_finished": ("{name}: {status}, not finished yet", "{name}：{status}，尚未完成"),
     # the Document tab
     "open_review": ("Open the review console", "打开复核台"),
@@ -639,19 +657,19 @@ TEXTS: dict[str, tuple[str, str]] = {
     "endpoint_out": ("out: {why}", "停用：{why}"),
     "endpoint_in_service": ("in service", "服务中"),
     "summary_queue": ("- **Queue:** {waiting} pages waiting ({lanes}), {running} being read",
-                      "- **队列：**{waiting} 页等待（{lanes}），{running} 页识别中"),
+                      "- **队列**：{waiting} 页等待（{lanes}），{running} 页识别中"),
     "summary_throughput": ("- **Throughput:** {pages} pages in the last {minutes} min "
                            "({rate} per minute)",
-                           "- **吞吐量：**最近 {minutes} 分钟 {pages} 页（每分钟 {rate} 页）"),
+                           "- **吞吐量**：最近 {minutes} 分钟 {pages} 页（每分钟 {rate} 页）"),
     "summary_latency": ("- **Page latency** (arrival to result, last {minutes} min): {latency}",
                         "- **页面延迟**（从到达到出结果，最近 {minutes} 分钟）：{latency}"),
     "summary_backlog": ("- **Review backlog:** {waiting} pages waiting, {locked} being reviewed",
-                        "- **待复核：**{waiting} 页等待，{locked} 页复核中"),
+                        "- **待复核**：{waiting} 页等待，{locked} 页复核中"),
     "summary_memory": ("- **Memory:** {memory} · host RAM {ram}",
-                       "- **内存：**{memory} · 主机内存 {ram}"),
+                       "- **内存**：{memory} · 主机内存 {ram}"),
     "summary_ram": ("{used} of {total} GiB", "{used} / {total} GiB"),
     "summary_workers": ("- **Workers:** {workers} ({busy} busy), {restarts} restarts",
-                        "- **工作进程：**{workers} 个（{busy} 个忙碌），重启 {restarts} 次"),
+                        "- **工作进程**：{workers} 个（{busy} 个忙碌），重启 {restarts} 次"),
     "lane_name_interactive": ("interactive", "交互"),
     "lane_name_batch": ("batch", "批量"),
     # the review console

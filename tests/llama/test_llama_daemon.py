@@ -30,13 +30,15 @@ def test_auto_uses_a_verified_model_and_otherwise_says_why_not(tmp_path, tiny_mo
     assert (spec.engine, notice) == ("llama", None)
 
     spec, notice = resolve_engine(make_settings(tmp_path, engine={"name": "auto"}))
-    assert spec.engine == "classic" and "No vision model is configured" in notice
+    assert spec.engine == "classic" and notice.case == "no_model"
+    assert str(notice).startswith("No vision model is configured, so the embedded classic")
 
     broken = tmp_path / "broken.gguf"
     broken.write_bytes(b"not a model")
     spec, notice = resolve_engine(make_settings(tmp_path, engine={
         "name": "auto", "model": str(broken), "mmproj": str(tiny_model[1])}))
-    assert spec.engine == "classic" and "failed its checks" in notice
+    assert spec.engine == "classic" and notice.values["code"] == "model_not_gguf"
+    assert "failed its checks" in str(notice)
 
     with pytest.raises(ModelError):
         resolve_engine(make_settings(tmp_path, engine={

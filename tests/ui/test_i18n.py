@@ -6,7 +6,11 @@ import re
 import string
 
 import pytest
+from markdown_it import MarkdownIt
 
+from appliance.daemon import resolve_engine
+from tests.conftest import make_settings
+from ui.app import engine_notice_text
 from ui.i18n import EN, TEXTS, ZH, from_accept_language, language_of, plural, text
 
 SAME_IN_BOTH = {"source_api", "fact_source"}  # "REST API", "{source} {when}"
@@ -26,6 +30,35 @@ def test_every_entry_is_translated(key):
         words = re.sub(r"\{\w+\}|GiB", "", zh)  # fields and units only: no Chinese needed
         assert (re.search(r"[\u4e00-\u9fff]", zh) or not re.search(r"[A-Za-z]", words)
                 or key == "language_switch"), key
+
+
+def test_every_bold_run_closes():
+    """Gradio renders Markdown by CommonMark's rules, under which "**" between a
+    punctuation mark and a letter does not close a bold run: "**队列：**0 页" shows its
+    asterisks. Whatever fills an entry, a figure, a Chinese or a Latin word, none is left."""
+    commonmark = MarkdownIt("commonmark")
+    shown = [(key, value) for key, entry in TEXTS.items() for template in entry
+             for value in ("0", "文", "a")
+             if "**" in commonmark.render(re.sub(r"\{\w+\}", value, template))]
+    assert not shown
+
+
+def test_the_engine_notice_in_each_language(tmp_path):
+    _spec, notice = resolve_engine(make_settings(tmp_path, engine={"name": "auto"}))
+    assert engine_notice_text(notice, ZH).startswith("尚未配置视觉模型，现由内置的 classic 引擎")
+    assert engine_notice_text(notice, EN).startswith("No vision model is configured")
+
+    broken = tmp_path / "broken.gguf"
+    broken.write_bytes(b"not a model")
+    _spec, notice = resolve_engine(make_settings(tmp_path, engine={
+        "name": "auto", "model": str(broken), "mmproj": str(broken)}))
+    chinese = engine_notice_text(notice, ZH)
+    # the model's failure in Chinese by its code, its specifics (a file's name) as given
+    assert chinese.startswith("配置的视觉模型未通过检查（模型文件缺失、损坏或不是 GGUF"), chinese
+    assert "现由内置的 classic 引擎识别页面" in chinese
+    english = engine_notice_text(notice, EN)
+    assert english.startswith("The configured vision model failed its checks (") and \
+        "broken\\.gguf" in english  # the library's message, escaped
 
 
 def test_plural_pairs_are_whole():
