@@ -53,7 +53,7 @@ class HistoryEntry:
     attempt: int | None = None  # an attempt's number (its kind is its outcome)
     # what ``detail`` says, by name, to be said in other words: an intake's name, pages
     # and doc_type; an attempt's engine and its code and message, or its confidence;
-    # an event's details as stored
+    # an event's details, each as a person reads it (``_said``), the empty ones left out
     values: dict = field(default_factory=dict)
 
 
@@ -130,10 +130,12 @@ class Library:
                                         numbers.get(result.page_id), detail.strip(),
                                         attempt=result.attempt, values=values))
         for event in queries.document_events(self.db, document_id):
-            detail = ", ".join(f"{key} {value}" for key, value in (event.detail or {}).items())
+            values = {key: _said(value) for key, value in (event.detail or {}).items()
+                      if value not in (None, "", [], {})}  # an export of no files: none
             entries.append(HistoryEntry(event.at, event.kind, event.actor,
-                                        numbers.get(event.page_id), detail,
-                                        values=dict(event.detail or {})))
+                                        numbers.get(event.page_id),
+                                        ", ".join(f"{key} {said}" for key, said in values.items()),
+                                        values=values))
         return sorted(entries, key=lambda entry: entry.at)
 
     def latest_failures(self, limit: int) -> list[FailureRow]:
@@ -145,3 +147,12 @@ class Library:
 
     def review_backlog(self) -> dict:
         return queries.review_backlog(self.db)
+
+def _said(value) -> str:
+    """An event's detail as a person reads it: a list's items and a mapping's entries one
+    after the other ("a.md, a.txt"; "md 1.2, pdf 350.0"), not as Python writes them."""
+    if isinstance(value, dict):
+        return ", ".join(f"{key} {item}" for key, item in value.items())
+    if isinstance(value, list):
+        return ", ".join(map(str, value))
+    return str(value)

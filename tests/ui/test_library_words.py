@@ -21,6 +21,7 @@ from appliance.intake.sniff import KIND_WORDS, sniff_kind
 from appliance.raster import check_image_data, count_pages
 from appliance.library import FailureRow, HistoryEntry, PageStatus, PageView
 from appliance.measure.search_bench import generate_store
+from appliance.store import transitions
 from appliance.store.models import Page
 from tests.fixtures.gpu import FakeDevice
 from tests.ui.test_ui_handlers import make_appliance
@@ -171,12 +172,35 @@ def test_the_history_s_details_of_a_failure_and_an_event_in_chinese():
                                   "message": errors.TruncatedFile.said("signature_cut",
                                                                        size=3).message})
     routed = HistoryEntry(0.0, "routed_to_review", "system", 1,
-                          "attempt 1, reasons ['low_confidence']",
-                          values={"attempt": 1, "reasons": ["low_confidence"]})
+                          "attempt 1, reasons low_confidence",
+                          values={"attempt": "1", "reasons": "low_confidence"})
     [failure, event] = [row[4] for row in history_rows([failed, routed], ZH)]
     assert failure == "classic " + error_text("truncated_file", failed.values["message"], ZH)
-    assert event == "识别轮次 1，原因 ['low_confidence']"
+    assert event == "识别轮次 1，原因 low_confidence"
     assert [row[4] for row in history_rows([failed, routed])] == [failed.detail, routed.detail]
+
+
+def test_an_event_s_lists_and_figures_as_a_person_reads_them(tmp_path):
+    """An export's files and timings were shown as Python writes them ("files [],
+    timings_ms {}" for a document whose files are made when fetched)."""
+    appliance = make_appliance(tmp_path)
+    try:
+        generate_store(appliance.db, 4, pages_per_document=1)
+        written, asked = [view.doc.id for view in appliance.library.find().documents[:2]]
+        transitions.mark_exported(appliance.db, written, ["a.md", "a.txt"], {"md": 1.234})
+        transitions.mark_exported(appliance.db, asked, [], {})
+        english = [row[4] for row in history_rows(appliance.library.history(written))
+                   if row[1] == "exported"]
+        chinese = [row[4] for row in history_rows(appliance.library.history(written), ZH)
+                   if row[1] == "已导出"]
+        nothing = [row[4] for lang in (EN, ZH)
+                   for row in history_rows(appliance.library.history(asked), lang)
+                   if row[1] in ("exported", "已导出")]
+    finally:
+        appliance.db.close()
+    assert english == ["files a.md, a.txt, timings_ms md 1.2"]
+    assert chinese == ["文件 a.md, a.txt，耗时（毫秒） md 1.2"]
+    assert nothing == ["", ""]
 
 
 def test_the_dashboard_s_failures_in_chinese():
