@@ -99,6 +99,10 @@ MIGRATIONS: dict[str, list[str]] = {
     "13": [  # each page's selection marks
         "ALTER TABLE pageresult ADD COLUMN selection_marks JSON",
     ],
+    "14": [  # CJK text's pairs across the line breaks inside its words (grams.unwrapped)
+        "DELETE FROM pagegrams",
+        PAGEGRAMS_FILL,
+    ],
 }
 
 

@@ -10,7 +10,7 @@ from enum import StrEnum
 from sqlalchemy import JSON, Column, Index
 from sqlmodel import Field, SQLModel
 
-SCHEMA_VERSION = 14
+SCHEMA_VERSION = 15
 
 
 class PageStatus(StrEnum):
@@ -262,7 +262,7 @@ PAGETEXT_FILL = ("INSERT INTO pagetext (rowid, text) SELECT page.id, pageresult.
                  "WHERE page.status = 'done' AND pageresult.text IS NOT NULL")
 # the machine's text of the pages waiting for review, found too since version 10
 PAGETEXT_REVIEW_FILL = PAGETEXT_FILL.replace("'done'", "'review'")
-# the pairs of every indexed page, from a store of version 9 (cjk_grams: db.py)
+# the pairs of every indexed page, made by the migrations that change them (cjk_grams: db.py)
 PAGEGRAMS_FILL = ("INSERT INTO pagegrams (rowid, grams) SELECT rowid, cjk_grams(text) "
                   "FROM pagetext WHERE cjk_grams(text) != ''")
 

@@ -20,7 +20,7 @@ from sqlalchemy import text
 from sqlmodel import Session, select
 
 from appliance.store.db import Database
-from appliance.store.grams import cjk_grams, cjk_runs, grams_query, CJK_RUN
+from appliance.store.grams import CJK_RUN, cjk_grams, cjk_runs, grams_query, unwrapped
 from appliance.store.models import Document, DocStatus, Page
 from appliance.store.queries import DocumentView, page_counts
 
@@ -252,7 +252,7 @@ def _cjk_snippets(session: Session, words: str, page_ids: list[int]) -> dict[int
     found = re.compile("|".join([*map(re.escape, runs), *(rf"\b{word}\w*" for word in latin)]),
                        re.IGNORECASE)
     first = re.compile("|".join(map(re.escape, runs)))
-    return {page_id: _snippet_around(" ".join(page_text.split()), first, found)
+    return {page_id: _snippet_around(" ".join(unwrapped(page_text).split()), first, found)
             for page_id, page_text in rows}
 
 

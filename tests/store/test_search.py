@@ -120,6 +120,21 @@ def test_any_cjk_substring_of_two_characters_or_more_is_found_and_latin_keeps_it
     assert ids(find_documents(store, DocumentQuery(q="度"))) == ["other.pdf", "canna.pdf"]
 
 
+def test_a_chinese_word_cut_by_a_line_break_is_found_and_marked(store):
+    """A paragraph of Chinese wraps wherever its line is full, inside a word: the text
+    keeps the page's lines, and the search still finds the word whole."""
+    submit(store, "diary.png", created=1)
+    read_next(store, "1970年9月15日\n几周以来我第一次独\n处，又拾起了我真正的生活。")
+    found = find_documents(store, DocumentQuery(q="第一次独处"))
+    assert ids(found) == ["diary.png"]
+    snippet, spans = next(iter(found.hits.values())).marked()
+    assert [snippet[a:b] for a, b in spans] == ["第一次独处"]
+    # words apart on one line, or a paragraph apart, are not one word
+    submit(store, "notes.png", created=2)
+    read_next(store, "植物 高\n\n度")
+    assert find_documents(store, DocumentQuery(q="高度")).total == 0
+
+
 def test_filters_combine_and_sorting_and_paging_reach_every_document(store):
     for i in range(12):
         submit(store, f"doc{i:02}.png", created=100 + i, tags=["even"] if i % 2 == 0 else [],

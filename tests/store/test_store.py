@@ -32,7 +32,7 @@ def test_wal_mode_and_schema_version(db):
     with db.read() as session:
         mode = session.connection().exec_driver_sql("PRAGMA journal_mode").scalar()
     assert mode == "wal"
-    assert db.schema_version() == SCHEMA_VERSION == 14
+    assert db.schema_version() == SCHEMA_VERSION == 15
 
 
 def test_a_version_1_database_is_migrated_in_place(tmp_path):
@@ -64,7 +64,7 @@ def test_a_version_1_database_is_migrated_in_place(tmp_path):
         session.get(SchemaMeta, "schema_version").value = "1"
     old.close()
     migrated = Database(tmp_path / "v1.db")
-    assert migrated.schema_version() == 14
+    assert migrated.schema_version() == 15
     with migrated.read() as session:
         indexes = {row[1] for row in session.exec(text("PRAGMA index_list(page)"))}
     assert "ix_page_review" in indexes
@@ -94,12 +94,27 @@ def test_a_version_9_store_finds_cjk_text_and_pages_waiting_for_review(tmp_path)
         session.get(SchemaMeta, "schema_version").value = "9"
     old.close()
     migrated = Database(tmp_path / "v9.db")
-    assert migrated.schema_version() == 14
+    assert migrated.schema_version() == 15
     found = find_documents(migrated, DocumentQuery(q="植株高度"))
     assert [view.doc.id for view in found.documents] == [done.id]
     found = find_documents(migrated, DocumentQuery(q="Totel"))
     assert [view.doc.id for view in found.documents] == [waiting.id]
     assert not found.hits[waiting.id].reviewed
+
+
+def test_a_version_14_store_finds_a_chinese_word_its_line_break_cut(tmp_path):
+    old = Database(tmp_path / "v14.db")
+    wrapped = new_doc(old, pages=1, name="diary.png")
+    transitions.complete_page(old, transitions.claim_next_page(old, "w1", lease_s=60),
+                              page_done("几周以来我第一次独\n处，又拾起了我真正的生活。"))
+    with old.write() as session:  # as version 14 paired the lines: apart
+        session.exec(text("UPDATE pagegrams SET grams = '几周 周以 以来 来我 我第 第一 一次 次独 "
+                          "独 处'"))
+        session.get(SchemaMeta, "schema_version").value = "14"
+    old.close()
+    assert Database(tmp_path / "v14.db").schema_version() == 15
+    found = find_documents(Database(tmp_path / "v14.db"), DocumentQuery(q="第一次独处"))
+    assert [view.doc.id for view in found.documents] == [wrapped.id]
 
 
 def test_schema_version_mismatch_refuses_to_open(tmp_path):
