@@ -10,7 +10,9 @@
     that follow each other with no paragraph's white between them, more than
     ``HEADING_MAX_ROWS`` of them, are running text however large their print: the
     page's body text is its median line's, and where small print (references, notes)
-    has more lines than the body, the body's print is the taller;
+    has more lines than the body, the body's print is the taller; and a paragraph's
+    last line, under a full line of its running text, is no heading however tall its
+    box (``_ends_paragraph``);
   - *lists*: rows that start with a bullet (``•``, ``-``, ``*`` ...) or an enumerator
     (``1.``, ``2)``, ``a)``); an item ends, with a blank line, where the row under it
     does not carry on its text (``_item_ends``);
@@ -246,12 +248,32 @@ def _item_ends(item: list[Line], below: list[Line]) -> bool:
 
 def _headings(blocks: list[Block], body: float) -> dict[int, int]:
     """The rows of ``blocks`` that are headings, by ``id``, with their level: 1 for the
-    tallest print among them, 2 for the next, 3 below."""
+    tallest print among them, 2 for the next, 3 below. A row that ends a paragraph
+    (``_ends_paragraph``) is none, however tall its box."""
     running = {id(row) for block in blocks for row in _running_text(block.rows, body)}
-    found = [row for block in blocks for row in block.rows
-             if id(row) not in running and _heading_candidate(row, body)]
+    edges = [_edges(row) for block in blocks for row in block.rows]
+    found = [row for block in blocks for above, row in zip([None, *block.rows], block.rows)
+             if id(row) not in running and _heading_candidate(row, body)
+             and not (above and _ends_paragraph(above, row, edges, body))]
     sizes = sorted({round(median_height(row)) for row in found}, reverse=True)
     return {id(row): min(3, sizes.index(round(median_height(row))) + 1) for row in found}
+
+
+def _ends_paragraph(above: list[Line], row: list[Line], edges: list[tuple[float, float]],
+                    body: float) -> bool:
+    """Whether ``row`` is the last line of the paragraph ``above`` wraps onto: no
+    paragraph's white between them, ``row`` starts where ``above`` does, and ``above``
+    is a full line of the page's running text, no heading's, its left and right edges
+    those of more rows than a title takes (HEADING_MAX_ROWS), within a line height
+    (Chinese "己吗？" under its paragraph, boxed taller than its lines)."""
+    left, right = _edges(above)
+    sharing = sum(1 for a, b in edges if abs(a - left) <= body and abs(b - right) <= body)
+    return (sharing > HEADING_MAX_ROWS and not _heading_candidate(above, body)
+            and _close(above, row, body) and abs(_edges(row)[0] - left) <= body)
+
+
+def _edges(row: list[Line]) -> tuple[float, float]:
+    return min(line.box[0] for line in row), max(line.box[2] for line in row)
 
 
 def _heading_candidate(row: list[Line], body: float) -> bool:

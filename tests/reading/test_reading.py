@@ -401,6 +401,30 @@ def test_a_chinese_rows_words_and_stops_in_a_heading():
     assert [structure[text] for text in rows] == ["heading", "text", "text", "text"]
 
 
+def test_the_last_line_of_a_paragraph_boxed_taller_than_its_lines_is_no_heading():
+    """A paragraph of Chinese wraps inside a word, and its last line ("己吗？", a
+    character and a question mark) is boxed taller than the full lines over it (33 px
+    among 23, Easydict's ocr-zh-text-two-columns-1): it ends that paragraph. A row as
+    tall under a paragraph's white is a heading, and so is a title's second row."""
+    full = [(text * 2, 23) for text in ZH]  # 32 characters: each row full, 100 to 780
+    rows = [*full[:5], None, *full[5:], ("己吗？", 33), None, ("第二部分", 33), None,
+            *full[:5]]
+    lines, y = [], 40
+    for row in rows:  # rows 17 px apart, as typeset; None: a paragraph's white
+        if row:
+            text, height = row
+            lines.append(line(text, 100, y, 780 if height == 23 else 100 + 21 * len(text),
+                              h=height))
+        y += 40
+    structure = {l.text: l.role for l in render(read_order(lines)).lines}
+    assert structure["己吗？"] == "text"
+    assert structure["第二部分"] == "heading"
+    title = [line("北方分公司", 100, 40, 400, h=60), line("年度简报", 100, 110, 340, h=60)]
+    structure = {l.text: l.role for l in render(read_order(title + column(100, 220, ZH)))
+                 .lines}
+    assert structure["北方分公司"] == structure["年度简报"] == "heading"
+
+
 def test_aligned_cells_become_a_table():
     grid = [["Item", "Region", "Amount"], ["Paper", "North", "12.50"],
             ["Toner", "South", "99.00"], ["Stapler", "East", "4.20"]]
