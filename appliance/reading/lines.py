@@ -34,12 +34,13 @@ def word_count(text: str) -> int:
 
 
 def first_word(text: str) -> str:
-    """The first word of ``text``: up to its first space, or its first character in a
-    script without spaces."""
+    """The first word of ``text``: up to its first space or its first character in a
+    script without spaces ("2。" of "2。便于"), or that character where it starts."""
     words = text.split()
     if not words:
         return ""
-    return words[0][:1] if UNSPACED.match(words[0]) else words[0]
+    unspaced = UNSPACED.search(words[0])
+    return words[0][:max(1, unspaced.start())] if unspaced else words[0]
 
 
 def first_word_width(line: Line) -> float:

@@ -14,8 +14,9 @@
     last line, under a full line of its running text, is no heading however tall its
     box (``_ends_paragraph``);
   - *lists*: rows that start with a bullet (``•``, ``-``, ``*`` ...) or an enumerator
-    (``1.``, ``2)``, ``a)``); an item ends, with a blank line, where the row under it
-    does not carry on its text (``_item_ends``);
+    (``1.``, ``2)``, ``a)``, Chinese ``1、``, ``一、``, ``（二）``, and ``1.`` with no
+    space before Chinese text); an item ends, with a blank line, where its row, or the
+    row its text carries on onto, ends short of the row under it (``_item_ends``);
   - *tables* (``reading.tables``): ``MIN_TABLE_ROWS`` or more consecutive rows of two or more cells whose
     cells fall into the same columns (cells are the separate lines of a row; columns
     are where the cells' horizontal extents overlap from row to row), and between
@@ -40,7 +41,7 @@ import re
 from collections.abc import Callable
 from dataclasses import dataclass, replace
 
-from appliance.page import Block, Furniture, Line, Structure
+from appliance.page import UNSPACED, Block, Furniture, Line, Structure
 from appliance.quality.markdown import escape_markdown
 from appliance.reading.lines import (HEADING_RATIO, PROSE_WORDS, first_word_width,
                                      median_height, word_count)
@@ -62,7 +63,14 @@ HEADING_MAX_ROWS = 3  # a title may take three rows; more of one print are runni
 _STOPS = (".", ",", ";", ":", "。", "，", "、", "；", "：")
 
 _BULLET = re.compile(r"^\s*([•●▪■◦○‣∙·*+\-–])\s*(?=\S)")
-_ENUMERATOR = re.compile(r"^\s*(\(?\d{1,3}[.)]|\(?[a-zA-Z][.)])\s+(?=\S)")
+# an item's number or letter ("3.", "3)", "a)", "(b)"; in Chinese print "1、", "一、",
+# "（二）"), before a space or, in a script written without spaces, its first character
+# ("1.保持版本控制")
+_CHINESE_NUMBER = "[一二三四五六七八九十]{1,3}"
+_ENUMERATOR = re.compile(rf"^\s*(\(?\d{{1,3}}[.)]|\(?[a-zA-Z][.)]|(?:\d{{1,3}}|{_CHINESE_NUMBER})、|"
+                         rf"[（(](?:\d{{1,3}}|{_CHINESE_NUMBER})[）)])"
+                         rf"(?:\s+(?=\S)|(?={UNSPACED.pattern}))")
+_ORDERED = re.compile(r"\d+[.)]")  # a marker Markdown numbers its item by
 
 
 @dataclass
@@ -186,6 +194,7 @@ def _block_markdown(rows: list[list[Line]], tables: Runs | None, body: float,
     out: list[str] = []
     index = 0
     previous_bottom: float | None = None
+    in_item = False  # the row above is a list item's, or the text it carries on onto
     while index < len(rows):
         row = rows[index]
         top = min(line.box[1] for line in row)
@@ -206,9 +215,10 @@ def _block_markdown(rows: list[list[Line]], tables: Runs | None, body: float,
             previous_bottom = None
             index = end
             continue
+        carried = in_item and out[-1] != "" and id(row) not in headings
         out.append(_row_markdown(row, headings.get(id(row), 0), structure))
-        if (structure.get(id(row[0])) == Structure.LIST and index + 1 < len(rows)
-                and _item_ends(row, rows[index + 1])):
+        in_item = carried or structure.get(id(row[0])) == Structure.LIST
+        if in_item and index + 1 < len(rows) and _item_ends(row, rows[index + 1]):
             out.append("")  # else Markdown reads the row under it as the item's (lazily)
         previous_bottom = max(line.box[3] for line in row)
         index += 1
@@ -229,9 +239,9 @@ def _row_markdown(row: list[Line], level: int, structure: dict[int, Structure]) 
     if number := _ENUMERATOR.match(text):
         structure.update((id(line), Structure.LIST) for line in row)
         marker = number.group(1)
-        if marker[:-1].isdigit():  # "3." or "3)": an ordered item as it stands
+        if _ORDERED.fullmatch(marker):  # "3." or "3)": an ordered item as it stands
             return f"{marker} " + escape_markdown(text[number.end():])
-        return "- " + escape_markdown(text)  # "a)", "(b)": kept in the item's text
+        return "- " + escape_markdown(text)  # "a)", "(b)", "一、": kept in the item's text
     return escape_markdown(text)
 
 

@@ -355,6 +355,31 @@ def test_a_list_item_that_ends_short_of_the_row_under_it_ends_there():
         "- B. An item whose text runs to the edge of the", "column and wraps"]
 
 
+def test_an_item_ends_where_the_text_it_carries_on_onto_ends_short():
+    """Easydict's ``ocr-zh-text-list-1.png``: an item wraps onto a second row that ends
+    short, and the rows under it are the next item (misread "2。") and a paragraph:
+    without a blank line after the short row, Markdown reads them as the item's."""
+    lines = [line("1.保持版本控制:通过发布一个新版本，您可以清晰地记录修复了哪些问题。", 100, 40, 900),
+             line("户和开发团队来说都是透明和易于管理的。", 100, 75, 520),
+             line("2。便于用户更新:通过发布新版本，您可以通知用户更新应用程序以修复", 100, 110, 900),
+             line("用户可以轻松地获取到修复后的版本。", 100, 145, 480)]
+    assert render(read_order(lines)).markdown.split("\n") == [
+        "1. 保持版本控制:通过发布一个新版本，您可以清晰地记录修复了哪些问题。",
+        "户和开发团队来说都是透明和易于管理的。", "",
+        "2。便于用户更新:通过发布新版本，您可以通知用户更新应用程序以修复",
+        "用户可以轻松地获取到修复后的版本。"]
+
+
+@pytest.mark.parametrize(("printed", "markdown"), [
+    ("1.保持版本控制", "1. 保持版本控制"),  # no space after the number in Chinese print
+    ("2、便于用户更新", "- 2、便于用户更新"), ("一、总则", "- 一、总则"),
+    ("（二）适用范围", "- （二）适用范围"), ("1.5米高的植株", "1.5米高的植株"),
+    ("3.2节的结果", "3.2节的结果"), ("2024年的报告", "2024年的报告"),
+])
+def test_chinese_enumerators(printed, markdown):
+    assert render(read_order([line(printed, 100, 40, 600)])).markdown == markdown
+
+
 def _under_small_print(body: list[tuple[str, float]]) -> list[Line]:
     """``body``'s rows (text, print height) 45 px apart over a heading in 52 px print and
     30 rows of references in 28 px print: more lines of small print than of the body."""
