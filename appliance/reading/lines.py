@@ -18,6 +18,11 @@ PROSE_WORDS = 4
 # four characters, two on average), so that a line of running text in either script
 # holds as many words as the same line in a language with spaces.
 UNSPACED_WORD_CHARS = 2
+# The fewest characters of a script written without spaces a line needs to measure
+# its print by their width (``char_pitch``), and the full-width punctuation that
+# stands as wide as they do
+PITCH_CHARS = 3
+_FULL_WIDTH = re.compile(r"[\u3000-\u303f\uff01-\uff60]")
 # A word of letters, not a code or a unit: three letters of an alphabet, or two
 # characters of a script without spaces ("发票", "合計").
 LETTER_WORD = re.compile(rf"[^\W\d_]{{3,}}|{UNSPACED.pattern}{{2,}}")
@@ -31,6 +36,24 @@ def word_count(text: str) -> int:
         unspaced = len(UNSPACED.findall(token))
         count += max(1, math.ceil(unspaced / UNSPACED_WORD_CHARS)) if unspaced else 1
     return count
+
+
+def char_pitch(lines: list[Line]) -> float | None:
+    """How wide a character of ``lines`` is, where most of their characters are of a
+    script written without spaces: those are as wide as the print is large, where
+    their boxes' height says less (a detector pads a line of them by its glyphs).
+    Such characters and full-width punctuation count one, other characters half and
+    spaces a quarter; None for other lines, or under PITCH_CHARS of them."""
+    width = chars = 0.0
+    for line in lines:
+        text = line.text.strip()
+        unspaced = len(UNSPACED.findall(text))
+        if unspaced < PITCH_CHARS or 2 * unspaced < len(text.replace(" ", "")):
+            continue
+        width += line.box[2] - line.box[0]
+        chars += sum(1.0 if UNSPACED.match(ch) or _FULL_WIDTH.match(ch)
+                     else 0.25 if ch == " " else 0.5 for ch in text)
+    return width / chars if chars else None
 
 
 def first_word(text: str) -> str:

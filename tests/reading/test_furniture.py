@@ -83,12 +83,14 @@ def test_a_title_is_no_running_header():
 
 
 def test_chinese_furniture_and_a_book_spread_each_page_its_own():
-    """Two pages side by side: each page's header and number are its furniture, and
-    both pages' bodies come before all of it."""
+    """Two pages side by side: each page's header (in print 0.8 times the body's, 17
+    px a character against 21) and number are its furniture, and both pages' bodies
+    come before all of it."""
     pages = []
     for number, x in enumerate((80, 1000)):
         pages.append({
-            "header": line(("企业档案管理实务", "第三章 档案的整理与保管")[number], x, 30, x + 300),
+            "header": line(*(("企业档案管理实务", x, 30, x + 136),
+                             ("第三章 档案的整理与保管", x, 30, x + 175))[number]),
             "body": column(x, 110, [f"{'左右'[number]}{t}" for t in ZH + ZH[:5]]),
             "number": line(f"第 {170 + number} 页", x + 150, 680, x + 250),
         })
@@ -100,6 +102,23 @@ def test_chinese_furniture_and_a_book_spread_each_page_its_own():
     roles = {l.text: l.role for l in result.lines}
     assert roles["第 170 页"] == roles["第 171 页"] == "page_number"
     assert roles["企业档案管理实务"] == "header"
+
+
+@pytest.mark.parametrize("title, width", [
+    ("比特币：一种点对点电子货币系统", 410),  # 1.3 times the body's characters
+    ("今天我把超市老板cpu干烧了", 270),  # 1.1 times
+])
+def test_a_chinese_title_over_its_page_is_no_running_header(title, width):
+    """Easydict's pages: a paper's title and a post's, alone at the top of a typeset
+    page, set apart by white, boxed no taller than its lines (1.11 to 1.22 times:
+    under a title's HEADING_RATIO), went under "## Page furniture". Chinese print is
+    measured by its characters' width: a title's are the body's or wider, a running
+    header's narrower (0.78 to 0.85 on the built pages)."""
+    heading = line(title, 300, 30, 300 + width)
+    body = column(100, 140, [f"左{t}" for t in ZH + ZH[:6]])
+    result = render(read_order([heading, *body]), "separate")
+    assert {l.text: l.role for l in result.lines}[title] != "header"
+    assert result.text.splitlines()[0] == title
 
 
 def open_spread() -> list[dict]:
@@ -115,9 +134,10 @@ def open_spread() -> list[dict]:
         body = [line(f"{'左右'[number]}{t}", x, top, x + 380)
                 for top, t in zip(tops, ZH + ZH[:6])]
         foot = tops[-1] + 30 + 36  # 1.2 line heights under the last line, no more
-        footer = [line("44", x, foot, x + 30, h=36), line("中西比较美术学", x + 60, foot, x + 260)]
+        # in smaller print than the body's: 17 px a character against 21
+        footer = [line("44", x, foot, x + 30, h=36), line("中西比较美术学", x + 60, foot, x + 180)]
         if number:
-            footer = [line("第二章 中西比较美术学本体论", x + 40, foot, x + 340),
+            footer = [line("第二章 中西比较美术学本体论", x + 40, foot, x + 265),
                       line("45", x + 360, foot, x + 390, h=36)]
         pages.append({"body": body, "footer": footer})
     return pages
@@ -163,7 +183,7 @@ def test_captions_under_a_picture_at_the_top_of_a_page_are_no_header():
     assert not {roles[c.text] for c in captions} & {"header", "footer", "page_number"}
     assert render(read_order(page, page_height=2070)).text.splitlines()[:2] == [
         "(a) 初始状态 (b) 最终状态", "图 3 水松生长情况对比"]
-    header = line("园林植物栽培试验", 100, 150, 400)
+    header = line("园林植物栽培试验", 100, 150, 278)  # 22 px a character, the body's 28
     roles = {l.text: l.role for l in render(read_order([header, *body], page_height=2070)).lines}
     assert roles[header.text] == "header"
 
