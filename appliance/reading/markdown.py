@@ -46,6 +46,7 @@ from appliance.quality.markdown import escape_markdown
 from appliance.reading.lines import (HEADING_RATIO, PROSE_WORDS, first_word_width,
                                      median_height, word_count)
 from appliance.reading.lines import rows as row_groups
+from appliance.reading.order import SECTION_MARGIN
 from appliance.reading.tables import Runs, joined, table_markdown, table_runs
 
 # Another reader of a table's structure (a model on the page's pixels, which the
@@ -262,24 +263,36 @@ def _headings(blocks: list[Block], body: float) -> dict[int, int]:
     (``_ends_paragraph``) is none, however tall its box."""
     running = {id(row) for block in blocks for row in _running_text(block.rows, body)}
     edges = [_edges(row) for block in blocks for row in block.rows]
-    found = [row for block in blocks for above, row in zip([None, *block.rows], block.rows)
+    found = [row for block in blocks
+             for before, above, row in zip([None, None, *block.rows], [None, *block.rows],
+                                           block.rows)
              if id(row) not in running and _heading_candidate(row, body)
-             and not (above and _ends_paragraph(above, row, edges, body))]
+             and not _ends_paragraph(before, above, row, edges, body)]
     sizes = sorted({round(median_height(row)) for row in found}, reverse=True)
     return {id(row): min(3, sizes.index(round(median_height(row))) + 1) for row in found}
 
 
-def _ends_paragraph(above: list[Line], row: list[Line], edges: list[tuple[float, float]],
-                    body: float) -> bool:
-    """Whether ``row`` is the last line of the paragraph ``above`` wraps onto: no
-    paragraph's white between them, ``row`` starts where ``above`` does, and ``above``
-    is a full line of the page's running text, no heading's, its left and right edges
-    those of more rows than a title takes (HEADING_MAX_ROWS), within a line height
-    (Chinese "己吗？" under its paragraph, boxed taller than its lines)."""
+def _ends_paragraph(before: list[Line] | None, above: list[Line] | None, row: list[Line],
+                    edges: list[tuple[float, float]], body: float) -> bool:
+    """Whether ``row`` is the last line of the paragraph ``above`` wraps onto: ``row``
+    starts where ``above`` does, stands under it as ``above`` stands under the row
+    ``before`` it (no more white than the paragraph's lines have between them, give or
+    take SECTION_MARGIN line heights: a heading has more over it), and ``above`` is a
+    full line of the page's running text, no heading's, its left and right edges those
+    of more rows than a title takes (HEADING_MAX_ROWS), within a line height (Chinese
+    "己吗？" under its paragraph, boxed taller than its lines)."""
+    if before is None or above is None:
+        return False
     left, right = _edges(above)
     sharing = sum(1 for a, b in edges if abs(a - left) <= body and abs(b - right) <= body)
+    spacing = _white(before, above)
     return (sharing > HEADING_MAX_ROWS and not _heading_candidate(above, body)
-            and _close(above, row, body) and abs(_edges(row)[0] - left) <= body)
+            and _white(above, row) <= spacing + SECTION_MARGIN * body
+            and abs(_edges(row)[0] - left) <= body)
+
+
+def _white(above: list[Line], below: list[Line]) -> float:
+    return min(line.box[1] for line in below) - max(line.box[3] for line in above)
 
 
 def _edges(row: list[Line]) -> tuple[float, float]:
