@@ -62,7 +62,7 @@ from rapidfuzz import fuzz
 
 from appliance.config import DOC_TYPES
 from appliance.engines.pdf_text import TEXT
-from appliance.page import Recognition, is_mark, without_marks
+from appliance.page import UNSPACED, Recognition, is_mark, without_marks
 from appliance.quality.text_checks import (
     bad_chars, implausible_figures, repeated_lines, script_mix,
 )
@@ -195,7 +195,10 @@ EXPECTED_CHARS: dict[str, tuple[int, int]] = {
     "fapiao": (40, 8000),
 }
 
-_WORD = re.compile(r"\w+")
+# a word of the readings compared: a character of a script written without spaces
+# (which readers part differently: Tesseract spaces Chinese characters apart, RapidOCR
+# reads a line's run whole), else a run of word characters
+_WORD = re.compile(rf"{UNSPACED.pattern}|(?:(?!{UNSPACED.pattern})\w)+")
 
 
 def classic_scale(score: float) -> float:
@@ -443,8 +446,9 @@ def _preprocessor_found_blank(provenance: dict) -> bool:
 
 def text_agreement(first: str, second: str) -> float:
     """Normalised similarity in [0, 1] of two readings' words, order-free: casefolded
-    word tokens, sorted, compared by Indel similarity (rapidfuzz's token_sort_ratio).
-    Markup and punctuation do not count; two empty texts agree fully."""
+    word tokens (each Chinese or Japanese character one, ``_WORD``), sorted, compared by
+    Indel similarity (rapidfuzz's token_sort_ratio). Markup and punctuation do not
+    count; two empty texts agree fully."""
     a = " ".join(sorted(_WORD.findall(first.casefold())))
     b = " ".join(sorted(_WORD.findall(second.casefold())))
     if not a and not b:
