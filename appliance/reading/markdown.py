@@ -329,8 +329,8 @@ def _running_text(rows: list[list[Line]], body: float) -> list[list[Line]]:
 def _close(above: list[Line], below: list[Line], body: float) -> bool:
     """Whether no paragraph's white stands between two rows: less than PARAGRAPH_GAP
     line heights of the taller print, theirs or the page body's."""
-    white = min(line.box[1] for line in below) - max(line.box[3] for line in above)
-    return white <= PARAGRAPH_GAP * max(body, median_height(above), median_height(below))
+    return _white(above, below) <= PARAGRAPH_GAP * max(body, median_height(above),
+                                                       median_height(below))
 
 
 def _one_print(rows: list[list[Line]], others: list[list[Line]]) -> bool:
