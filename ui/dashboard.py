@@ -213,7 +213,8 @@ def summary_markdown(appliance: Appliance, snapshot, completions, now: float,
              rate=f"{len(recent) / minutes:.1f}"),
         text("summary_latency", lang, minutes=f"{minutes:.0f}", latency=latency),
         text("summary_backlog", lang, waiting=backlog["waiting"], locked=backlog["locked"]),
-        text("summary_memory", lang, memory=memory_text(memory, lang), ram=ram),
+        text("summary_memory_host" if memory.get("source") == "host" else "summary_memory",
+             lang, memory=memory_text(memory, lang), ram=ram),
         text("summary_workers", lang, workers=len(workers), busy=busy, restarts=restarts),
     ])  # our own words and numbers: nothing from a document (the memory's line is the
     # library's, in English)

@@ -667,6 +667,8 @@ TEXTS: dict[str, tuple[str, str]] = {
                         "- **待复核**：{waiting} 页等待，{locked} 页复核中"),
     "summary_memory": ("- **Memory:** {memory} · host RAM {ram}",
                        "- **内存**：{memory} · 主机内存 {ram}"),
+    # where the watched memory is the host's own (no GPU), its figures say it once
+    "summary_memory_host": ("- **Memory:** {memory} ({ram})", "- **内存**：{memory}（{ram}）"),
     "summary_ram": ("{used} of {total} GiB", "{used} / {total} GiB"),
     "summary_workers": ("- **Workers:** {workers} ({busy} busy), {restarts} restarts",
                         "- **工作进程**：{workers} 个（{busy} 个忙碌），重启 {restarts} 次"),

@@ -184,6 +184,10 @@ def test_dashboard_view_shapes_and_figures(appliance, tmp_path):
 
     assert "3 pages in the last 15 min" in view.summary
     assert "0 pages waiting" in view.summary and "Review backlog:** 0" in view.summary
+    memory_line = next(line for line in view.summary.splitlines() if "Memory:" in line)
+    assert appliance.memory.status()["source"] == "host"  # no GPU here: the host is watched
+    assert re.fullmatch(r"- \*\*Memory:\*\* ok: host memory \d+ % \([\d.]+ of [\d.]+ GiB\)",
+                        memory_line), memory_line  # host memory named once, with its figures
 
     html = rendered(view.failures)
     shown = "".join(html.text)
