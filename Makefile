@@ -48,9 +48,10 @@ lock:
 run: $(STAMP) tesseract fonts
 	$(BIN)/appliance serve $(if $(CONFIG),--config $(CONFIG))
 
-# Debian's Tesseract 5 with English; other languages are tesseract-ocr-<lang>.
+# Debian's Tesseract 5 with English and simplified Chinese (the second opinion's
+# default languages); other languages are tesseract-ocr-<lang>.
 tesseract:
-	command -v tesseract >/dev/null || (apt-get update && apt-get install -y --no-install-recommends tesseract-ocr)
+	tesseract --list-langs 2>/dev/null | grep -qx chi_sim || (apt-get update && apt-get install -y --no-install-recommends tesseract-ocr tesseract-ocr-chi-sim)
 
 # Debian's Noto CJK fonts: Chinese, Japanese and Korean pages for `appliance make-eval-set`.
 fonts:

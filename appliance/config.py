@@ -318,8 +318,8 @@ class ReviewSettings:
     # with Tesseract's (when installed).
     second_opinion: bool = True
     # Tesseract's languages for that second reading, e.g. "eng+deu" (each installed as
-    # Debian's tesseract-ocr-<lang>).
-    second_opinion_languages: str = "eng"
+    # Debian's tesseract-ocr-<lang>); a page is read in those of its own script.
+    second_opinion_languages: str = "eng+chi_sim"
     lock_minutes: float = field(default=15.0, metadata={"min": 1.0, "max": 24 * 60.0})
     users_file: Path = Path("users.toml")
     required_fields: list[RequiredField] = field(default_factory=list)

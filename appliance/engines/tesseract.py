@@ -42,9 +42,58 @@ PROGRAM = Path(tesseract_process.__file__)
 EXIT_WAIT_S = 5.0
 
 
+# The script each of Tesseract's languages reads, named as the first word of its
+# letters' Unicode names (``quality.text_checks.script_of``: kana count as CJK); a
+# language not listed reads Latin. A page is read again only in the configured
+# languages of its own script: English cannot confirm a Chinese page (it agreed with
+# none of 55), and Chinese costs a Latin form twice the time English does (README).
+_SCRIPT_LANGUAGES = {
+    "CJK": ("chi_sim", "chi_sim_vert", "chi_tra", "chi_tra_vert", "jpn", "jpn_vert"),
+    "HANGUL": ("kor", "kor_vert"),
+    "CYRILLIC": ("aze_cyrl", "bel", "bul", "kaz", "kir", "mkd", "mon", "rus", "srp", "tat",
+                 "tgk", "ukr", "uzb_cyrl"),
+    "ARABIC": ("ara", "fas", "pus", "snd", "uig", "urd"),
+    "DEVANAGARI": ("hin", "mar", "nep", "san"),
+    "BENGALI": ("asm", "ben"),
+    "ETHIOPIC": ("amh", "tir"),
+    "GREEK": ("ell", "grc"),
+    "HEBREW": ("heb", "yid"),
+    "TIBETAN": ("bod", "dzo"),
+    "GEORGIAN": ("kat", "kat_old"),
+    "ARMENIAN": ("hye",), "CANADIAN": ("iku",), "CHEROKEE": ("chr",), "GUJARATI": ("guj",),
+    "GURMUKHI": ("pan",), "KANNADA": ("kan",), "KHMER": ("khm",), "LAO": ("lao",),
+    "MALAYALAM": ("mal",), "MYANMAR": ("mya",), "ORIYA": ("ori",), "SINHALA": ("sin",),
+    "SYRIAC": ("syr",), "TAMIL": ("tam",), "TELUGU": ("tel",), "THAANA": ("div",),
+    "THAI": ("tha",),
+}
+SCRIPT_OF_LANGUAGE = {language: script for script, languages in _SCRIPT_LANGUAGES.items()
+                      for language in languages}
+LATIN = "LATIN"
+
+
 def tesseract_problem(languages: str) -> str | None:
-    """Why Tesseract cannot read in ``languages`` here (not installed, a language
-    missing), with what to do; None when it can."""
+    """Why Tesseract cannot read in all of ``languages`` here (not installed, a
+    language missing), with what to do; None when it can."""
+    listed = _installed()
+    if isinstance(listed, str):
+        return listed
+    missing = [lang for lang in languages.split("+") if lang not in listed]
+    if missing:
+        return (f"tesseract lacks the language(s) {', '.join(missing)} "
+                f"(apt-get install {' '.join(f'tesseract-ocr-{lang}' for lang in missing)})")
+    return None
+
+
+def installed_languages(languages: str) -> str:
+    """Those of ``languages`` Tesseract can read here, in their order ("" for none)."""
+    listed = _installed()
+    if isinstance(listed, str):
+        return ""
+    return "+".join(lang for lang in languages.split("+") if lang in listed)
+
+
+def _installed() -> list[str] | str:
+    """The languages Tesseract has here, or why it cannot be run."""
     if shutil.which(COMMAND) is None:
         return "tesseract is not installed (apt-get install tesseract-ocr)"
     try:
@@ -52,11 +101,7 @@ def tesseract_problem(languages: str) -> str | None:
                                 timeout=TIMEOUT_S, check=False).stdout.splitlines()
     except (OSError, subprocess.TimeoutExpired) as exc:
         return f"tesseract does not run: {exc}"
-    missing = [lang for lang in languages.split("+") if lang not in listed[1:]]
-    if missing:
-        return (f"tesseract lacks the language(s) {', '.join(missing)} "
-                f"(apt-get install {' '.join(f'tesseract-ocr-{lang}' for lang in missing)})")
-    return None
+    return listed[1:]  # after its heading
 
 
 class ReadingFailed(Exception):
@@ -141,21 +186,36 @@ class _TesseractProcess:
 
 class TesseractReader:
     """Reads page images with Tesseract in ``languages`` (Tesseract's form: ``eng``,
-    ``eng+deu``); each must be installed (``tesseract-ocr-<lang>``). As many pages at
-    once as threads ask, each in a process of its own, started when first needed and
-    kept for the next page."""
+    ``eng+chi_sim``); each must be installed (``tesseract-ocr-<lang>``). A page is read
+    in those of them that read its script. As many pages at once as threads ask, each
+    in a process of its own, started when first needed and kept for the next page in
+    the same languages."""
 
     def __init__(self, languages: str = "eng", timeout_s: float = TIMEOUT_S):
         self.languages = languages
         self.timeout_s = timeout_s
-        self._idle: list[_TesseractProcess] = []
+        self._idle: dict[str, list[_TesseractProcess]] = {}
         self._lock = threading.Lock()
 
-    def read(self, image: Image.Image) -> Recognition | None:
-        """The page's text, or None when Tesseract failed on it (logged): a missing
-        second opinion leaves the page's confidence as it was."""
+    def languages_for(self, script: str | None) -> str | None:
+        """Those of the reader's languages that read ``script`` (a page's dominant one,
+        as ``quality.text_checks.script_of`` names it), None when none does; all of
+        them for a page without letters."""
+        if script is None:
+            return self.languages
+        chosen = [lang for lang in self.languages.split("+")
+                  if SCRIPT_OF_LANGUAGE.get(lang, LATIN) == script]
+        return "+".join(chosen) or None
+
+    def read(self, image: Image.Image, script: str | None = None) -> Recognition | None:
+        """The page's text in the languages that read ``script`` (see
+        ``languages_for``), or None when none does or Tesseract failed on it (logged):
+        a missing second opinion leaves the page's confidence as it was."""
+        languages = self.languages_for(script)
+        if languages is None:
+            return None
         try:
-            process = self._take()
+            process = self._take(languages)
             try:
                 text = process.read(image).strip()
             except ReadingFailed:
@@ -165,20 +225,22 @@ class TesseractReader:
             log.warning("tesseract second opinion failed: %s", exc)
             return None
         with self._lock:
-            self._idle.append(process)
+            self._idle.setdefault(languages, []).append(process)
         return Recognition(text=text, markdown=text)
 
-    def _take(self) -> _TesseractProcess:
+    def _take(self, languages: str) -> _TesseractProcess:
         with self._lock:
-            while self._idle:
-                process = self._idle.pop()
+            idle = self._idle.get(languages, [])
+            while idle:
+                process = idle.pop()
                 if process.alive:
                     return process
                 process.kill()  # ended while idle (killed from outside): not this page's loss
-        return _TesseractProcess(self.languages, self.timeout_s)
+        return _TesseractProcess(languages, self.timeout_s)
 
     def close(self) -> None:
         with self._lock:
-            idle, self._idle = self._idle, []
-        for process in idle:
-            process.close()
+            idle, self._idle = self._idle, {}
+        for processes in idle.values():
+            for process in processes:
+                process.close()

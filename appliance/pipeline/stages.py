@@ -25,13 +25,13 @@ from typing import Callable
 
 from PIL import Image
 
-from appliance.config import PdfSettings, PreprocessSettings
+from appliance.config import PdfSettings, PreprocessSettings, ReviewSettings
 from appliance.engines import pdf_text, registry
 from appliance.engines.barcodes import read_barcodes
 from appliance.engines.base import Engine, PageRequest
 from appliance.engines.cache import CACHE_PROVENANCE, ResultCache, image_digest
 from appliance.engines.messages import Job, PageDone, PageFailed
-from appliance.engines.tesseract import TesseractReader, tesseract_problem
+from appliance.engines.tesseract import TesseractReader, installed_languages, tesseract_problem
 from appliance.engines.vision import VisionEngine
 from appliance.errors import ApplianceError, EngineError, PagePreempted
 from appliance.fields.model import parse_answer, question
@@ -68,7 +68,7 @@ class PageSettings:
     # across: a vision reading gets the classic engine's, a classic reading Tesseract's
     # (in these languages); None: no second opinions
     second_opinion_bands: tuple[float, float] | None = None
-    second_opinion_languages: str = "eng"
+    second_opinion_languages: str = ReviewSettings.second_opinion_languages
     # a vision reading's words are placed on the classic reading's word boxes
     place_vision_text: bool = True
     page_furniture: str = "separate"
@@ -101,10 +101,12 @@ class PagePipeline:
                        ResultCache(settings.cache_dir) if settings.cache_dir else None,
                        ReadStage.with_table_model(settings.page_furniture, share, threads))
         if settings.second_opinion_bands is not None:
+            languages = installed_languages(settings.second_opinion_languages)
             if problem := tesseract_problem(settings.second_opinion_languages):
-                log.warning("classic pages in doubt get no second opinion: %s", problem)
-            else:
-                pipeline.second_reader = TesseractReader(settings.second_opinion_languages)
+                log.warning("classic pages in doubt are read again %s: %s",
+                            f"in {languages} only" if languages else "by no one", problem)
+            if languages:
+                pipeline.second_reader = TesseractReader(languages)
         if settings.preprocess.enabled and settings.preprocess.orientation:
             from appliance.engines.orientation import (  # the worker's import
                 TextBoxDirections, UpsideDownClassifier,
@@ -195,11 +197,12 @@ def run_job(pipeline: PagePipeline, job: Job, background: ThreadPoolExecutor,
                        and recognition.text.strip()
                        and registry.entry(engine.name).fallback is not None)
         bands, second = settings.second_opinion_bands, None
-        if bands is not None and needs_second_opinion(recognition, confidence,
-                                                      doc_type=request.doc_type, bands=bands,
-                                                      made_anyway=placing):
+        if (bands is not None
+                and needs_second_opinion(recognition, confidence, doc_type=request.doc_type,
+                                         bands=bands, made_anyway=placing)
+                and (read_again := _second_reader(pipeline, request, confidence))):
             with clock.stage("second_opinion"):
-                second = _second_reading(pipeline, engine_image(), request, confidence)
+                second = read_again(engine_image())
             if second is not None:
                 confidence = score_page(recognition, doc_type=request.doc_type,
                                         second_opinion=second)
@@ -311,16 +314,17 @@ def _better_way_up(pipeline: PagePipeline, job: Job, rendered: Image.Image,
                                                        "as_it_came": round(scores[1], 4)}}), key
 
 
-def _second_reading(pipeline: PagePipeline, image: Image.Image, request: PageRequest,
-                    confidence: Confidence) -> Recognition | None:
-    """Another engine's reading of a page in doubt: the classic engine's of a vision
-    reading (with token evidence or none), Tesseract's of a classic one. None when
-    there is no other engine."""
+def _second_reader(pipeline: PagePipeline, request: PageRequest, confidence: Confidence
+                   ) -> Callable[[Image.Image], Recognition | None] | None:
+    """Another engine to read a page in doubt: the classic engine a vision reading
+    (with token evidence or none), Tesseract a classic one, in those of its languages
+    that read the page's script. None when there is no such engine."""
     if confidence.signals.get("source") in ("tokens", "none"):
-        return pipeline.recognise(image, replace(request, engine=registry.FALLBACK))
-    if pipeline.second_reader is not None:
-        return pipeline.second_reader.read(image)
-    return None
+        return lambda image: pipeline.recognise(image, replace(request, engine=registry.FALLBACK))
+    script = confidence.signals.get("dominant_script")
+    if pipeline.second_reader is None or pipeline.second_reader.languages_for(script) is None:
+        return None
+    return lambda image: pipeline.second_reader.read(image, script)
 
 
 def _with_field_answer(engine: VisionEngine, image: Image.Image, recognition: Recognition,

@@ -10,20 +10,36 @@ import subprocess
 import sys
 import threading
 from concurrent.futures import ThreadPoolExecutor
+from dataclasses import replace
 
 import psutil
 import pytest
-from PIL import Image
+from PIL import Image, ImageDraw, ImageFont
 
 from appliance.engines.classic import ClassicEngine
 from appliance.engines.messages import Job, PageDone
-from appliance.engines.tesseract import COMMAND, TesseractReader, tesseract_problem
+from appliance.engines.tesseract import (
+    COMMAND, SCRIPT_OF_LANGUAGE, TesseractReader, installed_languages, tesseract_problem,
+)
 from appliance.engines.tesseract_process import PAGE_SEGMENTATION
+from appliance.measure import born_digital
+from appliance.measure.synthetic_chinese import PROSE as PROSE_ZH
 from appliance.pipeline.stages import PagePipeline, PageSettings, run_job
+from appliance.quality.text_checks import script_of
 from tests.fixtures.documents import render_text_page, text_similarity, write_png
 
 LINES = ["Invoice number 4711", "Delivery date March 3 2024", "Total amount due 129.50 EUR",
          "Thank you for your order"]
+LINES_ZH = [PROSE_ZH[i:i + 24] for i in range(0, 96, 24)]  # four rows of 24 characters
+
+
+def chinese_page(lines: list[str] = LINES_ZH) -> Image.Image:
+    page = Image.new("RGB", (1240, 900), "white")
+    draw = ImageDraw.Draw(page)
+    font = ImageFont.truetype(born_digital.CJK, 36)
+    for number, line in enumerate(lines):
+        draw.text((80, 80 + 70 * number), line, fill="black", font=font)
+    return page
 
 
 @pytest.fixture(scope="module")
@@ -121,10 +137,51 @@ def test_a_hung_reading_is_given_up_and_its_process_killed(caplog):
         reader.close()
 
 
+def _languages_of(process: psutil.Process) -> str:
+    return process.cmdline()[-1]  # tesseract_process.py FD LANGUAGES
+
+
+def test_a_page_is_read_again_in_the_languages_of_its_script():
+    reader = TesseractReader("eng+chi_sim")
+    try:
+        chinese = reader.read(chinese_page(), "CJK")
+        assert text_similarity(chinese.text, "".join(LINES_ZH)) > 0.9, chinese.text
+        assert [_languages_of(p) for p in _tesseract_processes()] == ["chi_sim"]
+        latin = reader.read(render_text_page(LINES), "LATIN")
+        assert text_similarity(latin.text, "\n".join(LINES)) > 0.9, latin.text
+        assert sorted(map(_languages_of, _tesseract_processes())) == ["chi_sim", "eng"]
+        # a script none of its languages reads: no reading, no process started for it
+        assert reader.languages_for("CYRILLIC") is None
+        assert reader.read(render_text_page(LINES), "CYRILLIC") is None
+        assert len(_tesseract_processes()) == 2
+        assert reader.languages_for(None) == "eng+chi_sim"  # a page without letters
+    finally:
+        reader.close()
+    assert not _tesseract_processes()
+
+
+# a letter of each script the languages are listed under (as the page's text names it)
+_LETTERS = {"CJK": "中", "HANGUL": "한", "CYRILLIC": "д", "ARABIC": "ب", "DEVANAGARI": "क",
+            "BENGALI": "ক", "ETHIOPIC": "ሀ", "GREEK": "α", "HEBREW": "א", "TIBETAN": "ཀ",
+            "GEORGIAN": "ა", "ARMENIAN": "Ա", "CANADIAN": "ᐁ", "CHEROKEE": "Ꭰ", "GUJARATI": "ગ",
+            "GURMUKHI": "ਕ", "KANNADA": "ಕ", "KHMER": "ក", "LAO": "ກ", "MALAYALAM": "മ",
+            "MYANMAR": "က", "ORIYA": "ଓ", "SINHALA": "ස", "SYRIAC": "ܐ", "TAMIL": "த",
+            "TELUGU": "త", "THAANA": "ހ", "THAI": "ก"}
+
+
+def test_each_language_is_listed_under_a_script_a_page_can_have():
+    assert set(SCRIPT_OF_LANGUAGE.values()) == set(_LETTERS)
+    for script, letter in _LETTERS.items():
+        assert script_of(letter) == script
+    assert script_of("か") == SCRIPT_OF_LANGUAGE["jpn"]  # kana with the Chinese characters
+    assert TesseractReader("eng+deu+jpn").languages_for("LATIN") == "eng+deu"
+
+
 def test_a_missing_language_is_named_with_its_package(caplog):
     assert tesseract_problem("eng") is None
     problem = tesseract_problem("eng+xyz")
     assert "xyz" in problem and "apt-get install tesseract-ocr-xyz" in problem
+    assert installed_languages("xyz+eng") == "eng"  # what can still be read
     # a reader asked for it anyway fails on the page without raising: no second opinion
     reader = TesseractReader("xyz")
     with caplog.at_level(logging.WARNING, logger="appliance.engines.tesseract"):
@@ -165,6 +222,23 @@ def test_a_classic_page_in_doubt_is_read_again(tmp_path, engine):
                     _job(tmp_path, LINES))
         assert sure.signals["agreement"] is None
         assert "second_opinion_ms" not in sure.timings_ms
+
+
+def test_a_chinese_page_in_doubt_is_read_again_in_chinese(tmp_path, engine):
+    original = tmp_path / "zh.png"
+    chinese_page().save(original)
+    job = replace(_job(tmp_path, LINES), original=original)
+    alone = _run(PagePipeline(engine), job)
+    doubt = (alone.confidence + 0.001, 1.0)
+    result = _run(PagePipeline(engine, PageSettings(second_opinion_bands=doubt),
+                               second_reader=TesseractReader("eng+chi_sim")), job)
+    assert result.signals["dominant_script"] == "CJK"
+    assert result.signals["agreement"] > 0.9 and result.confidence > alone.confidence
+    # in English only, nothing can confirm it: it is not read again, nor timed
+    english = _run(PagePipeline(engine, PageSettings(second_opinion_bands=doubt),
+                                second_reader=TesseractReader("eng")), job)
+    assert english.signals["agreement"] is None and english.confidence == alone.confidence
+    assert "second_opinion_ms" not in english.timings_ms
 
 
 def test_without_tesseract_the_page_keeps_its_own_confidence(tmp_path, engine):

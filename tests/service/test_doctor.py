@@ -129,13 +129,14 @@ def test_doctor_takes_the_pair_as_parameters(tmp_path, pair):
 
 def test_the_second_reader_is_checked_with_its_languages(tmp_path):
     code, checks, _ = run_doctor(write_config(tmp_path))
-    assert checks["second_opinion"].startswith("ok   second_opinion: tesseract (eng)")
+    assert checks["second_opinion"].startswith("ok   second_opinion: tesseract (eng+chi_sim)")
     config = write_config(tmp_path)
     config.write_text(config.read_text() + '\n[review]\nsecond_opinion_languages = "eng+xyz"\n')
     code, checks, _ = run_doctor(config)
     assert code == 0  # the appliance runs; its classic pages are just less sure
     assert checks["second_opinion"].startswith("warn second_opinion: tesseract lacks the "
                                                "language(s) xyz (apt-get install tesseract-ocr-xyz)")
+    assert checks["second_opinion"].endswith("tesseract (eng) reads those of its scripts")
 
 
 def memory_check(settings, pair, device):
