@@ -12,7 +12,7 @@ import fcntl
 import logging
 import os
 import threading
-from dataclasses import asdict, dataclass, fields, replace
+from dataclasses import fields, replace
 from pathlib import Path
 from typing import BinaryIO
 
@@ -20,15 +20,15 @@ from apscheduler.schedulers.background import BackgroundScheduler
 
 from appliance.config import Settings, load_settings
 from appliance.dispatch import Dispatcher
+from appliance.engine_choice import remote_specs, resolve_engine, result_cache_dir
 from appliance.engines import registry
 from appliance.engines.cache import ResultCache
 from appliance.errors import (
-    AlreadyRunning, ConfigError, EngineUnavailable, ModelError, NoFields, NotFound, NotReady,
+    AlreadyRunning, ConfigError, EngineUnavailable, NoFields, NotFound, NotReady,
     OutputFailed, ShuttingDown, UnknownField,
 )
 from appliance.export import Exporter, document_json
 from appliance.fields.document import correct_document_fields, refresh_after_review
-from appliance.fields.schema import schemas
 from appliance.finishing import Finisher
 from appliance.gguf.files import cached_sha256
 from appliance.gguf.pair import inspect_model
@@ -39,8 +39,7 @@ from appliance.intake.folders import Disposal, WatchService
 from appliance.intake.spool import Spool
 from appliance.library import Library
 from appliance.memory_plan import plan_for
-from appliance.pipeline.host import WorkerHandle, WorkerSpec
-from appliance.pipeline.stages import PageSettings
+from appliance.pipeline.host import WorkerHandle
 from appliance.retention import purge
 from appliance.review import ReviewService
 from appliance.security import ApiKeys, loopback
@@ -55,104 +54,6 @@ log = logging.getLogger(__name__)
 FINISH_PENDING_S = 30
 # [review] keys read once at start-up: a reload cannot change them
 REVIEW_RESTART_KEYS = ("second_opinion", "second_opinion_languages", "users_file")
-
-
-def result_cache_dir(settings: Settings) -> Path | None:
-    """Where the workers keep the readings they may serve again; None: no cache."""
-    return settings.paths.data_dir / "cache" if settings.engine.result_cache else None
-
-
-def page_settings(settings: Settings) -> PageSettings:
-    """What the configuration tells every worker's page stages (``pipeline.stages``)."""
-    return PageSettings(
-        preprocess=settings.preprocess, pdf=settings.pdf, cache_dir=result_cache_dir(settings),
-        second_opinion_bands=((settings.review.review_below, settings.review.accept_from)
-                              if settings.review.second_opinion else None),
-        second_opinion_languages=settings.review.second_opinion_languages,
-        place_vision_text=settings.output.place_vision_text,
-        page_furniture=settings.output.page_furniture, barcodes=settings.output.barcodes,
-        selection_marks=settings.output.selection_marks,
-        field_specs=schemas(settings.fields))
-
-
-def _worker_spec(settings: Settings, engine: str, options: dict) -> WorkerSpec:
-    return WorkerSpec(engine, options, settings.logging.level, page_settings(settings))
-
-
-# What the operator is told when `auto` cannot run the vision model it was set for, in
-# English (the log, the status API); the web UI says each case in its reader's language
-ENGINE_NOTICES = {
-    "no_model": "No vision model is configured, so the embedded {engine} engine ({library}) "
-                "is reading pages. To add one, put a Gemma GGUF and its mmproj in models/ and "
-                "set engine.model and engine.mmproj (see models/README.md).",
-    "model_failed": "The configured vision model failed its checks ({message}), so the "
-                    "embedded {engine} engine is reading pages. Run `appliance doctor` for "
-                    "details.",
-    "model_failed_remote": "The configured vision model failed its checks ({message}), so "
-                           "only the remote endpoints read pages. Run `appliance doctor` for "
-                           "details.",
-}
-
-
-@dataclass(frozen=True)
-class EngineNotice:
-    """Why pages are not read by the vision model `auto` was set for: ``case`` (a key of
-    ENGINE_NOTICES) and its values (the engine reading instead, the model's failure's
-    code and message)."""
-
-    case: str
-    values: dict[str, str]
-
-    def __str__(self) -> str:
-        return ENGINE_NOTICES[self.case].format(**self.values)
-
-
-def resolve_engine(settings: Settings) -> tuple[WorkerSpec | None, EngineNotice | None]:
-    """Which engine this host's workers run (None: only remote endpoints read pages),
-    and a notice for the operator when `auto` had to fall back to the embedded engine
-    (registry.FALLBACK) or to the remote endpoints."""
-    engine = settings.engine
-    if not registry.reads_local(engine.name):
-        return None, None
-
-    def spec(entry: registry.EngineEntry) -> WorkerSpec:
-        return _worker_spec(settings, entry.name, entry.options(engine))
-
-    wanted, strict = registry.configured(engine.name), registry.strict(engine.name)
-    fallback = registry.entry(registry.FALLBACK)
-    remote = registry.reads_remote(engine.name) and bool(engine.remote)
-    if not wanted.model_files:
-        return spec(wanted), None
-    if not (engine.model and engine.mmproj):
-        if strict:
-            raise ConfigError(f"engine.name = '{wanted.name}' needs engine.model and "
-                              f"engine.mmproj; see models/README.md")
-        if remote:  # the endpoints read every page; no local vision model is expected
-            return None, None
-        return spec(fallback), EngineNotice("no_model", {"engine": fallback.name,
-                                                         "library": fallback.library})
-    try:
-        inspect_model(engine.model, engine.mmproj)
-    except ModelError as exc:
-        if strict:
-            raise
-        failure = {"code": exc.code, "message": exc.message}
-        if remote:
-            return None, EngineNotice("model_failed_remote", failure)
-        return spec(fallback), EngineNotice("model_failed", {**failure,
-                                                             "engine": fallback.name})
-    return spec(wanted), None
-
-
-def remote_specs(settings: Settings) -> list[WorkerSpec]:
-    """One worker per [[engine.remote]] endpoint, when engine.name sends pages there."""
-    engine = settings.engine
-    if not registry.reads_remote(engine.name):
-        return []
-    entry = registry.remote_engine()
-    return [_worker_spec(settings, entry.name,
-                         {**entry.options(engine), "endpoint": asdict(endpoint)})
-            for endpoint in engine.remote]
 
 
 class DataDirLock:

@@ -203,7 +203,7 @@ def _memory(settings: Settings, wanted: registry.EngineEntry, info: ModelInfo,
 def _load(settings: Settings, plan: MemoryPlan, device: MemoryDevice) -> Check:
     """The model loaded and its warm-up page read in a worker process started as the
     daemon starts one, reading as many pages at once as the plan gives it."""
-    from appliance.daemon import resolve_engine
+    from appliance.engine_choice import resolve_engine
     from appliance.pipeline.host import WorkerHandle
     from appliance.engines.messages import StartFailed
 

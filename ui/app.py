@@ -21,7 +21,8 @@ from pathlib import Path
 import gradio as gr
 from fastapi import FastAPI
 
-from appliance.daemon import Appliance, EngineNotice
+from appliance.daemon import Appliance
+from appliance.engine_choice import EngineNotice
 from ui.auth import Sessions, mount_sign_in, mount_signed_in
 from ui.components import MARKDOWN_VIEW_CSS, escape_markdown_text
 from ui.dashboard import dashboard_tab

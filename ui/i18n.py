@@ -47,7 +47,7 @@ TEXTS: dict[str, tuple[str, str]] = {
     "tab_dashboard": ("Dashboard", "监控面板"),
     "language_switch": ("中文", "English"),
     "note": ("**Note:** {note}", "**提示**：{note}"),
-    # why the configured vision model does not read pages (appliance.daemon.EngineNotice)
+    # why the configured vision model does not read pages (appliance.engine_choice.EngineNotice)
     "engine_notice_no_model": (
         "No vision model is configured, so the embedded {engine} engine ({library}) is "
         "reading pages. To add one, put a Gemma GGUF and its mmproj in models/ and set "

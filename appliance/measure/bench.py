@@ -22,7 +22,7 @@ import time
 from pathlib import Path
 
 from appliance.config import Settings, WatchFolder
-from appliance.daemon import remote_specs, resolve_engine
+from appliance.engine_choice import remote_specs, resolve_engine
 from appliance.engines import bare_loop, registry
 from appliance.errors import DatasetError, InvalidRequest
 from appliance.intake.watch import FolderWatcher

@@ -59,7 +59,7 @@ _SERVER_PATH = re.compile(r"(?<![\w.:/])/(?:[^\s'\"/]+/)*[^\s'\"/]+")
 
 @dataclass(frozen=True)
 class PageSettings:
-    """What the configuration tells the page's stages (``daemon.page_settings``)."""
+    """What the configuration tells the page's stages (``engine_choice.page_settings``)."""
 
     preprocess: PreprocessSettings = field(default_factory=PreprocessSettings)
     pdf: PdfSettings = field(default_factory=PdfSettings)  # reading a PDF page's own text

@@ -10,7 +10,8 @@ from fastapi.testclient import TestClient
 from sqlmodel import select
 
 from appliance.api import create_app
-from appliance.daemon import Appliance, resolve_engine
+from appliance.daemon import Appliance
+from appliance.engine_choice import resolve_engine
 from appliance.errors import ConfigError, ModelError
 from appliance.store import Database
 from appliance.store.models import Page, PageResult

@@ -8,7 +8,7 @@ import string
 import pytest
 from markdown_it import MarkdownIt
 
-from appliance.daemon import resolve_engine
+from appliance.engine_choice import resolve_engine
 from tests.conftest import make_settings
 from ui.app import engine_notice_text
 from ui.i18n import EN, TEXTS, ZH, from_accept_language, language_of, plural, text

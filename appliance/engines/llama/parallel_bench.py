@@ -3,7 +3,7 @@ worker process, against the raw batched-decode loop and, optionally, llama.cpp's
 ``llama-server``.
 
 For each N a worker is started as the daemon starts one: the daemon's settings (its
-config file) give ``daemon.resolve_engine`` the worker's spec, and ``host.WorkerHandle``
+config file) give ``engine_choice.resolve_engine`` the worker's spec, and ``host.WorkerHandle``
 spawns it (the worker's entry point, imports, model load and warm-up). It gets
 ``engine.parallel = N`` and N pages kept in flight (the next goes as one is answered),
 every answer exactly ``tokens`` tokens long (``engine.fixed_tokens``). What would measure
@@ -47,7 +47,7 @@ from pathlib import Path
 from PIL import Image
 
 from appliance.config import EngineSettings, Settings, load_settings
-from appliance.daemon import resolve_engine
+from appliance.engine_choice import resolve_engine
 from appliance.engines import registry
 from appliance.engines.llama.llama_server import LlamaServer, chat_request, complete
 from appliance.engines.llama.raw_decode import RawDecoder
