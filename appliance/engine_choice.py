@@ -42,15 +42,16 @@ def _worker_spec(settings: Settings, engine: str, options: dict) -> WorkerSpec:
 
 
 # What the operator is told when `auto` cannot run the vision model it was set for, in
-# English (the log, the status API); the web UI says each case in its reader's language
+# English (the log, the status API, the web UI's English); the web UI says each case in
+# its reader's language, the model's failure (``reason``) too
 ENGINE_NOTICES = {
     "no_model": "No vision model is configured, so the embedded {engine} engine ({library}) "
                 "is reading pages. To add one, put a Gemma GGUF and its mmproj in models/ and "
                 "set engine.model and engine.mmproj (see models/README.md).",
-    "model_failed": "The configured vision model failed its checks ({message}), so the "
+    "model_failed": "The configured vision model failed its checks ({reason}), so the "
                     "embedded {engine} engine is reading pages. Run `appliance doctor` for "
                     "details.",
-    "model_failed_remote": "The configured vision model failed its checks ({message}), so "
+    "model_failed_remote": "The configured vision model failed its checks ({reason}), so "
                            "only the remote endpoints read pages. Run `appliance doctor` for "
                            "details.",
 }
@@ -66,7 +67,7 @@ class EngineNotice:
     values: dict[str, str]
 
     def __str__(self) -> str:
-        return ENGINE_NOTICES[self.case].format(**self.values)
+        return ENGINE_NOTICES[self.case].format(reason=self.values.get("message"), **self.values)
 
 
 def resolve_engine(settings: Settings) -> tuple[WorkerSpec | None, EngineNotice | None]:

@@ -27,6 +27,7 @@ from typing import Any, Mapping
 
 import gradio as gr
 
+from appliance.engine_choice import ENGINE_NOTICES
 from appliance.errors import SAID
 from appliance.intake.sniff import KIND_WORDS
 
@@ -49,20 +50,16 @@ TEXTS: dict[str, tuple[str, str]] = {
     "note": ("**Note:** {note}", "**提示**：{note}"),
     # why the configured vision model does not read pages (appliance.engine_choice.EngineNotice)
     "engine_notice_no_model": (
-        "No vision model is configured, so the embedded {engine} engine ({library}) is "
-        "reading pages. To add one, put a Gemma GGUF and its mmproj in models/ and set "
-        "engine.model and engine.mmproj (see models/README.md).",
+        ENGINE_NOTICES["no_model"],
         "尚未配置视觉模型，现由内置的 {engine} 引擎（{library}）识别页面。如需添加：把 Gemma "
         "GGUF 模型及其 mmproj 文件放入 models/，并在配置中填写 engine.model 和 engine.mmproj"
         "（见 models/README.md）。"),
     "engine_notice_model_failed": (
-        "The configured vision model failed its checks ({reason}), so the embedded {engine} "
-        "engine is reading pages. Run `appliance doctor` for details.",
+        ENGINE_NOTICES["model_failed"],
         "配置的视觉模型未通过检查（{reason}），现由内置的 {engine} 引擎识别页面。详情请运行 "
         "`appliance doctor`。"),
     "engine_notice_model_failed_remote": (
-        "The configured vision model failed its checks ({reason}), so only the remote "
-        "endpoints read pages. Run `appliance doctor` for details.",
+        ENGINE_NOTICES["model_failed_remote"],
         "配置的视觉模型未通过检查（{reason}），现只由远程服务器识别页面。详情请运行 "
         "`appliance doctor`。"),
     "engine_ready": ("ready", "就绪"),

@@ -59,6 +59,9 @@ def test_the_engine_notice_in_each_language(tmp_path):
     english = engine_notice_text(notice, EN)
     assert english.startswith("The configured vision model failed its checks (") and \
         "broken\\.gguf" in english  # the library's message, escaped
+    # the log's words: the same English, the message as it is
+    assert str(notice).startswith(f"The configured vision model failed its checks "
+                                  f"({notice.values['message']}), so the embedded classic")
 
 
 def test_plural_pairs_are_whole():
