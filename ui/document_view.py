@@ -28,8 +28,8 @@ from appliance.library import DocumentView, FieldSet, HistoryEntry, Library, Pag
 from ui import fields_form
 from ui.components import escape_markdown_text
 from ui.document_status import error_text, page_progress, status_details
-from ui.i18n import (EN, TEXTS, doc_type_text, history_kind_text, source_text, status_text,
-                     text, texts)
+from ui.i18n import (EN, TEXTS, doc_type_text, history_kind_text, reason_text, source_text,
+                     status_text, text, texts)
 from ui.page_image import annotate_page
 from ui.review import confidence_text, highlights_text
 
@@ -129,7 +129,7 @@ class PageShown:
 
 def page_facts(page: PageView, count: int, lang: str = EN) -> str:
     """Page N of M, its status, confidence, engine, flags and why it was routed (the
-    flags and routing reasons are codes: never translated)."""
+    flags are codes, never translated; the routing reasons named in ``lang`` too)."""
     head = text("page_head", lang, n=page.number, count=count,
                 status=status_text(page.page.status, lang))
     result = page.result
@@ -144,7 +144,7 @@ def page_facts(page: PageView, count: int, lang: str = EN) -> str:
              text("page_flags", lang, value=", ".join(
                  escape_markdown_text(f) for f in result.flags or []) or text("none", lang)),
              text("page_routing", lang, value=", ".join(
-                 escape_markdown_text(r) for r in result.reasons or [])
+                 escape_markdown_text(reason_text(r, lang)) for r in result.reasons or [])
                  or text("none_recorded", lang))]
     facts += [text("page_codes", lang, value=", ".join(
         escape_markdown_text(f"{code['format']} {code['value']}")

@@ -30,6 +30,7 @@ import gradio as gr
 from appliance.engine_choice import ENGINE_NOTICES
 from appliance.errors import SAID
 from appliance.intake.sniff import KIND_WORDS
+from appliance.quality.routing import reason_code
 
 EN, ZH = "en", "zh-CN"
 LANGUAGES = (EN, ZH)
@@ -74,6 +75,18 @@ TEXTS: dict[str, tuple[str, str]] = {
                     "还没有复核员账号，没有人能复核：管理员须用 `appliance users add NAME` "
                     "添加一个"),
     # document types (appliance.config.DOC_TYPES: the values stay as they are)
+    # why a page was routed (quality.routing's codes): English shows the code itself,
+    # another language its name with the reason as recorded
+    "reason_low_confidence": ("low_confidence", "置信度低"),
+    "reason_sampled": ("sampled", "抽中复核"),
+    "reason_not_sampled": ("not_sampled", "未抽中复核"),
+    "reason_confident": ("confident", "置信度达标"),
+    "reason_always_review": ("always_review", "该类型一律复核"),
+    "reason_missing_field": ("missing_field", "缺少字段"),
+    "reason_field_invalid": ("field_invalid", "字段未通过校验"),
+    "reason_layout_doubt": ("layout_doubt", "阅读顺序存疑"),
+    "reason_sent_to_review": ("sent_to_review", "被人工送回复核"),
+    "reason_named": ("{name} ({reason})", "{name}（{reason}）"),
     "doctype_generic": ("generic", "通用"),
     "doctype_receipt": ("receipt", "收据"),
     "doctype_invoice": ("invoice", "发票（通用）"),
@@ -972,6 +985,22 @@ def history_kind_text(kind: str, attempt: int | None, lang: str = EN) -> str:
     key = f"event_{kind}"
     said = text(key, lang) if key in TEXTS else str(kind)
     return said if attempt is None else text("event_attempt", lang, n=attempt, outcome=said)
+
+
+def reason_name(code: str, lang: str = EN) -> str:
+    """A routing reason's code (``quality.routing``) named in ``lang``; an unknown one as
+    it is."""
+    key = f"reason_{code}"
+    return text(key, lang) if key in TEXTS else str(code)
+
+
+def reason_text(reason: str, lang: str = EN) -> str:
+    """A routing reason as recorded ("low_confidence: 0.420 < 0.5"), after its name in
+    ``lang`` where that is not the code itself: the code stays what a filter, the API
+    and the README name it by."""
+    name = reason_name(reason_code(reason), lang)
+    return reason if name == reason_code(reason) else text("reason_named", lang, name=name,
+                                                             reason=reason)
 
 
 def doc_type_text(doc_type: str, lang: str = EN) -> str:

@@ -45,8 +45,8 @@ from appliance.review import TURNS, ReviewFilter, ReviewPage, ReviewService
 from ui import fields_form
 from ui.auth import LOGOUT_PATH, Sessions, mount_signed_in
 from ui.components import MARKDOWN_VIEW_CSS, escape_markdown_text, safe_markdown, safe_markdown_view
-from ui.i18n import (EN, LANGUAGE_PATH, doc_type_text, label, language_of, plural, status_text,
-                     text, texts)
+from ui.i18n import (EN, LANGUAGE_PATH, doc_type_text, label, language_of, plural,
+                     reason_name, reason_text, status_text, text, texts)
 from ui.page_image import ZOOM_CSS, ZOOMABLE, annotate_page
 
 if TYPE_CHECKING:
@@ -136,13 +136,14 @@ def confidence_text(confidence: float | None, lang: str = EN) -> str:
 
 def counts_text(counts: dict, reviewer: str | None = None, lang: str = EN) -> str:
     """The queue in one line, e.g. "**12** pages wait · 2 being reviewed · low_confidence 10"
-    (the reason codes are never translated)."""
+    (the reasons by their names in ``lang``: ``reason_name``)."""
     waiting, locked = counts.get("waiting", 0), counts.get("locked", 0)
     parts = [plural("review_counts", waiting, lang), text("review_locked", lang, n=locked)]
     by_reason = counts.get("by_reason") or {}
     if by_reason:
         parts.append(text("review_by_reason", lang, reasons=", ".join(
-            f"{escape_markdown_text(code)} {n}" for code, n in sorted(by_reason.items()))))
+            f"{escape_markdown_text(reason_name(code, lang))} {n}"
+            for code, n in sorted(by_reason.items()))))
     line = " · ".join(parts)
     return (line + text("review_signed_in", lang, name=escape_markdown_text(reviewer))
             if reviewer else line)
@@ -154,7 +155,7 @@ Choices = list[tuple[str, str]]
 def filter_choices(counts: dict, watch_folders: list[str], doc_types: list[str],
                    reason_codes: list[str], lang: str = EN) -> tuple[Choices, Choices, Choices]:
     """Dropdown entries (label, value) for doc type, folder and reason; "" is "any".
-    Types are named in ``lang``; folders and reason codes as they are."""
+    Types and reasons are named in ``lang``; folders as they are."""
     def entries(any_key: str, values: list[str], bucket: str, name=str) -> Choices:
         found = counts.get(bucket) or {}
         return [(text(any_key, lang), ANY)] + [(f"{name(v)} ({found.get(v, 0)})", v)
@@ -162,7 +163,7 @@ def filter_choices(counts: dict, watch_folders: list[str], doc_types: list[str],
     return (entries("any_type", doc_types, "by_doc_type",
                     lambda v: v if lang == EN else doc_type_text(v, lang)),
             entries("any_folder", watch_folders, "by_folder"),
-            entries("any_reason", reason_codes, "by_reason"))
+            entries("any_reason", reason_codes, "by_reason", lambda v: reason_name(v, lang)))
 
 
 def queue_rows(service: ReviewService, where: ReviewFilter = ReviewFilter(),
@@ -171,7 +172,8 @@ def queue_rows(service: ReviewService, where: ReviewFilter = ReviewFilter(),
     now = time.time()
     return [[item.document_name, f"{item.page_number}/{item.page_count}",
              item.doc_type if lang == EN else doc_type_text(item.doc_type, lang),
-             item.folder or "", "; ".join(item.reasons), confidence_text(item.confidence, lang),
+             item.folder or "", "; ".join(reason_text(r, lang) for r in item.reasons),
+             confidence_text(item.confidence, lang),
              age_text(item.waiting_since, now, lang), item.locked_by or ""]
             for item in service.queue(where, limit)]
 
@@ -227,8 +229,8 @@ def page_title(page: ReviewPage, now: float | None = None, lang: str = EN) -> st
     """Why the page is here (as it stands now: ``why_here``), its confidence and where
     it comes from, prominently."""
     item = page.item
-    reasons = (", ".join(escape_markdown_text(r) for r in item.reasons)
-               or text("none_left", lang))  # codes and details: never translated
+    reasons = (", ".join(escape_markdown_text(reason_text(r, lang)) for r in item.reasons)
+               or text("none_left", lang))  # named in lang, each as recorded too
     doc_type = item.doc_type if lang == EN else doc_type_text(item.doc_type, lang)
     facts = [text("fact_type", lang, value=escape_markdown_text(doc_type))]
     if item.folder:

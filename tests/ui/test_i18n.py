@@ -11,7 +11,10 @@ from markdown_it import MarkdownIt
 from appliance.engine_choice import resolve_engine
 from tests.conftest import make_settings
 from ui.app import engine_notice_text
-from ui.i18n import EN, TEXTS, ZH, from_accept_language, language_of, plural, text
+from appliance.quality.routing import ACCEPT_CODES, REVIEW_CODES
+from ui.i18n import (EN, TEXTS, ZH, from_accept_language, language_of, plural, reason_text,
+                     text)
+from ui.review import counts_text, filter_choices
 
 SAME_IN_BOTH = {"source_api", "fact_source"}  # "REST API", "{source} {when}"
 
@@ -62,6 +65,22 @@ def test_the_engine_notice_in_each_language(tmp_path):
     # the log's words: the same English, the message as it is
     assert str(notice).startswith(f"The configured vision model failed its checks "
                                   f"({notice.values['message']}), so the embedded classic")
+
+
+def test_why_a_page_was_routed_is_said_in_chinese_with_its_code():
+    """A Chinese reviewer read "low_confidence: 0.420 < 0.5" and "confident" on every
+    page: each routing code has its name, the reason as recorded after it (the code is
+    what the filter, the API and the README name); English shows the code alone."""
+    for code in (*REVIEW_CODES, *ACCEPT_CODES):
+        assert TEXTS[f"reason_{code}"][0] == code
+    assert reason_text("low_confidence: 0.420 < 0.5", ZH) == "置信度低（low_confidence: 0.420 < 0.5）"
+    assert reason_text("low_confidence: 0.420 < 0.5", EN) == "low_confidence: 0.420 < 0.5"
+    assert reason_text("a_later_code: 3", ZH) == "a_later_code: 3"  # another version's
+    counts = {"waiting": 4, "by_reason": {"low_confidence": 3, "field_invalid": 1}}
+    assert "按原因：字段未通过校验 1, 置信度低 3" in counts_text(counts, lang=ZH)
+    assert "by reason: field\\_invalid 1, low\\_confidence 3" in counts_text(counts)
+    _types, _folders, reasons = filter_choices(counts, [], [], ["low_confidence"], ZH)
+    assert ("置信度低 (3)", "low_confidence") in reasons  # the filter still asks by code
 
 
 def test_plural_pairs_are_whole():
