@@ -26,7 +26,7 @@ from typing import Literal
 
 from appliance.config import Settings
 from appliance.engines import registry
-from appliance.engines.tesseract import installed_languages, tesseract_problem
+from appliance.engines.tesseract import tesseract_languages
 from appliance.errors import ModelError
 from appliance.gguf.files import human_size
 from appliance.gguf.pair import inspect_model, ModelInfo
@@ -260,12 +260,12 @@ def _second_opinion(settings: Settings) -> Check:
     review = settings.review
     if not review.second_opinion:
         return Check("ok", "second_opinion", "off (review.second_opinion = false)")
-    if problem := tesseract_problem(review.second_opinion_languages):
-        languages = installed_languages(review.second_opinion_languages)
-        still = f"; tesseract ({languages}) reads those of its scripts" if languages else ""
-        return Check("warn", "second_opinion", f"{problem}: classic pages in doubt in its "
-                                               "script are not read a second time, so their "
-                                               f"confidence is less sure{still}")
+    languages, problem = tesseract_languages(review.second_opinion_languages)
+    if problem:
+        pages = (f"classic pages in doubt are read again in {languages} only; those in "
+                 "another script" if languages else "classic pages in doubt")
+        return Check("warn", "second_opinion", f"{problem}: {pages} are not read a second "
+                                               "time, so their confidence is less sure")
     return Check("ok", "second_opinion", f"tesseract ({review.second_opinion_languages}) reads "
                                          "classic pages in doubt a second time, each in the "
                                          "languages of its script")

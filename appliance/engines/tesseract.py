@@ -71,37 +71,24 @@ SCRIPT_OF_LANGUAGE = {language: script for script, languages in _SCRIPT_LANGUAGE
 LATIN = "LATIN"
 
 
-def tesseract_problem(languages: str) -> str | None:
-    """Why Tesseract cannot read in all of ``languages`` here (not installed, a
-    language missing), with what to do; None when it can."""
-    listed = _installed()
-    if isinstance(listed, str):
-        return listed
-    missing = [lang for lang in languages.split("+") if lang not in listed]
-    if missing:
-        return (f"tesseract lacks the language(s) {', '.join(missing)} "
-                f"(apt-get install {' '.join(f'tesseract-ocr-{lang}' for lang in missing)})")
-    return None
-
-
-def installed_languages(languages: str) -> str:
-    """Those of ``languages`` Tesseract can read here, in their order ("" for none)."""
-    listed = _installed()
-    if isinstance(listed, str):
-        return ""
-    return "+".join(lang for lang in languages.split("+") if lang in listed)
-
-
-def _installed() -> list[str] | str:
-    """The languages Tesseract has here, or why it cannot be run."""
+def tesseract_languages(languages: str) -> tuple[str, str | None]:
+    """Those of ``languages`` Tesseract can read here, in their order ("" for none), and
+    why it cannot read the others (not installed, a language missing) with what to do,
+    None when it reads them all."""
     if shutil.which(COMMAND) is None:
-        return "tesseract is not installed (apt-get install tesseract-ocr)"
+        return "", "tesseract is not installed (apt-get install tesseract-ocr)"
     try:
         listed = subprocess.run([COMMAND, "--list-langs"], capture_output=True, text=True,
-                                timeout=TIMEOUT_S, check=False).stdout.splitlines()
+                                timeout=TIMEOUT_S, check=False).stdout.splitlines()[1:]
     except (OSError, subprocess.TimeoutExpired) as exc:
-        return f"tesseract does not run: {exc}"
-    return listed[1:]  # after its heading
+        return "", f"tesseract does not run: {exc}"
+    wanted = languages.split("+")
+    missing = [lang for lang in wanted if lang not in listed]
+    installed = "+".join(lang for lang in wanted if lang in listed)
+    if missing:
+        return installed, (f"tesseract lacks the language(s) {', '.join(missing)} (apt-get "
+                           f"install {' '.join(f'tesseract-ocr-{lang}' for lang in missing)})")
+    return installed, None
 
 
 class ReadingFailed(Exception):

@@ -31,7 +31,7 @@ from appliance.engines.barcodes import read_barcodes
 from appliance.engines.base import Engine, PageRequest
 from appliance.engines.cache import CACHE_PROVENANCE, ResultCache, image_digest
 from appliance.engines.messages import Job, PageDone, PageFailed
-from appliance.engines.tesseract import TesseractReader, installed_languages, tesseract_problem
+from appliance.engines.tesseract import TesseractReader, tesseract_languages
 from appliance.engines.vision import VisionEngine
 from appliance.errors import ApplianceError, EngineError, PagePreempted
 from appliance.fields.model import parse_answer, question
@@ -101,8 +101,8 @@ class PagePipeline:
                        ResultCache(settings.cache_dir) if settings.cache_dir else None,
                        ReadStage.with_table_model(settings.page_furniture, share, threads))
         if settings.second_opinion_bands is not None:
-            languages = installed_languages(settings.second_opinion_languages)
-            if problem := tesseract_problem(settings.second_opinion_languages):
+            languages, problem = tesseract_languages(settings.second_opinion_languages)
+            if problem:
                 log.warning("classic pages in doubt are read again %s: %s",
                             f"in {languages} only" if languages else "by no one", problem)
             if languages:

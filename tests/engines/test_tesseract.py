@@ -19,7 +19,7 @@ from PIL import Image, ImageDraw, ImageFont
 from appliance.engines.classic import ClassicEngine
 from appliance.engines.messages import Job, PageDone
 from appliance.engines.tesseract import (
-    COMMAND, SCRIPT_OF_LANGUAGE, TesseractReader, installed_languages, tesseract_problem,
+    COMMAND, SCRIPT_OF_LANGUAGE, TesseractReader, tesseract_languages,
 )
 from appliance.engines.tesseract_process import PAGE_SEGMENTATION
 from appliance.measure import born_digital
@@ -178,10 +178,10 @@ def test_each_language_is_listed_under_a_script_a_page_can_have():
 
 
 def test_a_missing_language_is_named_with_its_package(caplog):
-    assert tesseract_problem("eng") is None
-    problem = tesseract_problem("eng+xyz")
+    assert tesseract_languages("eng") == ("eng", None)
+    installed, problem = tesseract_languages("xyz+eng")
     assert "xyz" in problem and "apt-get install tesseract-ocr-xyz" in problem
-    assert installed_languages("xyz+eng") == "eng"  # what can still be read
+    assert installed == "eng"  # what can still be read
     # a reader asked for it anyway fails on the page without raising: no second opinion
     reader = TesseractReader("xyz")
     with caplog.at_level(logging.WARNING, logger="appliance.engines.tesseract"):
