@@ -26,7 +26,7 @@ from typing import Literal
 
 from appliance.config import Settings
 from appliance.engines import registry
-from appliance.engines.tesseract import tesseract_languages
+from appliance.engines.tesseract import languages_by_script, tesseract_languages
 from appliance.errors import ModelError
 from appliance.gguf.files import human_size
 from appliance.gguf.pair import inspect_model, ModelInfo
@@ -266,9 +266,11 @@ def _second_opinion(settings: Settings) -> Check:
                  "another script" if languages else "classic pages in doubt")
         return Check("warn", "second_opinion", f"{problem}: {pages} are not read a second "
                                                "time, so their confidence is less sure")
-    return Check("ok", "second_opinion", f"tesseract ({review.second_opinion_languages}) reads "
-                                         "classic pages in doubt a second time, each in the "
-                                         "languages of its script")
+    read = ", ".join(f"{script} in {languages}" for script, languages
+                     in languages_by_script(review.second_opinion_languages).items())
+    return Check("ok", "second_opinion", f"tesseract reads classic pages in doubt a second "
+                                         f"time: {read}; pages of other scripts are not read "
+                                         "again")
 
 
 def _directory(label: str, path: Path) -> Check:

@@ -71,6 +71,15 @@ SCRIPT_OF_LANGUAGE = {language: script for script, languages in _SCRIPT_LANGUAGE
 LATIN = "LATIN"
 
 
+def languages_by_script(languages: str) -> dict[str, str]:
+    """The scripts Tesseract reads pages of in ``languages`` ("eng+chi_sim"), each with
+    those of them that read it ({"LATIN": "eng", "CJK": "chi_sim"}), in their order."""
+    found: dict[str, list[str]] = {}
+    for language in languages.split("+"):
+        found.setdefault(SCRIPT_OF_LANGUAGE.get(language, LATIN), []).append(language)
+    return {script: "+".join(chosen) for script, chosen in found.items()}
+
+
 def tesseract_languages(languages: str) -> tuple[str, str | None]:
     """Those of ``languages`` Tesseract can read here, in their order ("" for none), and
     why it cannot read the others (not installed, a language missing) with what to do,
@@ -180,6 +189,7 @@ class TesseractReader:
 
     def __init__(self, languages: str = "eng", timeout_s: float = TIMEOUT_S):
         self.languages = languages
+        self._by_script = languages_by_script(languages)
         self.timeout_s = timeout_s
         self._idle: dict[str, list[_TesseractProcess]] = {}
         self._lock = threading.Lock()
@@ -188,11 +198,7 @@ class TesseractReader:
         """Those of the reader's languages that read ``script`` (a page's dominant one,
         as ``quality.text_checks.script_of`` names it), None when none does; all of
         them for a page without letters."""
-        if script is None:
-            return self.languages
-        chosen = [lang for lang in self.languages.split("+")
-                  if SCRIPT_OF_LANGUAGE.get(lang, LATIN) == script]
-        return "+".join(chosen) or None
+        return self.languages if script is None else self._by_script.get(script)
 
     def read(self, image: Image.Image, script: str | None = None) -> Recognition | None:
         """The page's text in the languages that read ``script`` (see

@@ -19,7 +19,7 @@ from PIL import Image, ImageDraw, ImageFont
 from appliance.engines.classic import ClassicEngine
 from appliance.engines.messages import Job, PageDone
 from appliance.engines.tesseract import (
-    COMMAND, SCRIPT_OF_LANGUAGE, TesseractReader, tesseract_languages,
+    COMMAND, SCRIPT_OF_LANGUAGE, TesseractReader, languages_by_script, tesseract_languages,
 )
 from appliance.engines.tesseract_process import PAGE_SEGMENTATION
 from appliance.measure import born_digital
@@ -174,6 +174,8 @@ def test_each_language_is_listed_under_a_script_a_page_can_have():
     for script, letter in _LETTERS.items():
         assert script_of(letter) == script
     assert script_of("か") == SCRIPT_OF_LANGUAGE["jpn"]  # kana with the Chinese characters
+    assert languages_by_script("eng+jpn+deu+chi_sim") == {"LATIN": "eng+deu",
+                                                           "CJK": "jpn+chi_sim"}
     assert TesseractReader("eng+deu+jpn").languages_for("LATIN") == "eng+deu"
 
 

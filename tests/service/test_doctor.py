@@ -129,7 +129,9 @@ def test_doctor_takes_the_pair_as_parameters(tmp_path, pair):
 
 def test_the_second_reader_is_checked_with_its_languages(tmp_path):
     code, checks, _ = run_doctor(write_config(tmp_path))
-    assert checks["second_opinion"].startswith("ok   second_opinion: tesseract (eng+chi_sim)")
+    assert checks["second_opinion"] == (
+        "ok   second_opinion: tesseract reads classic pages in doubt a second time: LATIN in "
+        "eng, CJK in chi_sim; pages of other scripts are not read again")
     config = write_config(tmp_path)
     config.write_text(config.read_text() + '\n[review]\nsecond_opinion_languages = "eng+xyz"\n')
     code, checks, _ = run_doctor(config)
