@@ -53,7 +53,8 @@ class HistoryEntry:
     attempt: int | None = None  # an attempt's number (its kind is its outcome)
     # what ``detail`` says, by name, to be said in other words: an intake's name, pages
     # and doc_type; an attempt's engine and its code and message, or its confidence;
-    # an event's details, each as a person reads it (``_said``), the empty ones left out
+    # an event's details, a list's items one by one (a page's routing reasons), others
+    # as a person reads them (``_said``), the empty ones left out
     values: dict = field(default_factory=dict)
 
 
@@ -130,11 +131,13 @@ class Library:
                                         numbers.get(result.page_id), detail.strip(),
                                         attempt=result.attempt, values=values))
         for event in queries.document_events(self.db, document_id):
-            values = {key: _said(value) for key, value in (event.detail or {}).items()
+            values = {key: list(map(str, value)) if isinstance(value, list) else _said(value)
+                      for key, value in (event.detail or {}).items()
                       if value not in (None, "", [], {})}  # an export of no files: none
             entries.append(HistoryEntry(event.at, event.kind, event.actor,
                                         numbers.get(event.page_id),
-                                        ", ".join(f"{key} {said}" for key, said in values.items()),
+                                        ", ".join(f"{key} {_said(said)}"
+                                                  for key, said in values.items()),
                                         values=values))
         return sorted(entries, key=lambda entry: entry.at)
 

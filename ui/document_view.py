@@ -224,7 +224,15 @@ def history_detail(entry: HistoryEntry, lang: str = EN) -> str:
             return text("history_confidence", lang, **values)
         return values["engine"]
     return "，".join(f"{text(f'detail_{name}', lang) if f'detail_{name}' in TEXTS else name} "
-                    f"{value}" for name, value in values.items())
+                    f"{_detail_value(name, value, lang)}" for name, value in values.items())
+
+
+def _detail_value(name: str, value, lang: str) -> str:
+    """An event's detail: a list's items one after the other, a page's routing reasons
+    each named in ``lang`` (``reason_text``)."""
+    if not isinstance(value, list):
+        return value
+    return ", ".join(reason_text(item, lang) if name == "reasons" else item for item in value)
 
 
 def field_rows(found: FieldSet | None, lang: str = EN) -> list[list[str]] | None:

@@ -15,6 +15,7 @@ from appliance.fields.extract import Found
 from appliance.fields.kinds import PROBLEMS, parse
 from appliance.fields.schema import FieldSpec
 from appliance.fields.validate import validate
+from appliance.intake import SubmitOptions
 from appliance.gpu import MemorySampler, Watermarks
 from appliance.errors import said_as
 from appliance.intake.sniff import KIND_WORDS, sniff_kind
@@ -23,7 +24,9 @@ from appliance.library import FailureRow, HistoryEntry, PageStatus, PageView
 from appliance.measure.search_bench import generate_store
 from appliance.store import transitions
 from appliance.store.models import Page
+from tests.fixtures.documents import write_png
 from tests.fixtures.gpu import FakeDevice
+from tests.fixtures.results import page_done
 from tests.ui.test_ui_handlers import make_appliance
 from ui.dashboard import failures_markdown
 from ui.document_status import error_text
@@ -172,11 +175,11 @@ def test_the_history_s_details_of_a_failure_and_an_event_in_chinese():
                                   "message": errors.TruncatedFile.said("signature_cut",
                                                                        size=3).message})
     routed = HistoryEntry(0.0, "routed_to_review", "system", 1,
-                          "attempt 1, reasons low_confidence",
-                          values={"attempt": "1", "reasons": "low_confidence"})
+                          "attempt 1, reasons low_confidence: 0.427 < 0.5",
+                          values={"attempt": "1", "reasons": ["low_confidence: 0.427 < 0.5"]})
     [failure, event] = [row[4] for row in history_rows([failed, routed], ZH)]
     assert failure == "classic " + error_text("truncated_file", failed.values["message"], ZH)
-    assert event == "识别轮次 1，原因 low_confidence"
+    assert event == "识别轮次 1，原因 置信度低（low_confidence: 0.427 < 0.5）"
     assert [row[4] for row in history_rows([failed, routed])] == [failed.detail, routed.detail]
 
 
@@ -201,6 +204,28 @@ def test_an_event_s_lists_and_figures_as_a_person_reads_them(tmp_path):
     assert english == ["files a.md, a.txt, timings_ms md 1.2"]
     assert chinese == ["文件 a.md, a.txt，耗时（毫秒） md 1.2"]
     assert nothing == ["", ""]
+
+
+def test_a_page_s_routing_reasons_in_the_history_one_by_one(tmp_path):
+    """The history said a routed page's reasons joined, English codes in a Chinese
+    line; each is named as the page's facts name it, and a sampled reason, which holds
+    ", " itself, stays whole."""
+    appliance = make_appliance(tmp_path)
+    reasons = ["sampled: 0.610 in [0.5, 0.75), rate 10%", "missing_field: total"]
+    try:
+        document = appliance.submit_path(write_png(tmp_path / "note.png", ["Total 4.00"]),
+                                         SubmitOptions(source="api"))
+        claim = transitions.claim_next_page(appliance.db, "w0:1", 60)
+        transitions.complete_page(appliance.db, claim, page_done("Total 4.00", confidence=0.61),
+                                  reasons=reasons, review=True)
+        history = appliance.library.history(document.id)
+        [english] = [row[4] for row in history_rows(history) if row[1] == "routed_to_review"]
+        [chinese] = [row[4] for row in history_rows(history, ZH) if row[1] == "送去复核"]
+    finally:
+        appliance.db.close()
+    assert english == f"attempt 1, reasons {', '.join(reasons)}"
+    assert chinese == ("识别轮次 1，原因 抽中复核（sampled: 0.610 in [0.5, 0.75), rate 10%）, "
+                       "缺少字段（missing_field: total）")
 
 
 def test_the_dashboard_s_failures_in_chinese():
