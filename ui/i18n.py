@@ -74,7 +74,6 @@ TEXTS: dict[str, tuple[str, str]] = {
                     "must add one with `appliance users add NAME`",
                     "还没有复核员账号，没有人能复核：管理员须用 `appliance users add NAME` "
                     "添加一个"),
-    # document types (appliance.config.DOC_TYPES: the values stay as they are)
     # why a page was routed (quality.routing's codes): English shows the code itself,
     # another language its name with the reason as recorded
     "reason_low_confidence": ("low_confidence", "置信度低"),
@@ -87,6 +86,7 @@ TEXTS: dict[str, tuple[str, str]] = {
     "reason_layout_doubt": ("layout_doubt", "阅读顺序存疑"),
     "reason_sent_to_review": ("sent_to_review", "被人工送回复核"),
     "reason_named": ("{name} ({reason})", "{name}（{reason}）"),
+    # document types (appliance.config.DOC_TYPES: the values stay as they are)
     "doctype_generic": ("generic", "通用"),
     "doctype_receipt": ("receipt", "收据"),
     "doctype_invoice": ("invoice", "发票（通用）"),
@@ -998,9 +998,9 @@ def reason_text(reason: str, lang: str = EN) -> str:
     """A routing reason as recorded ("low_confidence: 0.420 < 0.5"), after its name in
     ``lang`` where that is not the code itself: the code stays what a filter, the API
     and the README name it by."""
-    name = reason_name(reason_code(reason), lang)
-    return reason if name == reason_code(reason) else text("reason_named", lang, name=name,
-                                                             reason=reason)
+    code = reason_code(reason)
+    name = reason_name(code, lang)
+    return reason if name == code else text("reason_named", lang, name=name, reason=reason)
 
 
 def doc_type_text(doc_type: str, lang: str = EN) -> str:
