@@ -196,9 +196,12 @@ class TesseractReader:
 
     def languages_for(self, script: str | None) -> str | None:
         """Those of the reader's languages that read ``script`` (a page's dominant one,
-        as ``quality.text_checks.script_of`` names it), None when none does; all of
-        them for a page without letters."""
-        return self.languages if script is None else self._by_script.get(script)
+        as ``quality.text_checks.script_of`` names it), None when none does. A page
+        without letters (figures only) in the Latin ones, where there are any: every
+        language reads figures, and Latin models are the quickest (README)."""
+        if script is None:
+            return self._by_script.get(LATIN, self.languages)
+        return self._by_script.get(script)
 
     def read(self, image: Image.Image, script: str | None = None) -> Recognition | None:
         """The page's text in the languages that read ``script`` (see
