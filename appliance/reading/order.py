@@ -16,7 +16,8 @@ gives line boxes can use it). A region of the page is cut
    column), the region is cut down that gutter first. Sections above the first one
    that reads as columns (a page header, a report's banner) are read first
    (``_head_above_columns``), but not on a book spread (``_spine``: two pages on one
-   scan, each with its own running header, read one after the other);
+   scan, each with its own running header, read one after the other), nor where they
+   are one column's top beside a figure (``_column_top``);
 2. across a *section gap*: white across the full width of the region, taller than
    ``SECTION_GAP`` line heights and, on a typeset page, than its own line spacing by
    ``SECTION_MARGIN`` (``_section_gap``). Top goes before bottom;
@@ -157,7 +158,7 @@ def _pages(lines: list[Line], height: float, gap: float) -> list[list[Line]]:
     for x, crossing, _width in gutters:
         votes = _section_votes(sections, x)
         if _columns_hold(lines, x, votes):
-            head, _body = _head_above_columns(sections, votes)
+            head, _body = _head_above_columns(sections, votes, x, height)
             if _spine((x, crossing, votes), gutters, head, height):
                 return [[line for line in lines if line.box[2] <= x],
                         [line for line in lines if line.box[0] >= x]]
@@ -176,7 +177,7 @@ def _cut(lines: list[Line], height: float, gap: float) -> list[list[Line]]:
         if _columns_hold(lines, x, votes):
             columns.append((x, crossing, votes))
     if columns:
-        head, body = _head_above_columns(sections, columns[0][2])
+        head, body = _head_above_columns(sections, columns[0][2], columns[0][0], height)
         if head:
             return _cut(head, height, gap) + _cut(body, height, gap)
         if len(bands := _bands(sections, columns[0][0], height)) > 1:
@@ -412,13 +413,34 @@ def _rows_apart(section: list[Line], x: float) -> list[list[Line]]:
     return [ordered[:best[1]], ordered[best[1]:]]
 
 
-def _head_above_columns(sections: list[list[Line]], section_votes: list[tuple[bool | None, int]]
-                        ) -> tuple[list[Line], list[Line]]:
-    """The sections above the first one that reads as columns beside the gutter they
-    voted on (a page's header, a report's banner: its title beside the ticker, the
-    subtitle beside the target price), and the rest. The head is read first, as its
-    own region, the columns under it after; ([], all) when the columns start at the
-    top."""
+def _head_above_columns(sections: list[list[Line]], section_votes: list[tuple[bool | None, int]],
+                        x: float, height: float) -> tuple[list[Line], list[Line]]:
+    """The sections above the first one that reads as columns beside the gutter at
+    ``x`` they voted on (a page's header, a report's banner: its title beside the
+    ticker, the subtitle beside the target price), and the rest. The head is read
+    first, as its own region, the columns under it after; ([], all) when the columns
+    start at the top, or when the head is the top of one column beside a figure
+    (``_column_top``)."""
     first = next((number for number, (vote, _weight) in enumerate(section_votes) if vote), 0)
-    return ([line for section in sections[:first] for line in section],
-            [line for section in sections[first:] for line in section])
+    head = [line for section in sections[:first] for line in section]
+    body = [line for section in sections[first:] for line in section]
+    if head and _column_top(head, body, x, height):
+        return [], head + body
+    return head, body
+
+
+def _column_top(head: list[Line], body: list[Line], x: float, height: float) -> bool:
+    """Whether ``head`` is the top of one column, beside something that holds no lines
+    (a figure, a photo): all of it on one side of the gutter at ``x``, and the other
+    side's lines begin more than a line height lower than its own side's go on under
+    it. Under a banner or a page's header, both columns begin alike."""
+    left = [line for line in body if line.box[2] <= x]
+    right = [line for line in body if line.box[0] >= x]
+    if all(line.box[2] <= x for line in head):
+        own, other = left, right
+    elif all(line.box[0] >= x for line in head):
+        own, other = right, left
+    else:
+        return False
+    return bool(own and other) and (min(line.box[1] for line in other)
+                                    > min(line.box[1] for line in own) + height)

@@ -726,6 +726,29 @@ def test_a_banner_over_the_columns_of_one_page_is_still_read_first():
                                                  *(l.text for l in right)]
 
 
+def test_a_column_that_starts_beside_a_figure_is_read_after_the_one_under_it():
+    """A paper's page (Pix2Text's page2.png): a figure, which holds no lines, across the
+    top of the left column, the right column's first lines beside it, a white under
+    them; the left column begins under the figure with its caption. The right column's
+    first lines are its top, read with it after the left column, not a head of the
+    page read first."""
+    top = [line("operation as defined in [25] is given by", 560, 20, 940),
+           line("(F * k)(p) = sum F(s)k(t). (1)", 640, 70, 900)]
+    right = column(560, 160, [f"right {t}" for t in PROSE])
+    left = column(100, 260, [f"left {t}" for t in PROSE])
+    assert order_of([*right, *left, *top]) == [*(l.text for l in left), *(l.text for l in top),
+                                               *(l.text for l in right)]
+
+
+def test_a_line_above_one_column_is_read_first_where_both_columns_begin_under_it():
+    """A date at the right above two columns that begin alike: the page's head."""
+    date = line("2 December 2026", 700, 30, 940)
+    left = column(100, 120, [f"left {t}" for t in PROSE])
+    right = column(560, 120, [f"right {t}" for t in PROSE])
+    assert order_of([*right, *left, date]) == [date.text, *(l.text for l in left),
+                                               *(l.text for l in right)]
+
+
 def test_a_reviewer_reorders_the_blocks_of_a_page():
     """The reviewer's order (block numbers, as the JSON's layout gives them) rebuilds
     the page's text from its stored lines, each block's rows as they were read."""
