@@ -5,7 +5,8 @@
 - **Markdown**: the same words, every one of them escaped (OCR text never becomes
   markup by accident), with the structure the geometry shows:
   - *headings*: a row standing alone whose print is clearly taller than the page's
-    body text (``HEADING_RATIO``), short and without a full stop; ``#`` for the
+    body text (``HEADING_RATIO``), short, without a full stop and no formula
+    (``_formula``: its operators and indices make its box tall); ``#`` for the
     tallest size on the page, ``##`` for the next, ``###`` below. Rows of one print
     that follow each other with no paragraph's white between them, more than
     ``HEADING_MAX_ROWS`` of them, are running text however large their print: the
@@ -38,6 +39,7 @@ JSON output carries as their ``role``.
 from __future__ import annotations
 
 import re
+import unicodedata
 from collections.abc import Callable
 from dataclasses import dataclass, replace
 
@@ -304,7 +306,16 @@ def _heading_candidate(row: list[Line], body: float) -> bool:
     return (median_height(row) >= HEADING_RATIO * body
             and 0 < word_count(text) <= HEADING_MAX_WORDS
             and not text.endswith(_STOPS)
-            and any(ch.isalpha() for ch in text))
+            and any(ch.isalpha() for ch in text)
+            and not _formula(text))
+
+
+def _formula(text: str) -> bool:
+    """Whether ``text`` is a formula: an equals sign or a mathematical operator beyond
+    ASCII's (∑, ∫, ≤, ×, →). A formula's box is tall by its operators, indices and
+    fractions, not by its print."""
+    return any(ch == "=" or (ord(ch) > 127 and unicodedata.category(ch) == "Sm")
+               for ch in text)
 
 
 def _running_text(rows: list[list[Line]], body: float) -> list[list[Line]]:

@@ -426,6 +426,17 @@ def test_a_chinese_rows_words_and_stops_in_a_heading():
     assert [structure[text] for text in rows] == ["heading", "text", "text", "text"]
 
 
+def test_a_formula_boxed_taller_than_the_text_is_no_heading():
+    """A displayed equation stands alone, its box made tall by its operator and indices
+    (Pix2Text's page2.png: 1.4 to 1.5 times the body's lines): no heading, where a row
+    of words as tall is one."""
+    rows = ["(F * k)(p) = ∑ F(s)k(t)", "x ≤ y", "Method"]
+    lines = [line(text, 100, 40 + 120 * index, h=45) for index, text in enumerate(rows)]
+    lines += column(100, 400, PROSE)
+    structure = {l.text: l.role for l in render(read_order(lines)).lines}
+    assert [structure[text] for text in rows] == ["text", "text", "heading"]
+
+
 def test_the_last_line_of_a_paragraph_boxed_taller_than_its_lines_is_no_heading():
     """A paragraph of Chinese wraps inside a word, and its last line ("己吗？", a
     character and a question mark) is boxed taller than the full lines over it (33 px
