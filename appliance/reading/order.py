@@ -21,7 +21,10 @@ gives line boxes can use it). A region of the page is cut
 2. across a *section gap*: white across the full width of the region, taller than
    ``SECTION_GAP`` line heights and, on a typeset page, than its own line spacing by
    ``SECTION_MARGIN`` (``_section_gap``). Top goes before bottom;
-3. otherwise it is one block, read as rows: a row is the lines whose vertical
+3. where columns of running text at its top or foot end at a line across their gutter
+   with no section's white between (a table's caption a line's spacing under them),
+   above and below that line (``_columns_end``);
+4. otherwise it is one block, read as rows: a row is the lines whose vertical
    centres lie within half a line height of the row's own centre, left to right;
    or, where it is a row of cards (an organisation chart's boxes, ``is_card_row``),
    one block per card, left to right.
@@ -37,12 +40,14 @@ import math
 import statistics
 from dataclasses import replace
 
+import numpy as np
+
 from appliance.page import Block, Furniture, Line, is_column
 from appliance.reading.columns import (MIN_COLUMN_LINES, figure_share, is_card_row, is_column_cut,
                                       prose)
 from appliance.reading.furniture import (FOOTER_GAP, TYPESET_LINES, find_furniture, running_lines,
                                          up_the_margin)
-from appliance.reading.gutters import find_gutters, levelled, split_at_gutters
+from appliance.reading.gutters import MIN_GUTTER, find_gutters, levelled, split_at_gutters
 from appliance.reading.lines import centre, median_height, overlap, rows
 from appliance.reading.vertical import column_blocks
 
@@ -199,7 +204,66 @@ def _cut(lines: list[Line], height: float, gap: float) -> list[list[Line]]:
         return _cut(left, height, gap) + _cut(right, height, gap)
     if len(sections) > 1:
         return [region for section in sections for region in _cut(section, height, gap)]
+    if len(parts := _columns_end(lines, height)) > 1:
+        return [region for part in parts for region in _cut(part, height, gap)]
     return _cards(lines, gutters, height) or [lines]
+
+
+def _columns_end(lines: list[Line], height: float) -> list[list[Line]]:
+    """The region cut across where columns of running text end at a line across their
+    gutter with no section's white between (a journal's two columns over a table and
+    its caption, set a line's spacing apart): the lines above the first line that
+    crosses the gutter of the columns at the region's top, and the rest; or, read up
+    the page, the columns at its foot and what stands above them. [lines] where
+    neither end of the region is such columns."""
+    down = sorted(lines, key=lambda line: line.box[1])
+    if end := _columns_run(down, height):
+        return [down[:end], down[end:]]
+    up = sorted(lines, key=lambda line: -line.box[3])
+    if end := _columns_run(up, height):
+        return [up[end:], up[:end]]
+    return [lines]
+
+
+def _columns_run(sequence: list[Line], height: float) -> int:
+    """How many of ``sequence`` (from one end of a region) are columns of running text
+    down a gutter none of them crosses, ended by the next line, which crosses it and
+    stands clear of them (no line overlaps both); 0 where they are no such columns.
+    What the lines cover across the region is marked as they come, so that each row's
+    white is looked up, not measured afresh (pages of tables have 600 lines)."""
+    covered = np.zeros(int(max(line.box[2] for line in sequence)) + 2, dtype=bool)
+    left, right = covered.size, 0
+    top, bottom = math.inf, -math.inf
+    for count, line in enumerate(sequence):
+        if count >= 2 * MIN_COLUMN_LINES and (bottom <= line.box[1] or top >= line.box[3]):
+            gutters = _clean_gutters(covered, left, right, height)
+            if not gutters:
+                return 0
+            if any(line.box[0] < x < line.box[2] and _prose_columns(sequence[:count], x)
+                   for x in gutters):
+                return count
+        covered[int(line.box[0]):int(line.box[2]) + 1] = True
+        left, right = min(left, int(line.box[0])), max(right, int(line.box[2]))
+        top, bottom = min(top, line.box[1]), max(bottom, line.box[3])
+    return 0
+
+
+def _clean_gutters(covered: np.ndarray, left: int, right: int, height: float) -> list[float]:
+    """The middles of the runs of white no line covers between ``left`` and ``right``,
+    MIN_GUTTER line heights wide or more (``reading.gutters.find_gutters``'s gutters
+    that no line crosses)."""
+    edges = np.diff(np.concatenate(([1], covered[left:right + 1], [1])).astype(np.int8))
+    starts, ends = np.flatnonzero(edges == -1), np.flatnonzero(edges == 1)
+    wide = ends - starts >= MIN_GUTTER * height
+    return [left + (start + end - 1) / 2 for start, end in zip(starts[wide], ends[wide])]
+
+
+def _prose_columns(lines: list[Line], x: float) -> bool:
+    """Whether both sides of the gutter at ``x`` are MIN_COLUMN_LINES lines or more of
+    running text."""
+    left = [line for line in lines if line.box[2] <= x]
+    right = [line for line in lines if line.box[0] >= x]
+    return min(len(left), len(right)) >= MIN_COLUMN_LINES and prose(left) and prose(right)
 
 
 def _spine(column: tuple[float, list[Line], list],

@@ -751,6 +751,36 @@ def test_a_column_that_starts_beside_a_figure_is_read_after_the_one_under_it():
                                                *(l.text for l in right)]
 
 
+def test_columns_that_end_at_a_caption_a_line_s_spacing_under_them_are_read_first():
+    """A journal's page (RapidLayout's layout.jpg): two columns of running text, then,
+    a line's spacing lower, a table's caption across the page and its rows. No
+    section's white stands between, and the caption crosses the gutter: the columns
+    were read as rows, across both. They end at the caption now, read one after the
+    other, the caption and the table after them."""
+    left = column(100, 40, [f"left {t}" for t in PROSE[:6]])
+    right = column(560, 40, [f"right {t}" for t in PROSE[:6]])
+    caption = line("Table 4 Comparison results of table structure recognition", 200, 280, 860)
+    table = [line(text, x0, 320 + 40 * row, x1) for row in range(5)
+             for x0, x1, text in ((100, 600, f"the method of its paper number {row}"),
+                                  (700, 760, f"9{row}.5"))]
+    assert order_of([*table, *right, caption, *left]) == [
+        *(l.text for l in left), *(l.text for l in right), caption.text,
+        *(l.text for l in table)]
+
+
+def test_columns_at_the_foot_a_line_s_spacing_under_a_table_are_read_after_it():
+    """The same read up the page (scribeocr's multicol_08 has two columns a line's
+    spacing under its photos' captions): a table's rows across the page, two columns
+    under them; the columns begin under the table's last row."""
+    table = [line(text, x0, 40 + 40 * row, x1) for row in range(5)
+             for x0, x1, text in ((100, 600, f"the method of its paper number {row}"),
+                                  (700, 760, f"9{row}.5"))]
+    left = column(100, 240, [f"left {t}" for t in PROSE[:6]])
+    right = column(560, 240, [f"right {t}" for t in PROSE[:6]])
+    assert order_of([*right, *left, *table]) == [
+        *(l.text for l in table), *(l.text for l in left), *(l.text for l in right)]
+
+
 def test_a_line_above_one_column_is_read_first_where_both_columns_begin_under_it():
     """A date at the right above two columns that begin alike: the page's head."""
     date = line("2 December 2026", 700, 30, 940)
