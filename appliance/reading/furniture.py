@@ -8,9 +8,10 @@ top and at its bottom, up to ``EDGE_ROWS`` rows that are not its body:
   ("12", "- 12 -", "Page 3 of 10", "iv", "第 3 页"), at either edge, however close it
   stands to the body, and on any page (a form's "Page 2 of 3" too);
 - a **numbered running header or footer**: on a typeset page, a row with the page
-  number at its outer end and small print beside it ("44 | 中西比较美术学",
-  "Chapter 2 | 45"), however close it stands to the body, unless the row next to it
-  is numbered so too (a transcript's line numbers);
+  number at its outer end and no title nor running text beside it ("44 | 中西比较美术学",
+  "Chapter 2 | 45"; in Chinese or Japanese print its characters no wider than
+  HEADING_RATIO times the body's, as a Latin row's height), however close it stands to
+  the body, unless the row next to it is numbered so too (a transcript's line numbers);
 - a **header** or **footer**: on a typeset page, rows set apart from the body by
   white (``HEADER_GAP`` line heights below a header, ``FOOTER_GAP`` above a footer)
   whose print is no taller than the body's by ``HEADING_RATIO`` (a title is no
@@ -222,8 +223,10 @@ def _numbered_running_row(row: list[Line], neighbour: list[Line], body: _Body) -
     rest small print, and the next row towards the body not numbered so too (a
     transcript's or a list's numbered lines)."""
     rest = [line for line in row if not _numbered_end(row, line)]
-    # the row may span the measure, its number at the edge of it
-    return (len(rest) < len(row) and bool(rest) and _small_print(rest, replace(body, measure=None))
+    # the row may span the measure, its number at the edge of it; beside the number,
+    # print of the body's size is no title in any script
+    return (len(rest) < len(row) and bool(rest)
+            and _small_print(rest, replace(body, measure=None), HEADING_RATIO)
             and not any(_numbered_end(neighbour, line) for line in neighbour))
 
 
@@ -231,14 +234,14 @@ def _numbered_end(row: list[Line], line: Line) -> bool:
     return line in (row[0], row[-1]) and is_page_number(line.text)
 
 
-def _small_print(row: list[Line], body: _Body) -> bool:
+def _small_print(row: list[Line], body: _Body, smaller: float = SMALLER_PRINT) -> bool:
     """No title and no running text: print no larger than the body's, and no line of
     twice a running line's words, nor one that fills the body's measure. A row's print
     is measured by the width of its characters where they are written without spaces
-    (``reading.lines.char_pitch``), at most SMALLER_PRINT of the body's, else by its
+    (``reading.lines.char_pitch``), at most ``smaller`` times the body's, else by its
     lines' height, at most HEADING_RATIO times the body's (no title)."""
     pitch = char_pitch(row) if body.pitch else None
-    print_ok = (pitch <= SMALLER_PRINT * body.pitch if pitch
+    print_ok = (pitch <= smaller * body.pitch if pitch
                 else median_height(row) <= HEADING_RATIO * body.height)
     return print_ok and not any(
         word_count(line.text) >= 2 * TYPESET_WORDS

@@ -121,6 +121,21 @@ def test_a_chinese_title_over_its_page_is_no_running_header(title, width):
     assert result.text.splitlines()[0] == title
 
 
+@pytest.mark.parametrize("width, role", [(200, "header"), (290, "text")])
+def test_a_chinese_running_header_numbered_at_its_outer_end_in_the_body_s_print(width, role):
+    """A Chinese book (MinerU's small_ocr.pdf): "12 | 第一篇 商品和货币" over each page,
+    close over its text, its characters letterspaced as wide as the body's (0.94 to
+    0.98 of them): the page number at its outer end makes it furniture, as a Latin row
+    in print as tall as the body's is. Characters 1.3 times the body's beside the
+    number are a title's."""
+    number = line("12", 100, 30, 130)
+    title = line("第一篇 商品和货币", 400, 30, 400 + width)
+    body = column(100, 80, [f"左{t}" for t in ZH + ZH[:6]])
+    roles = {l.text: l.role for l in render(read_order([number, title, *body]), "separate").lines}
+    assert roles[title.text] == role
+    assert roles[number.text] == ("page_number" if role == "header" else "text")
+
+
 def open_spread() -> list[dict]:
     """A Chinese book spread as books set it: lines 0.75 line heights apart, and a
     running footer with the page number at its outer end ("44 | 书名", "章名 | 45")."""
