@@ -71,7 +71,7 @@ TEXT, OCR, MIXED = "text", "ocr", "mixed"  # the readers a page may get
 NAME = PDF_TEXT  # the reader's name where a result records its engine
 # how characters become lines and words: bump it when that changes, so the result
 # cache does not serve the old reading
-RECIPE = "text-layer/v2"
+RECIPE = "text-layer/v3"
 
 LINE_GAP = 1.2  # em of white between two characters of a row that ends a line
 # A word space: 0.2 to 0.33 em in common fonts (Noto CJK's is 0.224). pdfium infers a
@@ -96,6 +96,9 @@ SAME_TEXT = 80  # a picture's line this similar (0-100) to the layer's text ther
 _HIGH_SURROGATE = re.compile("[\ud800-\udbff]")  # a character past U+FFFF: its first unit
 _LOW_SURROGATE = re.compile("[\udc00-\udfff]")  # ... and its second
 _SURROGATE = re.compile("[\ud800-\udfff]")
+# pdfium's code for a hyphen that ends a line (its own text drops it, joining the word):
+# read as the hyphen printed there, as OCR reads it
+_LINE_END_HYPHEN = 0x02
 
 
 @dataclass
@@ -236,7 +239,9 @@ def read_layer(path: Path, index: int, password: str | None, size: tuple[int, in
                     if key not in modes:
                         modes[key] = pdfium_c.FPDFTextObj_GetTextRenderMode(obj) if obj else 0
                     mode = modes[key]
-                chars.append(Char(chr(code) if 0 < code < 0x110000 else "\ufffd", box,
+                text = ("-" if code == _LINE_END_HYPHEN
+                        else chr(code) if 0 < code < 0x110000 else "\ufffd")
+                chars.append(Char(text, box,
                                   size_px, mode == _INVISIBLE,
                                   bool(pdfium_c.FPDFText_HasUnicodeMapError(textpage, i)),
                                   generated))
@@ -320,7 +325,8 @@ def layer_lines(chars: list[Char]) -> list[Line]:
             lines.append(run)
             run, last = [], None
             continue
-        if last is not None and not char.space:
+        # the characters of one glyph (a ligature's "f" and "i") share its box
+        if last is not None and not char.space and char.box != last.box:
             em = max(last.size, char.size, 1.0)
             same_row = abs((char.box[1] + char.box[3]) - (last.box[1] + last.box[3])) / 2 \
                 < 0.5 * em

@@ -22,6 +22,7 @@ from appliance.library import Library
 from appliance.measure import born_digital
 from appliance.measure.evaluate import _tables
 from appliance.measure.metrics import cer, table_similarity
+from appliance.measure.synthetic_sets import FONTS
 from appliance.pipeline.stages import PagePipeline, PageSettings, run_job
 from appliance.raster import render_page
 from appliance.store import Database
@@ -306,6 +307,27 @@ def test_a_character_past_the_basic_plane_is_read_whole(tmp_path, engine):
     done = _read(engine, write_extension_b_pdf(tmp_path / "names.pdf"))
     assert _verdict(done)["reader"] == "text"
     assert done.recognition.text.splitlines() == EXTENSION_B_LINES
+
+
+def test_a_ligature_and_a_hyphen_that_ends_a_line_read_as_printed(tmp_path, engine):
+    """A paper typeset with ligatures and hyphenation (MinerU's demo2.pdf): pdfium gives
+    the "fi" glyph as "f" and "i" in the glyph's one box, and a hyphen that ends a line
+    as the control code 0x02. The page read "f ind" (a word cut at its ligature) and
+    "de" over "signed" (the hyphen lost); it reads as printed now."""
+    from fpdf import FPDF
+
+    printed = ["Stereo algorithms are nearly always de-", "signed to \ufb01nd matches"]
+    pdf = FPDF(unit="pt", format="A4")
+    pdf.add_page()
+    pdf.add_font("sans", fname=FONTS[0])
+    pdf.set_font("sans", size=11)
+    for row, text in enumerate(printed):
+        pdf.text(40, 60 + 14 * row, text)
+    path = tmp_path / "ligature.pdf"
+    pdf.output(str(path))
+    done = _read(engine, path, mode="prefer")
+    assert _verdict(done)["reader"] == "text"
+    assert done.recognition.text.split("\n") == [printed[0], "signed to find matches"]
 
 
 @pytest.mark.parametrize("script", ["latin", "chinese"])
