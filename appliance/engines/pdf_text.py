@@ -44,6 +44,7 @@ OCR (the appliance before this module).
 from __future__ import annotations
 
 import hashlib
+import math
 import re
 import statistics
 import unicodedata
@@ -224,6 +225,7 @@ def read_layer(path: Path, index: int, password: str | None, size: tuple[int, in
             to_device = _page_to_device(page, size)
             chars = []
             modes: dict[int, int] = {}
+            matrix = pdfium_c.FS_MATRIX()
             for i in range(textpage.count_chars()):
                 code = pdfium_c.FPDFText_GetUnicode(textpage, i)
                 generated = bool(pdfium_c.FPDFText_IsGenerated(textpage, i))
@@ -231,7 +233,7 @@ def read_layer(path: Path, index: int, password: str | None, size: tuple[int, in
                 (a, b), (c, d) = _apply(to_device, (x0, y1)), _apply(to_device, (x1, y0))
                 box = (min(a, c), min(b, d), max(a, c), max(b, d))
                 scale = abs(to_device[1, 1]) or abs(to_device[0, 1])
-                size_px = pdfium_c.FPDFText_GetFontSize(textpage, i) * scale
+                size_px = _font_size(textpage, i, matrix) * scale
                 mode = 0
                 if not generated:
                     obj = pdfium_c.FPDFText_GetTextObject(textpage, i)
@@ -266,6 +268,21 @@ def read_layer(path: Path, index: int, password: str | None, size: tuple[int, in
             textpage.close()
             page.close()
     return TextLayer(_whole_characters(chars), pictures, size)
+
+
+def _font_size(textpage, index: int, matrix) -> float:
+    """Character ``index``'s font size in the page's units: the font's own size scaled
+    by the character's matrix (the text matrix and the CTM), which Acrobat Distiller
+    sizes its text with (a font of size 1, ten times over); pdfium's font size alone
+    is the font's. ``matrix``: an FS_MATRIX to fill."""
+    import ctypes
+
+    import pypdfium2.raw as pdfium_c
+
+    size = pdfium_c.FPDFText_GetFontSize(textpage, index)
+    if not pdfium_c.FPDFText_GetMatrix(textpage, index, ctypes.byref(matrix)):
+        return size
+    return size * math.sqrt(abs(matrix.a * matrix.d - matrix.b * matrix.c))
 
 
 def _whole_characters(chars: list[Char]) -> list[Char]:

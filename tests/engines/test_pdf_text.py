@@ -330,6 +330,33 @@ def test_a_ligature_and_a_hyphen_that_ends_a_line_read_as_printed(tmp_path, engi
     assert done.recognition.text.split("\n") == [printed[0], "signed to find matches"]
 
 
+def test_a_font_sized_by_the_text_matrix_reads_in_lines_not_words(tmp_path, engine):
+    """Acrobat Distiller sets its text in a font of size 1 scaled tenfold by the text
+    matrix (MinerU's demo1.pdf, a journal's pages): measured by the font's nominal
+    size, every word space was wider than a line's gap, and the page read a word a
+    line, its two columns across each other. The character's own matrix sizes it."""
+    import pikepdf
+
+    rows = ["Widespread afforestation through plantation estab-",
+            "lishment on non-forested land represents a potentially",
+            "significant alteration of catchment evapotranspiration"]
+    pdf = pikepdf.new()
+    font = pdf.make_indirect(pikepdf.Dictionary(
+        Type=pikepdf.Name.Font, Subtype=pikepdf.Name.Type1, BaseFont=pikepdf.Name.Helvetica,
+        Encoding=pikepdf.Name.WinAnsiEncoding))
+    shown = "".join(f"BT /F1 1 Tf 10 0 0 10 72 {700 - 12 * row} Tm ({text}) Tj ET\n"
+                    for row, text in enumerate(rows))
+    pdf.pages.append(pikepdf.Page(pikepdf.Dictionary(
+        Type=pikepdf.Name.Page, MediaBox=[0, 0, 612, 792],
+        Resources=pikepdf.Dictionary(Font=pikepdf.Dictionary(F1=font)),
+        Contents=pdf.make_stream(shown.encode()))))
+    path = tmp_path / "scaled.pdf"
+    pdf.save(path)
+    done = _read(engine, path, mode="prefer")
+    assert _verdict(done)["reader"] == "text"
+    assert [line.text for line in done.recognition.lines] == rows
+
+
 @pytest.mark.parametrize("script", ["latin", "chinese"])
 def test_two_short_columns_on_page_two_of_a_report_are_read_column_by_column(tmp_path, engine,
                                                                              script):
