@@ -10,8 +10,10 @@ top and at its bottom, up to ``EDGE_ROWS`` rows that are not its body:
 - a **numbered running header or footer**: on a typeset page, a row with the page
   number at its outer end and no title nor running text beside it ("44 | 中西比较美术学",
   "Chapter 2 | 45"; in Chinese or Japanese print its characters no wider than
-  HEADING_RATIO times the body's, as a Latin row's height), however close it stands to
-  the body, unless the row next to it is numbered so too (a transcript's line numbers);
+  HEADING_RATIO times the body's, as a Latin row's height; in print smaller than the
+  body's, however many its words: "254 | P.N.J. Lane et al. / Journal of Hydrology 310
+  (2005) 253–265"), however close it stands to the body, unless the row next to it is
+  numbered so too (a transcript's line numbers);
 - a **header** or **footer**: on a typeset page, rows set apart from the body by
   white (``HEADER_GAP`` line heights below a header, ``FOOTER_GAP`` above a footer)
   whose print is no taller than the body's by ``HEADING_RATIO`` (a title is no
@@ -224,9 +226,12 @@ def _numbered_running_row(row: list[Line], neighbour: list[Line], body: _Body) -
     transcript's or a list's numbered lines)."""
     rest = [line for line in row if not _numbered_end(row, line)]
     # the row may span the measure, its number at the edge of it; beside the number,
-    # print of the body's size is no title in any script
+    # print of the body's size is no title in any script, and print smaller than the
+    # body's no running text however many its words ("P.N.J. Lane et al. / Journal
+    # of Hydrology 310 (2005) 253–265")
     return (len(rest) < len(row) and bool(rest)
-            and _small_print(rest, replace(body, measure=None), HEADING_RATIO)
+            and (_small_print(rest, replace(body, measure=None), HEADING_RATIO)
+                 or _smaller_print(rest, body))
             and not any(_numbered_end(neighbour, line) for line in neighbour))
 
 
@@ -246,6 +251,15 @@ def _small_print(row: list[Line], body: _Body, smaller: float = SMALLER_PRINT) -
     return print_ok and not any(
         word_count(line.text) >= 2 * TYPESET_WORDS
         or (body.measure is not None and _fills(line, body.measure)) for line in row)
+
+
+def _smaller_print(row: list[Line], body: _Body) -> bool:
+    """Print at most SMALLER_PRINT of the body's: by the width of its characters where
+    they are written without spaces (``reading.lines.char_pitch``), else by height."""
+    pitch = char_pitch(row) if body.pitch else None
+    if pitch:
+        return pitch <= SMALLER_PRINT * body.pitch
+    return median_height(row) <= SMALLER_PRINT * body.height
 
 
 def _pitch(running: list[Line]) -> float | None:

@@ -136,6 +136,23 @@ def test_a_chinese_running_header_numbered_at_its_outer_end_in_the_body_s_print(
     assert roles[number.text] == ("page_number" if role == "header" else "text")
 
 
+@pytest.mark.parametrize("height, role", [(24, "header"), (30, "text")])
+def test_a_journal_s_long_running_header_numbered_at_its_outer_end(height, role):
+    """A journal's page (MinerU's demo1.pdf): "254 | P.N.J. Lane et al. / Journal of
+    Hydrology 310 (2005) 253–265", eleven words in print 0.8 of the body's, over two
+    columns. Its words made it running text; in print smaller than the body's, beside
+    the page number, it is the running header. In the body's print, so many words are
+    a line of text beside a number (a numbered clause)."""
+    number = line("254", 100, 30, 130, h=height)
+    head = line("P.N.J. Lane et al. / Journal of Hydrology 310 (2005) 253-265", 300, 30, 860,
+                h=height)
+    left = column(100, 100, [f"left {t}" for t in PROSE])
+    right = column(560, 100, [f"right {t}" for t in PROSE])
+    roles = {l.text: l.role for l in render(read_order([number, head, *left, *right]),
+                                            "separate").lines}
+    assert roles[head.text] == role
+
+
 def open_spread() -> list[dict]:
     """A Chinese book spread as books set it: lines 0.75 line heights apart, and a
     running footer with the page number at its outer end ("44 | 书名", "章名 | 45")."""
