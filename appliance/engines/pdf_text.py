@@ -110,6 +110,7 @@ class Char:
     invisible: bool
     unmapped: bool
     generated: bool  # inserted by pdfium (a space or a line break it inferred)
+    turn: int = 0  # degrees its line runs turned counterclockwise on the page: 0, 90, 180, 270
 
     @property
     def space(self) -> bool:
@@ -233,7 +234,9 @@ def read_layer(path: Path, index: int, password: str | None, size: tuple[int, in
                 (a, b), (c, d) = _apply(to_device, (x0, y1)), _apply(to_device, (x1, y0))
                 box = (min(a, c), min(b, d), max(a, c), max(b, d))
                 scale = abs(to_device[1, 1]) or abs(to_device[0, 1])
-                size_px = _font_size(textpage, i, matrix) * scale
+                linear = (_char_matrix(textpage, i, matrix))
+                size_px = (pdfium_c.FPDFText_GetFontSize(textpage, i) * scale
+                           * math.sqrt(abs(linear[0] * linear[3] - linear[1] * linear[2])))
                 mode = 0
                 if not generated:
                     obj = pdfium_c.FPDFText_GetTextObject(textpage, i)
@@ -246,7 +249,7 @@ def read_layer(path: Path, index: int, password: str | None, size: tuple[int, in
                 chars.append(Char(text, box,
                                   size_px, mode == _INVISIBLE,
                                   bool(pdfium_c.FPDFText_HasUnicodeMapError(textpage, i)),
-                                  generated))
+                                  generated, _turn(to_device, linear)))
             pictures = []
             area = float(size[0] * size[1]) or 1.0
             for obj in page.get_objects(filter=(pdfium_c.FPDF_PAGEOBJ_IMAGE,)):
@@ -270,19 +273,29 @@ def read_layer(path: Path, index: int, password: str | None, size: tuple[int, in
     return TextLayer(_whole_characters(chars), pictures, size)
 
 
-def _font_size(textpage, index: int, matrix) -> float:
-    """Character ``index``'s font size in the page's units: the font's own size scaled
-    by the character's matrix (the text matrix and the CTM), which Acrobat Distiller
-    sizes its text with (a font of size 1, ten times over); pdfium's font size alone
-    is the font's. ``matrix``: an FS_MATRIX to fill."""
+def _char_matrix(textpage, index: int, matrix) -> tuple[float, float, float, float]:
+    """Character ``index``'s matrix (the text matrix and the CTM: a, b, c, d), which
+    sizes and turns it: Acrobat Distiller sets text in a font of size 1 scaled tenfold,
+    arXiv stamps its papers up the margin. pdfium's font size alone is the font's.
+    ``matrix``: an FS_MATRIX to fill."""
     import ctypes
 
     import pypdfium2.raw as pdfium_c
 
-    size = pdfium_c.FPDFText_GetFontSize(textpage, index)
     if not pdfium_c.FPDFText_GetMatrix(textpage, index, ctypes.byref(matrix)):
-        return size
-    return size * math.sqrt(abs(matrix.a * matrix.d - matrix.b * matrix.c))
+        return 1.0, 0.0, 0.0, 1.0
+    return matrix.a, matrix.b, matrix.c, matrix.d
+
+
+def _turn(to_device: np.ndarray, linear: tuple[float, float, float, float]) -> int:
+    """Which way a character's line runs on the rendered page: 0 (left to right), 90
+    (up), 180 (right to left, upside down) or 270 (down), from the direction its
+    matrix advances in."""
+    dx = to_device[0, 0] * linear[0] + to_device[0, 1] * linear[1]
+    dy = to_device[1, 0] * linear[0] + to_device[1, 1] * linear[1]
+    if abs(dx) >= abs(dy):
+        return 0 if dx >= 0 else 180
+    return 90 if dy < 0 else 270
 
 
 def _whole_characters(chars: list[Char]) -> list[Char]:
@@ -345,10 +358,11 @@ def layer_lines(chars: list[Char]) -> list[Line]:
         # the characters of one glyph (a ligature's "f" and "i") share its box
         if last is not None and not char.space and char.box != last.box:
             em = max(last.size, char.size, 1.0)
-            same_row = abs((char.box[1] + char.box[3]) - (last.box[1] + last.box[3])) / 2 \
-                < 0.5 * em
-            gap = char.box[0] - last.box[2]
-            if not same_row or gap > LINE_GAP * em or gap < -0.5 * em:
+            start, _end, across = _along(char, last.turn)
+            _start, end, last_across = _along(last, last.turn)
+            gap = start - end
+            if (char.turn != last.turn or abs(across - last_across) >= 0.5 * em
+                    or gap > LINE_GAP * em or gap < -0.5 * em):
                 lines.append(run)
                 run, last = [], None
         run.append(char)
@@ -356,6 +370,14 @@ def layer_lines(chars: list[Char]) -> list[Line]:
             last = char
     lines.append(run)
     return [line for line in (_line(run) for run in lines) if line is not None]
+
+
+def _along(char: Char, turn: int) -> tuple[float, float, float]:
+    """Where ``char`` starts and ends along a line turned by ``turn`` degrees, and its
+    centre across it, as if the line were turned level."""
+    x0, y0, x1, y1 = char.box
+    return {0: (x0, x1, (y0 + y1) / 2), 90: (-y1, -y0, (x0 + x1) / 2),
+            180: (-x1, -x0, -(y0 + y1) / 2), 270: (y0, y1, -(x0 + x1) / 2)}[turn]
 
 
 def _line(chars: list[Char]) -> Line | None:

@@ -155,7 +155,17 @@ def _page(lines: list[Line], height: float, gap: float, page_height: float | Non
 
 def _pages(lines: list[Line], height: float, gap: float) -> list[list[Line]]:
     """The pages of a book spread (two pages scanned side by side), left before right,
-    each read whole with its own header and number; [lines] for one page."""
+    each read whole with its own header and number; [lines] for one page. A line
+    printed up a side margin (a stamp, ``reading.furniture.up_the_margin``) is no page
+    of its own: it goes with the page it stands beside."""
+    margin = {id(line) for line in up_the_margin(lines)}
+    if margin and len(margin) < len(lines):
+        pages = _pages([line for line in lines if id(line) not in margin], height, gap)
+        left = min(line.box[0] for page in pages for line in page)
+        for line in lines:
+            if id(line) in margin:
+                (pages[0] if line.box[2] <= left else pages[-1]).append(line)
+        return pages
     if len(lines) < 2:
         return [lines]
     sections = _section_splits(lines, gap)

@@ -357,6 +357,30 @@ def test_a_font_sized_by_the_text_matrix_reads_in_lines_not_words(tmp_path, engi
     assert [line.text for line in done.recognition.lines] == rows
 
 
+def test_a_stamp_printed_up_the_margin_is_one_line_read_with_the_foot(tmp_path, engine):
+    """arXiv stamps its papers up the left margin ("arXiv:2203.00274v2 [cs.CL] 23 May
+    2022", MinerU's demo3.pdf): read character by character across the page, it came
+    first, a character a line. Characters are put in lines along their own direction
+    now: the stamp is one line, printed up the margin, read after the body."""
+    from fpdf import FPDF
+
+    stamp = "arXiv:2203.00274v2 [cs.CL] 23 May 2022"
+    body = [f"line {row} of the paper's running text, set in one column" for row in range(14)]
+    pdf = FPDF(unit="pt", format="A4")
+    pdf.add_page()
+    pdf.set_font("Helvetica", size=11)
+    for row, text in enumerate(body):
+        pdf.text(90, 80 + 16 * row, text)
+    with pdf.rotation(90, 30, 500):
+        pdf.text(30, 500, stamp)
+    path = tmp_path / "stamped.pdf"
+    pdf.output(str(path))
+    done = _read(engine, path, mode="prefer")
+    assert _verdict(done)["reader"] == "text"
+    assert done.recognition.text.split("\n") == [*body, stamp]
+    assert {line.text: line.role for line in done.recognition.lines}[stamp] == "footer"
+
+
 @pytest.mark.parametrize("script", ["latin", "chinese"])
 def test_two_short_columns_on_page_two_of_a_report_are_read_column_by_column(tmp_path, engine,
                                                                              script):
