@@ -38,6 +38,7 @@ form's title, a receipt's thank-you line) and only a page number is taken from t
 
 from __future__ import annotations
 
+import math
 import re
 import statistics
 from dataclasses import dataclass, replace
@@ -120,18 +121,42 @@ def running_lines(lines: list[Line]) -> list[Line]:
 
 
 def up_the_margin(lines: list[Line]) -> list[Line]:
-    """The lines printed up or down the page beside all the others, in a side margin.
+    """The lines printed up or down the page beside all the others, in a side margin:
+    a strip of lines that white no line crosses sets apart from the rest, holding a
+    line turned on its side (TURNED_ASPECT) and no line wider than it: the pieces a
+    detector cut such a line in stand there too (arXiv's stamp in four, "arXiv:21",
+    "3", "3334v2 [stat.ML]", "202"). In the order they read: up the left margin from
+    its foot, down the right one from its top, as stamps and spines are printed.
     Columns of vertical script are set apart before (``reading.vertical``); a line
     turned on its side inside the page (a table's turned heading) is none."""
-    margin = []
-    for line in lines:
-        if line.box[3] - line.box[1] < TURNED_ASPECT * (line.box[2] - line.box[0]):
-            continue
-        others = [other for other in lines if other is not line]
-        if others and (line.box[2] <= min(other.box[0] for other in others)
-                       or line.box[0] >= max(other.box[2] for other in others)):
-            margin.append(line)
-    return margin
+    left = _edge_strip(sorted(lines, key=lambda line: line.box[0]),
+                       lambda line: (line.box[0], line.box[2]))
+    right = _edge_strip(sorted(lines, key=lambda line: -line.box[2]),
+                        lambda line: (-line.box[2], -line.box[0]))
+    if len(left) + len(right) >= len(lines):
+        return []
+    return (sorted(left, key=lambda line: -line.box[3])
+            + sorted(right, key=lambda line: line.box[1]))
+
+
+def _edge_strip(ordered: list[Line], span) -> list[Line]:
+    """The lines of ``ordered`` (from a side edge of the page inwards; ``span``: a
+    line's extent in that direction) before the first white no line crosses, where
+    they are a turned line and pieces no wider than it; [] otherwise."""
+    strip: list[Line] = []
+    reach = -math.inf
+    for line in ordered:
+        start, end = span(line)
+        if strip and start > reach:
+            break
+        strip.append(line)
+        reach = max(reach, end)
+    turned = [line for line in strip
+              if line.box[3] - line.box[1] >= TURNED_ASPECT * (line.box[2] - line.box[0])]
+    if not turned or len(strip) == len(ordered):
+        return []
+    widest = max(line.box[2] - line.box[0] for line in turned)
+    return strip if all(line.box[2] - line.box[0] <= widest for line in strip) else []
 
 
 def find_furniture(lines: list[Line], page_height: float | None = None,

@@ -974,6 +974,20 @@ def test_a_line_up_the_side_margin_is_read_with_the_foot_of_the_page():
     assert all(block.furniture is None for block in read_order([turned, *body, *right]))
 
 
+def test_a_stamp_cut_in_pieces_up_the_margin_is_read_with_the_foot_of_the_page():
+    """A scanned paper's arXiv stamp, which the detector cut in four (PDF-Extract-Kit's
+    paper.png): two pieces turned on their side, two short ones ("3", "202") in the
+    same strip. They joined the left column's rows, a table of stamp and text; they
+    are furniture now, read up the margin from its foot, after the body."""
+    body = column(100, 100, PROSE + PROSE)
+    pieces = [line("202", 16, 100, 59, h=87), line("3334v2 [stat.ML]", 10, 230, 65, h=334),
+              line("3", 22, 551, 53, h=26), line("arXiv:21", 14, 600, 62, h=158)]
+    blocks = read_order([*pieces, *body])
+    assert [l.text for block in blocks for l in block.lines] == [
+        *(l.text for l in body), *(l.text for l in pieces[::-1])]
+    assert blocks[-1].furniture == "footer"
+
+
 def test_two_short_columns_that_end_their_paragraphs_are_read_one_after_the_other():
     """Issue 52: two columns of a line of running text and its paragraph's short end
     each were read line by line across the gutter. Two rows of a form or a table stay
