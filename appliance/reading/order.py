@@ -37,6 +37,7 @@ own, right to left (``reading.vertical``); nor do lines printed up the side marg
 from __future__ import annotations
 
 import math
+import re
 import statistics
 from dataclasses import replace
 
@@ -45,8 +46,8 @@ import numpy as np
 from appliance.page import Block, Furniture, Line, is_column
 from appliance.reading.columns import (MIN_COLUMN_LINES, figure_share, is_card_row, is_column_cut,
                                       prose)
-from appliance.reading.furniture import (FOOTER_GAP, TYPESET_LINES, find_furniture, running_lines,
-                                         up_the_margin)
+from appliance.reading.furniture import (EDGE_ROWS, FOOTER_GAP, TYPESET_LINES, find_furniture,
+                                         is_page_number, running_lines, up_the_margin)
 from appliance.reading.gutters import MIN_GUTTER, find_gutters, levelled, split_at_gutters
 from appliance.reading.lines import centre, median_height, overlap, rows
 from appliance.reading.vertical import column_blocks
@@ -170,6 +171,8 @@ def _pages(lines: list[Line], height: float, gap: float) -> list[list[Line]]:
         return [lines]
     sections = _section_splits(lines, gap)
     gutters = find_gutters(lines, height)
+    if numbered := _numbered_spread(lines, gutters, height):
+        return numbered
     for x, crossing, _width in gutters:
         votes = _section_votes(sections, x)
         if _columns_hold(lines, x, votes):
@@ -179,6 +182,41 @@ def _pages(lines: list[Line], height: float, gap: float) -> list[list[Line]]:
                         [line for line in lines if line.box[0] >= x]]
             break  # the first gutter that reads as columns is the one _cut would take
     return [lines]
+
+
+def _numbered_spread(lines: list[Line], gutters: list[tuple[float, list[Line], float]],
+                     height: float) -> list[list[Line]]:
+    """The two pages of a spread whose page numbers follow each other, at the foot or
+    the head of each side of a gutter SPINE_GUTTER line heights wide ("— 9 —" left,
+    "— 10 —" right: an exam paper's two pages, whose questions read as rows, not as
+    columns), left before right; lines across the spine below or above everything
+    else (a publisher's line at the scan's foot) are read after both, a page of their
+    own. [] where the scan is no such spread."""
+    for x, crossing, width in gutters:
+        if width < SPINE_GUTTER * height:
+            continue
+        inside = [line for line in lines if line not in crossing]
+        if any(inside and min(line.box[1] for line in inside) < line.box[3]
+               and line.box[1] < max(line.box[3] for line in inside) for line in crossing):
+            continue  # a line across the spine between the pages' lines: one page
+        left = [line for line in inside if line.box[2] <= x]
+        right = [line for line in inside if line.box[0] >= x]
+        numbers = [_edge_page_number(side, height) for side in (left, right)]
+        if None not in numbers and numbers[1] == numbers[0] + 1:
+            return [left, right, crossing] if crossing else [left, right]
+    return []
+
+
+def _edge_page_number(lines: list[Line], height: float) -> int | None:
+    """The page number standing alone in one of the first or last EDGE_ROWS rows of
+    ``lines``, or None."""
+    page_rows = rows(lines, height) if lines else []
+    for row in page_rows[:EDGE_ROWS] + page_rows[-EDGE_ROWS:]:
+        if len(row) == 1 and is_page_number(row[0].text):
+            digits = re.search(r"\d+", row[0].text)
+            if digits:
+                return int(digits.group())
+    return None
 
 
 def _cut(lines: list[Line], height: float, gap: float) -> list[list[Line]]:

@@ -726,6 +726,32 @@ def test_a_book_spread_reads_the_left_page_then_the_right():
     assert got == [l.text for page in pages for l in page]
 
 
+@pytest.mark.parametrize("numbers, spread", [(("— 9 —", "— 10 —"), True),
+                                             (("— 9 —", "— 9 —"), False)])
+def test_an_exam_paper_s_two_pages_numbered_one_after_the_other(numbers, spread):
+    """An exam paper scanned as a spread (PDF-Extract-Kit's exam_paper.png): questions
+    and their choices in rows on each page, no columns of running text, the page
+    numbers "— 9 —" and "— 10 —" at each page's foot, a publisher's line across the
+    spine under both. The two pages were read as one, row by row across the spine;
+    the left page is read before the right one now, the publisher's line after both.
+    Numbers that do not follow each other make no spread."""
+    pages = []
+    for page, x in enumerate((100, 1100)):
+        questions = [[line(f"({'ABC'[i % 3]} ){i}. Look at page {page} item {i}", x, 60 + 60 * i,
+                           x + 300),
+                      line("A. face", x + 400, 60 + 60 * i, x + 500),
+                      line("B. eyes", x + 600, 60 + 60 * i, x + 700)] for i in range(8)]
+        number = line(numbers[page], x + 300, 600, x + 380)
+        pages.append([l for row in questions for l in row] + [number])
+    publisher = line("关注微信公众号获取更多学习资料", 800, 660, 1400)
+    got = order_of([*pages[1], publisher, *pages[0]])
+    if spread:
+        assert got == [*(l.text for l in pages[0]), *(l.text for l in pages[1]), publisher.text]
+    else:
+        assert got[:3] == [pages[0][0].text, pages[0][1].text, pages[0][2].text]
+        assert got[3] == pages[1][0].text
+
+
 def test_a_banner_over_the_columns_of_one_page_is_still_read_first():
     """A report's banner (its title beside the date) stands above columns whose gutter
     is as narrow as a page's: read first, across, not as two pages."""
