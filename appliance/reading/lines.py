@@ -28,6 +28,21 @@ _FULL_WIDTH = re.compile(r"[\u3000-\u303f\uff01-\uff60]")
 LETTER_WORD = re.compile(rf"[^\W\d_]{{3,}}|{UNSPACED.pattern}{{2,}}")
 
 
+# A list's marker: a bullet, or an item's number or letter ("3.", "3)", "a)", "(b)"; in
+# Chinese print "1、", "一、", "（二）"), before a space or, in a script written without
+# spaces, its first character ("1.保持版本控制")
+BULLET = re.compile(r"^\s*([•●▪■◦○‣∙·*+\-–])\s*(?=\S)")
+_CHINESE_NUMBER = "[一二三四五六七八九十]{1,3}"
+ENUMERATOR = re.compile(rf"^\s*(\(?\d{{1,3}}[.)]|\(?[a-zA-Z][.)]|(?:\d{{1,3}}|{_CHINESE_NUMBER})、|"
+                        rf"[（(](?:\d{{1,3}}|{_CHINESE_NUMBER})[）)])"
+                        rf"(?:\s+(?=\S)|(?={UNSPACED.pattern}))")
+
+
+def starts_item(text: str) -> bool:
+    """Whether ``text`` opens with a list's marker (``BULLET``, ``ENUMERATOR``)."""
+    return bool(BULLET.match(text) or ENUMERATOR.match(text))
+
+
 def word_count(text: str) -> int:
     """How many words ``text`` holds: those between spaces, where a run of characters
     of a script without spaces counts one word for each UNSPACED_WORD_CHARS of them."""

@@ -43,10 +43,11 @@ import unicodedata
 from collections.abc import Callable
 from dataclasses import dataclass, replace
 
-from appliance.page import UNSPACED, Block, Furniture, Line, Structure
+from appliance.page import Block, Furniture, Line, Structure
 from appliance.quality.markdown import escape_markdown
-from appliance.reading.lines import (HEADING_RATIO, PROSE_WORDS, first_word_width,
-                                     median_height, word_count)
+from appliance.reading.lines import (BULLET, ENUMERATOR, HEADING_RATIO, PROSE_WORDS,
+                                     first_word_width, median_height, starts_item,
+                                     word_count)
 from appliance.reading.lines import rows as row_groups
 from appliance.reading.order import SECTION_MARGIN
 from appliance.reading.tables import Runs, joined, table_markdown, table_runs
@@ -65,14 +66,6 @@ HEADING_MAX_ROWS = 3  # a title may take three rows; more of one print are runni
 # what ends a clause or a sentence, in Latin and in Chinese or Japanese print
 _STOPS = (".", ",", ";", ":", "。", "，", "、", "；", "：")
 
-_BULLET = re.compile(r"^\s*([•●▪■◦○‣∙·*+\-–])\s*(?=\S)")
-# an item's number or letter ("3.", "3)", "a)", "(b)"; in Chinese print "1、", "一、",
-# "（二）"), before a space or, in a script written without spaces, its first character
-# ("1.保持版本控制")
-_CHINESE_NUMBER = "[一二三四五六七八九十]{1,3}"
-_ENUMERATOR = re.compile(rf"^\s*(\(?\d{{1,3}}[.)]|\(?[a-zA-Z][.)]|(?:\d{{1,3}}|{_CHINESE_NUMBER})、|"
-                         rf"[（(](?:\d{{1,3}}|{_CHINESE_NUMBER})[）)])"
-                         rf"(?:\s+(?=\S)|(?={UNSPACED.pattern}))")
 _ORDERED = re.compile(r"\d+[.)]")  # a marker Markdown numbers its item by
 
 
@@ -236,10 +229,10 @@ def _row_markdown(row: list[Line], level: int, structure: dict[int, Structure]) 
     if level:
         structure.update((id(line), Structure.HEADING) for line in row)
         return "#" * level + " " + escape_markdown(text)
-    if bullet := _BULLET.match(text):
+    if bullet := BULLET.match(text):
         structure.update((id(line), Structure.LIST) for line in row)
         return "- " + escape_markdown(text[bullet.end():])
-    if number := _ENUMERATOR.match(text):
+    if number := ENUMERATOR.match(text):
         structure.update((id(line), Structure.LIST) for line in row)
         marker = number.group(1)
         if _ORDERED.fullmatch(marker):  # "3." or "3)": an ordered item as it stands
@@ -255,7 +248,7 @@ def _item_ends(item: list[Line], below: list[Line]) -> bool:
     its paragraph), so that it does not carry on the item's text."""
     text = " ".join(line.text for line in below)
     right = max(line.box[2] for line in [*item, *below])
-    return (not _BULLET.match(text) and not _ENUMERATOR.match(text)
+    return (not starts_item(text)
             and max(line.box[2] for line in item) + first_word_width(below[0]) <= right)
 
 

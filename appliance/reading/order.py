@@ -20,7 +20,8 @@ gives line boxes can use it). A region of the page is cut
    are one column's top beside a figure (``_column_top``);
 2. across a *section gap*: white across the full width of the region, taller than
    ``SECTION_GAP`` line heights and, on a typeset page, than its own line spacing by
-   ``SECTION_MARGIN`` (``_section_gap``). Top goes before bottom;
+   ``SECTION_MARGIN`` (``_section_gap``), but not between a ruled table's rows, which
+   its padding sets so far apart (``_table_rows_joined``). Top goes before bottom;
 3. where columns of running text at its top or foot end at a line across their gutter
    with no section's white between (a table's caption a line's spacing under them),
    above and below that line (``_columns_end``);
@@ -50,6 +51,7 @@ from appliance.reading.furniture import (EDGE_ROWS, FOOTER_GAP, TYPESET_LINES, f
                                          is_page_number, running_lines, up_the_margin)
 from appliance.reading.gutters import MIN_GUTTER, find_gutters, levelled, split_at_gutters
 from appliance.reading.lines import centre, median_height, overlap, rows
+from appliance.reading.tables import MIN_TABLE_ROWS
 from appliance.reading.vertical import column_blocks
 
 # White across a region at least this many median line heights tall separates sections.
@@ -79,6 +81,9 @@ BAND_WHITE = 3.0
 # the cells on one side of the gutter are figures (quantities, amounts): narrow columns
 # of prose hold short lines too, in rows that line up, but no figures.
 TABLE_FIGURES = 0.5
+# A ruled table's rows, padded apart by a section's white, are one region where they
+# hold this many cells each (``_table_rows_joined``).
+TABLE_CELLS = 3
 
 
 def read_order(lines: list[Line], lean_deg: float = 0.0,
@@ -250,11 +255,34 @@ def _cut(lines: list[Line], height: float, gap: float) -> list[list[Line]]:
             body = [line for line in lines if line not in tail]
             return _cut(body, height, gap) + _cut(tail, height, gap)
         return _cut(left, height, gap) + _cut(right, height, gap)
-    if len(sections) > 1:
-        return [region for section in sections for region in _cut(section, height, gap)]
+    if len(sections) > 1 and len(groups := _table_rows_joined(sections, height)) > 1:
+        return [region for group in groups for region in _cut(group, height, gap)]
     if len(parts := _columns_end(lines, height)) > 1:
         return [region for part in parts for region in _cut(part, height, gap)]
     return _cards(lines, gutters, height) or [lines]
+
+
+def _table_rows_joined(sections: list[list[Line]], height: float) -> list[list[Line]]:
+    """``sections`` with each run of a ruled table's rows joined: a ruled table pads its
+    cells, so that white a section's height stands between its rows (PDF-Extract-Kit's
+    watermark.png: 1.1 line heights). A run is MIN_TABLE_ROWS sections or more, each
+    but the last a single row, whose rows hold the same number of cells, TABLE_CELLS
+    or more, each cell over the one above it (a form's labels beside their values, two
+    to a row, stay apart, and so do an organisation chart's rows of cards, a name, a
+    title and a date in each)."""
+    groups: list[list[list[Line]]] = [[sections[0]]]
+    for above, below in zip(sections, sections[1:]):
+        above_rows = rows(above, height)
+        last, first = above_rows[-1], rows(below, height)[0]
+        if len(above_rows) == 1 and len(last) == len(first) >= TABLE_CELLS and all(
+                overlap(upper.box[0], upper.box[2], lower.box[0], lower.box[2]) > 0
+                for upper, lower in zip(last, first)):
+            groups[-1].append(below)
+        else:
+            groups.append([below])
+    return [[line for section in group for line in section]
+            for run in groups
+            for group in ([run] if len(run) >= MIN_TABLE_ROWS else [[part] for part in run])]
 
 
 def _columns_end(lines: list[Line], height: float) -> list[list[Line]]:

@@ -17,7 +17,7 @@ from appliance.page import Line
 from appliance.quality.html_tables import Cell, table_lines
 from appliance.quality.markdown import escape_markdown
 from appliance.reading.lines import (PROSE_WORDS, first_word_width, median_height, overlap,
-                                     word_count)
+                                     starts_item, word_count)
 
 # {first row index: (index after the last, the table's columns as x extents, whether
 # each line is a cell of its own)}
@@ -398,6 +398,8 @@ def _wraps_on(above: list[list[Line]], below: list[list[Line]], columns: list[li
         last, first = above[i][-1], below[i][0]
         letters = [ch for line in below[i] for ch in line.text if ch.isalpha()]
         if not letters or (letters[0].isupper() and not _left_open(last.text)):
+            return False
+        if starts_item(first.text):  # "二、市场分析" under a table: a heading, not a cell's wrap
             return False
         if first.box[1] - last.box[3] > WRAP_GAP * body:
             return False

@@ -322,6 +322,29 @@ def test_a_form_reads_each_label_with_its_value_even_multi_line_ones():
                                "generic market with", "a new flavour"]
 
 
+def test_a_ruled_table_s_rows_padded_apart_are_one_table():
+    """A ruled table pads its cells (PDF-Extract-Kit's watermark.png): its rows stand
+    1.1 line heights apart, each a section of the page, and were written as rows of
+    text, a paragraph each. They are one table now; the numbered heading under it
+    ("二、市场分析") is no wrapped line of its last cell. A form's labels beside their
+    values, two to a row, padded alike, stay rows."""
+    grid = [("产品类别", "销售额（万元）", "同比增长率"), ("电子产品", "5000", "15%"),
+            ("家居用品", "3000", "10%"), ("服装服饰", "2000", "20%"), ("健康产品", "1000", "30%")]
+    lines = [line(cell, x, 100 + 65 * row, x + width)
+             for row, cells in enumerate(grid)
+             for cell, x, width in zip(cells, (100, 300, 520), (110, 180, 130))]
+    lines.append(line("二、市场分析", 100, 100 + 65 * 4 + 32, 230))
+    markdown = render(read_order(lines)).markdown.split("\n")
+    assert markdown[:7] == ["| 产品类别 | 销售额（万元） | 同比增长率 |", "|---|---|---|",
+                            "| 电子产品 | 5000 | 15% |", "| 家居用品 | 3000 | 10% |",
+                            "| 服装服饰 | 2000 | 20% |", "| 健康产品 | 1000 | 30% |", ""]
+    assert "二、市场分析" in markdown[-1]
+    form = [line(text, x, 100 + 65 * row, x + 250) for row, pair in enumerate(
+        [("DESCRIPTION:", "KMDP ANALYSIS"), ("PERSONNEL:", "C. B. Pugh"),
+         ("SUPPLIER:", "Market Facts")]) for text, x in zip(pair, (100, 450))]
+    assert "|" not in render(read_order(form)).markdown
+
+
 def test_render_paragraphs_headings_lists_and_escaping():
     lines = [line("Delivery terms", 100, 40, h=60),
              line("Goods are sent within", 100, 140), line("three days.", 100, 175),
