@@ -170,13 +170,16 @@ def test_columns_of_a_page_scanned_askew_are_read_one_after_the_other(pipeline):
 
 
 def abstract_over_columns() -> Image.Image:
-    """Five lines across the page straight above two columns, at one line pitch: the
-    gutter is crossed by more lines than a title's, so the columns are read across."""
-    page = Image.new("RGB", (1240, 1000), "white")
+    """Five lines across the page straight above two columns and five more straight
+    under them, at one line pitch: the gutter is crossed by more lines than a title's,
+    and the columns neither begin nor end the page (``reading.order._columns_end``),
+    so they are read across."""
+    page = Image.new("RGB", (1240, 1240), "white")
     draw = ImageDraw.Draw(page)
     font, pitch = ImageFont.load_default(size=26), 44
-    for number, text in enumerate(sample_lines(5, count=5, words_per_line=13)):
-        draw.text((80, 80 + number * pitch), text, fill="black", font=font)
+    for top, seed in ((80, 5), (740, 8)):
+        for number, text in enumerate(sample_lines(seed, count=5, words_per_line=13)):
+            draw.text((80, top + number * pitch), text, fill="black", font=font)
     for x, seed in ((80, 6), (660, 7)):
         for number, text in enumerate(sample_lines(seed, count=10, words_per_line=4)):
             draw.text((x, 300 + number * pitch), text, fill="black", font=font)
