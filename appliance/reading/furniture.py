@@ -43,12 +43,16 @@ import re
 import statistics
 from dataclasses import dataclass, replace
 
-from appliance.page import Furniture, Line
+from appliance.page import UNSPACED, Furniture, Line
 from appliance.reading.lines import HEADING_RATIO, char_pitch, median_height, rows, word_count
 
 # A line turned on its side stands this many times taller than wide: three characters
 # or more (a list's "1." alone stands one and a half times taller than wide).
 TURNED_ASPECT = 3.0
+# A strip of this many lines of one Chinese or Japanese character each, one above the
+# other beside everything else, is a word printed up the margin (an exam paper's
+# "密封线内不要答题" along its binding), which a detector finds a character at a time.
+GLYPH_STACK = 3
 # Rows at each edge that may be furniture: a header and a second line under it (the
 # company, then the report's name), a footer and the page number under it.
 EDGE_ROWS = 2
@@ -151,9 +155,13 @@ def _edge_strip(ordered: list[Line], span) -> list[Line]:
             break
         strip.append(line)
         reach = max(reach, end)
+    if len(strip) == len(ordered):
+        return []
+    if len(strip) >= GLYPH_STACK and all(UNSPACED.fullmatch(line.text.strip()) for line in strip):
+        return strip  # a word up the margin, found a character at a time ("密", "封", "线")
     turned = [line for line in strip
               if line.box[3] - line.box[1] >= TURNED_ASPECT * (line.box[2] - line.box[0])]
-    if not turned or len(strip) == len(ordered):
+    if not turned:
         return []
     widest = max(line.box[2] - line.box[0] for line in turned)
     return strip if all(line.box[2] - line.box[0] <= widest for line in strip) else []

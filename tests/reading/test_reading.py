@@ -1037,6 +1037,21 @@ def test_a_stamp_cut_in_pieces_up_the_margin_is_read_with_the_foot_of_the_page()
     assert blocks[-1].furniture == "footer"
 
 
+def test_a_word_up_the_binding_found_a_character_at_a_time_is_furniture():
+    """An exam paper's binding strip (PDF-Extract-Kit's exam_paper.png): "密封线内要答题"
+    printed up the margin, which the detector found a character at a time, far apart.
+    The characters joined the questions' rows; they are furniture, read up the margin.
+    Numbers down the margin (a transcript's line numbers) stay where they stand."""
+    body = column(100, 100, [f"左{t}" for t in ZH + ZH])
+    glyphs = [line(ch, 40, 720 - 80 * i, 60) for i, ch in enumerate("密封线内要答题")]
+    blocks = read_order([*glyphs, *body])
+    assert [l.text for block in blocks for l in block.lines] == [
+        *(l.text for l in body), *"密封线内要答题"]
+    assert blocks[-1].furniture == "footer"
+    numbers = [line(str(i), 40, 100 + 40 * i, 60) for i in range(1, 8)]
+    assert all(block.furniture is None for block in read_order([*numbers, *body]))
+
+
 def test_two_short_columns_that_end_their_paragraphs_are_read_one_after_the_other():
     """Issue 52: two columns of a line of running text and its paragraph's short end
     each were read line by line across the gutter. Two rows of a form or a table stay
