@@ -185,7 +185,7 @@ def find_furniture(lines: list[Line], page_height: float | None = None,
     running = running_lines(lines)
     typeset = len(running) >= TYPESET_LINES
     measure = _measure(running) if typeset else None
-    pitch = _pitch(running)
+    pitch = body_pitch(running)
     top, bottom = _text(page_rows[0]), _text(page_rows[-1])
     header_gap = HEADER_GAP
     if section_white is not None and median_height(page_rows[0]) <= SMALLER_PRINT * height:
@@ -295,7 +295,7 @@ def _smaller_print(row: list[Line], body: _Body) -> bool:
     return median_height(row) <= SMALLER_PRINT * body.height
 
 
-def _pitch(running: list[Line]) -> float | None:
+def body_pitch(running: list[Line]) -> float | None:
     """The width of a character of the page's running text where most of its running
     lines are written without spaces, else None."""
     pitches = [pitch for line in running if (pitch := char_pitch([line]))]

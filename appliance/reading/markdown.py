@@ -4,8 +4,9 @@
   order.
 - **Markdown**: the same words, every one of them escaped (OCR text never becomes
   markup by accident), with the structure the geometry shows:
-  - *headings*: a row standing alone whose print is clearly taller than the page's
-    body text (``HEADING_RATIO``), short, without a full stop and no formula
+  - *headings*: a row standing alone whose print is clearly larger than the page's
+    body text (``HEADING_RATIO``; boxed taller or, in Chinese or Japanese print, its
+    characters wider, ``_print_size``), short, without a full stop and no formula
     (``_formula``: its operators and indices make its box tall); ``#`` for the
     tallest size on the page, ``##`` for the next, ``###`` below. Rows of one print
     that follow each other with no paragraph's white between them, more than
@@ -45,8 +46,9 @@ from dataclasses import dataclass, replace
 
 from appliance.page import Block, Furniture, Line, Structure
 from appliance.quality.markdown import escape_markdown
+from appliance.reading.furniture import body_pitch, running_lines
 from appliance.reading.lines import (BULLET, ENUMERATOR, HEADING_RATIO, PROSE_WORDS,
-                                     first_word_width, median_height, starts_item,
+                                     char_pitch, first_word_width, median_height, starts_item,
                                      word_count)
 from appliance.reading.lines import rows as row_groups
 from appliance.reading.order import SECTION_MARGIN
@@ -95,7 +97,8 @@ def render(blocks: list[Block], furniture: str = "separate",
     across = [block for block in body if not block.vertical]
     height = median_height([line for block in blocks if not block.vertical
                             for line in block.lines] or lines)
-    headings = _headings(across, height)
+    pitch = body_pitch(running_lines([line for block in across for line in block.lines]))
+    headings = _headings(across, height, pitch)
     parts: list[str] = []
     # what each line of the body is in the Markdown: text unless found otherwise
     structure = {id(line): Structure.TEXT for block in body for line in block.lines}
@@ -252,19 +255,22 @@ def _item_ends(item: list[Line], below: list[Line]) -> bool:
             and max(line.box[2] for line in item) + first_word_width(below[0]) <= right)
 
 
-def _headings(blocks: list[Block], body: float) -> dict[int, int]:
+def _headings(blocks: list[Block], body: float, pitch: float | None = None) -> dict[int, int]:
     """The rows of ``blocks`` that are headings, by ``id``, with their level: 1 for the
     tallest print among them, 2 for the next, 3 below. A row that ends a paragraph
-    (``_ends_paragraph``) is none, however tall its box."""
+    (``_ends_paragraph``) is none, however tall its box. ``pitch``: the width of a
+    character of the body's, where it is written without spaces
+    (``reading.furniture.body_pitch``)."""
     running = {id(row) for block in blocks for row in _running_text(block.rows, body)}
     edges = [_edges(row) for block in blocks for row in block.rows]
     found = [row for block in blocks
              for before, above, row in zip([None, None, *block.rows], [None, *block.rows],
                                            block.rows)
-             if id(row) not in running and _heading_candidate(row, body)
+             if id(row) not in running and _heading_candidate(row, body, pitch)
              and not _ends_paragraph(before, above, row, edges, body)]
-    sizes = sorted({round(median_height(row)) for row in found}, reverse=True)
-    return {id(row): min(3, sizes.index(round(median_height(row))) + 1) for row in found}
+    size = {id(row): round(_print_size(row, body, pitch) * body) for row in found}
+    sizes = sorted(set(size.values()), reverse=True)
+    return {id(row): min(3, sizes.index(size[id(row)]) + 1) for row in found}
 
 
 def _ends_paragraph(before: list[Line] | None, above: list[Line] | None, row: list[Line],
@@ -294,9 +300,22 @@ def _edges(row: list[Line]) -> tuple[float, float]:
     return min(line.box[0] for line in row), max(line.box[2] for line in row)
 
 
-def _heading_candidate(row: list[Line], body: float) -> bool:
+def _print_size(row: list[Line], body: float, pitch: float | None = None) -> float:
+    """How much larger a row's print is than the body's: its box's height against the
+    body's lines', or, written without spaces on a page of such print, the width of its
+    characters against theirs where that says more (a detector pads a line of Chinese
+    by its glyphs: a paper's title boxed 1.14 times the body's lines is 1.38 times as
+    wide a character)."""
+    taller = median_height(row) / body
+    own = char_pitch(row) if pitch is not None else None
+    return max(taller, own / pitch) if own is not None else taller
+
+
+def _heading_candidate(row: list[Line], body: float, pitch: float | None = None) -> bool:
+    """A short row in print HEADING_RATIO larger than the body's (``_print_size``),
+    without a stop, no formula."""
     text = " ".join(line.text for line in row).strip()
-    return (median_height(row) >= HEADING_RATIO * body
+    return (_print_size(row, body, pitch) >= HEADING_RATIO
             and 0 < word_count(text) <= HEADING_MAX_WORDS
             and not text.endswith(_STOPS)
             and any(ch.isalpha() for ch in text)

@@ -460,6 +460,18 @@ def test_a_formula_boxed_taller_than_the_text_is_no_heading():
     assert [structure[text] for text in rows] == ["text", "text", "heading"]
 
 
+def test_a_chinese_title_in_wider_characters_is_a_heading_however_its_box():
+    """Easydict's Chinese Bitcoin paper: its title boxed 1.14 times as tall as the
+    body's lines (a detector pads a line of Chinese by its glyphs), its characters 1.38
+    times as wide. Chinese print is measured by its characters' width too: a heading.
+    A row of the body's width of character stays text."""
+    body = column(100, 200, [f"左{t}" for t in ZH + ZH[:6]])  # 22.4 px a character
+    title = line("比特币：一种点对点电子货币系统", 200, 40, 200 + 15 * 31, h=34)
+    plain = line("一种点对点电子货币系统的介绍", 200, 120, 200 + 14 * 22, h=34)
+    roles = {l.text: l.role for l in render(read_order([title, plain, *body])).lines}
+    assert roles[title.text] == "heading" and roles[plain.text] == "text"
+
+
 def test_the_last_line_of_a_paragraph_boxed_taller_than_its_lines_is_no_heading():
     """A paragraph of Chinese wraps inside a word, and its last line ("己吗？", a
     character and a question mark) is boxed taller than the full lines over it (33 px
