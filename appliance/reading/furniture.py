@@ -96,11 +96,11 @@ MEASURE_SHARE = 0.95
 # "12", "- 12 -", "· 12 ·" (Chinese journals; OCR reads it "- 12·" too), "Page 3",
 # "Page 3 of 10", "3 / 10", "iv", "第 3 页", "第3页 共10页":
 # not "0", "C", "x" or "4/79" (a form's codes, ticks and dates), nor 4-digit numbers
-# (form ids)
+# (form ids), nor "[149]" (a citation a detector found apart from its line)
 _NUMBER = r"(?:[1-9]\d{0,2}|[ivx]{2,6}|i)"
 _PAGE_NUMBER = re.compile(
     rf"^(?:(?:page|p\.|pg\.?|seite|página|pagina|страница)\s*)?"
-    rf"[-–—(\[·•・]?\s*{_NUMBER}\s*[-–—)\]·•・]?"
+    rf"[-–—(·•・]?\s*{_NUMBER}\s*[-–—)·•・]?"
     rf"(?:\s+(?:of|von|de|di|из)\s+[1-9]\d{{0,2}}|\s+/\s+[1-9]\d{{0,2}})?$"
     rf"|^第\s*[1-9]\d{{0,2}}\s*[页頁](?:\s*[，,]?\s*共\s*[1-9]\d{{0,2}}\s*[页頁])?$",
     re.IGNORECASE)

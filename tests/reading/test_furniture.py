@@ -253,7 +253,7 @@ def test_page_numbers_as_pages_are_numbered(text):
     assert is_page_number(text)
 
 
-@pytest.mark.parametrize("text", ["0", "C", "x", "4/79", "2963", "Total", "12.50"])
+@pytest.mark.parametrize("text", ["0", "C", "x", "4/79", "2963", "Total", "12.50", "[149]"])
 def test_a_forms_codes_ticks_dates_and_amounts_are_no_page_numbers(text):
     assert not is_page_number(text)
 
