@@ -167,10 +167,10 @@ def _pages(lines: list[Line], height: float, gap: float) -> list[list[Line]]:
     margin = {id(line) for line in up_the_margin(lines)}
     if margin and len(margin) < len(lines):
         pages = _pages([line for line in lines if id(line) not in margin], height, gap)
-        left = min(line.box[0] for page in pages for line in page)
+        page_left = min(line.box[0] for page in pages for line in page)
         for line in lines:
             if id(line) in margin:
-                (pages[0] if line.box[2] <= left else pages[-1]).append(line)
+                (pages[0] if line.box[2] <= page_left else pages[-1]).append(line)
         return pages
     if len(lines) < 2:
         return [lines]
@@ -201,8 +201,10 @@ def _numbered_spread(lines: list[Line], gutters: list[tuple[float, list[Line], f
         if width < SPINE_GUTTER * height:
             continue
         inside = [line for line in lines if line not in crossing]
-        if any(inside and min(line.box[1] for line in inside) < line.box[3]
-               and line.box[1] < max(line.box[3] for line in inside) for line in crossing):
+        if not inside:
+            continue
+        top, bottom = min(line.box[1] for line in inside), max(line.box[3] for line in inside)
+        if any(top < line.box[3] and line.box[1] < bottom for line in crossing):
             continue  # a line across the spine between the pages' lines: one page
         left = [line for line in inside if line.box[2] <= x]
         right = [line for line in inside if line.box[0] >= x]
