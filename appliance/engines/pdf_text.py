@@ -234,7 +234,7 @@ def read_layer(path: Path, index: int, password: str | None, size: tuple[int, in
                 (a, b), (c, d) = _apply(to_device, (x0, y1)), _apply(to_device, (x1, y0))
                 box = (min(a, c), min(b, d), max(a, c), max(b, d))
                 scale = abs(to_device[1, 1]) or abs(to_device[0, 1])
-                linear = (_char_matrix(textpage, i, matrix))
+                linear = _char_matrix(textpage, i, matrix)
                 size_px = (pdfium_c.FPDFText_GetFontSize(textpage, i) * scale
                            * math.sqrt(abs(linear[0] * linear[3] - linear[1] * linear[2])))
                 mode = 0
