@@ -169,6 +169,32 @@ def test_columns_of_a_page_scanned_askew_are_read_one_after_the_other(pipeline):
     assert len(lines) == 72 and all(line.startswith("left") for line in lines[:36]), lines
 
 
+def test_a_bullet_the_detector_passes_over_is_read(engine):
+    """RapidOCR's detector boxes no dot: a list's bullets were lost (PDF-Extract-Kit's
+    watermark.png, Easydict's lists, a FUNSD memo). A solid round dot left of a line
+    is read as its bullet; a ticked box (a filled square) and an empty one are not."""
+    page = Image.new("RGB", (1000, 520), "white")
+    draw = ImageDraw.Draw(page)
+    font = ImageFont.truetype(FONTS[0], 28)
+    items = ["Annual report for the northern region", "Costs stayed within the plan",
+             "The new office opened on time"]
+    for row, text in enumerate(items):
+        draw.ellipse((100, 62 + 60 * row, 112, 74 + 60 * row), fill="black")
+        draw.text((130, 50 + 60 * row), text, fill="black", font=font)
+    draw.rectangle((100, 242, 113, 255), fill="black")
+    draw.text((130, 230), "Ticked box beside its label", fill="black", font=font)
+    draw.rectangle((100, 302, 113, 315), outline="black", width=2)
+    draw.text((130, 290), "Empty box beside its label", fill="black", font=font)
+    draw.text((130, 350), "A line with nothing before it", fill="black", font=font)
+    texts = [line.text for line in engine.recognize(page, PageRequest()).lines]
+    # RapidOCR reads a dot its detector happened to box itself ("●Annual ..."): either
+    # way each item keeps its bullet, and no box gets one
+    assert [(text[0], text[1:].strip()) for text in texts[:3]] == [
+        (text[0], item) for text, item in zip(texts, items)]
+    assert all(text[0] in "•●" for text in texts[:3])
+    assert not any("•" in text for text in texts[3:])
+
+
 def abstract_over_columns() -> Image.Image:
     """Five lines across the page straight above two columns and five more straight
     under them, at one line pitch: the gutter is crossed by more lines than a title's,
