@@ -65,6 +65,7 @@ def english_phrases() -> list[re.Pattern]:
 ENGLISH = english_phrases()
 # Gradio's own words that its Chinese leaves in English (not the appliance's)
 GRADIO_ENGLISH = ("Copy table data", "Click to upload or drop files")
+GRADIO_BUSY = "processing |"  # Gradio's status text over a component while it works
 # the configuration's keys, as config.toml spells them (the engine notice names two)
 CONFIG_KEYS = ("engine.model", "engine.mmproj")
 GRADIO_THUMBNAIL = re.compile(r"Thumbnail \d+ of \d+")  # a gallery's aria-label
@@ -86,7 +87,11 @@ SHOWN_JS = """() => {
 
 def english_left(page: Page, *untrusted: str) -> list[str]:
     """The catalogue's English found on screen, less ``untrusted`` text (a document's
-    name, its OCR text, the library's messages, which are not translated)."""
+    name, its OCR text, the library's messages, which are not translated). Read once
+    Gradio's own status text ("processing | 1.2s", shown over a component while its
+    event runs, longer on a loaded machine) has gone: it is Gradio's, and the
+    catalogue's "processing" is a document's status, never followed by a bar."""
+    page.wait_for_function(f"() => !document.body.innerText.includes({GRADIO_BUSY!r})")
     shown = GRADIO_THUMBNAIL.sub(" ", page.evaluate(SHOWN_JS))
     # the longest first, each whole: a short one ("api", a source) is no part of another
     for words in sorted({*untrusted, *GRADIO_ENGLISH, *CONFIG_KEYS} - {""}, key=len,
