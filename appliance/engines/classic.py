@@ -24,6 +24,7 @@ from rapidocr import RapidOCR
 from appliance.engines.base import PageRequest, WideWhenAlone, timed_reading
 from appliance.errors import EngineError
 from appliance.page import VERTICAL_ASPECT, Line, Recognition, Word, is_column
+from appliance.raster import INK_LEVEL
 
 log = logging.getLogger(__name__)
 
@@ -87,7 +88,6 @@ BULLET_FILL = (0.6, 0.92)
 BULLET_REACH = 2.0
 BULLET_CLEAR = 5.0
 BULLET = "•"
-INK_LEVEL = 128  # a grey this dark is ink
 
 
 class ClassicEngine:
@@ -281,7 +281,7 @@ def _with_bullet(ink: np.ndarray, line: Line) -> Line:
     crop = ink[max(0, y0):y1, left:start].astype(np.uint8)
     if not crop.size:
         return line
-    count, labels, stats, _centres = cv2.connectedComponentsWithStats(crop, connectivity=8)
+    _count, labels, stats, _centres = cv2.connectedComponentsWithStats(crop, connectivity=8)
     # what touches the text's start is its first letter, which the word's box cut
     blobs = [(number, stat) for number, stat in enumerate(stats) if number
              and stat[cv2.CC_STAT_AREA] >= 3

@@ -63,7 +63,7 @@ from appliance.engines.base import PageRequest
 from appliance.engines.cache import ResultCache, image_digest
 from appliance.engines.names import PDF_TEXT
 from appliance.page import Line, Recognition, Word, unspaced
-from appliance.raster import PageRendering, open_pdf, to_rgb
+from appliance.raster import INK_LEVEL, PageRendering, open_pdf, to_rgb
 from appliance.raster.pdf_content import shows_text as page_shows_text
 
 AUTO, IGNORE, PREFER = "auto", "ignore", "prefer"
@@ -89,7 +89,6 @@ BOX_PAD = 0.1
 _INVISIBLE = 3  # FPDF_TEXTRENDERMODE_INVISIBLE
 _INVISIBLE_SHARE = 0.5  # the layer counts as invisible when this share of it is
 _SAMPLE_MIN_CHARS = 3  # a sampled line has at least this many characters
-INK_LEVEL = 128  # a pixel this dark (0-255 grey) is ink
 _INK_DPI = 50  # the page is judged for ink at about this resolution
 _RULE_INCHES = 1.0  # a straight run of ink this long is a rule (no glyph stroke is)
 OCR_LINE_MIN_SCORE = 0.5  # a picture's OCR line below this is noise (a photo's texture)

@@ -58,6 +58,7 @@ def count_pages(path: Path, kind: str, max_pixels: int, password: str | None = N
 # A JPEG checked at intake is decoded this many times smaller on each side: libjpeg still
 # reads every scan of the file (a cut one fails), and skips most of the work of pixels.
 JPEG_CHECK_SCALE = 8
+INK_LEVEL = 128  # a pixel this dark (0-255 grey) is ink: a glyph's, a dot's
 
 
 def check_image_data(path: Path, kind: str, max_pixels: int) -> None:
