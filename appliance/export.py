@@ -27,6 +27,7 @@ from appliance.outputs.alto import to_alto
 from appliance.outputs.hocr import to_hocr
 from appliance.outputs.pdf import searchable_pdf
 from appliance.outputs.tree import page_trees
+from appliance.pipeline.document import document_pages
 from appliance.quality.blocks import parse_blocks
 from appliance.reading.markdown import layout_blocks
 from appliance.store import Database, queries, transitions
@@ -125,9 +126,10 @@ UNFINISHED_TEXT = {DocStatus.QUEUED: "queued", DocStatus.PROCESSING: "being read
                    DocStatus.REVIEW: "waiting for a person to review some of its pages"}
 
 
-def render(db: Database, document_id: str) -> dict[str, str]:
+def render(db: Database, document_id: str, page_furniture: str = "separate") -> dict[str, str]:
     """The document's results in every text format (all but the PDF, which
-    ``Exporter.rendered`` adds). Raises NotReady until it is final."""
+    ``Exporter.rendered`` adds), its pages read together and their furniture placed as
+    ``page_furniture`` says (``pipeline.document``). Raises NotReady until it is final."""
     view = queries.get_document(db, document_id)
     if view is None:
         raise NotFound(f"no document with id {document_id}")
@@ -139,10 +141,11 @@ def render(db: Database, document_id: str) -> dict[str, str]:
         raise NoResult(f"document {document_id} has no result: it was refused when it "
                        f"arrived ({doc.error_code}): {doc.error_message}")
     md_parts, txt_parts, json_pages = [], [], []
-    trees = page_trees(db, document_id)
+    pages = document_pages(db, document_id, page_furniture)
     field_set = queries.latest_fields(db, document_id)
     fields = field_set.fields if field_set else []
-    for (page, result), tree in zip(queries.accepted_results(db, document_id), trees):
+    trees = page_trees(db, pages)
+    for (page, result), tree in zip(pages, trees):
         number = page.index + 1
         if page.status == PageStatus.FAILED:
             # failed, or rejected in review: a marker with the reason, never machine text
@@ -240,7 +243,8 @@ class Exporter:
 
     def rendered(self, document_id: str, formats) -> dict[str, str | bytes]:
         """The document in these formats. Raises NotReady until it is final."""
-        rendered: dict[str, str | bytes] = render(self.db, document_id)
+        rendered: dict[str, str | bytes] = render(self.db, document_id,
+                                                  self.settings().output.page_furniture)
         if "pdf" in formats:
             rendered["pdf"] = self.pdf(document_id)
         return {fmt: rendered[fmt] for fmt in formats}
@@ -257,7 +261,7 @@ class Exporter:
                                  f"hot_days); its other formats are there")
         try:
             data, report = searchable_pdf(original, doc.kind,
-                                          page_trees(self.db, document_id),
+                                          page_trees(self.db, document_pages(self.db, document_id)),
                                           output_type=self.settings().output.pdf_type,
                                           password=self.settings().pdf_password(
                                               doc.watch_folder))

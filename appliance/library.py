@@ -78,11 +78,6 @@ class Library:
         """Those of ``ids`` that still exist, by id: a list's rows read again."""
         return queries.documents_by_id(self.db, ids)
 
-    def pages(self, document_id: str) -> list[PageView]:
-        view = self.document(document_id)
-        return [PageView(page, result, self._image(view, page))
-                for page, result in queries.accepted_results(self.db, document_id)]
-
     def page(self, document_id: str, index: int) -> PageView:
         """One page (0-based ``index``) of the document, read alone: a long document's
         other pages are not read to show one of them."""

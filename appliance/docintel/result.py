@@ -28,6 +28,7 @@ from appliance.errors import InvalidRequest
 from appliance.export import document_error
 from appliance.outputs.tree import Box, PageTree, page_trees
 from appliance.page import Furniture, Structure, Word, is_mark, unspaced
+from appliance.pipeline.document import document_pages
 from appliance.quality.blocks import MarkdownBlock, parse_blocks
 from appliance.quality.html_tables import Cell, placed
 from appliance.quality.markdown import escape_markdown
@@ -456,8 +457,8 @@ def analyze_result(db: Database, view: DocumentView, analysis: Analysis,
     readings: list[PageReading] = []
     parts: list[str] = []
     offset = 0
-    for (page, result), tree in zip(queries.accepted_results(db, view.doc.id),
-                                    page_trees(db, view.doc.id)):
+    pages = document_pages(db, view.doc.id, settings.output.page_furniture)
+    for (page, result), tree in zip(pages, page_trees(db, pages)):
         number = page.index + 1
         if wanted is not None and number not in wanted:
             continue

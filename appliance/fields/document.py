@@ -153,7 +153,9 @@ def read_document_fields(db: Database, document_id: str, doc_type: str,
                          unstored: tuple[int, PageResult] | None = None) -> FieldSet:
     """The document's fields from its accepted pages, as a row to store; ``unstored``
     is a page (0-based index) whose result is being accepted in the same transaction."""
-    trees = page_trees(db, document_id)
+    # each page as stored: fields are found by their words, whatever the furniture, and
+    # this runs as each page is accepted (reading the pages together would be paid again)
+    trees = page_trees(db, queries.accepted_results(db, document_id))
     if unstored is not None:
         index, result = unstored
         trees[index] = page_tree(index + 1, result)

@@ -22,7 +22,8 @@ from appliance.outputs.placement import Placed, align, union, words_of
 from appliance.page import Furniture, Word
 from appliance.raster.preprocess import to_original
 from appliance.store import Database, queries
-from appliance.store.models import PageResult, PageStatus
+from appliance.store.models import Page, PageResult, PageStatus
+from appliance.store.reviews import MACHINE_RESULT
 
 Box = tuple[float, float, float, float]  # x0, y0, x1, y1
 IDENTITY = (1.0, 0.0, 0.0, 0.0, 1.0, 0.0)
@@ -124,17 +125,17 @@ def pixel_box(box: Box, width: int, height: int) -> tuple[int, int, int, int]:
 UNKNOWN_DPI = 300  # an image file that does not say its resolution
 
 
-def page_trees(db: Database, document_id: str) -> list[PageTree]:
-    """The document's pages as trees, from their accepted results. A reviewer's
-    correction keeps the positions of the machine's words it left as they were, and
-    places the words it changed where the machine's stood (``placement.align``)."""
+def page_trees(db: Database, pages: list[tuple[Page, PageResult | None]]) -> list[PageTree]:
+    """A document's pages as trees, from their accepted results (``pipeline.document``).
+    A reviewer's correction keeps the positions of the machine's words it left as they
+    were, and places the words it changed where the machine's stood (``placement.align``)."""
     trees = []
-    for page, result in queries.accepted_results(db, document_id):
+    for page, result in pages:
         if page.status == PageStatus.FAILED or result is None:
             trees.append(PageTree(page.index + 1, 0, 0, UNKNOWN_DPI, "failed"))
             continue
         machine = result
-        if (machine_id := (result.provenance or {}).get("machine_result")) is not None:
+        if (machine_id := (result.provenance or {}).get(MACHINE_RESULT)) is not None:
             machine = queries.page_result(db, machine_id) or result
         trees.append(page_tree(page.index + 1, result, machine))
     return trees

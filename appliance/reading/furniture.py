@@ -118,6 +118,10 @@ def is_page_number(text: str) -> bool:
     return bool(_PAGE_NUMBER.match(text.strip()))
 
 
+def is_caption(text: str) -> bool:
+    return bool(_CAPTION.match(text))
+
+
 def running_lines(lines: list[Line]) -> list[Line]:
     """The lines of running text among ``lines`` (TYPESET_WORDS words or more): a page
     with TYPESET_LINES of them is typeset."""
@@ -224,7 +228,7 @@ def _edge(page_rows: list[list[Line]], other_edge: str, body: _Body, typeset: bo
     found: dict[int, Furniture] = {}
     # rows from a caption on towards the body are the figure's or the table's
     edge_rows = next((index for index, row in enumerate(page_rows[:EDGE_ROWS])
-                      if _CAPTION.match(_text(row))), EDGE_ROWS)
+                      if is_caption(_text(row))), EDGE_ROWS)
     index = 0
     # rows that are furniture by what they hold, however close to the body
     while index < edge_rows:

@@ -44,7 +44,7 @@ import unicodedata
 from collections.abc import Callable
 from dataclasses import dataclass, replace
 
-from appliance.page import Block, Furniture, Line, Structure
+from appliance.page import Block, Furniture, Line, Structure, is_column
 from appliance.quality.markdown import escape_markdown
 from appliance.reading.furniture import body_pitch, running_lines
 from appliance.reading.lines import (BULLET, ENUMERATOR, HEADING_RATIO, PROSE_WORDS,
@@ -401,9 +401,16 @@ def in_order(lines: list[dict], order: list[int], furniture: str = "separate",
     if sorted(order) != sorted(blocks):
         raise ValueError(f"name each of the page's blocks once: {', '.join(map(str, sorted(blocks)))}")
     height = median_height([line for block in blocks.values() for line in block])
-    return render([Block(rows=row_groups(blocks[number], height),
-                         furniture=_furniture(blocks[number])) for number in order], furniture,
+    return render([_stored_block(blocks[number], height) for number in order], furniture,
                   table_reader)
+
+
+def _stored_block(lines: list[Line], height: float) -> Block:
+    """A stored block as it was read: a block of vertical text (``reading.vertical``) its
+    columns in their stored order, a column a row; any other its lines in rows."""
+    if all(is_column(line.box, line.text) for line in lines):
+        return Block(rows=[[line] for line in lines], vertical=True)
+    return Block(rows=row_groups(lines, height), furniture=_furniture(lines))
 
 
 def _furniture(lines: list[Line]) -> Furniture | None:

@@ -30,6 +30,9 @@ from appliance.store.models import (
 from appliance.store.search import index_page
 from appliance.store.transitions import _event, require_original
 
+# the provenance entry of a reviewer's correction naming the machine reading it was made on
+MACHINE_RESULT = "machine_result"
+
 
 @dataclass
 class ReviewFilter:
@@ -159,7 +162,7 @@ def correct(db: Database, page_id: int, reviewer: str, markdown: str, text: str)
         row = PageResult(page_id=page.id, attempt=page.attempts, outcome=Outcome.CORRECTED,
                          worker_id=reviewer, engine="human", model_id=reviewer, text=text,
                          markdown=markdown, lines=machine.lines, flags=["corrected"],
-                         provenance={"corrected_by": reviewer, "machine_result": machine.id},
+                         provenance={"corrected_by": reviewer, MACHINE_RESULT: machine.id},
                          confidence=1.0, reasons=machine.reasons, started_at=now,
                          finished_at=now)
         session.add(row)

@@ -38,9 +38,9 @@ from appliance.security import ApiKeys
 from appliance.store import Database, queries
 from appliance.users import Users
 from tests.daemon import Daemon
-from tests.fixtures.documents import (BILINGUAL, EXTENSION_B_LINES, REPORT_HEADER,
-                                     write_bilingual_pdf, write_extension_b_pdf,
-                                     write_report_pdf)
+from tests.fixtures.documents import (BILINGUAL, CONTRACT_HEADER, EXTENSION_B_LINES,
+                                     REPORT_HEADER, write_bilingual_pdf, write_contract_pdf,
+                                     write_extension_b_pdf, write_report_pdf)
 from tests.fixtures.documents import (
     GROUPED, GROUPS, write_grouped_table_png, write_jpeg, write_multipage_tiff, write_pdf,
     write_png,
@@ -426,6 +426,17 @@ def test_layout_paragraph_roles_are_the_page_furniture_the_reading_found(service
               if line["role"] in ("header", "page_number")]
     assert marked == [("header", REPORT_HEADER), ("page_number", "1"),
                       ("header", REPORT_HEADER), ("page_number", "2")]
+
+
+def test_layout_page_headers_include_those_the_document_s_pages_show_together(service, tmp_path):
+    """A contract's header in its body's print, unnumbered, is each page's pageHeader:
+    its repetition over the pages shows it (``pipeline.document``), as in the export."""
+    _daemon, client = service
+    _result_id, result = analyze(client, "prebuilt-layout",
+                                 write_contract_pdf(tmp_path / "contract.pdf", pages=3))
+    headers = [(p.content, p.bounding_regions[0].page_number) for p in result.paragraphs
+               if p.role == "pageHeader"]
+    assert headers == [(CONTRACT_HEADER, number) for number in (1, 2, 3)], headers
 
 
 def test_layout_gives_the_cells_that_span_columns_their_span(service, tmp_path):

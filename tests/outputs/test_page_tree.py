@@ -11,6 +11,7 @@ from PIL import Image, ImageDraw
 
 from appliance.intake import SubmitOptions
 from appliance.outputs.tree import page_trees
+from appliance.pipeline.document import document_pages
 from appliance.raster.synthetic import render_text_page, text_page_words
 from appliance.store import queries, reviews
 from tests.outputs.test_outputs_pdf import extracted_boxes, page_texts, text_lines
@@ -76,7 +77,7 @@ def test_words_land_where_they_stand_on_a_page_submitted_turned_and_askew(runnin
     doc = running_appliance.submit_path(path, SubmitOptions(source="api"))
     wait_final(running_appliance, [doc.id])
 
-    [page] = page_trees(running_appliance.db, doc.id)
+    [page] = page_trees(running_appliance.db, document_pages(running_appliance.db, doc.id))
     assert (page.width, page.height, page.dpi) == (*page_image.size, 150)
     assert page.text_angle == 90  # the text runs up the page
     words = [word for block in page.blocks for line in block.lines for word in line.words]
@@ -102,11 +103,11 @@ def test_a_correction_keeps_the_positions_of_the_words_it_kept(tmp_path):
             assert time.monotonic() < deadline, "the page never reached review"
             time.sleep(0.2)
         [(_, machine)] = queries.accepted_results(appliance.db, doc.id)
-        [before] = page_trees(appliance.db, doc.id)
+        [before] = page_trees(appliance.db, document_pages(appliance.db, doc.id))
         corrected = (machine.text.replace("4711", "4712")
                      .replace("Signed by", "Approved and signed by"))
         reviews.correct(appliance.db, page_id, "anna", corrected, corrected)
-        [after] = page_trees(appliance.db, doc.id)
+        [after] = page_trees(appliance.db, document_pages(appliance.db, doc.id))
     finally:
         appliance.stop()
     old, new = boxes(before), boxes(after)

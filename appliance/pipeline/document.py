@@ -1,0 +1,77 @@
+"""A document's pages read together: what no page shows alone, its running header or
+footer printed at the same edge of page after page (``reading.repeated``), placed in
+the pages' readings as they are rendered (``export.render``, the hOCR and ALTO trees,
+the Document Intelligence result). Each page is read by itself in the worker, maybe on
+another worker and before its neighbours are read; the stored readings stay as the
+worker made them, and this runs on them whenever the document is rendered.
+"""
+
+from __future__ import annotations
+
+from appliance.page import Line
+from appliance.pipeline.read import reordered
+from appliance.reading.repeated import Repeated, repeated_furniture
+from appliance.store import Database, queries
+from appliance.store.models import Page, PageResult
+from appliance.store.reviews import MACHINE_RESULT
+
+# the provenance entry of a reading the document's other pages changed: how many of its
+# lines they showed to be running furniture
+DOCUMENT_FURNITURE = "document_furniture"
+
+
+def document_pages(db: Database, document_id: str,
+                   page_furniture: str = "separate") -> list[tuple[Page, PageResult | None]]:
+    """Each page of the document with its accepted result (None for a failed page), read
+    together (``read_together``)."""
+    return read_together(queries.accepted_results(db, document_id), page_furniture)
+
+
+def read_together(pages: list[tuple[Page, PageResult | None]],
+                  page_furniture: str = "separate") -> list[tuple[Page, PageResult | None]]:
+    """A document's pages with their accepted results, each machine reading that
+    holds running furniture only the document shows (``reading.repeated``) read again
+    with it placed as ``page_furniture`` says: copies, the store is not changed. A
+    person's correction is theirs and stands as they saved it; a vision model's
+    reading has no lines to place."""
+    machine = [result if result is not None and _placed(result) else None
+               for _, result in pages]
+    found = repeated_furniture([
+        ([Line.from_dict(line) for line in result.lines], _page_height(result))
+        if result is not None else None for result in machine])
+    return [(page, _with_furniture(result, running, page_furniture) if running else result)
+            for (page, result), running in zip(pages, found)]
+
+
+def _placed(result: PageResult) -> bool:
+    """Whether the result is a machine's reading of placed lines, in blocks."""
+    return (MACHINE_RESULT not in (result.provenance or {}) and bool(result.lines)
+            and all(line.get("block") is not None for line in result.lines))
+
+
+def _page_height(result: PageResult) -> float:
+    """The page's height in its lines' pixels: the page the engine read, else where its
+    lowest line ends."""
+    provenance = result.provenance or {}
+    size = (provenance.get("rendered") or {}).get("size") or provenance.get("image_size")
+    return size[1] if size else max(line["box"][3] for line in result.lines)
+
+
+def _with_furniture(result: PageResult, running: Repeated, page_furniture: str) -> PageResult:
+    """``result`` read again with the lines ``running`` names as its running header and
+    footer, each edge's a block of its own: the header's first, the footer's last."""
+    roles = {**running.top, **running.foot}
+    body = list(dict.fromkeys(line["block"] for number, line in enumerate(result.lines)
+                              if number not in roles))
+    header = max(line["block"] for line in result.lines) + 1
+    footer = header + 1
+    lines = [line if number not in roles else
+             {**line, "role": roles[number].value,
+              "block": header if number in running.top else footer}
+             for number, line in enumerate(result.lines)]
+    order = [*([header] if running.top else []), *body, *([footer] if running.foot else [])]
+    page = reordered(lines, result.provenance or {}, order, page_furniture)
+    return result.model_copy(update={
+        "text": page.text, "markdown": page.markdown,
+        "lines": [line.to_dict() for line in page.lines],
+        "provenance": {**(result.provenance or {}), DOCUMENT_FURNITURE: len(roles)}})

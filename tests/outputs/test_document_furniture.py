@@ -1,0 +1,75 @@
+"""A document's pages read together (``pipeline.document``): the running header that only
+its repetition from page to page shows is placed as the page furniture in every output,
+the stored readings stay as the worker made them, and a reviewer's correction stands as
+it was saved."""
+
+from __future__ import annotations
+
+import json
+import time
+
+from appliance.intake import SubmitOptions
+from appliance.reading.markdown import FURNITURE_HEADING
+from appliance.store import queries, reviews
+from tests.fixtures.documents import CONTRACT_HEADER, write_contract_pdf
+from tests.ui.test_ui_handlers import make_appliance, wait_final
+
+PAGES = 4
+
+
+def _header_place(markdown: str) -> str:
+    """Where the contract's header stands in a page's Markdown: in its body, or under
+    its furniture heading."""
+    body, _, furniture = markdown.partition(FURNITURE_HEADING)
+    return "furniture" if CONTRACT_HEADER in furniture else "body" if CONTRACT_HEADER in body else ""
+
+
+def test_a_running_header_only_the_document_shows_is_each_page_s_furniture(tmp_path):
+    appliance = make_appliance(tmp_path, review={"enabled": False})
+    appliance.start()
+    try:
+        doc = appliance.submit_path(write_contract_pdf(tmp_path / "contract.pdf", PAGES),
+                                    SubmitOptions(source="api"))
+        wait_final(appliance, [doc.id])
+        stored = [result.markdown for _, result in queries.accepted_results(appliance.db, doc.id)]
+        rendered = appliance.exporter.rendered(doc.id, ["md", "json", "hocr"])
+    finally:
+        appliance.stop()
+    # each page alone reads the header as the first line of its body; the store keeps that
+    assert [_header_place(markdown) for markdown in stored] == ["body"] * PAGES
+    pages = json.loads(rendered["json"])["pages"]
+    assert [_header_place(page["markdown"]) for page in pages] == ["furniture"] * PAGES
+    assert [[line["role"] for line in page["lines"] if line["text"] == CONTRACT_HEADER]
+            for page in pages] == [["header"]] * PAGES
+    assert rendered["md"].count(f"{FURNITURE_HEADING}\n\n{CONTRACT_HEADER}") == PAGES
+    assert rendered["hocr"].count('class="ocr_header"') == PAGES  # the trees read the roles too
+
+
+def test_a_reviewer_s_correction_stands_as_saved_beside_pages_read_together(tmp_path):
+    appliance = make_appliance(tmp_path, review={"always_review": ["contract"]})
+    appliance.start()
+    try:
+        doc = appliance.submit_path(write_contract_pdf(tmp_path / "contract.pdf", PAGES),
+                                    SubmitOptions(source="api", doc_type="contract"))
+        deadline = time.monotonic() + 180
+        settled = []
+        while len(settled) < PAGES:
+            assert time.monotonic() < deadline, f"{len(settled)} pages reached review"
+            if (page_id := reviews.claim_review(appliance.db, "anna", 60)) is None:
+                time.sleep(0.2)
+                continue
+            index = next(page.index for page, _ in queries.accepted_results(appliance.db, doc.id)
+                         if page.id == page_id)
+            if index == 1:  # the reviewer keeps the header at the top of page 2's body
+                corrected = f"{CONTRACT_HEADER}\n\n第二页由审核人校对。"
+                reviews.correct(appliance.db, page_id, "anna", corrected, corrected)
+            else:
+                reviews.approve(appliance.db, page_id, "anna")
+            settled.append(index)
+        wait_final(appliance, [doc.id])
+        pages = json.loads(appliance.exporter.rendered(doc.id, ["json"])["json"])["pages"]
+    finally:
+        appliance.stop()
+    assert pages[1]["markdown"] == corrected
+    assert [_header_place(page["markdown"]) for page in pages] == [
+        "furniture", "body", "furniture", "furniture"]
