@@ -127,4 +127,3 @@ def _table_model(threads: int, wide_threads: int) -> TableStructure | None:
     except ValueError as exc:
         log.warning("event=table_model_refused reason=%r", str(exc))
         return None
-

@@ -16,7 +16,7 @@ from appliance.measure.metrics import cer
 from appliance.measure.synthetic_sets import PAGE
 from appliance.page import Line, is_column
 from appliance.pipeline.stages import PagePipeline
-from appliance.reading.markdown import render
+from appliance.reading.markdown import in_order, render
 from appliance.reading.order import read_order
 
 POEM = ["床前明月光疑是地上霜", "举头望明月低头思故乡", "白日依山尽黄河入海流"]
@@ -60,6 +60,18 @@ def test_a_headline_set_vertically_right_of_the_body_reads_first():
     assert order_of([*body, low]) == [*BODY, "春风得意马蹄疾"]
     # the headline's length is no print height: the body has no heading
     assert not render(read_order([*body, headline])).markdown.startswith("#")
+
+
+def test_a_stored_page_read_again_keeps_its_columns_vertical():
+    """A reviewer's reading order, or the document's furniture, reads a stored page again
+    (``in_order``): a block of columns stays columns, right to left, not rows across."""
+    lines = [*(column(text, x) for text, x in zip(POEM, (300, 420, 540))),
+             across(BODY[1], 700)]
+    page = render(read_order(lines))
+    stored = [line.to_dict() for line in page.lines]
+    blocks = sorted({line["block"] for line in stored})
+    assert in_order(stored, blocks).text == page.text == "\n".join([*POEM[::-1], BODY[1]])
+    assert in_order(stored, blocks[::-1]).text == "\n".join([BODY[1], *POEM[::-1]])
 
 
 @pytest.fixture(scope="module")
