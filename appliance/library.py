@@ -2,7 +2,7 @@
 store, so that none of them reaches into its modules.
 
 ``Library.find`` is the documents browser's and ``GET /api/v1/documents``'s search
-(``store.search``); ``document``, ``pages``, ``page``, ``page_images`` and ``history``
+(``store.search``); ``document``, ``page``, ``page_images`` and ``history``
 are the document view's. The store's types its readers meet are named here too
 (``__all__``), so that no reader imports the store.
 """
@@ -16,6 +16,7 @@ from pathlib import Path
 from appliance.config import Settings
 from appliance.errors import NotFound
 from appliance.intake.spool import Spool
+from appliance.pipeline.document import document_page
 from appliance.review import highlights, page_image
 from appliance.store import Database, queries
 from appliance.store.models import DocStatus, FieldSet, Lane, Page, PageResult, PageStatus
@@ -79,13 +80,14 @@ class Library:
         return queries.documents_by_id(self.db, ids)
 
     def page(self, document_id: str, index: int) -> PageView:
-        """One page (0-based ``index``) of the document, read alone: a long document's
-        other pages are not read to show one of them."""
+        """One page (0-based ``index``) of the document as its results render it, read
+        with its neighbours alone (``pipeline.document.document_page``): a long
+        document's other pages are not read to show one of them."""
         view = self.document(document_id)
-        if not 0 <= index < len(view.pages):
+        found = document_page(self.db, document_id, index, self.settings.output.page_furniture)
+        if found is None:
             raise NotFound(f"document {document_id} has no page {index + 1}")
-        page = view.pages[index]
-        result = self._result(page)
+        page, result = found
         return PageView(page, result, self._image(view, page, result))
 
     def page_images(self, document_id: str) -> list[Path | None]:

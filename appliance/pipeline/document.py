@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from appliance.page import Line
 from appliance.pipeline.read import reordered
-from appliance.reading.repeated import Repeated, repeated_furniture
+from appliance.reading.repeated import NEIGHBOURS, Repeated, repeated_furniture
 from appliance.store import Database, queries
 from appliance.store.models import Page, PageResult
 from appliance.store.reviews import MACHINE_RESULT
@@ -25,6 +25,16 @@ def document_pages(db: Database, document_id: str,
     """Each page of the document with its accepted result (None for a failed page), read
     together (``read_together``)."""
     return read_together(queries.accepted_results(db, document_id), page_furniture)
+
+
+def document_page(db: Database, document_id: str, index: int,
+                  page_furniture: str = "separate") -> tuple[Page, PageResult | None] | None:
+    """The document's page at ``index`` (0-based) with its accepted result, read together
+    with the neighbours that decide its running furniture, as in ``document_pages``; None
+    where the document has no such page."""
+    near = range(max(index - NEIGHBOURS, 0), index + NEIGHBOURS + 1)
+    pages = read_together(queries.accepted_results(db, document_id, near), page_furniture)
+    return next(((page, result) for page, result in pages if page.index == index), None)
 
 
 def read_together(pages: list[tuple[Page, PageResult | None]],

@@ -101,13 +101,17 @@ def final_unexported_documents(db: Database) -> list[str]:
         return [d.id for d in docs if derive_status(d, counts[d.id]) in FINAL_DOC_STATUSES]
 
 
-def accepted_results(db: Database, document_id: str) -> list[tuple[Page, PageResult | None]]:
-    """Each page of a document with its accepted result (None for failed pages)."""
+def accepted_results(db: Database, document_id: str, indices: range | None = None
+                     ) -> list[tuple[Page, PageResult | None]]:
+    """Each page of a document (those of ``indices`` only, 0-based, where given) with its
+    accepted result (None for failed pages)."""
     with db.read() as session:
-        rows = session.exec(
-            select(Page, PageResult).join(PageResult, Page.result_id == PageResult.id,
-                                          isouter=True)
-            .where(Page.document_id == document_id).order_by(Page.index)).all()
+        query = (select(Page, PageResult)
+                 .join(PageResult, Page.result_id == PageResult.id, isouter=True)
+                 .where(Page.document_id == document_id))
+        if indices is not None:
+            query = query.where(Page.index >= indices.start, Page.index < indices.stop)
+        rows = session.exec(query.order_by(Page.index)).all()
         return [(page, result) for page, result in rows]
 
 

@@ -33,12 +33,15 @@ def test_a_running_header_only_the_document_shows_is_each_page_s_furniture(tmp_p
         wait_final(appliance, [doc.id])
         stored = [result.markdown for _, result in queries.accepted_results(appliance.db, doc.id)]
         rendered = appliance.exporter.rendered(doc.id, ["md", "json", "hocr"])
+        # the document view shows a page as the results render it, read with its neighbours
+        shown = [appliance.library.page(doc.id, index).result.markdown for index in range(PAGES)]
     finally:
         appliance.stop()
     # each page alone reads the header as the first line of its body; the store keeps that
     assert [_header_place(markdown) for markdown in stored] == ["body"] * PAGES
     pages = json.loads(rendered["json"])["pages"]
     assert [_header_place(page["markdown"]) for page in pages] == ["furniture"] * PAGES
+    assert shown == [page["markdown"] for page in pages]
     assert [[line["role"] for line in page["lines"] if line["text"] == CONTRACT_HEADER]
             for page in pages] == [["header"]] * PAGES
     assert rendered["md"].count(f"{FURNITURE_HEADING}\n\n{CONTRACT_HEADER}") == PAGES
