@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import re
 
-from appliance.page import Line
+from appliance.page import Line, unspaced
 from appliance.quality.html_tables import Cell, table_lines
 from appliance.quality.markdown import escape_markdown
 from appliance.reading.lines import (PROSE_WORDS, first_word_width, median_height, overlap,
@@ -309,8 +309,9 @@ def table_markdown(rows: list[list[Line]], columns: list[list[float]], body: flo
                 above.extend(below)
         else:
             grid.append(cells)
+    grid = _join_centred(grid)
     _join_header(grid, body)
-    text = [[" ".join(line.text for line in cell) for cell in cells] for cells in grid]
+    text = [[_cell_text(cell) for cell in cells] for cells in grid]
     named = not any(map(_is_value, text[0]))  # column names, not data
     if groups:
         return _html_table(groups, text, named, len(columns))
@@ -319,6 +320,17 @@ def table_markdown(rows: list[list[Line]], columns: list[list[float]], body: flo
         text.insert(0, [""] * len(columns))
     out = ["| " + " | ".join(text[0]) + " |", "|" + "---|" * len(columns)]
     return out + ["| " + " | ".join(cells) + " |" for cells in text[1:]]
+
+
+def _cell_text(cell: list[Line]) -> str:
+    """A cell's lines as one text: a space between two lines, none where a line of a
+    script written without spaces goes on onto the next ("归属母公司所有者的其他综合收"
+    over "益的税后净额")."""
+    text = ""
+    for line in cell:
+        glued = text and line.text and unspaced(text[-1]) and unspaced(line.text[0])
+        text += line.text if glued or not text else " " + line.text
+    return text
 
 
 def _html_table(groups: list[list[tuple[list[int], list[Line]]]], text: list[list[str]],
@@ -348,6 +360,52 @@ def _is_value(cell: str) -> bool:
     text = cell.replace(" ", "")
     digits = sum(ch.isdigit() for ch in text)
     return digits * 2 > len(text) and not COLUMN_LABEL.fullmatch(cell.strip())
+
+
+def _join_centred(grid: list[list[list[Line]]]) -> list[list[list[Line]]]:
+    """The grid with the lines of a cell set centred on its row joined to that row: a
+    cell of two lines beside a row of one-line cells stands half a line over them and
+    half a line under (a Chinese report's "归属于上市公司股东的扣除非经常性损" over its
+    row's figures, "益的净利润（元）" under them; "本报告期末比上年度末" over a header's
+    other names, "增减" under them), so that each of its lines is a row of its own
+    (``_centred_on``). A row is joined by one such row over it and one under it, each
+    reaching into its height and no other row's: a receipt's item names between the
+    rows of their quantities and prices reach into the rows over and under them alike."""
+    beside = [[other for other in (index - 1, index + 1)
+               if 0 <= other < len(grid) and _centred_on(row, grid[other])]
+              for index, row in enumerate(grid)]
+    hosts = {index: near[0] for index, near in enumerate(beside) if len(near) == 1}
+    joined = {host for host in set(hosts.values())
+              if hosts.get(host - 1) == host and hosts.get(host + 1) == host}
+    if not joined:
+        return grid
+    rows = []
+    for index, row in enumerate(grid):
+        if index in joined:
+            rows.append([sorted(above + cell + below, key=lambda line: line.box[1])
+                         for above, cell, below in zip(grid[index - 1], row, grid[index + 1])])
+        elif hosts.get(index) not in joined:
+            rows.append(row)
+    return rows
+
+
+def _centred_on(row: list[list[Line]], other: list[list[Line]]) -> bool:
+    """Whether ``row`` holds lines of the cells of the row ``other`` next to it: it fills
+    fewer columns than ``other`` (which fills two or more), only columns ``other``
+    leaves empty, with words, and its lines reach into the height of ``other``'s (a
+    centred cell's first line stands half a line over its row's, its last half a line
+    under). A row of a dense table fills a column the row next to it fills (its
+    label's), and a receipt's item over its quantity and price stands clear of it."""
+    filled = [i for i, cell in enumerate(row) if cell]
+    theirs = [i for i, cell in enumerate(other) if cell]
+    return bool(filled) and len(theirs) >= 2 and len(filled) < len(theirs) and \
+        not set(filled) & set(theirs) and _gap(other, row) < 0 and \
+        any(ch.isalpha() for i in filled for line in row[i] for ch in line.text)
+
+
+def _gap(one: list[list[Line]], other: list[list[Line]]) -> float:
+    """The white between two rows of a grid (negative where their lines overlap)."""
+    return max(_top(one), _top(other)) - min(_bottom(one), _bottom(other))
 
 
 def _join_header(grid: list[list[list[Line]]], body: float) -> None:

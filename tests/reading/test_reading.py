@@ -571,6 +571,33 @@ def test_a_cells_wrapped_lines_stay_in_its_row():
                      "| Methane (CH4) |  | 1 000 |"]
 
 
+def test_a_cell_of_two_lines_set_centred_on_its_row_stays_in_its_row():
+    """A Chinese quarterly report's income statement (pdfplumber's issue-67 example): a
+    label of two lines is set centred on its row, its first line half a line over the
+    row's figures and its last half a line under them, each a row of its own by its
+    centre. Its lines join the row, without a space where the Chinese runs on; a
+    receipt's item names, each between the rows of quantities and prices over and under
+    it, reaching into both alike, stay rows of their own."""
+    h, pitch = 30, 40  # line height; the rows' pitch: a centred line overlaps 0.33 of each
+    rows = [("项目", "本期发生额", "上期发生额", 0), ("营业收入", "4,755,785.11", "5,699,227.63", 1),
+            ("归属母公司所有者的其他综合收", "", "", 2), ("", "3,144,125.23", "-1,819,426.10", 2.5),
+            ("益的税后净额", "", "", 3), ("基本每股收益", "-0.0053", "-0.0178", 4)]
+    lines = [line(text, (100, 600, 900)[c], 100 + pitch * r, (100, 600, 900)[c] + 20 * len(text), h)
+             for *cells, r in rows for c, text in enumerate(cells) if text]
+    table = [row for row in render(read_order(lines)).markdown.split("\n") if row.startswith("|")]
+    assert table[2:] == ["| 营业收入 | 4,755,785.11 | 5,699,227.63 |",
+                         "| 归属母公司所有者的其他综合收益的税后净额 | 3,144,125.23 | \\-1,819,426.10 |",
+                         "| 基本每股收益 | \\-0.0053 | \\-0.0178 |"]
+    receipt = [("Item", "Qty", "Total", -0.9), ("Teh (B)", "", "", 0), ("", "1 x", "2.10", 0.45),
+               ("Cham (B)", "", "", 0.9), ("", "1 x", "2.10", 1.35), ("Take Away", "", "", 1.8),
+               ("", "2 x", "0.40", 2.25)]  # OCR's boxes overlap a quarter of a line
+    lines = [line(text, (100, 600, 800)[c], 100 + 50 * r, (100, 600, 800)[c] + 14 * len(text), h)
+             for *cells, r in receipt for c, text in enumerate(cells) if text]
+    table = [row for row in render(read_order(lines)).markdown.split("\n") if row.startswith("|")]
+    assert table[2:] == ["| Teh (B) |  |  |", "|  | 1 x | 2.10 |", "| Cham (B) |  |  |",
+                         "|  | 1 x | 2.10 |", "| Take Away |  |  |", "|  | 2 x | 0.40 |"]
+
+
 def test_figures_under_a_row_are_a_row_of_their_own():
     # ICDAR 2013's eu-002: the last year has no figures for two quarters; figures do
     # not wrap, however full the cells above them are
