@@ -30,7 +30,8 @@
     over the table head it too, and the table is HTML, its cells spanning (a pipe
     table cannot);
   - *paragraphs*: the rest, a blank line where the gap between rows is wider than
-    ``PARAGRAPH_GAP`` line heights and between blocks.
+    ``PARAGRAPH_GAP`` line heights, where a row of running text opens indented
+    (``_indented_first_line``), and between blocks.
 
 The lines come back marked with their ``block`` (the reading-order index of their
 block) and, in the body, their ``structure`` (heading, list, table or text), which the
@@ -63,6 +64,10 @@ TableReader = Callable[[list[Line], bool], list[str] | None]
 # headers, footers and page numbers, one row a line.
 FURNITURE_HEADING = "## Page furniture"
 PARAGRAPH_GAP = 1.2  # line heights of white between rows that start a paragraph
+# How far a paragraph's first line stands indented, in line heights: an em or two of
+# Latin print, two characters of Chinese (one character is about a line height)
+INDENT = (0.6, 4.0)
+RAGGED = 2.5  # line heights a line of ragged-right text may end short of the next
 HEADING_MAX_WORDS = 12
 HEADING_MAX_ROWS = 3  # a title may take three rows; more of one print are running text
 # what ends a clause or a sentence, in Latin and in Chinese or Japanese print
@@ -197,8 +202,9 @@ def _block_markdown(rows: list[list[Line]], tables: Runs | None, body: float,
     while index < len(rows):
         row = rows[index]
         top = min(line.box[1] for line in row)
-        if previous_bottom is not None and top - previous_bottom > PARAGRAPH_GAP * body \
-                and out and out[-1] != "":
+        if out and out[-1] != "" and (
+                (previous_bottom is not None and top - previous_bottom > PARAGRAPH_GAP * body)
+                or (not in_item and _indented_first_line(rows, index, body))):
             out.append("")
         if index in tables:
             end, columns, apart = tables[index]
@@ -224,6 +230,28 @@ def _block_markdown(rows: list[list[Line]], tables: Runs | None, body: float,
     while out and out[-1] == "":
         out.pop()
     return out
+
+
+def _indented_first_line(rows: list[list[Line]], index: int, body: float) -> bool:
+    """Whether the row at ``index`` opens a paragraph by its first line's indent, as
+    typeset text and Chinese text (two characters) open one without white over it: it
+    starts INDENT line heights right of the rows over and under it, which start
+    together, and runs on as far right as they do, within a few words (RAGGED line
+    heights). A list item's lines hung under its marker stand indented one after the
+    other; a receipt's or a letterhead's centred lines end short of the longer ones
+    around them, or share no measure with the rows of their block, as a form's
+    labels and values do not."""
+    if not 0 < index < len(rows) - 1:
+        return False
+    (above, above_end), (start, end), (below, below_end) = (
+        _edges(rows[i]) for i in (index - 1, index, index + 1))
+    if not (INDENT[0] * body <= start - above <= INDENT[1] * body
+            and abs(below - above) <= INDENT[0] * body
+            and end >= max(above_end, below_end) - RAGGED * body):
+        return False
+    # the row under it a full line of a measure more rows share than a title takes
+    return sum(1 for left, right in map(_edges, rows) if abs(left - below) <= INDENT[0] * body
+               and abs(right - below_end) <= RAGGED * body) > HEADING_MAX_ROWS
 
 
 def _row_markdown(row: list[Line], level: int, structure: dict[int, Structure]) -> str:

@@ -472,6 +472,33 @@ def test_a_chinese_title_in_wider_characters_is_a_heading_however_its_box():
     assert roles[title.text] == "heading" and roles[plain.text] == "text"
 
 
+def test_a_paragraph_opened_by_its_first_line_s_indent_is_a_paragraph():
+    """A Chinese administrative decision (pdfplumber's issue-203 example) opens each
+    paragraph two characters in, with no more white over it than between its lines: each
+    is a paragraph of the Markdown. A list item's lines hung under its marker, and a
+    receipt's centred lines, open none."""
+    text = ["当事人在从事加工贸易过程中，在报核时未依照规定向海关", "如实申报进口料件的数量和规格，",
+            "违反了海关监管规定，有查问笔录和当事人工商资料为证，", "依照有关规定，决定科处罚款。",
+            "当事人应当自本处罚决定书送达之日起十五日内履行上述", "处罚决定，逾期不履行的，海关可以",
+            "依法强制执行，并按日加处罚款，加处罚款的数额不超过", "罚款本身的数额，特此决定。",
+            "当事人不服本处罚决定的，可以依法申请行政复议或者提起", "行政诉讼，申请期间和诉讼期间，",
+            "本处罚决定不停止执行，法律另有规定的除外，请当事人", "按期履行。"]
+    starts = {0, 4, 8}  # each paragraph's first row, two characters (60 px) in
+    lines = [line(t, 160 if r in starts else 100, 100 + 40 * r, 1000 if r + 1 not in starts
+                  else 700, 30) for r, t in enumerate(text)]
+    paragraphs = render(read_order(lines)).markdown.split("\n\n")
+    assert [p.splitlines()[0] for p in paragraphs] == [text[r] for r in sorted(starts)]
+    hung = [line("1. The supplier delivers the goods named in the order", 100, 100, 1000),
+            line("within thirty days of the order's date, at its cost,", 150, 140, 1000),
+            line("to the address the buyer gives in writing.", 150, 180, 900),
+            line("2. The buyer pays each invoice within thirty days.", 100, 220, 1000)]
+    assert "\n\n" not in render(read_order(hung)).markdown.split("2.")[0].strip()
+    receipt = [line("BAR WANG RICE@PERMAS JAYA", 300, 100, 700),
+               line("NO. 17-G, JALAN SETIA", 340, 140, 660),
+               line("81200 JOHOR BAHRU, JOHOR", 310, 180, 690)]
+    assert "\n\n" not in render(read_order(receipt)).markdown
+
+
 def test_the_last_line_of_a_paragraph_boxed_taller_than_its_lines_is_no_heading():
     """A paragraph of Chinese wraps inside a word, and its last line ("己吗？", a
     character and a question mark) is boxed taller than the full lines over it (33 px
