@@ -72,7 +72,7 @@ TEXT, OCR, MIXED = "text", "ocr", "mixed"  # the readers a page may get
 NAME = PDF_TEXT  # the reader's name where a result records its engine
 # how characters become lines and words: bump it when that changes, so the result
 # cache does not serve the old reading
-RECIPE = "text-layer/v3"
+RECIPE = "text-layer/v4"
 
 LINE_GAP = 1.2  # em of white between two characters of a row that ends a line
 # A word space: 0.2 to 0.33 em in common fonts (Noto CJK's is 0.224). pdfium infers a
@@ -99,6 +99,36 @@ _SURROGATE = re.compile("[\ud800-\udfff]")
 # pdfium's code for a hyphen that ends a line (its own text drops it, joining the word):
 # read as the hyphen printed there, as OCR reads it
 _LINE_END_HYPHEN = 0x02
+
+
+# A symbol font's glyph is given as a private-use character, U+F000 plus its code (Word's
+# list bullets: Symbol's "•", Wingdings' "▪", "➢", "✓"): the characters those codes draw,
+# by font, where they are marks a document uses (bullets, ticks, boxes), so that a list
+# reads as one and no private-use character reaches the text
+_SYMBOL_FONTS = {
+    "symbol": {0xB7: "•", 0xA7: "♣", 0xA8: "♦", 0xA9: "♥", 0xAA: "♠", 0xAE: "→", 0xD7: "⋅",
+               0xE0: "◊", 0x2D: "−"},
+    "wingdings": {0x6C: "●", 0x6E: "■", 0x6F: "□", 0x71: "❑", 0x76: "❖", 0x77: "⬥",
+                  0x9F: "•", 0xA1: "○", 0xA7: "▪", 0xA8: "◻", 0xD8: "➢", 0xE0: "➔",
+                  0xFC: "✓", 0xFB: "✗", 0xFD: "☒", 0xFE: "☑"},
+}
+_SYMBOL_CODES = range(0xF020, 0xF100)
+
+
+def _symbol(textpage, index: int, code: int) -> str:
+    """The character a symbol font's private-use ``code`` draws, where its font is one
+    of ``_SYMBOL_FONTS`` and the mark is one of those it names; else as given."""
+    import ctypes
+
+    import pypdfium2.raw as pdfium_c
+
+    name = ctypes.create_string_buffer(128)
+    pdfium_c.FPDFText_GetFontInfo(textpage, index, name, len(name), None)
+    font = name.value.decode("latin-1").split("+")[-1].casefold()  # "ABCDEF+Wingdings-Regular"
+    for family, marks in _SYMBOL_FONTS.items():
+        if font.startswith(family):
+            return marks.get(code - 0xF000, chr(code))
+    return chr(code)
 
 
 @dataclass
@@ -244,6 +274,7 @@ def read_layer(path: Path, index: int, password: str | None, size: tuple[int, in
                         modes[key] = pdfium_c.FPDFTextObj_GetTextRenderMode(obj) if obj else 0
                     mode = modes[key]
                 text = ("-" if code == _LINE_END_HYPHEN
+                        else _symbol(textpage, i, code) if code in _SYMBOL_CODES
                         else chr(code) if 0 < code < 0x110000 else "\ufffd")
                 chars.append(Char(text, box,
                                   size_px, mode == _INVISIBLE,

@@ -31,7 +31,7 @@ LETTER_WORD = re.compile(rf"[^\W\d_]{{3,}}|{UNSPACED.pattern}{{2,}}")
 # A list's marker: a bullet, or an item's number or letter ("3.", "3)", "a)", "(b)"; in
 # Chinese print "1、", "一、", "（二）"), before a space or, in a script written without
 # spaces, its first character ("1.保持版本控制")
-BULLET = re.compile(r"^\s*([•●▪■◦○‣∙·*+\-–])\s*(?=\S)")
+BULLET = re.compile(r"^\s*([•●▪■◦○‣∙·*+\-–➢❖❑⬥►▸➔✓])\s*(?=\S)")
 _CHINESE_NUMBER = "[一二三四五六七八九十]{1,3}"
 ENUMERATOR = re.compile(rf"^\s*(\(?\d{{1,3}}[.)]|\(?[a-zA-Z][.)]|(?:\d{{1,3}}|{_CHINESE_NUMBER})、|"
                         rf"[（(](?:\d{{1,3}}|{_CHINESE_NUMBER})[）)])"

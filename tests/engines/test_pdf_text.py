@@ -357,6 +357,46 @@ def test_a_font_sized_by_the_text_matrix_reads_in_lines_not_words(tmp_path, engi
     assert [line.text for line in done.recognition.lines] == rows
 
 
+def test_a_word_processor_s_symbol_font_bullets_read_as_a_list(tmp_path, engine):
+    """Word sets a list's bullets in Symbol or Wingdings and maps each to a private-use
+    character, U+F000 plus its code (pdfplumber's chelsea_pdta.pdf, a municipal plan:
+    "" before each item). Read as printed ("•", "▪"), the items are a list; a symbol
+    font's code that is no mark a document uses stays as given."""
+    import pikepdf
+
+    items = ["Evaluate the vision", "Validate the orientations", "Plan the priority actions"]
+    pdf = pikepdf.new()
+    cmap = b"""/CIDInit /ProcSet findresource begin 12 dict begin begincmap
+/CMapName /Word def 1 begincodespacerange <00> <FF> endcodespacerange
+2 beginbfchar <B7> <F0B7> <A7> <F0A7> endbfchar endcmap
+CMapName currentdict /CMap defineresource pop end end"""
+
+    def font(name: str) -> pikepdf.Dictionary:
+        return pdf.make_indirect(pikepdf.Dictionary(
+            Type=pikepdf.Name.Font, Subtype=pikepdf.Name.Type1, BaseFont=pikepdf.Name(name),
+            ToUnicode=pdf.make_stream(cmap)))
+    text = pdf.make_indirect(pikepdf.Dictionary(
+        Type=pikepdf.Name.Font, Subtype=pikepdf.Name.Type1, BaseFont=pikepdf.Name.Helvetica,
+        Encoding=pikepdf.Name.WinAnsiEncoding))
+    marks = [("S", "B7"), ("W", "A7"), ("O", "A7")]  # Symbol, Wingdings, another symbol font
+    shown = "".join(f"BT /{mark} 11 Tf 72 {700 - 16 * row} Td <{code}> Tj ET "
+                    f"BT /T 11 Tf 90 {700 - 16 * row} Td ({item}) Tj ET\n"
+                    for row, ((mark, code), item) in enumerate(zip(marks, items)))
+    pdf.pages.append(pikepdf.Page(pikepdf.Dictionary(
+        Type=pikepdf.Name.Page, MediaBox=[0, 0, 612, 792],
+        Resources=pikepdf.Dictionary(Font=pikepdf.Dictionary(
+            S=font("/Symbol"), W=font("/ABCDEF+Wingdings-Regular"), O=font("/Dingbats"),
+            T=text)),
+        Contents=pdf.make_stream(shown.encode()))))
+    path = tmp_path / "bullets.pdf"
+    pdf.save(path)
+    done = _read(engine, path, mode="prefer")
+    assert _verdict(done)["reader"] == "text"
+    assert done.recognition.text.split("\n") == [f"• {items[0]}", f"▪ {items[1]}",
+                                                 f"\uf0a7 {items[2]}"]
+    assert done.recognition.markdown.split("\n")[:2] == [f"- {item}" for item in items[:2]]
+
+
 def test_a_stamp_printed_up_the_margin_is_one_line_read_with_the_foot(tmp_path, engine):
     """arXiv stamps its papers up the left margin ("arXiv:2203.00274v2 [cs.CL] 23 May
     2022", MinerU's demo3.pdf): read character by character across the page, it came
