@@ -9,11 +9,10 @@ worker made them, and this runs on them whenever the document is rendered.
 from __future__ import annotations
 
 from appliance.page import Line
-from appliance.pipeline.read import reordered
+from appliance.pipeline.read import READ_BY, reordered
 from appliance.reading.repeated import NEIGHBOURS, Repeated, repeated_furniture
 from appliance.store import Database, queries
 from appliance.store.models import Page, PageResult
-from appliance.store.reviews import MACHINE_RESULT
 
 # the provenance entry of a reading the document's other pages changed: how many of its
 # lines they showed to be running furniture
@@ -43,8 +42,8 @@ def read_together(pages: list[tuple[Page, PageResult | None]],
     holds running furniture only the document shows (``reading.repeated``) read again
     with it placed as ``page_furniture`` says: copies, the store is not changed. A
     person's correction is theirs and stands as they saved it; a vision model's
-    reading has no lines to place."""
-    machine = [result if result is not None and _placed(result) else None
+    reading is its own (``_read_by_rules``)."""
+    machine = [result if result is not None and _read_by_rules(result) else None
                for _, result in pages]
     found = repeated_furniture([
         ([Line.from_dict(line) for line in result.lines], _page_height(result))
@@ -53,9 +52,11 @@ def read_together(pages: list[tuple[Page, PageResult | None]],
             for (page, result), running in zip(pages, found)]
 
 
-def _placed(result: PageResult) -> bool:
-    """Whether the result is a machine's reading of placed lines, in blocks."""
-    return (MACHINE_RESULT not in (result.provenance or {}) and bool(result.lines)
+def _read_by_rules(result: PageResult) -> bool:
+    """Whether the result is the layout rules' reading of a machine's lines (their
+    version in its provenance): a person's correction is none, nor is a vision model's
+    reading (its own Markdown, its words placed on another reading's lines)."""
+    return (READ_BY in (result.provenance or {}) and bool(result.lines)
             and all(line.get("block") is not None for line in result.lines))
 
 

@@ -9,8 +9,14 @@ import json
 import time
 
 from appliance.intake import SubmitOptions
+from appliance.page import Line
+from appliance.pipeline.document import read_together
+from appliance.pipeline.read import READ_BY
+from appliance.reading import RECIPE, read_lines
 from appliance.reading.markdown import FURNITURE_HEADING
 from appliance.store import queries, reviews
+from appliance.store.models import Page, PageResult
+from appliance.measure.synthetic_chinese import PROSE as PROSE_ZH
 from tests.fixtures.documents import CONTRACT_HEADER, write_contract_pdf
 from tests.ui.test_ui_handlers import make_appliance, wait_final
 
@@ -76,3 +82,27 @@ def test_a_reviewer_s_correction_stands_as_saved_beside_pages_read_together(tmp_
     assert pages[1]["markdown"] == corrected
     assert [_header_place(page["markdown"]) for page in pages] == [
         "furniture", "body", "furniture", "furniture"]
+
+
+def test_only_the_layout_rules_readings_are_read_again():
+    """Pages the rules read take the header their repetition shows; a vision model's
+    pages, whose words were placed on the classic engine's lines (blocks and roles
+    too), keep the model's own Markdown."""
+    def page(number: int):
+        clauses = [(PROSE_ZH * 2)[(number * 20 + row) * 7:][:30] for row in range(20)]
+        lines = [Line(CONTRACT_HEADER, [100, 60, 700, 90], 0.99),
+                 *(Line(text, [100, 100 + 40 * row, 1000, 130 + 40 * row], 0.99)
+                   for row, text in enumerate(clauses))]
+        return read_lines(lines, page_height=1400)
+
+    def result(number: int, provenance: dict) -> tuple[Page, PageResult]:
+        read = page(number)
+        assert _header_place(read.markdown) == "body"  # the page alone shows no header
+        return Page(document_id="d", index=number), PageResult(
+            page_id=number, attempt=1, outcome="ok", text=read.text,
+            markdown=read.markdown if provenance else "the model's own Markdown",
+            lines=[line.to_dict() for line in read.lines], provenance=provenance)
+    ruled = [result(number, {READ_BY: RECIPE}) for number in range(3)]
+    assert [_header_place(r.markdown) for _, r in read_together(ruled)] == ["furniture"] * 3
+    placed = [result(number, {}) for number in range(3)]
+    assert [r for _, r in read_together(placed)] == [r for _, r in placed]
