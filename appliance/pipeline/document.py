@@ -8,8 +8,11 @@ worker made them, and this runs on them whenever the document is rendered.
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 from appliance.page import Line
 from appliance.pipeline.read import READ_BY, reordered
+from appliance.raster.preprocess import to_original
 from appliance.reading.repeated import NEIGHBOURS, Repeated, repeated_furniture
 from appliance.store import Database, queries
 from appliance.store.models import Page, PageResult
@@ -45,9 +48,8 @@ def read_together(pages: list[tuple[Page, PageResult | None]],
     reading is its own (``_read_by_rules``)."""
     machine = [result if result is not None and _read_by_rules(result) else None
                for _, result in pages]
-    found = repeated_furniture([
-        ([Line.from_dict(line) for line in result.lines], _page_height(result))
-        if result is not None else None for result in machine])
+    found = repeated_furniture([_on_page(result) if result is not None else None
+                                for result in machine])
     return [(page, _with_furniture(result, running, page_furniture) if running else result)
             for (page, result), running in zip(pages, found)]
 
@@ -60,12 +62,26 @@ def _read_by_rules(result: PageResult) -> bool:
             and all(line.get("block") is not None for line in result.lines))
 
 
-def _page_height(result: PageResult) -> float:
-    """The page's height in its lines' pixels: the page the engine read, else where its
-    lowest line ends."""
+def _on_page(result: PageResult) -> tuple[list[Line], float]:
+    """The reading's lines where they stand on the page as rendered, and its height:
+    preprocessing crops each scan to its content and may enlarge it, so one page's
+    image is another's page shifted and scaled. A page the engine read turned stays in
+    the pixels it was read in (its rows run across the rendered page's height)."""
     provenance = result.provenance or {}
-    size = (provenance.get("rendered") or {}).get("size") or provenance.get("image_size")
-    return size[1] if size else max(line["box"][3] for line in result.lines)
+    lines = [Line.from_dict(line) for line in result.lines]
+    back = to_original(provenance.get("preprocess") or [])
+    rendered = (provenance.get("rendered") or {}).get("size")
+    if rendered and abs(back[1, 1]) >= abs(back[1, 0]):
+        return [replace(line, box=_mapped(line.box, back)) for line in lines], rendered[1]
+    size = provenance.get("image_size")
+    return lines, size[1] if size else max(line.box[3] for line in lines)
+
+
+def _mapped(box, back) -> list[float]:
+    """``box`` through the affine ``back``: the box around its corners' images."""
+    x0, y0, x1, y1 = box
+    corners = back[:2] @ [[x0, x1, x0, x1], [y0, y0, y1, y1], [1, 1, 1, 1]]
+    return [corners[0].min(), corners[1].min(), corners[0].max(), corners[1].max()]
 
 
 def _with_furniture(result: PageResult, running: Repeated, page_furniture: str) -> PageResult:
