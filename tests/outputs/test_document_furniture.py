@@ -84,25 +84,39 @@ def test_a_reviewer_s_correction_stands_as_saved_beside_pages_read_together(tmp_
         "furniture", "body", "furniture", "furniture"]
 
 
+def _stored(number: int, provenance: dict, top: float = 0) -> tuple[Page, PageResult]:
+    """Page ``number`` of a contract read alone, its lines ``top`` px lower, as stored
+    with ``provenance``; a vision model's reading (no layout rules named) has its own
+    Markdown."""
+    clauses = [(PROSE_ZH * 2)[(number * 20 + row) * 7:][:30] for row in range(20)]
+    lines = [Line(CONTRACT_HEADER, [100, 60 + top, 700, 90 + top], 0.99),
+             *(Line(text, [100, 100 + top + 40 * row, 1000, 130 + top + 40 * row], 0.99)
+               for row, text in enumerate(clauses))]
+    read = read_lines(lines, page_height=1400)
+    assert _header_place(read.markdown) == "body"  # the page alone shows no header
+    return Page(document_id="d", index=number), PageResult(
+        page_id=number, attempt=1, outcome="ok", text=read.text,
+        markdown=read.markdown if READ_BY in provenance else "the model's own Markdown",
+        lines=[line.to_dict() for line in read.lines], provenance=provenance)
+
+
 def test_only_the_layout_rules_readings_are_read_again():
     """Pages the rules read take the header their repetition shows; a vision model's
     pages, whose words were placed on the classic engine's lines (blocks and roles
     too), keep the model's own Markdown."""
-    def page(number: int):
-        clauses = [(PROSE_ZH * 2)[(number * 20 + row) * 7:][:30] for row in range(20)]
-        lines = [Line(CONTRACT_HEADER, [100, 60, 700, 90], 0.99),
-                 *(Line(text, [100, 100 + 40 * row, 1000, 130 + 40 * row], 0.99)
-                   for row, text in enumerate(clauses))]
-        return read_lines(lines, page_height=1400)
-
-    def result(number: int, provenance: dict) -> tuple[Page, PageResult]:
-        read = page(number)
-        assert _header_place(read.markdown) == "body"  # the page alone shows no header
-        return Page(document_id="d", index=number), PageResult(
-            page_id=number, attempt=1, outcome="ok", text=read.text,
-            markdown=read.markdown if provenance else "the model's own Markdown",
-            lines=[line.to_dict() for line in read.lines], provenance=provenance)
-    ruled = [result(number, {READ_BY: RECIPE}) for number in range(3)]
+    ruled = [_stored(number, {READ_BY: RECIPE}) for number in range(3)]
     assert [_header_place(r.markdown) for _, r in read_together(ruled)] == ["furniture"] * 3
-    placed = [result(number, {}) for number in range(3)]
+    placed = [_stored(number, {}) for number in range(3)]
     assert [r for _, r in read_together(placed)] == [r for _, r in placed]
+
+
+def test_scans_cropped_apart_are_compared_on_the_page_as_rendered():
+    """Preprocessing crops each scan to its content: the same header stands 50 px
+    higher in one page's image than in another's, and at one place on the page."""
+    def cropped(number: int, dy: float) -> tuple[Page, PageResult]:
+        crop = {"name": "crop", "detail": {"transform": [1, 0, 0, 0, 1, -dy]}}
+        return _stored(number, {READ_BY: RECIPE, "preprocess": [crop],
+                                "image_size": [1100, 1400 - dy],
+                                "rendered": {"size": [1100, 1400]}}, top=-dy)
+    pages = [cropped(0, 0), cropped(1, 50), cropped(2, 30)]
+    assert [_header_place(r.markdown) for _, r in read_together(pages)] == ["furniture"] * 3
