@@ -27,7 +27,9 @@ def _header_place(markdown: str) -> str:
     """Where the contract's header stands in a page's Markdown: in its body, or under
     its furniture heading."""
     body, _, furniture = markdown.partition(FURNITURE_HEADING)
-    return "furniture" if CONTRACT_HEADER in furniture else "body" if CONTRACT_HEADER in body else ""
+    if CONTRACT_HEADER in furniture:
+        return "furniture"
+    return "body" if CONTRACT_HEADER in body else ""
 
 
 def test_a_running_header_only_the_document_shows_is_each_page_s_furniture(tmp_path):
