@@ -361,14 +361,16 @@ def test_a_word_processor_s_symbol_font_bullets_read_as_a_list(tmp_path, engine)
     """Word sets a list's bullets in Symbol or Wingdings and maps each to a private-use
     character, U+F000 plus its code (pdfplumber's chelsea_pdta.pdf, a municipal plan:
     "" before each item). Read as printed ("•", "▪"), the items are a list; a symbol
-    font's code that is no mark a document uses stays as given."""
+    font's code that is no mark a document uses stays as given. Symbol's Greek given as
+    the Latin letter of its code (pdfplumber's issue-71 example: "b" for β) reads as
+    Greek."""
     import pikepdf
 
     items = ["Evaluate the vision", "Validate the orientations", "Plan the priority actions"]
     pdf = pikepdf.new()
     cmap = b"""/CIDInit /ProcSet findresource begin 12 dict begin begincmap
 /CMapName /Word def 1 begincodespacerange <00> <FF> endcodespacerange
-2 beginbfchar <B7> <F0B7> <A7> <F0A7> endbfchar endcmap
+3 beginbfchar <B7> <F0B7> <A7> <F0A7> <62> <0062> endbfchar endcmap
 CMapName currentdict /CMap defineresource pop end end"""
 
     def font(name: str) -> pikepdf.Dictionary:
@@ -382,6 +384,7 @@ CMapName currentdict /CMap defineresource pop end end"""
     shown = "".join(f"BT /{mark} 11 Tf 72 {700 - 16 * row} Td <{code}> Tj ET "
                     f"BT /T 11 Tf 90 {700 - 16 * row} Td ({item}) Tj ET\n"
                     for row, ((mark, code), item) in enumerate(zip(marks, items)))
+    shown += "BT /T 11 Tf 72 600 Td (Dose of the) Tj ET BT /S 11 Tf 130 600 Td <62> Tj ET\n"
     pdf.pages.append(pikepdf.Page(pikepdf.Dictionary(
         Type=pikepdf.Name.Page, MediaBox=[0, 0, 612, 792],
         Resources=pikepdf.Dictionary(Font=pikepdf.Dictionary(
@@ -393,7 +396,7 @@ CMapName currentdict /CMap defineresource pop end end"""
     done = _read(engine, path, mode="prefer")
     assert _verdict(done)["reader"] == "text"
     assert done.recognition.text.split("\n") == [f"• {items[0]}", f"▪ {items[1]}",
-                                                 f"\uf0a7 {items[2]}"]
+                                                 f"\uf0a7 {items[2]}", "Dose of the β"]
     assert done.recognition.markdown.split("\n")[:2] == [f"- {item}" for item in items[:2]]
 
 
