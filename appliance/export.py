@@ -18,6 +18,7 @@ import re
 import sys
 import tempfile
 from collections.abc import Callable
+from dataclasses import dataclass
 from pathlib import Path
 
 from appliance.config import OUTPUT_FORMATS, Settings
@@ -26,12 +27,12 @@ from appliance.intake.spool import Spool, fsync_dir
 from appliance.outputs.alto import to_alto
 from appliance.outputs.hocr import to_hocr
 from appliance.outputs.pdf import searchable_pdf
-from appliance.outputs.tree import page_trees
+from appliance.outputs.tree import PageTree, page_trees
 from appliance.pipeline.document import document_pages
 from appliance.quality.blocks import parse_blocks
 from appliance.reading.markdown import layout_blocks
 from appliance.store import Database, queries, transitions
-from appliance.store.models import DocStatus, Document, PageStatus
+from appliance.store.models import DocStatus, Document, Page, PageResult, PageStatus
 from appliance.store.queries import DocumentView
 from appliance.stopwatch import Stopwatch
 
@@ -126,10 +127,20 @@ UNFINISHED_TEXT = {DocStatus.QUEUED: "queued", DocStatus.PROCESSING: "being read
                    DocStatus.REVIEW: "waiting for a person to review some of its pages"}
 
 
-def render(db: Database, document_id: str, page_furniture: str = "separate") -> dict[str, str]:
-    """The document's results in every text format (all but the PDF, which
-    ``Exporter.rendered`` adds), its pages read together and their furniture placed as
-    ``page_furniture`` says (``pipeline.document``). Raises NotReady until it is final."""
+@dataclass(frozen=True)
+class FinalDocument:
+    """A final document's pages read together (``pipeline.document``), each with its
+    tree: what every format is made from, read once however many formats are asked."""
+
+    view: DocumentView
+    pages: list[tuple[Page, PageResult | None]]
+    trees: list[PageTree]
+
+
+def final_document(db: Database, document_id: str,
+                   page_furniture: str = "separate") -> FinalDocument:
+    """The document read together, its furniture placed as ``page_furniture`` says.
+    Raises NotReady until it is final, NoResult where it was refused at intake."""
     view = queries.get_document(db, document_id)
     if view is None:
         raise NotFound(f"no document with id {document_id}")
@@ -140,11 +151,24 @@ def render(db: Database, document_id: str, page_furniture: str = "separate") -> 
     if doc.error_code:  # rejected at intake: there is no result, only the reason
         raise NoResult(f"document {document_id} has no result: it was refused when it "
                        f"arrived ({doc.error_code}): {doc.error_message}")
-    md_parts, txt_parts, json_pages = [], [], []
     pages = document_pages(db, document_id, page_furniture)
-    field_set = queries.latest_fields(db, document_id)
+    return FinalDocument(view, pages, page_trees(db, pages))
+
+
+def render(db: Database, document_id: str, page_furniture: str = "separate") -> dict[str, str]:
+    """The document's results in every text format (all but the PDF, which
+    ``Exporter.rendered`` adds), its pages read together and their furniture placed as
+    ``page_furniture`` says (``final_document``). Raises NotReady until it is final."""
+    return text_formats(db, final_document(db, document_id, page_furniture))
+
+
+def text_formats(db: Database, document: FinalDocument) -> dict[str, str]:
+    """``document`` in every text format."""
+    view, pages, trees = document.view, document.pages, document.trees
+    doc = view.doc
+    md_parts, txt_parts, json_pages = [], [], []
+    field_set = queries.latest_fields(db, doc.id)
     fields = field_set.fields if field_set else []
-    trees = page_trees(db, pages)
     for (page, result), tree in zip(pages, trees):
         number = page.index + 1
         if page.status == PageStatus.FAILED:
@@ -241,27 +265,34 @@ class Exporter:
         self.output_dir = settings().paths.output_dir
         self.output_dir.mkdir(parents=True, exist_ok=True)
 
+    def final(self, document_id: str) -> FinalDocument:
+        """The document read together as the settings place its furniture."""
+        return final_document(self.db, document_id, self.settings().output.page_furniture)
+
     def rendered(self, document_id: str, formats) -> dict[str, str | bytes]:
         """The document in these formats. Raises NotReady until it is final."""
-        rendered: dict[str, str | bytes] = render(self.db, document_id,
-                                                  self.settings().output.page_furniture)
+        document = self.final(document_id)
+        rendered: dict[str, str | bytes] = text_formats(self.db, document)
         if "pdf" in formats:
-            rendered["pdf"] = self.pdf(document_id)
+            rendered["pdf"] = self._searchable_pdf(document)
         return {fmt: rendered[fmt] for fmt in formats}
 
     def pdf(self, document_id: str) -> bytes:
         """The original with an invisible text layer of the accepted words, as
-        output.pdf_type asks (a plain PDF, and a warning, where PDF/A cannot be made)."""
-        view = queries.get_document(self.db, document_id)
-        doc = view.doc
+        output.pdf_type asks (a plain PDF, and a warning, where PDF/A cannot be made).
+        Raises NotReady until it is final."""
+        return self._searchable_pdf(self.final(document_id))
+
+    def _searchable_pdf(self, document: FinalDocument) -> bytes:
+        doc = document.view.doc
+        document_id = doc.id
         original = self.spool.original_path(doc.sha256)
         if not original.exists():  # retention deleted it: expected, no traceback to log
             raise OutputFailed(f"the searchable PDF of document {document_id} is made from "
                                  f"its original, which is no longer kept (retention."
                                  f"hot_days); its other formats are there")
         try:
-            data, report = searchable_pdf(original, doc.kind,
-                                          page_trees(self.db, document_pages(self.db, document_id)),
+            data, report = searchable_pdf(original, doc.kind, document.trees,
                                           output_type=self.settings().output.pdf_type,
                                           password=self.settings().pdf_password(
                                               doc.watch_folder))
@@ -301,11 +332,13 @@ class Exporter:
         paths: list[Path] = []
         if formats:
             with clock.stage("render"):
-                rendered = self.rendered(document_id, [f for f in formats if f != "pdf"])
+                document = self.final(document_id)
+                texts = text_formats(self.db, document)
+                rendered = {fmt: texts[fmt] for fmt in formats if fmt != "pdf"}
             if "pdf" in formats:
                 try:
                     with clock.stage("pdf"):
-                        rendered["pdf"] = self.pdf(document_id)
+                        rendered["pdf"] = self._searchable_pdf(document)
                 except ApplianceError as exc:  # e.g. an original pikepdf cannot open
                     log.warning("searchable PDF not written doc=%s code=%s reason=%s",
                                 document_id, exc.code, exc.message)
