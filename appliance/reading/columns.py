@@ -111,17 +111,19 @@ def prose(lines: list[Line]) -> bool:
 
 def _reads_alone(lines: list[Line], other: list[Line]) -> bool:
     """A run of rows that read on their own (``_fills_with_text``), unless nearly all
-    of them go on across the gutter and the other side does not read on its own: a
-    table whose first column holds long names ("Shagun Singh Chadha, Senior Vice
-    President | (203) 569-4345 | ssingh@...") is rows. Two pages of a transcript
-    printed side by side share every row too, and both read on their own."""
-    if not _fills_with_text(lines, other):
+    of the rows that fill their side go on across the gutter and the other side does
+    not read on its own: a table whose first column holds long names ("Shagun Singh
+    Chadha, Senior Vice President | (203) 569-4345 | ssingh@...", "平均红细胞血红蛋白含量
+    (MCH) | 仪器法 | 29.5"), under a few lines of its own (a form's head), is rows. Two
+    pages of a transcript printed side by side share every row too, and both read on
+    their own."""
+    rows_, full = _full_rows(lines, other)
+    if not _fill(rows_, full):
         return False
     height = median_height(lines)
     beyond = [centre(line) for line in other]
-    rows_ = rows(lines)
-    going_on = sum(_goes_on(row, beyond, height) for row in rows_)
-    return going_on < TABLE_ROW_SHARE * len(rows_) or _fills_with_text(other, lines)
+    going_on = sum(_goes_on(row, beyond, height) for row in full)
+    return going_on < TABLE_ROW_SHARE * len(full) or _fills_with_text(other, lines)
 
 
 def _row_labels(labels: list[Line], lines: list[Line]) -> bool:
@@ -146,15 +148,23 @@ def _fills_with_text(lines: list[Line], other: list[Line]) -> bool:
     text, or with a table's row (a label and its figures) that does not go on across
     the gutter to ``other``: a table whose item names stand left of a gutter and the
     rest of each row right of it is one table, not two columns."""
-    rows_ = _filling_rows(lines)
-    if len(rows_) < COLUMN_RUN:
-        return False
+    return _fill(*_full_rows(lines, other))
+
+
+def _fill(rows_: list[list[Line]], full: list[list[Line]]) -> bool:
+    return len(rows_) >= COLUMN_RUN and 2 * len(full) >= len(rows_)
+
+
+def _full_rows(lines: list[Line], other: list[Line]
+               ) -> tuple[list[list[Line]], list[list[Line]]]:
+    """The side's rows, and those of them that fill it as ``_fills_with_text`` says."""
+    filling = _filling_rows(lines)
     height = median_height(lines)
     beyond = [centre(line) for line in other]
-    full = sum(fills and (_running_text(row)
-                          or (_table_row(row) and not _goes_on(row, beyond, height)))
-               for row, fills in rows_)
-    return 2 * full >= len(rows_)
+    full = [row for row, fills in filling
+            if fills and (_running_text(row)
+                          or (_table_row(row) and not _goes_on(row, beyond, height)))]
+    return [row for row, _ in filling], full
 
 
 def _running_column(lines: list[Line]) -> bool:

@@ -625,6 +625,57 @@ def test_a_cell_of_two_lines_set_centred_on_its_row_stays_in_its_row():
                          "|  | 1 x | 2.10 |", "| Take Away |  |  |", "|  | 2 x | 0.40 |"]
 
 
+def test_a_table_s_long_chinese_item_names_stay_its_first_column():
+    """A hospital's blood count (pdfplumber's issue-461 example, read by OCR; its
+    geometry): under the patient's details, each row an item name of up to 13
+    characters, the method, a flag, the result, its unit and the reference range.
+    Counted in words, a long name is as long as a line of running text, yet the rows it
+    fills go on across the gutter to their units and ranges: the names are not read as a
+    column before the rest of the table, nor the units and ranges after it."""
+    items = [("白细胞计数(WBC)", "↓", "3.9", "E+9/L", "[4.0-10.0]"),
+             ("中性粒细胞计数(NEU#)", "", "2.33", "E+9/L", "[1.8-6.3]"),
+             ("淋巴细胞计数(LYM#)", "", "1.16", "E+9/L", "[1.1-3.2]"),
+             ("单核细胞计数(MON#)", "", "0.25", "E+9/L", "[0.1-0.6]"),
+             ("嗜酸性粒细胞计数(EOS#)", "", "0.12", "E+9/L", "[0.02-0.52]"),
+             ("嗜碱性粒细胞计数(BAS#)", "", "0.030", "E+9/L", "[0-0.06]"),
+             ("中性粒细胞百分比(NEU%)", "", "59.6", "%", "[40-75]"),
+             ("淋巴细胞百分比(LYM%)", "", "29.9", "%", "[20.0-50.0]"),
+             ("单核细胞百分比(MON%)", "", "6.5", "%", "[3.0-10.0]"),
+             ("嗜酸性粒细胞百分比(EOS%)", "", "3.1", "%", "[0.4-8.0]"),
+             ("嗜碱性粒细胞百分比(BAS%)", "", "0.90", "%", "[0-1.0]"),
+             ("红细胞计数(RBC)", "", "5.37", "E+12/L", "[4.3-5.8]"),
+             ("血红蛋白(HGB)", "", "159", "g/L", "[130-175]"),
+             ("红细胞压积(HCT)", "", "47.6", "%", "[40.0-50.0]"),
+             ("平均红细胞体积(MCV)", "", "88.6", "fL", "[82.0-100.0]"),
+             ("平均红细胞血红蛋白含量(MCH)", "", "29.5", "Pg", "[27.0-34.0]"),
+             ("平均红细胞血红蛋白浓度(MCHC)", "", "333", "g/L", "[316-354]"),
+             ("红细胞分布宽度标准差(RDW-SD)", "", "42.2", "fL", "[35.0-56.0]"),
+             ("红细胞分布宽度变异系数(RDW-CV)", "", "13.4", "%", "[11.0-16.0]"),
+             ("平均血小板体积(MPV)", "↑", "13.2", "fL", "[6.5-12.0]"),
+             ("血小板压积(PCT)", "", "0.198", "%", "[0.108-0.282]"),
+             ("血小板计数(PLT)", "", "149", "E+9/L", "[125-350]")]
+    grid = [("项目", "检验方法", "提示", "结果", "单位", "参考范围"),
+            *((name, "仪器法", *rest) for name, *rest in items)]
+    starts = (18, 424, 616, 698, 836, 948)
+
+    def width(text: str) -> float:  # the report's print: 22 px a Chinese character
+        return sum(22 if ord(ch) > 0x2000 else 11 for ch in text)
+
+    lines = [line(cell, starts[c], 210 + 31 * r, starts[c] + width(cell), 28)
+             for r, row in enumerate(grid) for c, cell in enumerate(row) if cell]
+    details = [("性别：男", 307, 106), ("年龄：50岁", 465, 105), ("送检科室：", 606, 107),
+               ("住院/门诊号：", 18, 138), ("采样时间：2021-06-04 09:00", 309, 139),
+               ("送检时间：2021-06-04 19:38", 605, 139), ("实验编号：", 976, 138),
+               ("临床诊断：", 18, 170), ("样本类型：EDTA抗凝血", 608, 170),
+               ("样本状态：正常", 974, 167), ("建议与解释：无", 19, 928), ("以下空白", 126, 957)]
+    lines += [line(text, x, y, x + width(text), 28) for text, x, y in details]
+    table = [row for row in render(read_order(lines)).markdown.split("\n")
+             if row.startswith("| ")]
+    head = table.index("| 项目 | 检验方法 | 提示 | 结果 | 单位 | 参考范围 |")
+    assert table[head + 16] == "| 平均红细胞血红蛋白含量(MCH) | 仪器法 |  | 29.5 | Pg | \\[27.0-34.0\\] |"
+    assert len(table) - head == 1 + len(items)
+
+
 def test_figures_under_a_row_are_a_row_of_their_own():
     # ICDAR 2013's eu-002: the last year has no figures for two quarters; figures do
     # not wrap, however full the cells above them are
