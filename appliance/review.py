@@ -30,6 +30,7 @@ from appliance.engines import registry
 from appliance.errors import InvalidRequest, NotFound
 from appliance.fields.validate import INVALID, MISSING
 from appliance.intake.spool import Spool
+from appliance.pipeline.document import document_page
 from appliance.pipeline.read import reordered
 from appliance.quality.confidence import classic_scale
 from appliance.quality.markdown import markdown_to_text
@@ -186,6 +187,7 @@ class ReviewService:
                         for p in session.exec(select(Page).where(Page.document_id == doc.id)
                                               .order_by(Page.index)) if p.id != page.id]
         image = page_image(self.spool, self.settings, doc, page, result)
+        result = self._as_rendered(page, result)
         return ReviewPage(
             item=_item(page, doc, result, self.fields(doc.id)),
             markdown=result.markdown or "" if result else "",
@@ -208,11 +210,22 @@ class ReviewService:
             result = session.get(PageResult, page.result_id) if page and page.result_id else None
         if result is None:
             raise NotFound(f"no reading of page {page_id} to reorder")
+        result = self._as_rendered(page, result)
         try:
             return reordered(result.lines or [], result.provenance or {}, order,
                              self.settings.output.page_furniture).markdown
         except ValueError as exc:
             raise InvalidRequest(str(exc)) from None
+
+    def _as_rendered(self, page: Page, result: PageResult | None) -> PageResult | None:
+        """The page's reading as the document's results render it: read with its
+        neighbours (``pipeline.document``), so that a running header only the document
+        shows is furniture in the console too, and a correction starts from it."""
+        if result is None:
+            return None
+        found = document_page(self.db, page.document_id, page.index,
+                              self.settings.output.page_furniture)
+        return found[1] if found is not None and found[1] is not None else result
 
     def approve(self, reviewer: str, page_id: int) -> None:
         self._settled(reviews.approve(self.db, page_id, reviewer))

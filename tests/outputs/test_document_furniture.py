@@ -63,14 +63,17 @@ def test_a_reviewer_s_correction_stands_as_saved_beside_pages_read_together(tmp_
         doc = appliance.submit_path(write_contract_pdf(tmp_path / "contract.pdf", PAGES),
                                     SubmitOptions(source="api", doc_type="contract"))
         deadline = time.monotonic() + 180
-        settled = []
+        while (waiting := [page.status for page, _ in
+                           queries.accepted_results(appliance.db, doc.id)]) != ["review"] * PAGES:
+            assert time.monotonic() < deadline, f"pages not all in review: {waiting}"
+            time.sleep(0.2)
+        settled, shown = [], {}
         while len(settled) < PAGES:
-            assert time.monotonic() < deadline, f"{len(settled)} pages reached review"
-            if (page_id := reviews.claim_review(appliance.db, "anna", 60)) is None:
-                time.sleep(0.2)
-                continue
+            page_id = reviews.claim_review(appliance.db, "anna", 60)
             index = next(page.index for page, _ in queries.accepted_results(appliance.db, doc.id)
                          if page.id == page_id)
+            # the console shows the page as the results will: the header as furniture
+            shown[index] = _header_place(appliance.review.open_page(page_id).markdown)
             if index == 1:  # the reviewer keeps the header at the top of page 2's body
                 corrected = f"{CONTRACT_HEADER}\n\n第二页由审核人校对。"
                 reviews.correct(appliance.db, page_id, "anna", corrected, corrected)
@@ -81,6 +84,7 @@ def test_a_reviewer_s_correction_stands_as_saved_beside_pages_read_together(tmp_
         pages = json.loads(appliance.exporter.rendered(doc.id, ["json"])["json"])["pages"]
     finally:
         appliance.stop()
+    assert shown == {index: "furniture" for index in range(PAGES)}
     assert pages[1]["markdown"] == corrected
     assert [_header_place(page["markdown"]) for page in pages] == [
         "furniture", "body", "furniture", "furniture"]
