@@ -88,7 +88,15 @@ def _prose_side_by_side(rows: list[list[Line]], columns: list[list[float]], body
     short = [texts for texts in filled if texts and 2 * sum(
         _is_value(text) or word_count(text) < PROSE_WORDS for text in texts) > len(texts)]
     return not short or (len(short) == 1 and short[0] is filled[0]
-                         and all(LIST_MARKER.fullmatch(text) for text in filled[0]))
+                         and all(LIST_MARKER.fullmatch(text) or _mark(text)
+                                 for text in filled[0]))
+
+
+def _mark(text: str) -> bool:
+    """A character on its own that is no letter or digit: a bullet a symbol font drew
+    ("■", or "¢" where its font maps it so), a speck beside a list ("`"). It labels no
+    row ("$$$", a cost's rating, does)."""
+    return len(text) == 1 and not text.isalnum()
 
 
 def joined(runs: Runs) -> Runs:

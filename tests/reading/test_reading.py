@@ -676,6 +676,37 @@ def test_a_table_s_long_chinese_item_names_stay_its_first_column():
     assert len(table) - head == 1 + len(items)
 
 
+def test_an_agenda_s_items_hung_beside_their_numbers_and_a_speck_are_no_table():
+    """A school board's agenda (pdfplumber's cupertino_usd_4-6-16.pdf, its text layer's
+    boxes): each item's number, and its heading and paragraph hung indented beside it;
+    under the paragraph a speck the text layer holds ("`"). A list's numbers, a speck
+    and bullets a symbol font drew ("■") label no rows: the items are read as text, not
+    as a table of two columns. A column of ratings ("$$$") beside them does."""
+    paragraph = [(1434, "The public may address the Board on any agenda item and any item"),
+                 (1492, "Board president will only call on those who have filled out comment"),
+                 (1477, "each speaker will be allotted three (3) minutes. The Board will not"),
+                 (1477, "non-agenda item comments at this time, although the item may be"),
+                 (1486, "Code 35145.5). The comments shall be made from the podium. In"),
+                 (1447, "Code 54954.2 – No action or discussion shall be undertaken on any"),
+                 (1401, "posted agenda. The Board shall limit the total time to 30 minutes."),
+                 (1493, "response to the speaker including negative and positive reactions"),
+                 (1313, "ensure that all members of the public feel free to voice their")]
+
+    def agenda(marks: list[str]) -> list[Line]:
+        lines = [line(marks[0], 211, 1065, 240, 40),
+                 line("PUBLIC COMMENT – ITEMS ON THE AGENDA", 288, 1065, 963, 40)]
+        lines += [line(text, 288, 1101 + round(31.9 * i), x1, 36)
+                  for i, (x1, text) in enumerate(paragraph)]
+        return lines + [line(marks[1], 211, 1388, 224, 39), line(marks[2], 211, 1423, 240, 40),
+                        line("CLOSED SESSION", 288, 1423, 562, 40)]
+
+    for marks in (["2.", "`", "3."], ["■", "■", "■"]):
+        markdown = render(read_order(agenda(marks))).markdown
+        assert "|" not in markdown, markdown
+    rated = render(read_order(agenda(["$$$", "$$", "$$$"]))).markdown
+    assert "| $$$ | PUBLIC COMMENT – ITEMS ON THE AGENDA |" in rated, rated
+
+
 def test_figures_under_a_row_are_a_row_of_their_own():
     # ICDAR 2013's eu-002: the last year has no figures for two quarters; figures do
     # not wrap, however full the cells above them are
