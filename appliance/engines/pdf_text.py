@@ -7,7 +7,9 @@ was rendered. The characters become lines and words (a new line where the baseli
 moves, the text runs back or a gap wider than ``LINE_GAP`` em opens: a table's cells
 and a page's columns are lines of their own, as the OCR detector finds them), and
 the lines go through the same read stage as an OCR reading's (``pipeline.read``:
-reading order and Markdown): one page tree, whichever reader.
+reading order and Markdown): one page tree, whichever reader. A page whose text runs
+sideways or upside down (``text_turn``) gives its lines turned level, on the page turned
+as much (``turned_level``; the worker turns its image and records the turn).
 
 Per page the reader is chosen, and why is recorded (``Verdict``, the provenance's
 ``text_layer``):
@@ -48,6 +50,7 @@ import math
 import re
 import statistics
 import unicodedata
+from collections import Counter
 from collections.abc import Callable
 from dataclasses import asdict, dataclass, field, replace
 from importlib.metadata import version
@@ -66,6 +69,7 @@ from appliance.engines.symbol_fonts import drawn, symbol_marks
 from appliance.page import Line, Recognition, Word, unspaced
 from appliance.raster import INK_LEVEL, PageRendering, open_pdf, to_rgb
 from appliance.raster.pdf_content import shows_text as page_shows_text
+from appliance.raster.turning import quarter_turn
 
 AUTO, IGNORE, PREFER = "auto", "ignore", "prefer"
 MODES = (AUTO, IGNORE, PREFER)
@@ -73,7 +77,7 @@ TEXT, OCR, MIXED = "text", "ocr", "mixed"  # the readers a page may get
 NAME = PDF_TEXT  # the reader's name where a result records its engine
 # how characters become lines and words: bump it when that changes, so the result
 # cache does not serve the old reading
-RECIPE = "text-layer/v4"
+RECIPE = "text-layer/v5"
 
 LINE_GAP = 1.2  # em of white between two characters of a row that ends a line
 # A word space: 0.2 to 0.33 em in common fonts (Noto CJK's is 0.224). pdfium infers a
@@ -111,6 +115,7 @@ class Char:
     unmapped: bool
     generated: bool  # inserted by pdfium (a space or a line break it inferred)
     turn: int = 0  # degrees its line runs turned counterclockwise on the page: 0, 90, 180, 270
+    mirrored: bool = False  # drawn mirror-wise (a reflecting matrix), no turn sets it level
 
     @property
     def space(self) -> bool:
@@ -143,12 +148,15 @@ class Verdict:
     mode: str
     checks: dict[str, Check] = field(default_factory=dict)
     ocr_lines: int = 0  # read by OCR in the pictures of a mixed page
+    # degrees counterclockwise the page's text runs (``text_turn``): its lines are given
+    # turned back level, on the page turned as much clockwise
+    turn: int = 0
 
     def to_dict(self) -> dict:
         return {"reader": self.reader, "reason": self.reason, "mode": self.mode,
                 "checks": {name: {**asdict(check), "passed": check.passed}
                            for name, check in self.checks.items()},
-                "ocr_lines": self.ocr_lines}
+                "ocr_lines": self.ocr_lines, "turn": self.turn}
 
 
 def model_id() -> str:
@@ -252,7 +260,7 @@ def read_layer(path: Path, index: int, password: str | None, size: tuple[int, in
                 chars.append(Char(text, box,
                                   size_px, mode == _INVISIBLE,
                                   bool(pdfium_c.FPDFText_HasUnicodeMapError(textpage, i)),
-                                  generated, _turn(to_device, linear)))
+                                  generated, *_direction(to_device, linear)))
             pictures = []
             area = float(size[0] * size[1]) or 1.0
             for obj in page.get_objects(filter=(pdfium_c.FPDF_PAGEOBJ_IMAGE,)):
@@ -290,15 +298,20 @@ def _char_matrix(textpage, index: int, matrix) -> tuple[float, float, float, flo
     return matrix.a, matrix.b, matrix.c, matrix.d
 
 
-def _turn(to_device: np.ndarray, linear: tuple[float, float, float, float]) -> int:
+def _direction(to_device: np.ndarray, linear: tuple[float, float, float, float]
+               ) -> tuple[int, bool]:
     """Which way a character's line runs on the rendered page: 0 (left to right), 90
     (up), 180 (right to left, upside down) or 270 (down), from the direction its
-    matrix advances in."""
-    dx = to_device[0, 0] * linear[0] + to_device[0, 1] * linear[1]
-    dy = to_device[1, 0] * linear[0] + to_device[1, 1] * linear[1]
+    matrix advances in; and whether it is drawn mirrored (its up and its advance turn
+    the other way round than a glyph's in pixels, whose y runs down)."""
+    advance = to_device[:2, :2] @ np.array([linear[0], linear[1]])
+    up = to_device[:2, :2] @ np.array([linear[2], linear[3]])
+    dx, dy = advance
     if abs(dx) >= abs(dy):
-        return 0 if dx >= 0 else 180
-    return 90 if dy < 0 else 270
+        turn = 0 if dx >= 0 else 180
+    else:
+        turn = 90 if dy < 0 else 270
+    return turn, bool(dx * up[1] - dy * up[0] > 0)
 
 
 def _whole_characters(chars: list[Char]) -> list[Char]:
@@ -551,6 +564,38 @@ def judge(layer: TextLayer, page: PageRendering, mode: str, settings: PdfSetting
     return verdict, lines
 
 
+def text_turn(chars: list[Char]) -> int:
+    """How far counterclockwise the page's text runs: the turn of more than half its
+    shown characters (a table set sideways on an upright page, a page upside down),
+    0 where no turn has them or they are drawn mirrored (no turn sets them level)."""
+    shown = [char for char in chars if not char.generated and not char.space]
+    turns = Counter(char.turn for char in shown if not char.mirrored)
+    if not turns:
+        return 0
+    turn, count = turns.most_common(1)[0]
+    return turn if count > len(shown) / 2 else 0
+
+
+def turned_level(lines: list[Line], turn: int, size: tuple[int, int]
+                 ) -> tuple[list[Line], int]:
+    """``lines`` of a page of ``size`` whose text runs ``turn`` degrees counterclockwise,
+    placed on the page turned as much clockwise (as ``preprocess`` turns it, which
+    records the map back), and the turned page's height."""
+    rotate = (360 - turn) % 360
+    matrix = quarter_turn(rotate, *size)
+
+    def placed(box: list[float]) -> list[float]:
+        x0, y0, x1, y1 = box
+        corners = matrix @ np.array([[x0, x1], [y0, y1], [1.0, 1.0]])
+        return [*corners.min(axis=1), *corners.max(axis=1)]
+
+    level = [replace(line, box=placed(line.box),
+                     words=[replace(word, box=placed(word.box)) for word in line.words]
+                     if line.words else line.words)
+             for line in lines]
+    return level, size[0] if rotate in (90, 270) else size[1]
+
+
 def picture_lines(layer: TextLayer, lines: list[Line],
                   ocr: Callable[[Image.Image], Recognition]) -> list[Line]:
     """The lines OCR reads in the page's pictures (below scan size), in page pixels,
@@ -617,7 +662,11 @@ def read_page(page: PageRendering, mode: str, settings: PdfSettings,
     found = picture_lines(layer, lines, ocr)
     if found:
         verdict.reader, verdict.ocr_lines = MIXED, len(found)
-    recognition = Recognition.found(lines + found, page_height=page.size[1]).noted(
+    lines, height = lines + found, page.size[1]
+    verdict.turn = text_turn(layer.chars)
+    if verdict.turn:
+        lines, height = turned_level(lines, verdict.turn, layer.size)
+    recognition = Recognition.found(lines, page_height=height).noted(
         {"text_layer": verdict.to_dict()})
     if key:
         cache.put(key, recognition)

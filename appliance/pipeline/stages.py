@@ -150,11 +150,21 @@ def run_job(pipeline: PagePipeline, job: Job, background: ThreadPoolExecutor,
                 page.size  # a PDF pdfium cannot open fails here, with its reason, as OCR would
                 verdict, recognition, key = _own_text(pipeline, job, page, request)
         if recognition is not None:
-            # read from its own text: the page as rendered, whose image is written only
-            # when someone opens it (``review.page_image``)
-            steps = []
             reader = (pdf_text.NAME, pdf_text.model_id())
-            recognition = recognition.noted({PAGE_IMAGE: ON_DEMAND})
+            if verdict["turn"]:
+                # its text runs sideways or upside down, its lines come turned level: the
+                # page is turned as much, for the outputs to map back and for review
+                with clock.stage("raster"):
+                    rendered_image = page.image
+                image, steps = preprocess(rendered_image,
+                                          replace(settings.preprocess, enabled=False),
+                                          turn_deg=verdict["turn"], turned_by=pdf_text.NAME)
+                saving = background.submit(save_page_image, image, job.page_image)
+            else:
+                # the page as rendered, whose image is written only when someone opens
+                # it (``review.page_image``)
+                steps = []
+                recognition = recognition.noted({PAGE_IMAGE: ON_DEMAND})
         else:
             with clock.stage("raster"):
                 rendered_image = page.image
@@ -188,7 +198,9 @@ def run_job(pipeline: PagePipeline, job: Job, background: ThreadPoolExecutor,
                 recognition = with_marks(recognition,
                                          find_marks(engine_image(), recognition.lines))
         with clock.stage("read"):
-            recognition = pipeline.read(recognition, image)  # image None: read from its text
+            # a page read from its own text has no table model: it reads the pixels an engine read
+            own_text = reader[0] == pdf_text.NAME
+            recognition = pipeline.read(recognition, None if own_text else image)
         with clock.stage("postprocess"):
             recognition = postprocess(recognition)
             confidence = score_page(recognition, doc_type=request.doc_type)
@@ -215,7 +227,7 @@ def run_job(pipeline: PagePipeline, job: Job, background: ThreadPoolExecutor,
                 recognition = place_text(recognition, classic.lines)
         specs = settings.field_specs.get(request.doc_type)
         if (specs and isinstance(engine, VisionEngine) and request.engine != registry.FALLBACK
-                and reader[0] != pdf_text.NAME):
+                and not own_text):
             with clock.stage("fields"):
                 recognition = _with_field_answer(engine, engine_image(), recognition, specs,
                                                  request)

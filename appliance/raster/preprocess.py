@@ -135,13 +135,14 @@ def preprocess(image: Image.Image, settings: PreprocessSettings, *, doc_type: st
                classify_upside_down: ClassifyUpsideDown | None = None,
                text_boxes: TextBoxDirections | None = None,
                resolution_boost: int = 0,
-               turn_deg: int | None = None) -> tuple[Image.Image, list[StepRecord]]:
+               turn_deg: int | None = None, turned_by: str = "reviewer",
+               ) -> tuple[Image.Image, list[StepRecord]]:
     """The cleaned page and one record per step that ran (none when disabled).
 
     ``resolution_boost``: read the page this many profile rungs sharper (a reviewer's
-    rerun at higher resolution), with print that much bigger. ``turn_deg``: a
-    reviewer's turn of the page as it came, clockwise, in place of the orientation
-    step's own.
+    rerun at higher resolution), with print that much bigger. ``turn_deg``: a turn of
+    the page as it came, clockwise, in place of the orientation step's own, ``turned_by``
+    whom: a reviewer's, or the way a born-digital page's own text runs.
 
     A grayscale (``L``) page stays grayscale, anything else becomes RGB. When no step
     changes a pixel, ``image`` itself is returned.
@@ -157,7 +158,8 @@ def preprocess(image: Image.Image, settings: PreprocessSettings, *, doc_type: st
     steps: list[tuple[str, bool, Callable[[], dict]]] = [
         ("orientation", settings.orientation, lambda: orientation(page, classify_upside_down,
                                                                   text_boxes))
-         if turn_deg is None else ("orientation", True, lambda: turned(page, turn_deg)),
+         if turn_deg is None
+         else ("orientation", True, lambda: turned(page, turn_deg, turned_by)),
         ("deskew", settings.deskew, lambda: deskew(page, settings.deskew_min_angle_deg)),
         ("crop", settings.crop_borders, lambda: _crop(page)),
         ("contrast", settings.contrast, lambda: _contrast(page)),
@@ -166,7 +168,7 @@ def preprocess(image: Image.Image, settings: PreprocessSettings, *, doc_type: st
          lambda: _resolution(page, RESOLUTION_PROFILES[doc_type], doc_type, max_pixels,
                              resolution_boost)),
     ]
-    if not settings.enabled:  # the reviewer's turn alone
+    if not settings.enabled:  # the given turn alone
         steps = steps[:1]
     records = []
     for name, enabled, run in steps:

@@ -48,16 +48,22 @@ _ROTATE = {  # counter-clockwise degrees -> (cv2 code, coordinate map for a W x 
 }
 
 
-def turned(page: WorkPage, clockwise_deg: int) -> dict:
-    """A person's turn of the page as it came (a reviewer's "rotate and read again"),
-    in place of the orientation vote: ``rotated_deg`` counter-clockwise, as
-    ``orientation`` records it."""
+def quarter_turn(rotate: int, width: int, height: int) -> np.ndarray:
+    """The coordinate map (2 x 3, old to new) of a ``width`` x ``height`` page turned
+    ``rotate`` degrees counter-clockwise (90, 180 or 270)."""
+    return _ROTATE[rotate][1](width, height).astype(float)
+
+
+def turned(page: WorkPage, clockwise_deg: int, by: str) -> dict:
+    """A turn of the page as it came known before any vote, ``by`` whom: a reviewer's
+    ("rotate and read again"), or the way a born-digital page's own text runs.
+    ``rotated_deg`` counter-clockwise, as ``orientation`` records it."""
     rotate = (360 - clockwise_deg) % 360
     if rotate:
-        code, coordinates = _ROTATE[rotate]
         height, width = page.pixels.shape[:2]
-        page.update(cv2.rotate(page.pixels, code), coordinates(width, height).astype(float))
-    return {"rotated_deg": rotate, "by": "reviewer"}
+        page.update(cv2.rotate(page.pixels, _ROTATE[rotate][0]),
+                    quarter_turn(rotate, width, height))
+    return {"rotated_deg": rotate, "by": by}
 
 
 def orientation(page: WorkPage, classify: ClassifyUpsideDown | None,
@@ -113,9 +119,9 @@ def orientation(page: WorkPage, classify: ClassifyUpsideDown | None,
             detail[GUESSED] = True
     detail["rotated_deg"] = rotate
     if rotate:
-        code, coordinates = _ROTATE[rotate]
         height, width = page.pixels.shape[:2]
-        page.update(cv2.rotate(page.pixels, code), coordinates(width, height).astype(float))
+        page.update(cv2.rotate(page.pixels, _ROTATE[rotate][0]),
+                    quarter_turn(rotate, width, height))
     return detail
 
 

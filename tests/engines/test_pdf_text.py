@@ -424,6 +424,56 @@ def test_a_stamp_printed_up_the_margin_is_one_line_read_with_the_foot(tmp_path, 
     assert {line.text: line.role for line in done.recognition.lines}[stamp] == "footer"
 
 
+@pytest.mark.parametrize("turn", [90, 180, 270])
+def test_a_page_whose_text_runs_sideways_or_upside_down_is_read_turned_level(tmp_path, engine,
+                                                                            turn):
+    """A landscape table set sideways on an upright page (pdfplumber's
+    nics-background-checks-2015-11-rotated.pdf: /Rotate 90 over text that runs down),
+    a page upside down (issue-848.pdf): the lines ran across the reading order, each a
+    column of its own, the table a word a row. The page is read turned level, as a scan
+    would be: its lines are placed on the page turned as much, which the worker keeps
+    for review and records as the orientation step that maps them back."""
+    from fpdf import FPDF
+
+    from appliance.raster.preprocess import to_original
+
+    rows = [f"Region {name} reported {row * 37 + 11} checks in November"
+            for row, name in enumerate(["Alabama", "Alaska", "Arizona", "Arkansas",
+                                        "California", "Colorado", "Delaware", "Florida"])]
+    pdf = FPDF(unit="pt", format="A4")  # 595 x 842
+    pdf.add_page()
+    pdf.set_font("Helvetica", size=12)
+    # each line starts at the page's top left corner as the turned page shows it
+    start, step = {90: ((100, 760), (20, 0)), 180: ((500, 100), (0, 20)),
+                   270: ((495, 80), (-20, 0))}[turn]
+    with pdf.rotation(turn, *start):
+        for row, text in enumerate(rows):
+            pdf.text(start[0], start[1] + 20 * row, text)
+    path = tmp_path / "turned.pdf"
+    pdf.output(str(path))
+    done = _read(engine, path, mode="prefer")
+    assert _verdict(done)["reader"] == "text"
+    assert done.recognition.text.split("\n") == rows
+    assert _verdict(done)["turn"] == turn
+    steps = done.recognition.provenance["preprocess"]
+    assert [(s["step"], s["detail"]["rotated_deg"], s["detail"]["by"]) for s in steps] == \
+        [("orientation", (360 - turn) % 360, pdf_text.NAME)]
+    rendered = tuple(done.recognition.provenance["rendered"]["size"])
+    size = tuple(done.recognition.provenance["image_size"])
+    assert size == (rendered if turn == 180 else rendered[::-1])
+    with Image.open(path.with_suffix(".0.seen.png")) as kept:  # the page review shows
+        assert kept.size == size
+    # mapped back, each line stands where the page draws it, as the layer found it
+    layer = pdf_text.read_layer(path, 0, None, rendered, 1.0, 1.0)
+    drawn = {line.text: line.box for line in pdf_text.layer_lines(layer.chars)}
+    back = to_original(steps)
+    for line in done.recognition.lines:
+        x0, y0, x1, y1 = line.box
+        corners = back @ [[x0, x1], [y0, y1], [1, 1]]
+        mapped = [*corners[:2].min(axis=1), *corners[:2].max(axis=1)]
+        assert mapped == pytest.approx(drawn[line.text], abs=0.5)
+
+
 @pytest.mark.parametrize("script", ["latin", "chinese"])
 def test_two_short_columns_on_page_two_of_a_report_are_read_column_by_column(tmp_path, engine,
                                                                              script):
