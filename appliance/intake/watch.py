@@ -464,7 +464,8 @@ class FolderWatcher:
                               max(self.folder.stability_s, RETRY_MIN_S) * 2 ** (attempt - 1))
                 self._tracker.retry(path, time.monotonic(), delay_s)
         if accepted:
-            log.info("watch offered folder=%s file=%s bytes=%d tags=%s result=accepted",
+            # "handed_over": intake owns the file now; its own line says whether it was read
+            log.info("watch offered folder=%s file=%s bytes=%d tags=%s result=handed_over",
                      kv(self.name), kv(rel), signature[0], kv(",".join(tags)))
         elif error is not None:
             log.error("watch offer failed folder=%s file=%s attempt=%d retry_s=%g reason=%s",
