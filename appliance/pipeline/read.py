@@ -58,7 +58,8 @@ class ReadStage:
         read = reading.read_lines(recognition.lines, lean_deg=unread.lean_deg,
                                   page_furniture=self.page_furniture,
                                   page_height=unread.page_height,
-                                  table_reader=self._table_reader(image, written))
+                                  table_reader=self._table_reader(image, recognition.lines,
+                                                                  written))
         provenance = {**read.provenance, **recognition.provenance, READ_BY: reading.RECIPE}
         if written:
             index = {_place(line): number for number, line in enumerate(read.lines)}
@@ -69,17 +70,17 @@ class ReadStage:
                        flags=[*read.flags, *recognition.flags], provenance=provenance,
                        unread=None)
 
-    def _table_reader(self, image: Image.Image | None,
+    def _table_reader(self, image: Image.Image | None, page_lines: list[Line],
                       written: list[tuple[list[Line], bool, list[str]]]):
-        """The table model's reader of the tables on ``image``; what it writes goes into
-        ``written``."""
+        """The table model's reader of the tables on ``image``, whose lines are
+        ``page_lines``; what it writes goes into ``written``."""
         if self._tables is None or image is None:
             return None
         tables = self._tables
 
         def read(lines: list[Line], whole: bool) -> list[str] | None:
             try:
-                markdown = tables.markdown(image, lines, whole)
+                markdown = tables.markdown(image, lines, whole, page_lines)
             except Exception:  # the rules still write the table
                 log.exception("event=table_model_failed")
                 return None

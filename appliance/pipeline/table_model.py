@@ -97,15 +97,16 @@ class TableStructure:
         self._tokens = ["sos", *tokens, "eos"]
         self._input = self._session.get_inputs()[0].name
 
-    def markdown(self, image: Image.Image, lines: list[Line], whole: bool = True
-                 ) -> list[str] | None:
+    def markdown(self, image: Image.Image, lines: list[Line], whole: bool = True,
+                 page_lines: list[Line] | None = None) -> list[str] | None:
         """The table of ``lines`` as Markdown lines (a pipe table, HTML where cells
         span), read from the region of ``image`` they cover; None where the model gives
         no grid the words fit (nothing read, its tokens ran out before the end of a long
         table, or it disagrees with the printed rows, ``_rows_agree``): the rules write
         that table. ``whole``: the rules read it as one run of rows, their table then
         wins any disagreement; where they broke it up, the model may disagree on a few
-        rows."""
+        rows. ``page_lines``: all the page's lines, which tell a group head printed over
+        the table from one the model invented (``_without_empty_rows``)."""
         height = statistics.median(line.box[3] - line.box[1] for line in lines)
         margin = CROP_MARGIN * height
         x0 = max(0, int(min(line.box[0] for line in lines) - margin))
@@ -121,7 +122,9 @@ class TableStructure:
         placed = _placed(grid, words)
         if not _rows_agree(grid, placed, WHOLE_DISAGREE if whole else DISAGREE):
             return None
-        cells, texts = _without_empty_rows(grid.cells, [_text(mine) for mine in placed])
+        printed = [_centre(line.box, -x0, -y0) for line in page_lines or lines]
+        cells, texts = _without_empty_rows(grid.cells, [_text(mine) for mine in placed],
+                                           grid.boxes, printed)
         return _markdown(cells, texts) if any(texts) else None
 
     def read(self, image: Image.Image) -> Grid | None:
@@ -293,17 +296,47 @@ def _rows_agree(grid: Grid, placed: list[list[dict]], disagree: float) -> bool:
     return len(merged | split | joined) <= disagree * len(rows)
 
 
-def _without_empty_rows(cells: list[tuple[int, int, int, int]], texts: list[str]
+def _without_empty_rows(cells: list[tuple[int, int, int, int]], texts: list[str],
+                        boxes: list[list[float]], printed: list[tuple[float, float]]
                         ) -> tuple[list[tuple[int, int, int, int]], list[str]]:
-    """The grid without the rows the model drew that no word fills (an empty head over
-    the table), where no cell spans into them."""
-    count = max(row + rows for row, _c, rows, _s in cells)
-    empty = {row for row in range(count)
-             if all(not text for (r, _c, _rs, _s), text in zip(cells, texts) if r == row)
-             and not any(r < row < r + rs or (r == row and rs > 1) for r, _c, rs, _s in cells)}
-    kept = [((row - sum(1 for e in empty if e < row), column, rows, span), text)
-            for (row, column, rows, span), text in zip(cells, texts) if row not in empty]
-    return [cell for cell, _ in kept], [text for _, text in kept]
+    """The grid without the rows the model drew that no word fills: an empty head over
+    the table, where no cell spans into them; and a group head it invented over the
+    table's head, a first row whose words are all in cells that span down from it (the lab
+    report's "参考范围" beside its one-row head "项目 检验方法 提示 ..."), where no line
+    of the page is ``printed`` (its centre) in its empty cells (a group head the engine
+    read apart from the table's lines). Those cells then start a row lower."""
+    cells, texts, boxes = list(cells), list(texts), list(boxes)
+    row = 0
+    while row < max((r + rs for r, _c, rs, _s in cells), default=0):
+        own = [i for i, cell in enumerate(cells) if cell[0] == row]
+        spanning = [i for i in own if cells[i][2] > 1]
+        blank = [i for i in own if i not in spanning]
+        into = any(r < row < r + rs for r, _c, rs, _s in cells)
+        if (into or any(texts[i] for i in blank)
+                or spanning and (row > 0 or not blank  # a form's blanks are no head
+                                 or any(_under(boxes[i], printed) for i in blank))):
+            row += 1
+            continue
+        for i in spanning:
+            r, c, rs, span = cells[i]
+            cells[i] = (r + 1, c, rs - 1, span)
+        kept = [i for i in range(len(cells)) if i not in blank]
+        cells = [cell if cell[0] < row else (cell[0] - 1, *cell[1:])
+                 for cell in (cells[i] for i in kept)]
+        texts, boxes = [texts[i] for i in kept], [boxes[i] for i in kept]
+    return cells, texts
+
+
+def _centre(box: list[float], dx: float, dy: float) -> tuple[float, float]:
+    return (box[0] + box[2]) / 2 + dx, (box[1] + box[3]) / 2 + dy
+
+
+def _under(box: list[float], points: list[tuple[float, float]]) -> bool:
+    """Whether a point stands in the cell: across it, and in the middle half of its
+    height (the line over a table's head, cut by the crop's margin, stands at its top)."""
+    quarter = (box[3] - box[1]) / 4
+    return any(box[0] <= x <= box[2] and box[1] + quarter <= y <= box[3] - quarter
+               for x, y in points)
 
 
 def _extents(grid: Grid, axis: int) -> list[tuple[float, float]]:
