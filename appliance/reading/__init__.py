@@ -11,7 +11,7 @@ if TYPE_CHECKING:
 
 # How lines become text and Markdown, by version: bump it when that changes. A page's
 # provenance names the version that read it (``pipeline.read``).
-RECIPE = "layout/v27"
+RECIPE = "layout/v28"
 
 
 def read_lines(lines: list[Line], lean_deg: float = 0.0,

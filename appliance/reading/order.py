@@ -67,6 +67,7 @@ SECTION_GAP = 0.7
 # reads the pages measured alike.
 SECTION_MARGIN = 0.35
 SPACING_PAIRS = 8  # pairs of lines one under the other that measure the line spacing
+WRAPPED_PAIRS = 3  # ... on a short page, pairs of a full line and the one it wraps onto
 SPACING_REACH = 3.0  # line heights below a line where the next one may stand
 # The spine of a book spread (two pages scanned side by side) is white this many line
 # heights wide: both pages' inner margins (the Chinese spreads built for the eval set
@@ -439,22 +440,52 @@ def _section_gap(lines: list[Line], height: float) -> float:
 def _line_spacing(lines: list[Line], height: float) -> float | None:
     """The median white between a line of running text and the next one under it
     (overlapping half the narrower one's width), in line heights; None on a page that
-    is not typeset (a form, a receipt) or has fewer than SPACING_PAIRS such pairs."""
+    is not typeset (a form, a receipt) or has fewer than SPACING_PAIRS such pairs. A
+    page with fewer lines of running text is measured where its text wraps
+    (``_wrapped_spacing``)."""
     running = sorted(running_lines(lines), key=lambda line: line.box[1])
     if len(running) < TYPESET_LINES:
+        return _wrapped_spacing(running, lines, height)
+    white = [white for _line, _below, white in _stacked(running, running, height)]
+    return statistics.median(white) if len(white) >= SPACING_PAIRS else None
+
+
+def _wrapped_spacing(running: list[Line], lines: list[Line], height: float) -> float | None:
+    """The line spacing of a short page of running text (a report's page of a few
+    paragraphs, double-spaced, read a section a line), where its text wraps: a line
+    of running text that fills its measure (its right edge that of two more, within a
+    line height) and the line under it, which starts no further right (a paragraph's
+    indented first line starts right of its lines). None with fewer than WRAPPED_PAIRS
+    such pairs, or on a page not mostly of running text (a form's labels and values
+    fill no measure, but a letter's paragraph on it may)."""
+    if 2 * len(running) < len(lines):
         return None
-    white = []
-    for index, line in enumerate(running):
+    ends = [line.box[2] for line in running]
+    full = [line for line in running if sum(abs(end - line.box[2]) <= height for end in ends) > 2]
+    white = [white for line, below, white
+             in _stacked(full, sorted(lines, key=lambda line: line.box[1]), height)
+             if below.box[0] <= line.box[0] + height]
+    return statistics.median(white) if len(white) >= WRAPPED_PAIRS else None
+
+
+def _stacked(upper: list[Line], lines: list[Line], height: float
+             ) -> list[tuple[Line, Line, float]]:
+    """Each of the ``upper`` lines with the next of ``lines`` (top to bottom) under it,
+    overlapping half the narrower one's width, and the white between them in line
+    heights."""
+    pairs = []
+    for line in upper:
         width = line.box[2] - line.box[0]
-        for below in running[index + 1:]:
+        for below in lines:
+            if below.box[1] < line.box[3] - 0.3 * height:
+                continue
             if below.box[1] > line.box[3] + SPACING_REACH * height:
                 break
             shared = overlap(line.box[0], line.box[2], below.box[0], below.box[2])
-            if below.box[1] >= line.box[3] - 0.3 * height \
-                    and shared > 0.5 * min(width, below.box[2] - below.box[0]):
-                white.append((below.box[1] - line.box[3]) / height)
+            if shared > 0.5 * min(width, below.box[2] - below.box[0]):
+                pairs.append((line, below, (below.box[1] - line.box[3]) / height))
                 break
-    return statistics.median(white) if len(white) >= SPACING_PAIRS else None
+    return pairs
 
 
 def _columns_hold(lines: list[Line], x: float,

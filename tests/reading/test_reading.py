@@ -12,6 +12,7 @@ import pytest
 from appliance.page import Block, Line, Word
 from appliance.quality.blocks import format_problems, parse_blocks
 from appliance.quality.markdown import escape_markdown
+from appliance.reading import read_lines
 from appliance.reading.lines import rows
 from appliance.reading.markdown import in_order, render
 from appliance.reading.order import read_order
@@ -1222,3 +1223,31 @@ def test_two_short_columns_that_end_their_paragraphs_are_read_one_after_the_othe
                line("The board thanks every member of staff for", 560, 120, 940),
                line("costs stayed on plan.", 140, 160), line("the work.", 690, 160)]
     assert order_of(centred[::-1]) == [l.text for l in centred]
+
+
+def test_a_short_double_spaced_page_reads_in_paragraphs_not_a_paragraph_a_line():
+    """Page 2 of a listed company's quarterly report (pdfplumber's issue-67-example.pdf,
+    scanned at 200 dpi and read by OCR; its geometry): three paragraphs, double-spaced,
+    each opened two characters in. With six lines of running text the page is not
+    typeset enough to measure its line spacing (TYPESET_LINES), so each line, a line
+    height of white under the last, was a section and a paragraph of its own, and
+    sentences were cut in two. Its spacing is now measured where its lines wrap (a line
+    that fills the measure and the line under it, starting at the margin): the
+    paragraphs read whole, apart where more white and an indent open the next."""
+    paragraphs = [["公司董事会、监事会及董事、监事、高级管理人员保证季度报告内容的真",
+                   "实、准确、完整，不存在虚假记载、误导性陈述或者重大遗漏，并承担个别和",
+                   "连带的法律责任。"],
+                  ["所有董事均已出席了审议本次季报的董事会会议。"],
+                  ["公司负责人刘道骐、主管会计工作负责人肖寻及会计机构负责人(会计主管",
+                   "人员)钱扣明声明：保证季度报告中财务报表的真实、准确、完整。"]]
+    boxes = [[83, 239, 990, 268], [28, 301, 990, 331], [26, 360, 238, 393],
+             [83, 434, 687, 467], [84, 507, 990, 537], [29, 567, 835, 601]]
+    texts = [text for paragraph in paragraphs for text in paragraph]
+    lines = [Line(text=text, box=box, score=0.95) for text, box in zip(texts, boxes)]
+    lines += [Line(text="东北电气发展股份有限公司2018年第一季度报告全文", box=[299, 27, 720, 47],
+                   score=0.95),
+              Line(text="第一节 重要提示", box=[386, 134, 631, 170], score=0.95),
+              Line(text="2", box=[25, 1492, 41, 1514], score=0.95)]
+    markdown = read_lines(lines, page_height=1536).markdown
+    body = markdown.split("第一节 重要提示\n\n", 1)[1].split("\n\n## Page furniture")[0]
+    assert body.split("\n\n") == ["\n".join(paragraph) for paragraph in paragraphs]
