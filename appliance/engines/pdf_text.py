@@ -148,8 +148,8 @@ class Verdict:
     mode: str
     checks: dict[str, Check] = field(default_factory=dict)
     ocr_lines: int = 0  # read by OCR in the pictures of a mixed page
-    # degrees counterclockwise the page's text runs (``text_turn``): its lines are given
-    # turned back level, on the page turned as much clockwise
+    # degrees clockwise the page is turned for its reading, its lines given on the page
+    # so turned: as far as its text runs counterclockwise (``text_turn``), or a reviewer's
     turn: int = 0
 
     def to_dict(self) -> dict:
@@ -578,9 +578,9 @@ def text_turn(chars: list[Char]) -> int:
 
 def turned_level(lines: list[Line], turn: int, size: tuple[int, int]
                  ) -> tuple[list[Line], int]:
-    """``lines`` of a page of ``size`` whose text runs ``turn`` degrees counterclockwise,
-    placed on the page turned as much clockwise (as ``preprocess`` turns it, which
-    records the map back), and the turned page's height."""
+    """``lines`` of a page of ``size`` placed on the page turned ``turn`` degrees
+    clockwise (as ``preprocess`` turns it, which records the map back): level where its
+    text runs as far counterclockwise. And the turned page's height."""
     rotate = (360 - turn) % 360
     matrix = quarter_turn(rotate, *size)
 
@@ -633,11 +633,12 @@ def _in_layer(line: Line, lines: list[Line]) -> bool:
 
 def read_page(page: PageRendering, mode: str, settings: PdfSettings,
               ocr: Callable[[Image.Image], Recognition], cache: ResultCache | None,
-              reader: TextLayerReader, request: PageRequest,
+              reader: TextLayerReader, request: PageRequest, turn_deg: int | None = None,
               ) -> tuple[dict, Recognition | None, str | None]:
     """The PDF ``page``'s own text: the verdict (``Verdict.to_dict``), its lines as found
     (unread, for the read stage; None where the page goes to OCR) and its result cache
     key. ``ocr`` is the quick reader of the invisible check's sample and of pictures.
+    ``turn_deg``: a reviewer's turn of the page, clockwise, in place of its text's own.
     Of the checks, only that one renders the page at full resolution. A reading is cached under the layer's
     characters and a light rendering's pixels with ``reader``'s recipe, never under an
     OCR reading's key: ``ignore`` never gets a text-layer reading from the cache, nor
@@ -652,8 +653,8 @@ def read_page(page: PageRendering, mode: str, settings: PdfSettings,
         return verdict.to_dict(), None, None
     layer = read_layer(path, index, password, page.size, settings.scan_min_area,
                        settings.min_picture_area)
-    key = cache.key(f"{image_digest(page.preview(_INK_DPI))}:{layer.digest()}", reader,
-                    request) if cache else None
+    key = cache.key(f"{image_digest(page.preview(_INK_DPI))}:{layer.digest()}:{turn_deg}",
+                    reader, request) if cache else None
     if key and (cached := cache.get(key)) is not None:
         return cached.provenance["text_layer"], cached.flagged("cached"), key
     verdict, lines = judge(layer, page, mode, settings, ocr)
@@ -663,7 +664,7 @@ def read_page(page: PageRendering, mode: str, settings: PdfSettings,
     if found:
         verdict.reader, verdict.ocr_lines = MIXED, len(found)
     lines, height = lines + found, page.size[1]
-    verdict.turn = text_turn(layer.chars)
+    verdict.turn = text_turn(layer.chars) if turn_deg is None else turn_deg
     if verdict.turn:
         lines, height = turned_level(lines, verdict.turn, layer.size)
     recognition = Recognition.found(lines, page_height=height).noted(

@@ -46,7 +46,7 @@ from appliance.raster import (ON_DEMAND, PAGE_IMAGE, PageRendering, plausible_dp
                               save_page_image)
 from appliance.raster.marks import find_marks, with_marks
 from appliance.raster.preprocess import preprocess
-from appliance.raster.turning import GUESSED
+from appliance.raster.turning import GUESSED, REVIEWER
 from appliance.raster.workpage import StepRecord
 from appliance.reading.regions import column_regions
 from appliance.stopwatch import Stopwatch
@@ -152,13 +152,15 @@ def run_job(pipeline: PagePipeline, job: Job, background: ThreadPoolExecutor,
         if recognition is not None:
             reader = (pdf_text.NAME, pdf_text.model_id())
             if verdict["turn"]:
-                # its text runs sideways or upside down, its lines come turned level: the
-                # page is turned as much, for the outputs to map back and for review
+                # its text runs sideways or upside down (or a reviewer turned it): its
+                # lines come on the page turned, which is turned as much here for the
+                # outputs to map back and for review
                 with clock.stage("raster"):
                     rendered_image = page.image
-                image, steps = preprocess(rendered_image,
-                                          replace(settings.preprocess, enabled=False),
-                                          turn_deg=verdict["turn"], turned_by=pdf_text.NAME)
+                image, steps = preprocess(
+                    rendered_image, replace(settings.preprocess, enabled=False),
+                    turn_deg=verdict["turn"],
+                    turned_by=pdf_text.NAME if job.turn_deg is None else REVIEWER)
                 saving = background.submit(save_page_image, image, job.page_image)
             else:
                 # the page as rendered, whose image is written only when someone opens
@@ -279,7 +281,7 @@ def _own_text(pipeline: PagePipeline, job: Job, page: PageRendering, request: Pa
     reader = pdf_text.TextLayerReader(pdf, job.text_layer, pipeline.engine.reader(quick)[1])
     return pdf_text.read_page(page, job.text_layer, pdf,
                               lambda picture: pipeline.recognise(picture, quick),
-                              pipeline.cache, reader, request)
+                              pipeline.cache, reader, request, job.turn_deg)
 
 
 def _recognition(pipeline: PagePipeline, image: Image.Image, request: PageRequest,

@@ -43,7 +43,8 @@ the step that ran the layout analysis):
 - orientation: ``rotated_deg`` (counter-clockwise turn applied), ``lines``
   (horizontal / vertical), ``text_boxes`` (``across`` and ``down``, where the geometry
   found the lines running down), ``votes`` (count and weight of upright and inverted answers)
-  or ``classifier: None``;
+  or ``classifier: None``; a turn given (``turn_deg``) instead records ``by`` whom:
+  ``reviewer``, or ``pdf-text`` for a born-digital page whose own text runs turned;
 - deskew: ``angle_deg`` (the lean measured, counter-clockwise positive; the page was
   turned by minus that), ``fill`` (the colour of the new corners);
 - crop: ``box`` [left, top, right, bottom] kept, ``removed`` (share of the area);
@@ -75,8 +76,8 @@ import numpy as np
 from PIL import Image
 
 from appliance.config import DOC_TYPES, PreprocessSettings
-from appliance.raster.turning import (ClassifyUpsideDown, TextBoxDirections, deskew, orientation,
-                                      turned)
+from appliance.raster.turning import (REVIEWER, ClassifyUpsideDown, TextBoxDirections, deskew,
+                                      orientation, turned)
 from appliance.raster.workpage import StepRecord, WorkPage
 
 log = logging.getLogger(__name__)
@@ -135,7 +136,7 @@ def preprocess(image: Image.Image, settings: PreprocessSettings, *, doc_type: st
                classify_upside_down: ClassifyUpsideDown | None = None,
                text_boxes: TextBoxDirections | None = None,
                resolution_boost: int = 0,
-               turn_deg: int | None = None, turned_by: str = "reviewer",
+               turn_deg: int | None = None, turned_by: str = REVIEWER,
                ) -> tuple[Image.Image, list[StepRecord]]:
     """The cleaned page and one record per step that ran (none when disabled).
 

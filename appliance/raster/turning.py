@@ -19,6 +19,7 @@ TextBoxDirections = Callable[[np.ndarray], tuple[int, int]]
 
 ORIENTATION_CROPS = 12
 GUESSED = "guessed"  # in the orientation record of a page turned on a guess
+REVIEWER = "reviewer"  # ... by whom, of a page a person turned
 # Before a page is turned by a quarter: this many text lines at least this many times
 # longer than thick (single letters and short words are no evidence).
 MIN_SIDEWAYS_LINES = 3

@@ -11,7 +11,7 @@ import pytest
 from PIL import Image
 
 from tests.daemon import Daemon, with_accounts
-from tests.fixtures.documents import text_similarity, write_png
+from tests.fixtures.documents import TURNED_ROWS, text_similarity, write_png, write_turned_pdf
 
 PASSWORD = "correct horse battery"
 LINES = ["Delivery note 4711", "Three boxes of printer paper", "Signed at the gate"]
@@ -75,6 +75,24 @@ def test_a_page_scanned_sideways_is_turned_and_read_upright(daemon, tmp_path):
         actors = db.execute("SELECT actor FROM event WHERE document_id = ? AND kind = "
                             "'review_rerun'", (doc["id"],)).fetchall()
     assert actors == [("tests",)]  # the API key's name
+
+
+def test_a_born_digital_page_turned_by_its_own_text_turns_again_at_a_reviewer_s_word(daemon,
+                                                                                      tmp_path):
+    """A page whose own text runs up it is read from that text, turned level (by
+    ``pdf-text``); a reviewer's turn, which a page read from its text ignored before,
+    turns it from there, as it does a scan: half a turn reads it upside down, another
+    level again."""
+    doc = daemon.upload(write_turned_pdf(tmp_path / "turned.pdf", 90))
+    daemon.wait_exported([doc["id"]])
+    text, turns = reading(daemon, doc["id"])
+    assert (text.split("\n"), turns) == (TURNED_ROWS, [(270, "pdf-text")])
+    for expected in ([(90, "reviewer")], [(270, "reviewer")]):
+        assert turn(daemon.client, doc["id"], 1, 180).status_code == 200
+        daemon.wait_exported([doc["id"]])
+        text, turns = reading(daemon, doc["id"])
+        assert turns == expected
+    assert text.split("\n") == TURNED_ROWS
 
 
 def test_a_turn_is_refused_without_a_key_for_a_bad_angle_and_for_no_such_page(daemon,

@@ -28,9 +28,10 @@ from appliance.raster import render_page
 from appliance.store import Database
 from tests.daemon import Daemon
 from tests.fixtures.documents import (ARTICLE_END, EXTENSION_B_LINES, JOURNAL_HEADERS,
-                                      LOOSE_LINE, SHORT_COLUMNS, write_article_end_pdf,
-                                      write_chinese_journal_pdf, write_extension_b_pdf,
-                                      write_png, write_two_column_report_pdf)
+                                      LOOSE_LINE, SHORT_COLUMNS, TURNED_ROWS,
+                                      write_article_end_pdf, write_chinese_journal_pdf,
+                                      write_extension_b_pdf, write_png, write_turned_pdf,
+                                      write_two_column_report_pdf)
 
 
 @pytest.fixture(scope="module")
@@ -433,27 +434,12 @@ def test_a_page_whose_text_runs_sideways_or_upside_down_is_read_turned_level(tmp
     column of its own, the table a word a row. The page is read turned level, as a scan
     would be: its lines are placed on the page turned as much, which the worker keeps
     for review and records as the orientation step that maps them back."""
-    from fpdf import FPDF
-
     from appliance.raster.preprocess import to_original
 
-    rows = [f"Region {name} reported {row * 37 + 11} checks in November"
-            for row, name in enumerate(["Alabama", "Alaska", "Arizona", "Arkansas",
-                                        "California", "Colorado", "Delaware", "Florida"])]
-    pdf = FPDF(unit="pt", format="A4")  # 595 x 842
-    pdf.add_page()
-    pdf.set_font("Helvetica", size=12)
-    # each line starts at the page's top left corner as the turned page shows it
-    start, step = {90: ((100, 760), (20, 0)), 180: ((500, 100), (0, 20)),
-                   270: ((495, 80), (-20, 0))}[turn]
-    with pdf.rotation(turn, *start):
-        for row, text in enumerate(rows):
-            pdf.text(start[0], start[1] + 20 * row, text)
-    path = tmp_path / "turned.pdf"
-    pdf.output(str(path))
+    path = write_turned_pdf(tmp_path / "turned.pdf", turn)
     done = _read(engine, path, mode="prefer")
     assert _verdict(done)["reader"] == "text"
-    assert done.recognition.text.split("\n") == rows
+    assert done.recognition.text.split("\n") == TURNED_ROWS
     assert _verdict(done)["turn"] == turn
     steps = done.recognition.provenance["preprocess"]
     assert [(s["step"], s["detail"]["rotated_deg"], s["detail"]["by"]) for s in steps] == \
