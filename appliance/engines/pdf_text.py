@@ -69,6 +69,7 @@ from appliance.engines.symbol_fonts import drawn, symbol_marks
 from appliance.page import Line, Recognition, Word, unspaced
 from appliance.raster import INK_LEVEL, PageRendering, open_pdf, to_rgb
 from appliance.raster.pdf_content import shows_text as page_shows_text
+from appliance.raster.preprocess import mapped_box
 from appliance.raster.turning import quarter_turn
 
 AUTO, IGNORE, PREFER = "auto", "ignore", "prefer"
@@ -583,15 +584,9 @@ def turned_level(lines: list[Line], turn: int, size: tuple[int, int]
     text runs as far counterclockwise. And the turned page's height."""
     rotate = (360 - turn) % 360
     matrix = quarter_turn(rotate, *size)
-
-    def placed(box: list[float]) -> list[float]:
-        x0, y0, x1, y1 = box
-        corners = matrix @ np.array([[x0, x1], [y0, y1], [1.0, 1.0]])
-        return [*corners.min(axis=1), *corners.max(axis=1)]
-
-    level = [replace(line, box=placed(line.box),
-                     words=[replace(word, box=placed(word.box)) for word in line.words]
-                     if line.words else line.words)
+    level = [replace(line, box=mapped_box(line.box, matrix),
+                     words=[replace(word, box=mapped_box(word.box, matrix))
+                            for word in line.words] if line.words else line.words)
              for line in lines]
     return level, size[0] if rotate in (90, 270) else size[1]
 

@@ -20,7 +20,7 @@ import numpy as np
 from appliance.engines.pdf_text import OCR
 from appliance.outputs.placement import Placed, align, union, words_of
 from appliance.page import Furniture, Word
-from appliance.raster.preprocess import to_original
+from appliance.raster.preprocess import mapped_box, to_original
 from appliance.store import Database, queries
 from appliance.store.models import Page, PageResult, PageStatus
 from appliance.store.reviews import MACHINE_RESULT
@@ -94,11 +94,7 @@ class PageTree:
 
     def on_page(self, box: Box) -> Box:
         """A box of the tree on the page as rendered: the box holding its corners."""
-        x0, y0, x1, y1 = box
-        corners = np.array([[x0, y0, 1], [x1, y0, 1], [x0, y1, 1], [x1, y1, 1]]) \
-            @ self.matrix.T
-        return (float(corners[:, 0].min()), float(corners[:, 1].min()),
-                float(corners[:, 0].max()), float(corners[:, 1].max()))
+        return tuple(mapped_box(box, self.matrix))
 
     def pixels(self, box: Box) -> tuple[int, int, int, int]:
         """A box of the tree on the page as rendered, in whole pixels: the smallest

@@ -12,7 +12,7 @@ from dataclasses import replace
 
 from appliance.page import Line
 from appliance.pipeline.read import READ_BY, reordered
-from appliance.raster.preprocess import to_original
+from appliance.raster.preprocess import mapped_box, to_original
 from appliance.reading.repeated import NEIGHBOURS, Repeated, repeated_furniture
 from appliance.store import Database, queries
 from appliance.store.models import Page, PageResult
@@ -72,16 +72,9 @@ def _on_page(result: PageResult) -> tuple[list[Line], float]:
     back = to_original(provenance.get("preprocess") or [])
     rendered = (provenance.get("rendered") or {}).get("size")
     if rendered and abs(back[1, 1]) >= abs(back[1, 0]):
-        return [replace(line, box=_mapped(line.box, back)) for line in lines], rendered[1]
+        return [replace(line, box=mapped_box(line.box, back)) for line in lines], rendered[1]
     size = provenance.get("image_size")
     return lines, size[1] if size else max(line.box[3] for line in lines)
-
-
-def _mapped(box, back) -> list[float]:
-    """``box`` through the affine ``back``: the box around its corners' images."""
-    x0, y0, x1, y1 = box
-    corners = back[:2] @ [[x0, x1, x0, x1], [y0, y0, y1, y1], [1, 1, 1, 1]]
-    return [corners[0].min(), corners[1].min(), corners[0].max(), corners[1].max()]
 
 
 def _with_furniture(result: PageResult, running: Repeated, page_furniture: str) -> PageResult:

@@ -149,7 +149,8 @@ def run_job(pipeline: PagePipeline, job: Job, background: ThreadPoolExecutor,
             with clock.stage("text_layer"):
                 page.size  # a PDF pdfium cannot open fails here, with its reason, as OCR would
                 verdict, recognition, key = _own_text(pipeline, job, page, request)
-        if recognition is not None:
+        own_text = recognition is not None
+        if own_text:
             reader = (pdf_text.NAME, pdf_text.model_id())
             if verdict["turn"]:
                 # its text runs sideways or upside down (or a reviewer turned it): its
@@ -201,7 +202,6 @@ def run_job(pipeline: PagePipeline, job: Job, background: ThreadPoolExecutor,
                                          find_marks(engine_image(), recognition.lines))
         with clock.stage("read"):
             # a page read from its own text has no table model: it reads the pixels an engine read
-            own_text = reader[0] == pdf_text.NAME
             recognition = pipeline.read(recognition, None if own_text else image)
         with clock.stage("postprocess"):
             recognition = postprocess(recognition)

@@ -199,6 +199,15 @@ def to_original(steps: list[dict]) -> np.ndarray:
     return np.linalg.inv(forward)
 
 
+def mapped_box(box, matrix: np.ndarray) -> list[float]:
+    """``box`` [x0, y0, x1, y1] through the affine ``matrix`` (2 x 3, or 3 x 3 as
+    ``to_original`` gives): the box holding its corners' images."""
+    x0, y0, x1, y1 = box
+    corners = np.asarray(matrix)[:2] @ [[x0, x1, x0, x1], [y0, y0, y1, y1], [1, 1, 1, 1]]
+    return [float(corners[0].min()), float(corners[1].min()),
+            float(corners[0].max()), float(corners[1].max())]
+
+
 def _crop(page: WorkPage) -> dict:
     """``box``: [left, top, right, bottom] kept, in the pixels this step received."""
     detail: dict = {}

@@ -434,7 +434,7 @@ def test_a_page_whose_text_runs_sideways_or_upside_down_is_read_turned_level(tmp
     column of its own, the table a word a row. The page is read turned level, as a scan
     would be: its lines are placed on the page turned as much, which the worker keeps
     for review and records as the orientation step that maps them back."""
-    from appliance.raster.preprocess import to_original
+    from appliance.raster.preprocess import mapped_box, to_original
 
     path = write_turned_pdf(tmp_path / "turned.pdf", turn)
     done = _read(engine, path, mode="prefer")
@@ -454,10 +454,7 @@ def test_a_page_whose_text_runs_sideways_or_upside_down_is_read_turned_level(tmp
     drawn = {line.text: line.box for line in pdf_text.layer_lines(layer.chars)}
     back = to_original(steps)
     for line in done.recognition.lines:
-        x0, y0, x1, y1 = line.box
-        corners = back @ [[x0, x1], [y0, y1], [1, 1]]
-        mapped = [*corners[:2].min(axis=1), *corners[:2].max(axis=1)]
-        assert mapped == pytest.approx(drawn[line.text], abs=0.5)
+        assert mapped_box(line.box, back) == pytest.approx(drawn[line.text], abs=0.5)
 
 
 @pytest.mark.parametrize("script", ["latin", "chinese"])
